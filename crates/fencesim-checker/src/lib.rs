@@ -1,0 +1,80 @@
+//! Pure safety checks over a history: a verdict, each violation with its witnesses (record
+//! indexes) and a causal explanation, and the unsafe-exposure metric.
+//!
+//! The checker sees nothing but a [`History`]: it works the same on a history recorded by the
+//! simulator and on one converted from a real system. It judges by the services' own events
+//! (grants, expiries, the resource's accepts and rejects) in history order, never by what
+//! clients believed, following Jepsen's practice of checking what the system actually did.
+#![deny(missing_docs)]
+
+mod exposure;
+mod leases;
+mod stale_write;
+mod tokens;
+
+use fencesim_history::{History, ViolationKind};
+use serde::{Deserialize, Serialize};
+
+pub use exposure::UnsafeExposure;
+
+/// The overall outcome of checking one history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// No check found a violation.
+    Valid,
+    /// At least one violation.
+    Invalid,
+    /// A check gave up within its budget (none does yet).
+    Unknown,
+}
+
+/// One broken property.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Which property.
+    pub kind: ViolationKind,
+    /// Indexes of the records that prove it, most telling first.
+    pub witnesses: Vec<u64>,
+    /// How the witnesses connect, in words.
+    pub explanation: String,
+}
+
+/// Everything the checker concluded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// Valid unless a violation was found.
+    pub verdict: Verdict,
+    /// Every violation, grouped by check, each group in history order.
+    pub violations: Vec<Violation>,
+    /// Writes that reached the resource after their lease had ended.
+    pub unsafe_exposure: UnsafeExposure,
+}
+
+impl CheckResult {
+    /// The distinct violation kinds found, sorted.
+    pub fn kinds(&self) -> Vec<ViolationKind> {
+        let mut kinds: Vec<_> = self.violations.iter().map(|v| v.kind).collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+}
+
+/// Run every check on `history`.
+pub fn check(history: &History) -> CheckResult {
+    let leases = leases::lease_intervals(history);
+    let mut violations = Vec::new();
+    violations.extend(stale_write::check(history, &leases));
+    violations.extend(tokens::check(history));
+    let verdict = if violations.is_empty() {
+        Verdict::Valid
+    } else {
+        Verdict::Invalid
+    };
+    CheckResult {
+        verdict,
+        violations,
+        unsafe_exposure: exposure::measure(history, &leases),
+    }
+}

@@ -1,0 +1,80 @@
+//! `stale-write-accepted`: on a key, the resource accepted a write whose token is lower than a
+//! token it had already accepted (Kleppmann 2016's paused or delayed former holder).
+
+use std::collections::BTreeMap;
+
+use fencesim_history::{Event, EventKind, History, ViolationKind};
+
+use crate::leases::Leases;
+use crate::Violation;
+
+/// The highest-token accept seen so far on a key.
+struct Highest<'a> {
+    token: u64,
+    event: &'a Event,
+}
+
+pub(crate) fn check(history: &History, leases: &Leases) -> Vec<Violation> {
+    let mut highest: BTreeMap<&str, Highest> = BTreeMap::new();
+    let mut violations = Vec::new();
+    for ev in history.events().filter(|e| e.event == EventKind::Accept) {
+        let (Some(key), Some(token)) = (ev.key.as_deref(), ev.token) else {
+            continue;
+        };
+        match highest.get(key) {
+            Some(h) if token < h.token => violations.push(violation(key, ev, h, leases)),
+            Some(h) if token == h.token => {}
+            _ => {
+                highest.insert(key, Highest { token, event: ev });
+            }
+        }
+    }
+    violations
+}
+
+fn violation(key: &str, stale: &Event, higher: &Highest, leases: &Leases) -> Violation {
+    let writer = |e: &Event| {
+        e.holder
+            .clone()
+            .unwrap_or_else(|| "an unknown writer".into())
+    };
+    let mut explanation = format!(
+        "key {key:?}: the resource accepted token {} from {} at index {} (t={}) although it had \
+         already accepted the higher token {} from {} at index {} (t={})",
+        stale.token.unwrap_or_default(),
+        writer(stale),
+        stale.at.index,
+        fmt_ns(stale.at.time_ns),
+        higher.token,
+        writer(higher.event),
+        higher.event.at.index,
+        fmt_ns(higher.event.at.time_ns),
+    );
+    let lease = stale
+        .holder
+        .clone()
+        .zip(stale.token)
+        .and_then(|k| leases.get(&k));
+    if let Some(lease) = lease {
+        explanation.push_str(&format!(
+            "; token {} was granted on lock {:?} at index {}",
+            lease.token, lease.lock, lease.granted_at.0
+        ));
+        if let Some((idx, t)) = lease.ended_at.filter(|(_, t)| *t <= stale.at.time_ns) {
+            explanation.push_str(&format!(
+                " and its lease had ended at index {idx} (t={}), before the write landed",
+                fmt_ns(t)
+            ));
+        }
+    }
+    Violation {
+        kind: ViolationKind::StaleWriteAccepted,
+        witnesses: vec![stale.at.index, higher.event.at.index],
+        explanation,
+    }
+}
+
+/// True time as seconds with millisecond precision, for explanations.
+pub(crate) fn fmt_ns(ns: u64) -> String {
+    format!("{}.{:03}s", ns / 1_000_000_000, (ns / 1_000_000) % 1_000)
+}

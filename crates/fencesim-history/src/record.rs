@@ -1,0 +1,263 @@
+//! The record types of a history.
+
+use serde::{Deserialize, Serialize};
+
+/// When a record happened, by every clock that matters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// Position in the history (0-based), the order things happened in.
+    pub index: u64,
+    /// True (simulated) time in ns since the simulation started.
+    pub time_ns: u64,
+    /// The recording node's monotonic clock, local ms.
+    pub mono_ms: i64,
+    /// The recording node's wall clock, local ms.
+    pub wall_ms: i64,
+}
+
+/// The first line of a history file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`crate::FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The root seed of the run.
+    pub seed: u64,
+    /// The fencesim version that recorded it.
+    pub tool_version: String,
+}
+
+/// Jepsen's operation types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpType {
+    /// The operation started.
+    Invoke,
+    /// It took effect.
+    Ok,
+    /// It certainly did not take effect.
+    Fail,
+    /// Unknown whether it took effect (for example a timeout); the process is retired.
+    Info,
+}
+
+/// The operation a client performs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpFn {
+    /// Ask the lock service for a lease.
+    Acquire,
+    /// Keepalive: extend the lease.
+    Renew,
+    /// Give the lease back.
+    Release,
+    /// Read the resource.
+    Read,
+    /// Write the resource with a fencing token.
+    Write,
+}
+
+/// A client operation record (an invocation or a completion).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    /// When.
+    #[serde(flatten)]
+    pub at: Stamp,
+    /// Jepsen process id; a process that got `info` never invokes again.
+    pub process: u64,
+    /// The client node's name.
+    pub node: String,
+    /// invoke, ok, fail or info.
+    #[serde(rename = "type")]
+    pub op_type: OpType,
+    /// What was done.
+    pub f: OpFn,
+    /// The lock involved (acquire, renew, release).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    /// The resource key involved (read, write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The fencing token presented or granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// The value written or read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Why it failed or is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The kinds of service and nemesis events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// The lock service granted a lease (with a new token).
+    Grant,
+    /// The lock service extended a lease.
+    Renew,
+    /// The lock service ended a lease at its holder's request.
+    Release,
+    /// The lock service ended a lease because its TTL ran out.
+    Expire,
+    /// The lock service ended a lease on its own initiative (admin, leader decision).
+    Revoke,
+    /// The resource applied a write.
+    Accept,
+    /// The resource refused a write with a stale token.
+    Reject,
+    /// Nemesis: a node froze (process pause, GC); `phase` start and end.
+    Pause,
+    /// Nemesis: one message was held in the network; `phase` start (sent) and end (delivered).
+    Hold,
+    /// Nemesis: the network's latency range changed for a window; `phase` start and end.
+    Latency,
+}
+
+impl EventKind {
+    /// The name used in files (`grant`, `accept`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Grant => "grant",
+            EventKind::Renew => "renew",
+            EventKind::Release => "release",
+            EventKind::Expire => "expire",
+            EventKind::Revoke => "revoke",
+            EventKind::Accept => "accept",
+            EventKind::Reject => "reject",
+            EventKind::Pause => "pause",
+            EventKind::Hold => "hold",
+            EventKind::Latency => "latency",
+        }
+    }
+
+    /// Whether the nemesis (not a service) records this kind.
+    pub fn is_nemesis(self) -> bool {
+        matches!(
+            self,
+            EventKind::Pause | EventKind::Hold | EventKind::Latency
+        )
+    }
+}
+
+/// Start or end of a nemesis action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// The fault began.
+    Start,
+    /// The fault ended.
+    End,
+}
+
+/// A service or nemesis event record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// When (clocks of the recording node).
+    #[serde(flatten)]
+    pub at: Stamp,
+    /// The node that decided (for the nemesis: `nemesis`).
+    pub node: String,
+    /// What happened.
+    pub event: EventKind,
+    /// Start or end, for nemesis events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The lock involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
+    /// The resource key involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The lease holder (grant, renew, release, expire) or the writer (accept, reject).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// The fencing token granted, renewed, presented...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// The resource's highest accepted token after an accept, or the one that caused a reject.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest: Option<u64>,
+    /// Local-clock ms at which the lease expires (grant, renew).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<u64>,
+    /// The index of the invoke this event answers, where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<u64>,
+    /// The node a nemesis action targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Free-form detail of a nemesis action (for example the held message's kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Event {
+    /// An event of `kind` with every optional field empty, to fill with struct-update syntax.
+    pub fn new(kind: EventKind) -> Self {
+        Event {
+            at: Stamp::default(),
+            node: String::new(),
+            event: kind,
+            phase: None,
+            lock: None,
+            key: None,
+            holder: None,
+            token: None,
+            highest: None,
+            expires_at_ms: None,
+            op: None,
+            target: None,
+            detail: None,
+        }
+    }
+}
+
+/// One history entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "lowercase")]
+pub enum Entry {
+    /// A client operation.
+    Op(Op),
+    /// A service or nemesis event.
+    Event(Event),
+}
+
+impl Entry {
+    /// The entry's stamp.
+    pub fn at(&self) -> &Stamp {
+        match self {
+            Entry::Op(op) => &op.at,
+            Entry::Event(ev) => &ev.at,
+        }
+    }
+}
+
+/// A whole history: header plus entries in `index` order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct History {
+    /// Who recorded what.
+    pub header: Header,
+    /// The entries; `entries[i].at().index == i`.
+    pub entries: Vec<Entry>,
+}
+
+impl History {
+    /// The events, in order.
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Event(ev) => Some(ev),
+            Entry::Op(_) => None,
+        })
+    }
+
+    /// The operations, in order.
+    pub fn ops(&self) -> impl Iterator<Item = &Op> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Op(op) => Some(op),
+            Entry::Event(_) => None,
+        })
+    }
+}

@@ -1,0 +1,293 @@
+//! The single-node lease table: one lease per lock, one token counter per lock.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of a [`LeaseService`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseConfig {
+    /// The longest TTL the service grants, in local-clock ms. A client asking for more gets
+    /// this much (the service caps, it does not refuse), as etcd caps lease TTLs.
+    pub max_ttl_ms: u64,
+}
+
+/// A granted lease, as the service sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// Who holds it (a client name).
+    pub holder: String,
+    /// The fencing token issued with the grant.
+    pub token: u64,
+    /// The TTL granted (after capping), in local-clock ms; renewals extend by this much.
+    pub ttl_ms: u64,
+    /// Local-clock ms at which the lease stops being valid: valid while `now_ms < expires_at_ms`.
+    pub expires_at_ms: u64,
+}
+
+/// The answer to [`LeaseService::acquire`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AcquireOutcome {
+    /// The caller now holds the lock.
+    Granted {
+        /// A token greater than every token this lock issued before.
+        token: u64,
+        /// Local-clock ms at which the new lease expires.
+        expires_at_ms: u64,
+    },
+    /// Someone holds an unexpired lease (possibly the caller itself: leases are not reentrant).
+    Held {
+        /// The current holder.
+        holder: String,
+        /// When the current lease expires unless renewed, local-clock ms.
+        expires_at_ms: u64,
+    },
+}
+
+/// The answer to [`LeaseService::renew`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RenewOutcome {
+    /// The lease was extended to `expires_at_ms` (local-clock ms).
+    Renewed {
+        /// The new expiry.
+        expires_at_ms: u64,
+    },
+    /// The caller does not hold an unexpired lease with that token: it must stop acting as holder.
+    Lost,
+}
+
+/// The answer to [`LeaseService::release`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReleaseOutcome {
+    /// The lease ended; the lock is free.
+    Released,
+    /// The caller does not hold an unexpired lease with that token; nothing changed. Release is
+    /// a compare-and-delete on (holder, token), never an unconditional delete (cases K19).
+    NotHolder,
+}
+
+/// A lease that [`LeaseService::expire_due`] just ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expired {
+    /// The lock it was on.
+    pub lock: String,
+    /// The lease as it was when it expired.
+    pub lease: Lease,
+}
+
+#[derive(Clone, Debug, Default)]
+struct LockState {
+    /// The last token issued for this lock (0: none yet). Only ever grows.
+    last_token: u64,
+    lease: Option<Lease>,
+}
+
+/// A single-node lease service: a table of locks, each with at most one lease.
+///
+/// Invariants: per lock, tokens are issued in strictly increasing order and never twice; at any
+/// `now_ms` at most one unexpired lease exists per lock.
+#[derive(Clone, Debug)]
+pub struct LeaseService {
+    config: LeaseConfig,
+    locks: BTreeMap<String, LockState>,
+}
+
+impl LeaseService {
+    /// A service with no locks.
+    pub fn new(config: LeaseConfig) -> Self {
+        Self {
+            config,
+            locks: BTreeMap::new(),
+        }
+    }
+
+    /// The service's settings.
+    pub fn config(&self) -> LeaseConfig {
+        self.config
+    }
+
+    /// Grant `lock` to `holder` for `ttl_ms` (capped at `max_ttl_ms`) unless an unexpired lease
+    /// exists. An expired lease that [`Self::expire_due`] has not reaped yet does not block.
+    pub fn acquire(
+        &mut self,
+        lock: &str,
+        holder: &str,
+        ttl_ms: u64,
+        now_ms: u64,
+    ) -> AcquireOutcome {
+        let ttl_ms = ttl_ms.min(self.config.max_ttl_ms);
+        let state = self.locks.entry(lock.to_owned()).or_default();
+        if let Some(lease) = state.lease.as_ref().filter(|l| now_ms < l.expires_at_ms) {
+            return AcquireOutcome::Held {
+                holder: lease.holder.clone(),
+                expires_at_ms: lease.expires_at_ms,
+            };
+        }
+        state.last_token += 1;
+        let expires_at_ms = now_ms.saturating_add(ttl_ms);
+        state.lease = Some(Lease {
+            holder: holder.to_owned(),
+            token: state.last_token,
+            ttl_ms,
+            expires_at_ms,
+        });
+        AcquireOutcome::Granted {
+            token: state.last_token,
+            expires_at_ms,
+        }
+    }
+
+    /// Extend the caller's lease by its TTL from `now_ms`, if the caller holds `lock` with
+    /// `token` and the lease has not expired.
+    pub fn renew(&mut self, lock: &str, holder: &str, token: u64, now_ms: u64) -> RenewOutcome {
+        match self.live_lease_mut(lock, holder, token, now_ms) {
+            Some(lease) => {
+                lease.expires_at_ms = now_ms.saturating_add(lease.ttl_ms);
+                RenewOutcome::Renewed {
+                    expires_at_ms: lease.expires_at_ms,
+                }
+            }
+            None => RenewOutcome::Lost,
+        }
+    }
+
+    /// End the caller's lease, if the caller holds `lock` with `token` and it has not expired.
+    pub fn release(&mut self, lock: &str, holder: &str, token: u64, now_ms: u64) -> ReleaseOutcome {
+        if self.live_lease_mut(lock, holder, token, now_ms).is_none() {
+            return ReleaseOutcome::NotHolder;
+        }
+        if let Some(state) = self.locks.get_mut(lock) {
+            state.lease = None;
+        }
+        ReleaseOutcome::Released
+    }
+
+    /// Remove and return every lease with `expires_at_ms <= now_ms`, in lock-name order.
+    pub fn expire_due(&mut self, now_ms: u64) -> Vec<Expired> {
+        let mut expired = Vec::new();
+        for (lock, state) in &mut self.locks {
+            if state
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.expires_at_ms <= now_ms)
+            {
+                let lease = state.lease.take().expect("checked just above");
+                expired.push(Expired {
+                    lock: lock.clone(),
+                    lease,
+                });
+            }
+        }
+        expired
+    }
+
+    /// The earliest `expires_at_ms` of any lease (local-clock ms), or `None` if no lease exists:
+    /// the shell should call [`Self::expire_due`] once its clock reaches it.
+    pub fn next_expiry(&self) -> Option<u64> {
+        self.locks
+            .values()
+            .filter_map(|s| s.lease.as_ref().map(|l| l.expires_at_ms))
+            .min()
+    }
+
+    /// The current lease on `lock`, expired or not, if [`Self::expire_due`] has not reaped it.
+    pub fn lease(&self, lock: &str) -> Option<&Lease> {
+        self.locks.get(lock).and_then(|s| s.lease.as_ref())
+    }
+
+    /// The last token issued for `lock` (0 if none).
+    pub fn last_token(&self, lock: &str) -> u64 {
+        self.locks.get(lock).map_or(0, |s| s.last_token)
+    }
+
+    fn live_lease_mut(
+        &mut self,
+        lock: &str,
+        holder: &str,
+        token: u64,
+        now_ms: u64,
+    ) -> Option<&mut Lease> {
+        self.locks
+            .get_mut(lock)?
+            .lease
+            .as_mut()
+            .filter(|l| l.holder == holder && l.token == token && now_ms < l.expires_at_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service() -> LeaseService {
+        LeaseService::new(LeaseConfig { max_ttl_ms: 10_000 })
+    }
+
+    #[test]
+    fn grant_caps_ttl_and_blocks_others_until_expiry() {
+        let mut s = service();
+        assert_eq!(
+            s.acquire("l", "a", 50_000, 100),
+            AcquireOutcome::Granted {
+                token: 1,
+                expires_at_ms: 10_100
+            }
+        );
+        assert_eq!(
+            s.acquire("l", "b", 1_000, 10_099),
+            AcquireOutcome::Held {
+                holder: "a".into(),
+                expires_at_ms: 10_100
+            }
+        );
+        assert_eq!(
+            s.acquire("l", "b", 1_000, 10_100),
+            AcquireOutcome::Granted {
+                token: 2,
+                expires_at_ms: 11_100
+            }
+        );
+    }
+
+    #[test]
+    fn renew_extends_only_the_live_lease_of_the_holder() {
+        let mut s = service();
+        s.acquire("l", "a", 1_000, 0);
+        assert_eq!(s.renew("l", "b", 1, 500), RenewOutcome::Lost);
+        assert_eq!(s.renew("l", "a", 2, 500), RenewOutcome::Lost);
+        assert_eq!(
+            s.renew("l", "a", 1, 500),
+            RenewOutcome::Renewed {
+                expires_at_ms: 1_500
+            }
+        );
+        assert_eq!(s.renew("l", "a", 1, 1_500), RenewOutcome::Lost);
+    }
+
+    #[test]
+    fn release_is_compare_and_delete() {
+        let mut s = service();
+        s.acquire("l", "a", 1_000, 0);
+        assert_eq!(s.release("l", "a", 7, 10), ReleaseOutcome::NotHolder);
+        assert_eq!(s.release("l", "a", 1, 10), ReleaseOutcome::Released);
+        assert_eq!(s.release("l", "a", 1, 11), ReleaseOutcome::NotHolder);
+        assert!(matches!(
+            s.acquire("l", "b", 1_000, 12),
+            AcquireOutcome::Granted { token: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn expire_due_reaps_in_lock_order_and_next_expiry_follows() {
+        let mut s = service();
+        s.acquire("z", "a", 300, 0);
+        s.acquire("m", "b", 200, 0);
+        assert_eq!(s.next_expiry(), Some(200));
+        assert!(s.expire_due(199).is_empty());
+        let reaped = s.expire_due(300);
+        let locks: Vec<_> = reaped.iter().map(|e| e.lock.as_str()).collect();
+        assert_eq!(locks, ["m", "z"]);
+        assert_eq!(s.next_expiry(), None);
+        assert_eq!(s.last_token("z"), 1);
+    }
+}

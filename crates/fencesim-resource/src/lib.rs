@@ -1,0 +1,161 @@
+//! Sans-IO fenced resources.
+//!
+//! A fenced resource is the storage a lock protects. It remembers, per key, the highest fencing
+//! token it has accepted and applies a write only if the write's token is at least that high, in
+//! one atomic step (Kleppmann 2016; the `WHERE highest_fence_token <= :token` update). A paused
+//! or delayed former holder then cannot overwrite a newer holder's data, whatever its lock
+//! service believed. The `unfenced` mode accepts everything, to show the counterexample.
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How a [`Resource`] treats tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FenceMode {
+    /// Reject a write whose token is below the highest accepted token (the safe design).
+    #[default]
+    Fenced,
+    /// Accept every write (tokens are recorded but not checked): the unsafe baseline.
+    Unfenced,
+}
+
+/// The answer to [`Resource::write`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteOutcome {
+    /// The value was stored; `highest` is the key's highest accepted token afterwards.
+    Accepted {
+        /// The highest accepted token after this write.
+        highest: u64,
+    },
+    /// A stale token: nothing changed.
+    Rejected {
+        /// The token the write carried.
+        presented: u64,
+        /// The key's highest accepted token, which is greater than `presented`.
+        highest: u64,
+    },
+}
+
+/// The answer to [`Resource::read`]: the current value and the token of the write that stored it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadValue {
+    /// The stored value (`None`: never written).
+    pub value: Option<String>,
+    /// The token the stored value was written with (`None`: never written).
+    pub token: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Cell {
+    current: ReadValue,
+    highest: u64,
+}
+
+/// A key-value store fenced per key.
+#[derive(Clone, Debug, Default)]
+pub struct Resource {
+    mode: FenceMode,
+    cells: BTreeMap<String, Cell>,
+}
+
+impl Resource {
+    /// An empty resource.
+    pub fn new(mode: FenceMode) -> Self {
+        Self {
+            mode,
+            cells: BTreeMap::new(),
+        }
+    }
+
+    /// The mode this resource was built with.
+    pub fn mode(&self) -> FenceMode {
+        self.mode
+    }
+
+    /// One atomic compare-and-update: in fenced mode store `value` if `token` is at least the
+    /// key's highest accepted token (equal tokens are the same holder writing again), else reject
+    /// and change nothing. Unfenced mode always stores.
+    pub fn write(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome {
+        let cell = self.cells.entry(key.to_owned()).or_default();
+        if self.mode == FenceMode::Fenced && token < cell.highest {
+            return WriteOutcome::Rejected {
+                presented: token,
+                highest: cell.highest,
+            };
+        }
+        cell.highest = cell.highest.max(token);
+        cell.current = ReadValue {
+            value: Some(value.to_owned()),
+            token: Some(token),
+        };
+        WriteOutcome::Accepted {
+            highest: cell.highest,
+        }
+    }
+
+    /// The key's current value and its token.
+    pub fn read(&self, key: &str) -> ReadValue {
+        self.cells
+            .get(key)
+            .map(|c| c.current.clone())
+            .unwrap_or_default()
+    }
+
+    /// The key's highest accepted token (0: none).
+    pub fn highest(&self, key: &str) -> u64 {
+        self.cells.get(key).map_or(0, |c| c.highest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_rejects_lower_tokens_and_changes_nothing() {
+        let mut r = Resource::new(FenceMode::Fenced);
+        assert_eq!(
+            r.write("k", 34, "b"),
+            WriteOutcome::Accepted { highest: 34 }
+        );
+        assert_eq!(
+            r.write("k", 33, "a"),
+            WriteOutcome::Rejected {
+                presented: 33,
+                highest: 34
+            }
+        );
+        assert_eq!(
+            r.read("k"),
+            ReadValue {
+                value: Some("b".into()),
+                token: Some(34)
+            }
+        );
+        assert_eq!(
+            r.write("k", 34, "b2"),
+            WriteOutcome::Accepted { highest: 34 }
+        );
+    }
+
+    #[test]
+    fn unfenced_accepts_stale_tokens_but_keeps_the_highest() {
+        let mut r = Resource::new(FenceMode::Unfenced);
+        r.write("k", 34, "b");
+        assert_eq!(
+            r.write("k", 33, "a"),
+            WriteOutcome::Accepted { highest: 34 }
+        );
+        assert_eq!(
+            r.read("k"),
+            ReadValue {
+                value: Some("a".into()),
+                token: Some(33)
+            }
+        );
+        assert_eq!(r.read("other"), ReadValue::default());
+    }
+}

@@ -1,0 +1,38 @@
+//! The fencesim scenario: a TOML file that says which cluster to build, which faults to inject
+//! and what verdict to expect, over a range of seeds (docs/scenario-format.md).
+//!
+//! Parsing is two steps: serde reads a raw form that keeps every field's position
+//! (`deny_unknown_fields`, so a typo is an error, not a silent default), then validation turns
+//! it into the resolved [`Scenario`] or a [`ScenarioError`] naming file, line, column and field.
+#![deny(missing_docs)]
+
+mod error;
+mod model;
+mod raw;
+mod validate;
+
+use std::path::Path;
+
+pub use error::ScenarioError;
+pub use model::{
+    ClientSpec, Expectation, ExpectedVerdict, Fault, LatencyRange, LockServiceKind,
+    LockServiceSpec, MessageKind, NetworkSpec, NodeEvent, ResourceMode, ResourceSpec, Scenario,
+    SeedRange, Trigger, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+};
+
+/// Read and validate the scenario file at `path`.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let source = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
+        file: file.clone(),
+        message: e.to_string(),
+    })?;
+    parse(&source, &file)
+}
+
+/// Validate scenario TOML `source`; `file` is only used in error messages.
+pub fn parse(source: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let raw: raw::RawScenario =
+        toml::from_str(source).map_err(|e| ScenarioError::from_toml(&e, source, file))?;
+    validate::resolve(raw, source, file)
+}

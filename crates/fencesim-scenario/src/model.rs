@@ -1,0 +1,295 @@
+//! The resolved scenario: every default filled in, every reference checked. Serialized into
+//! report.json so a report says exactly what ran.
+
+use fencesim_history::ViolationKind;
+use serde::{Deserialize, Serialize};
+
+/// Node name of the lock (lease) service.
+pub const LEASE_SERVICE_NODE: &str = "lease-service";
+/// Node name of the fenced resource.
+pub const RESOURCE_NODE: &str = "resource";
+/// Names clients may not take: the servers and the simulation's own helper nodes.
+pub const RESERVED_NODE_NAMES: [&str; 4] =
+    [LEASE_SERVICE_NODE, RESOURCE_NODE, "nemesis", "network"];
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Short name; also the output directory name.
+    pub name: String,
+    /// What the scenario shows and why.
+    pub description: String,
+    /// The seeds over which the expectation must hold (`--expect` without `--seed`).
+    pub seeds: SeedRange,
+    /// Simulated ms after which the run stops even if clients are still busy.
+    pub duration_ms: u64,
+    /// Network settings.
+    pub network: NetworkSpec,
+    /// The lock service.
+    pub lock_service: LockServiceSpec,
+    /// The fenced resource.
+    pub resource: ResourceSpec,
+    /// Every client, groups expanded (`count = 2` becomes client-1, client-2).
+    pub clients: Vec<ClientSpec>,
+    /// Scripted faults, in file order.
+    pub faults: Vec<Fault>,
+    /// What the checker must conclude on every seed of `seeds`.
+    pub expect: Expectation,
+}
+
+/// A half-open range of root seeds, `start..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedRange {
+    /// First seed.
+    pub start: u64,
+    /// One past the last seed.
+    pub end: u64,
+}
+
+/// A uniform latency range in simulated ms, both ends inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyRange {
+    /// Shortest one-way delay.
+    pub min_ms: u64,
+    /// Longest one-way delay.
+    pub max_ms: u64,
+}
+
+/// `[network]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkSpec {
+    /// One-way delay of every message, drawn per message from the seed.
+    pub latency_ms: LatencyRange,
+}
+
+/// Which lock service design runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockServiceKind {
+    /// One lease-service node with an in-memory lease table.
+    Single,
+}
+
+/// `[lock_service]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockServiceSpec {
+    /// The design.
+    pub kind: LockServiceKind,
+    /// The longest TTL granted, local-clock ms.
+    pub max_ttl_ms: u64,
+}
+
+/// How the resource treats fencing tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceMode {
+    /// Reject stale tokens (the safe design).
+    Fenced,
+    /// Accept every write (the counterexample).
+    Unfenced,
+}
+
+/// `[resource]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceSpec {
+    /// Fenced or unfenced.
+    pub mode: ResourceMode,
+    /// The keys it serves; clients must use one of them.
+    pub keys: Vec<String>,
+}
+
+/// One client, after expanding `count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSpec {
+    /// Node name.
+    pub name: String,
+    /// The lock it takes.
+    pub lock: String,
+    /// The resource key it writes.
+    pub key: String,
+    /// The TTL it asks for, ms.
+    pub ttl_ms: u64,
+    /// How long it works between read and write, simulated ms.
+    pub work_ms: u64,
+    /// Keepalive period while working, ms (`None`: never renews).
+    pub renew_ms: Option<u64>,
+    /// How many acquire-read-work-write-release cycles it runs.
+    pub cycles: u64,
+    /// When it starts, simulated ms.
+    pub start_ms: u64,
+    /// How long it waits for any reply before recording `info`, ms.
+    pub timeout_ms: u64,
+    /// Seeded backoff range between acquire attempts while the lock is held, ms.
+    pub backoff_ms: LatencyRange,
+}
+
+/// Events of a node at which a fault can fire (`after = "grant"`, `before = "write"`).
+///
+/// On a client they are its own steps (`grant`: it received a grant; `write`: it sends or sent
+/// its write); on the lease service and resource they are its decisions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeEvent {
+    /// A client asks for a lease.
+    Acquire,
+    /// A lease was granted (client: received; service: decided).
+    Grant,
+    /// A keepalive.
+    Renew,
+    /// A release.
+    Release,
+    /// The service expired a lease.
+    Expire,
+    /// A client reads the resource.
+    Read,
+    /// A client writes the resource.
+    Write,
+    /// The resource applied a write.
+    Accept,
+    /// The resource rejected a stale write.
+    Reject,
+}
+
+impl NodeEvent {
+    /// Every event name, for error messages.
+    pub const NAMES: &'static str =
+        "acquire, grant, renew, release, expire, read, write, accept, reject";
+}
+
+/// When a node-bound fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// At a true time, simulated ms.
+    At {
+        /// Simulated ms since the start.
+        at_ms: u64,
+    },
+    /// Right after the node's `nth` (1-based) occurrence of `event`.
+    After {
+        /// The event.
+        event: NodeEvent,
+        /// Which occurrence.
+        nth: u64,
+    },
+    /// Right before the node's `nth` occurrence of `event`.
+    Before {
+        /// The event.
+        event: NodeEvent,
+        /// Which occurrence.
+        nth: u64,
+    },
+}
+
+/// The kind of a message in the transport, for `hold` faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MessageKind {
+    /// Client to lease service.
+    Acquire,
+    /// Lease service to client.
+    AcquireReply,
+    /// Client to lease service.
+    Renew,
+    /// Lease service to client.
+    RenewReply,
+    /// Client to lease service.
+    Release,
+    /// Lease service to client.
+    ReleaseReply,
+    /// Client to resource.
+    Read,
+    /// Resource to client.
+    ReadReply,
+    /// Client to resource.
+    Write,
+    /// Resource to client.
+    WriteReply,
+}
+
+impl MessageKind {
+    /// Every kind name, for error messages.
+    pub const NAMES: &'static str = "acquire, acquire-reply, renew, renew-reply, release, \
+         release-reply, read, read-reply, write, write-reply";
+
+    /// The name used in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Acquire => "acquire",
+            MessageKind::AcquireReply => "acquire-reply",
+            MessageKind::Renew => "renew",
+            MessageKind::RenewReply => "renew-reply",
+            MessageKind::Release => "release",
+            MessageKind::ReleaseReply => "release-reply",
+            MessageKind::Read => "read",
+            MessageKind::ReadReply => "read-reply",
+            MessageKind::Write => "write",
+            MessageKind::WriteReply => "write-reply",
+        }
+    }
+}
+
+/// A scripted fault (`[[faults]]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Fault {
+    /// Freeze `node` for `duration_ms` (a GC or VM pause): its timers fire late, its messages
+    /// queue, but messages it already sent are unaffected.
+    Pause {
+        /// The node to freeze.
+        node: String,
+        /// When.
+        trigger: Trigger,
+        /// How long, simulated ms.
+        duration_ms: u64,
+    },
+    /// Keep the `nth` (1-based) `message` sent by `from` in the network for `duration_ms`
+    /// instead of its drawn latency, then deliver it.
+    Hold {
+        /// The sender.
+        from: String,
+        /// The message kind.
+        message: MessageKind,
+        /// Which one of that sender's messages of that kind.
+        nth: u64,
+        /// How long it stays in the network, simulated ms.
+        duration_ms: u64,
+    },
+    /// Change the network's latency range for a window.
+    Latency {
+        /// Window start, simulated ms.
+        at_ms: u64,
+        /// Window length, simulated ms.
+        duration_ms: u64,
+        /// The latency range inside the window.
+        latency_ms: LatencyRange,
+    },
+}
+
+/// The expected overall verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpectedVerdict {
+    /// No violation on any seed.
+    Valid,
+    /// On every seed, at least the listed violations.
+    Invalid,
+}
+
+/// `[expect]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expectation {
+    /// Valid or invalid.
+    pub verdict: ExpectedVerdict,
+    /// For `invalid`: kinds that must each be found (others may be found too).
+    pub violations: Vec<ViolationKind>,
+}
+
+impl Scenario {
+    /// Every node name: the lease service, the resource, then the clients.
+    pub fn node_names(&self) -> Vec<&str> {
+        let mut names = vec![LEASE_SERVICE_NODE, RESOURCE_NODE];
+        names.extend(self.clients.iter().map(|c| c.name.as_str()));
+        names
+    }
+}

@@ -1,0 +1,272 @@
+//! A client node: `cycles` times acquire (retrying with seeded backoff while the lock is held),
+//! read, work for `work_ms` (renewing every `renew_ms`), write with the token, release.
+//!
+//! Each step is a Jepsen operation: invoke, then ok, fail, or info when no reply came within
+//! `timeout_ms` (the outcome is unknown, so the process is retired and the client continues
+//! under a new process id). The loop has safepoints around each step where event-triggered
+//! faults land.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_channel::Receiver;
+use fencesim_history::{OpFn, OpType};
+use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+use fencesim_resource::WriteOutcome;
+use fencesim_scenario::{ClientSpec, NodeEvent, LEASE_SERVICE_NODE, RESOURCE_NODE};
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::message::Message;
+use crate::nemesis::{sleep_until_ms, Nemesis, When};
+use crate::recorder::true_ns;
+use crate::transport::Envelope;
+use crate::world::{OpTemplate, World};
+
+pub(crate) async fn run(
+    world: Arc<World>,
+    spec: ClientSpec,
+    inbox: Receiver<Envelope>,
+    rng: Xoshiro256PlusPlus,
+) {
+    sleep_until_ms(spec.start_ms).await;
+    let process = world.new_process();
+    let mut client = Client {
+        world,
+        spec,
+        inbox,
+        rng,
+        process,
+    };
+    for cycle in 1..=client.spec.cycles {
+        client.cycle(cycle).await;
+    }
+}
+
+struct Client {
+    world: Arc<World>,
+    spec: ClientSpec,
+    inbox: Receiver<Envelope>,
+    rng: Xoshiro256PlusPlus,
+    process: u64,
+}
+
+impl Client {
+    async fn cycle(&mut self, cycle: u64) {
+        let token = self.acquire().await;
+        self.read().await;
+        if !self.work(token).await {
+            // The service said the lease is gone: a well-behaved client stops here.
+            return;
+        }
+        self.write(token, cycle).await;
+        self.release(token).await;
+    }
+
+    async fn acquire(&mut self) -> u64 {
+        loop {
+            self.safepoint(When::Before, NodeEvent::Acquire).await;
+            let op = self.template(OpFn::Acquire, None, None);
+            let body = Message::Acquire {
+                lock: self.spec.lock.clone(),
+                ttl_ms: self.spec.ttl_ms,
+            };
+            match self.call(LEASE_SERVICE_NODE, &op, body).await {
+                Some(Message::AcquireReply(AcquireOutcome::Granted { token, .. })) => {
+                    self.complete(&op, OpType::Ok, |o| o.token = Some(token));
+                    self.safepoint(When::After, NodeEvent::Grant).await;
+                    return token;
+                }
+                Some(Message::AcquireReply(AcquireOutcome::Held {
+                    holder,
+                    expires_at_ms,
+                })) => {
+                    self.complete(&op, OpType::Fail, |o| {
+                        o.error = Some(format!("held by {holder} until {expires_at_ms} ms"));
+                    });
+                }
+                Some(other) => unreachable!("acquire answered with {other:?}"),
+                None => {}
+            }
+            self.backoff().await;
+        }
+    }
+
+    async fn read(&mut self) {
+        self.safepoint(When::Before, NodeEvent::Read).await;
+        let op = self.template(OpFn::Read, None, None);
+        let body = Message::Read {
+            key: self.spec.key.clone(),
+        };
+        match self.call(RESOURCE_NODE, &op, body).await {
+            Some(Message::ReadReply(read)) => self.complete(&op, OpType::Ok, |o| {
+                o.value = read.value;
+                o.token = read.token;
+            }),
+            Some(other) => unreachable!("read answered with {other:?}"),
+            None => {}
+        }
+        self.safepoint(When::After, NodeEvent::Read).await;
+    }
+
+    /// Work for `work_ms`, renewing every `renew_ms`; false if a renewal said the lease is lost.
+    async fn work(&mut self, token: u64) -> bool {
+        let end_ns = true_ns() + self.spec.work_ms * 1_000_000;
+        loop {
+            let left_ns = end_ns.saturating_sub(true_ns());
+            if left_ns == 0 {
+                return true;
+            }
+            let Some(renew_ms) = self.spec.renew_ms else {
+                madsim::time::sleep(Duration::from_nanos(left_ns)).await;
+                return true;
+            };
+            let nap_ns = left_ns.min(renew_ms * 1_000_000);
+            madsim::time::sleep(Duration::from_nanos(nap_ns)).await;
+            if true_ns() < end_ns && !self.renew(token).await {
+                return false;
+            }
+        }
+    }
+
+    /// One keepalive; false only if the service answered that the lease is lost.
+    async fn renew(&mut self, token: u64) -> bool {
+        self.safepoint(When::Before, NodeEvent::Renew).await;
+        let op = self.template(OpFn::Renew, Some(token), None);
+        let body = Message::Renew {
+            lock: self.spec.lock.clone(),
+            token,
+        };
+        let kept = match self.call(LEASE_SERVICE_NODE, &op, body).await {
+            Some(Message::RenewReply(RenewOutcome::Renewed { .. })) => {
+                self.complete(&op, OpType::Ok, |_| {});
+                true
+            }
+            Some(Message::RenewReply(RenewOutcome::Lost)) => {
+                self.complete(&op, OpType::Fail, |o| o.error = Some("lease lost".into()));
+                false
+            }
+            Some(other) => unreachable!("renew answered with {other:?}"),
+            None => true,
+        };
+        self.safepoint(When::After, NodeEvent::Renew).await;
+        kept
+    }
+
+    async fn write(&mut self, token: u64, cycle: u64) {
+        self.safepoint(When::Before, NodeEvent::Write).await;
+        let value = format!("{}/{cycle}", self.spec.name);
+        let op = self.template(OpFn::Write, Some(token), Some(value.clone()));
+        let body = Message::Write {
+            key: self.spec.key.clone(),
+            token,
+            value,
+        };
+        match self.call(RESOURCE_NODE, &op, body).await {
+            Some(Message::WriteReply(WriteOutcome::Accepted { .. })) => {
+                self.complete(&op, OpType::Ok, |_| {})
+            }
+            Some(Message::WriteReply(WriteOutcome::Rejected { presented, highest })) => {
+                self.complete(&op, OpType::Fail, |o| {
+                    o.error = Some(format!(
+                        "stale token {presented}: highest accepted is {highest}"
+                    ));
+                });
+            }
+            Some(other) => unreachable!("write answered with {other:?}"),
+            None => {}
+        }
+        self.safepoint(When::After, NodeEvent::Write).await;
+    }
+
+    async fn release(&mut self, token: u64) {
+        self.safepoint(When::Before, NodeEvent::Release).await;
+        let op = self.template(OpFn::Release, Some(token), None);
+        let body = Message::Release {
+            lock: self.spec.lock.clone(),
+            token,
+        };
+        match self.call(LEASE_SERVICE_NODE, &op, body).await {
+            Some(Message::ReleaseReply(ReleaseOutcome::Released)) => {
+                self.complete(&op, OpType::Ok, |_| {})
+            }
+            Some(Message::ReleaseReply(ReleaseOutcome::NotHolder)) => {
+                self.complete(&op, OpType::Fail, |o| {
+                    o.error = Some("not the holder".into())
+                });
+            }
+            Some(other) => unreachable!("release answered with {other:?}"),
+            None => {}
+        }
+        self.safepoint(When::After, NodeEvent::Release).await;
+    }
+
+    /// Record the invoke, send the request and wait for its reply. On timeout, record `info`,
+    /// retire the process and return `None`. Late replies to earlier requests are skipped.
+    async fn call(&mut self, dst: &str, op: &OpTemplate, body: Message) -> Option<Message> {
+        let invoke = self.world.op(op.record(OpType::Invoke));
+        let id = self
+            .world
+            .net
+            .send(&self.spec.name, dst, None, Some(invoke), body);
+        let inbox = self.inbox.clone();
+        let reply = async move {
+            loop {
+                match inbox.recv().await {
+                    Ok(env) if env.reply_to == Some(id) => return Some(env.body),
+                    Ok(_stale) => continue,
+                    Err(_) => return None,
+                }
+            }
+        };
+        let timeout = Duration::from_millis(self.spec.timeout_ms);
+        match madsim::time::timeout(timeout, reply).await {
+            Ok(Some(body)) => Some(body),
+            _ => {
+                let ms = self.spec.timeout_ms;
+                self.complete(op, OpType::Info, |o| {
+                    o.error = Some(format!("no reply within {ms} ms"))
+                });
+                self.process = self.world.new_process();
+                None
+            }
+        }
+    }
+
+    fn template(&self, f: OpFn, token: Option<u64>, value: Option<String>) -> OpTemplate {
+        let (lock, key) = match f {
+            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(self.spec.lock.clone()), None),
+            OpFn::Read | OpFn::Write => (None, Some(self.spec.key.clone())),
+        };
+        OpTemplate {
+            process: self.process,
+            node: self.spec.name.clone(),
+            f,
+            lock,
+            key,
+            token,
+            value,
+        }
+    }
+
+    fn complete(
+        &self,
+        op: &OpTemplate,
+        op_type: OpType,
+        fill: impl FnOnce(&mut fencesim_history::Op),
+    ) {
+        let mut record = op.record(op_type);
+        fill(&mut record);
+        self.world.op(record);
+    }
+
+    async fn backoff(&mut self) {
+        let b = self.spec.backoff_ms;
+        let ms = self.rng.gen_range(b.min_ms..=b.max_ms);
+        madsim::time::sleep(Duration::from_millis(ms)).await;
+    }
+
+    async fn safepoint(&self, when: When, event: NodeEvent) {
+        Nemesis::safepoint(&self.world, &self.spec.name, when, event).await;
+    }
+}

@@ -1,0 +1,143 @@
+//! The `lease-service` node: the sans-IO [`LeaseService`] behind a mailbox, with an expiry
+//! timer. Every decision becomes an event; expiries are reaped before each request is handled,
+//! so the history shows the expire before a grant that depended on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_channel::Receiver;
+use fencesim_history::{Event, EventKind};
+use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
+use fencesim_scenario::{NodeEvent, LEASE_SERVICE_NODE};
+
+use crate::message::Message;
+use crate::nemesis::{Nemesis, When};
+use crate::recorder::true_ns;
+use crate::transport::Envelope;
+use crate::world::World;
+
+const NODE: &str = LEASE_SERVICE_NODE;
+
+pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
+    let config = LeaseConfig {
+        max_ttl_ms: world.scenario.lock_service.max_ttl_ms,
+    };
+    let mut service = LeaseService::new(config);
+    loop {
+        reap(&world, &mut service);
+        let next = match service.next_expiry() {
+            Some(at_ms) => {
+                let wait = world
+                    .clocks
+                    .get(NODE)
+                    .mono
+                    .true_ns_until(true_ns(), at_ms as i64);
+                match madsim::time::timeout(Duration::from_nanos(wait), inbox.recv()).await {
+                    Ok(received) => received,
+                    Err(_expiry_due) => continue,
+                }
+            }
+            None => inbox.recv().await,
+        };
+        let Ok(env) = next else { return };
+        if let Some(event) = request_event(&env.body) {
+            Nemesis::safepoint(&world, NODE, When::Before, event).await;
+        }
+        reap(&world, &mut service);
+        let (reply, decided) = handle(&world, &mut service, &env);
+        if let Some(reply) = reply {
+            world.net.send(NODE, &env.src, Some(env.id), env.op, reply);
+        }
+        if let Some(event) = decided {
+            Nemesis::safepoint(&world, NODE, When::After, event).await;
+        }
+    }
+}
+
+/// The service's expiry clock reading (monotonic in this slice), local ms.
+fn now_ms(world: &World) -> u64 {
+    world.clocks.get(NODE).mono.read_ms(true_ns()).max(0) as u64
+}
+
+fn reap(world: &World, service: &mut LeaseService) {
+    for expired in service.expire_due(now_ms(world)) {
+        world.event(Event {
+            node: NODE.to_owned(),
+            lock: Some(expired.lock),
+            holder: Some(expired.lease.holder),
+            token: Some(expired.lease.token),
+            expires_at_ms: Some(expired.lease.expires_at_ms),
+            ..Event::new(EventKind::Expire)
+        });
+    }
+}
+
+fn request_event(body: &Message) -> Option<NodeEvent> {
+    match body {
+        Message::Acquire { .. } => Some(NodeEvent::Acquire),
+        Message::Renew { .. } => Some(NodeEvent::Renew),
+        Message::Release { .. } => Some(NodeEvent::Release),
+        _ => None,
+    }
+}
+
+/// Apply one request; returns the reply and the event it caused, if any.
+fn handle(
+    world: &World,
+    service: &mut LeaseService,
+    env: &Envelope,
+) -> (Option<Message>, Option<NodeEvent>) {
+    let now = now_ms(world);
+    let holder = env.src.as_str();
+    let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<u64>| {
+        world.event(Event {
+            node: NODE.to_owned(),
+            lock: Some(lock.to_owned()),
+            holder: Some(holder.to_owned()),
+            token: Some(token),
+            expires_at_ms,
+            op: env.op,
+            ..Event::new(kind)
+        });
+    };
+    match &env.body {
+        Message::Acquire { lock, ttl_ms } => {
+            let outcome = service.acquire(lock, holder, *ttl_ms, now);
+            let event = match &outcome {
+                AcquireOutcome::Granted {
+                    token,
+                    expires_at_ms,
+                } => {
+                    record(EventKind::Grant, lock, *token, Some(*expires_at_ms));
+                    Some(NodeEvent::Grant)
+                }
+                AcquireOutcome::Held { .. } => None,
+            };
+            (Some(Message::AcquireReply(outcome)), event)
+        }
+        Message::Renew { lock, token } => {
+            let outcome = service.renew(lock, holder, *token, now);
+            let event = match &outcome {
+                RenewOutcome::Renewed { expires_at_ms } => {
+                    record(EventKind::Renew, lock, *token, Some(*expires_at_ms));
+                    Some(NodeEvent::Renew)
+                }
+                RenewOutcome::Lost => None,
+            };
+            (Some(Message::RenewReply(outcome)), event)
+        }
+        Message::Release { lock, token } => {
+            let outcome = service.release(lock, holder, *token, now);
+            let event = match &outcome {
+                ReleaseOutcome::Released => {
+                    record(EventKind::Release, lock, *token, None);
+                    Some(NodeEvent::Release)
+                }
+                ReleaseOutcome::NotHolder => None,
+            };
+            (Some(Message::ReleaseReply(outcome)), event)
+        }
+        // Not addressed to a lock service: ignore, as a real server drops a malformed request.
+        _ => (None, None),
+    }
+}

@@ -1,0 +1,33 @@
+//! The simulation shell: the one crate that knows madsim.
+//!
+//! It builds a cluster from a [`Scenario`] on madsim's deterministic runtime: a `lease-service`
+//! node and a `resource` node running the sans-IO state machines of `fencesim-lease` and
+//! `fencesim-resource`, one node per client running the acquire-read-work-write-release loop,
+//! and two helper nodes that are never paused: `network`, where messages spend their delay (so
+//! pausing a sender does not delay a message it already sent), and `nemesis`, which fires
+//! scripted faults. Every decision is recorded into a [`fencesim_history::History`]. Everything random comes from
+//! the root seed (see [`seeds`]), so a scenario and seed always give the same history.
+#![deny(missing_docs)]
+
+#[cfg(not(madsim))]
+compile_error!(
+    "fencesim-sim only builds under `--cfg madsim` (madsim's simulated runtime). The repository's \
+     .cargo/config.toml sets it; if you set RUSTFLAGS yourself it replaces that setting, so \
+     include it: RUSTFLAGS=\"--cfg madsim\""
+);
+
+mod client;
+pub mod clock;
+mod lease_node;
+pub mod message;
+mod nemesis;
+pub mod recorder;
+mod resource_node;
+mod runner;
+pub mod seeds;
+pub mod transport;
+mod world;
+
+pub use fencesim_scenario::Scenario;
+pub use message::Message;
+pub use runner::{run, FailureKind, RunOutcome, SimFailure};

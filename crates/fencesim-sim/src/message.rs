@@ -1,0 +1,74 @@
+//! What nodes say to each other.
+
+use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+use fencesim_resource::{ReadValue, WriteOutcome};
+use fencesim_scenario::MessageKind;
+
+/// A message body. Requests go from clients to the lease service or the resource; each reply
+/// carries the outcome of the sans-IO state machine unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// Ask for a lease on `lock` for `ttl_ms`.
+    Acquire {
+        /// The lock.
+        lock: String,
+        /// Requested TTL, ms (the service caps it).
+        ttl_ms: u64,
+    },
+    /// The lease service's answer.
+    AcquireReply(AcquireOutcome),
+    /// Keepalive for the lease with `token`.
+    Renew {
+        /// The lock.
+        lock: String,
+        /// The lease's token.
+        token: u64,
+    },
+    /// The lease service's answer.
+    RenewReply(RenewOutcome),
+    /// Give back the lease with `token`.
+    Release {
+        /// The lock.
+        lock: String,
+        /// The lease's token.
+        token: u64,
+    },
+    /// The lease service's answer.
+    ReleaseReply(ReleaseOutcome),
+    /// Read `key`.
+    Read {
+        /// The key.
+        key: String,
+    },
+    /// The resource's answer.
+    ReadReply(ReadValue),
+    /// Write `value` to `key` under `token`.
+    Write {
+        /// The key.
+        key: String,
+        /// The fencing token.
+        token: u64,
+        /// The value.
+        value: String,
+    },
+    /// The resource's answer.
+    WriteReply(WriteOutcome),
+}
+
+impl Message {
+    /// The kind, as `hold` faults name it.
+    pub fn kind(&self) -> MessageKind {
+        match self {
+            Message::Acquire { .. } => MessageKind::Acquire,
+            Message::AcquireReply(_) => MessageKind::AcquireReply,
+            Message::Renew { .. } => MessageKind::Renew,
+            Message::RenewReply(_) => MessageKind::RenewReply,
+            Message::Release { .. } => MessageKind::Release,
+            Message::ReleaseReply(_) => MessageKind::ReleaseReply,
+            Message::Read { .. } => MessageKind::Read,
+            Message::ReadReply(_) => MessageKind::ReadReply,
+            Message::Write { .. } => MessageKind::Write,
+            Message::WriteReply(_) => MessageKind::WriteReply,
+        }
+    }
+}

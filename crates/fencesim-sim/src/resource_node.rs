@@ -1,0 +1,72 @@
+//! The `resource` node: the sans-IO fenced [`Resource`] behind a mailbox. Every write becomes
+//! an `accept` or `reject` event, in the order the resource applied them: the order the
+//! checker judges by.
+
+use std::sync::Arc;
+
+use async_channel::Receiver;
+use fencesim_history::{Event, EventKind};
+use fencesim_resource::{FenceMode, Resource, WriteOutcome};
+use fencesim_scenario::{NodeEvent, ResourceMode, RESOURCE_NODE};
+
+use crate::message::Message;
+use crate::nemesis::{Nemesis, When};
+use crate::transport::Envelope;
+use crate::world::World;
+
+const NODE: &str = RESOURCE_NODE;
+
+pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
+    let mode = match world.scenario.resource.mode {
+        ResourceMode::Fenced => FenceMode::Fenced,
+        ResourceMode::Unfenced => FenceMode::Unfenced,
+    };
+    let mut resource = Resource::new(mode);
+    while let Ok(env) = inbox.recv().await {
+        match &env.body {
+            Message::Read { key } => {
+                Nemesis::safepoint(&world, NODE, When::Before, NodeEvent::Read).await;
+                let value = resource.read(key);
+                world.net.send(
+                    NODE,
+                    &env.src,
+                    Some(env.id),
+                    env.op,
+                    Message::ReadReply(value),
+                );
+                Nemesis::safepoint(&world, NODE, When::After, NodeEvent::Read).await;
+            }
+            Message::Write { key, token, value } => {
+                Nemesis::safepoint(&world, NODE, When::Before, NodeEvent::Write).await;
+                let outcome = resource.write(key, *token, value);
+                let (kind, highest, event) = match outcome {
+                    WriteOutcome::Accepted { highest } => {
+                        (EventKind::Accept, highest, NodeEvent::Accept)
+                    }
+                    WriteOutcome::Rejected { highest, .. } => {
+                        (EventKind::Reject, highest, NodeEvent::Reject)
+                    }
+                };
+                world.event(Event {
+                    node: NODE.to_owned(),
+                    key: Some(key.clone()),
+                    holder: Some(env.src.clone()),
+                    token: Some(*token),
+                    highest: Some(highest),
+                    op: env.op,
+                    ..Event::new(kind)
+                });
+                world.net.send(
+                    NODE,
+                    &env.src,
+                    Some(env.id),
+                    env.op,
+                    Message::WriteReply(outcome),
+                );
+                Nemesis::safepoint(&world, NODE, When::After, event).await;
+            }
+            // Not addressed to a resource: dropped.
+            _ => {}
+        }
+    }
+}

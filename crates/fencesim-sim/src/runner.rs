@@ -1,0 +1,194 @@
+//! Running one seed: a fresh madsim runtime on a fresh thread, the cluster built from the
+//! scenario, and the history kept even when the simulation panics.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fencesim_history::{Header, History, FORMAT_VERSION};
+use fencesim_scenario::{Fault, Scenario, LEASE_SERVICE_NODE, RESOURCE_NODE};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Clocks;
+use crate::nemesis::Nemesis;
+use crate::recorder::{true_ns, Recorder};
+use crate::seeds::{self, Stream};
+use crate::transport::{HoldRule, Network};
+use crate::world::World;
+use crate::{client, lease_node, resource_node};
+
+/// How a simulation failed (as opposed to finding a violation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// Code inside the simulation panicked (a broken invariant).
+    Panic,
+    /// Simulated time ran past the run's limit.
+    TimeLimit,
+    /// Every task was blocked with no timer pending.
+    Deadlock,
+    /// Two runs of the same scenario and seed recorded different histories.
+    Nondeterministic,
+}
+
+/// The simulation itself failed; the history up to that point is still returned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimFailure {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// The panic message.
+    pub message: String,
+}
+
+/// The result of simulating one seed.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// Everything recorded (up to the failure, if there was one).
+    pub history: History,
+    /// `Some` if the simulation panicked, deadlocked or ran out of time.
+    pub failure: Option<SimFailure>,
+}
+
+/// Simulate `scenario` under root seed `seed`. Deterministic: the same scenario, seed and
+/// binary give the same history, byte for byte once serialized.
+pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
+    let recorder = Arc::new(Recorder::default());
+    let (sc, rec) = (scenario.clone(), Arc::clone(&recorder));
+    // One fresh thread per seed: madsim's runtime is per thread, and a panic inside it must
+    // not take the caller down. The thread is outside the simulation; nothing inside spawns one.
+    #[allow(clippy::disallowed_methods)]
+    let joined = std::thread::Builder::new()
+        .name(format!("fencesim-seed-{seed}"))
+        .spawn(move || {
+            let config = madsim::Config::default();
+            let mut rt = madsim::runtime::Runtime::with_seed_and_config(
+                seeds::sub_seed(seed, Stream::Runtime),
+                config,
+            );
+            rt.set_time_limit(time_limit(&sc));
+            rt.block_on(simulate(sc, seed, rec));
+        })
+        .and_then(|t| {
+            t.join()
+                .map_err(|payload| std::io::Error::other(panic_text(&payload)))
+        });
+    let failure = joined.err().map(|e| classify(e.to_string()));
+    let history = History {
+        header: Header {
+            format_version: FORMAT_VERSION,
+            scenario: scenario.name.clone(),
+            seed,
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        entries: recorder.take(),
+    };
+    RunOutcome { history, failure }
+}
+
+/// The run ends by itself at `duration_ms`; the limit only catches a runaway simulation.
+fn time_limit(scenario: &Scenario) -> Duration {
+    Duration::from_millis(
+        scenario
+            .duration_ms
+            .saturating_mul(2)
+            .saturating_add(10_000),
+    )
+}
+
+fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+fn classify(message: String) -> SimFailure {
+    let kind = if message.contains("time limit exceeded") {
+        FailureKind::TimeLimit
+    } else if message.contains("all tasks will block forever") {
+        FailureKind::Deadlock
+    } else {
+        FailureKind::Panic
+    };
+    SimFailure { kind, message }
+}
+
+/// The whole run, inside the runtime: build the nodes, start the clients and faults, and stop
+/// when the clients are done and the network is empty, or at `duration_ms`.
+async fn simulate(scenario: Scenario, seed: u64, recorder: Arc<Recorder>) {
+    let clocks = Arc::new(Clocks::default());
+    let holds = scenario
+        .faults
+        .iter()
+        .filter_map(|f| match f {
+            Fault::Hold {
+                from,
+                message,
+                nth,
+                duration_ms,
+            } => Some(HoldRule {
+                from: from.clone(),
+                kind: *message,
+                nth: *nth,
+                duration_ms: *duration_ms,
+            }),
+            _ => None,
+        })
+        .collect();
+    let names = scenario.node_names();
+    let net_rng = seeds::rng(seed, Stream::Network);
+    let (net, mut inboxes) = Network::new(
+        &names,
+        scenario.network.latency_ms,
+        net_rng,
+        holds,
+        Arc::clone(&recorder),
+        Arc::clone(&clocks),
+    );
+    let nemesis = Nemesis::new(&scenario.faults);
+    let world = Arc::new(World::new(scenario, recorder, clocks, net, nemesis));
+    let mut inbox = |name: &str| inboxes.remove(name).expect("every node has an inbox");
+    let node = |name: &str| {
+        madsim::runtime::Handle::current()
+            .create_node()
+            .name(name)
+            .build()
+    };
+
+    node(LEASE_SERVICE_NODE).spawn(lease_node::run(
+        Arc::clone(&world),
+        inbox(LEASE_SERVICE_NODE),
+    ));
+    node(RESOURCE_NODE).spawn(resource_node::run(Arc::clone(&world), inbox(RESOURCE_NODE)));
+    let clients: Vec<_> = world
+        .scenario
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let rng = seeds::rng(seed, Stream::Client(i as u32));
+            node(&spec.name).spawn(client::run(
+                Arc::clone(&world),
+                spec.clone(),
+                inbox(&spec.name),
+                rng,
+            ))
+        })
+        .collect();
+    Nemesis::schedule(&world);
+
+    let deadline_ns = world.scenario.duration_ms * 1_000_000;
+    let all_done = async {
+        for c in clients {
+            // A client task that panicked has already propagated its panic out of block_on.
+            let _ = c.await;
+        }
+    };
+    let _ = madsim::time::timeout(Duration::from_nanos(deadline_ns), all_done).await;
+    // Let messages still in the network land (a held write may arrive after its sender quit).
+    while world.net.in_flight() > 0 && true_ns() < deadline_ns {
+        madsim::time::sleep(Duration::from_millis(10)).await;
+    }
+}

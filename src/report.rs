@@ -1,0 +1,148 @@
+//! report.json: what ran, what was found, and how to reproduce it (docs/report-format.md).
+
+use std::collections::BTreeMap;
+
+use fencesim_checker::{CheckResult, UnsafeExposure, Violation};
+use fencesim_history::{Entry, History};
+use fencesim_scenario::{Expectation, Scenario};
+use fencesim_sim::SimFailure;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Bumped on incompatible changes to the report's shape.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The verdict of one run as the report states it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunVerdict {
+    /// No violation.
+    Valid,
+    /// At least one violation.
+    Invalid,
+    /// A checker gave up.
+    Unknown,
+    /// The simulation failed; `violations` covers the history recorded up to the failure.
+    SimFailed,
+}
+
+/// Which tool wrote the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tool {
+    /// Always `fencesim`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+    /// The git commit the binary was built from, when known.
+    pub git_commit: Option<String>,
+}
+
+/// Where the history is and how to verify it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryRef {
+    /// File name, next to report.json.
+    pub file: String,
+    /// SHA-256 of the file's bytes, hex.
+    pub sha256: String,
+    /// Entries (lines after the header).
+    pub entries: u64,
+}
+
+/// How many of each record kind the history holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Operations by type (invoke, ok, fail, info).
+    pub ops: BTreeMap<String, u64>,
+    /// Events by kind (grant, accept, pause, ...).
+    pub events: BTreeMap<String, u64>,
+    /// Distinct Jepsen processes.
+    pub processes: u64,
+}
+
+/// The expectation and whether this run met it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectationResult {
+    /// What the scenario expects.
+    #[serde(flatten)]
+    pub expected: Expectation,
+    /// Whether this run met it.
+    pub met: bool,
+}
+
+/// The whole report.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The writer.
+    pub tool: Tool,
+    /// The resolved scenario (all defaults filled in).
+    pub scenario: Scenario,
+    /// The root seed.
+    pub seed: u64,
+    /// The verdict.
+    pub verdict: RunVerdict,
+    /// Each violation with its witnesses and explanation.
+    pub violations: Vec<Violation>,
+    /// Writes that landed after their lease ended, and how many the fence caught.
+    pub unsafe_exposure: UnsafeExposure,
+    /// The expectation and whether it was met.
+    pub expectation: ExpectationResult,
+    /// Set when the simulation itself failed.
+    pub failure: Option<SimFailure>,
+    /// The history file.
+    pub history: HistoryRef,
+    /// Record counts.
+    pub counts: Counts,
+    /// Simulated ms at the last record.
+    pub simulated_ms: u64,
+    /// The command that reproduces this run.
+    pub reproduce: String,
+}
+
+/// The tool identity compiled into this binary.
+pub fn tool() -> Tool {
+    Tool {
+        name: "fencesim".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: option_env!("FENCESIM_GIT_COMMIT").map(str::to_owned),
+    }
+}
+
+/// Hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Count the history's records by kind.
+pub fn counts(history: &History) -> Counts {
+    let mut c = Counts::default();
+    let mut processes = std::collections::BTreeSet::new();
+    for entry in &history.entries {
+        match entry {
+            Entry::Op(op) => {
+                let name = serde_json::to_value(op.op_type)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned));
+                *c.ops.entry(name.unwrap_or_default()).or_default() += 1;
+                processes.insert(op.process);
+            }
+            Entry::Event(ev) => *c.events.entry(ev.event.as_str().to_owned()).or_default() += 1,
+        }
+    }
+    c.processes = processes.len() as u64;
+    c
+}
+
+/// The report's verdict from the check and the simulation's fate.
+pub fn verdict(result: &CheckResult, failure: Option<&SimFailure>) -> RunVerdict {
+    match (failure, result.verdict) {
+        (Some(_), _) => RunVerdict::SimFailed,
+        (None, fencesim_checker::Verdict::Valid) => RunVerdict::Valid,
+        (None, fencesim_checker::Verdict::Invalid) => RunVerdict::Invalid,
+        (None, fencesim_checker::Verdict::Unknown) => RunVerdict::Unknown,
+    }
+}

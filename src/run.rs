@@ -1,0 +1,166 @@
+//! One seed end to end: simulate, check, write history.jsonl and report.json.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use fencesim_history::write_jsonl;
+use fencesim_scenario::Scenario;
+use fencesim_sim::{FailureKind, SimFailure};
+
+use crate::expectation::is_met;
+use crate::report::{self, ExpectationResult, HistoryRef, Report, RunVerdict};
+
+/// What the caller asked for.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Output root: files go to `out/<scenario name>/<seed>/`.
+    pub out: PathBuf,
+    /// How the user named the scenario (a path, or a bundled name), for the reproduce line.
+    pub scenario_arg: String,
+    /// Simulate twice and require byte-identical histories.
+    pub check_determinism: bool,
+}
+
+/// The result of one seed.
+#[derive(Clone, Debug)]
+pub struct SeedRun {
+    /// The report, as written.
+    pub report: Report,
+    /// Where report.json is.
+    pub report_path: PathBuf,
+}
+
+impl SeedRun {
+    /// The one-line verdict printed by the CLI.
+    pub fn verdict_line(&self) -> String {
+        let r = &self.report;
+        let what = match r.verdict {
+            RunVerdict::Valid => "valid".to_owned(),
+            RunVerdict::Invalid | RunVerdict::Unknown => {
+                let mut kinds: Vec<_> = r.violations.iter().map(|v| v.kind.as_str()).collect();
+                kinds.dedup();
+                format!(
+                    "{} ({} violation{}: {})",
+                    verdict_word(r.verdict),
+                    r.violations.len(),
+                    plural(r.violations.len()),
+                    kinds.join(", ")
+                )
+            }
+            RunVerdict::SimFailed => {
+                let f = r
+                    .failure
+                    .as_ref()
+                    .map_or(String::new(), |f| f.message.clone());
+                format!("simulation failed: {f}")
+            }
+        };
+        let exposure = &r.unsafe_exposure;
+        format!(
+            "{} seed {}: {what}; {} writes after lease end ({} accepted, {} rejected)",
+            r.scenario.name,
+            r.seed,
+            exposure.writes_after_lease_end,
+            exposure.accepted,
+            exposure.rejected
+        )
+    }
+}
+
+fn verdict_word(v: RunVerdict) -> &'static str {
+    match v {
+        RunVerdict::Valid => "valid",
+        RunVerdict::Invalid => "INVALID",
+        RunVerdict::Unknown => "UNKNOWN",
+        RunVerdict::SimFailed => "SIMULATION FAILED",
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Simulate `scenario` with `seed`, check it and write both files. I/O errors (an unwritable
+/// output directory) are returned; everything else, including a failed simulation, is in the
+/// report.
+pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<SeedRun> {
+    let outcome = fencesim_sim::run(scenario, seed);
+    let mut bytes = Vec::new();
+    write_jsonl(&outcome.history, &mut bytes)?;
+    let mut failure = outcome.failure;
+    if opts.check_determinism && failure.is_none() {
+        failure = determinism_failure(scenario, seed, &bytes)?;
+    }
+    let result = fencesim_checker::check(&outcome.history);
+    let dir = seed_dir(&opts.out, scenario, seed);
+    fs::create_dir_all(&dir)?;
+    fs::write(dir.join("history.jsonl"), &bytes)?;
+    let met = failure.is_none() && is_met(&scenario.expect, &result);
+    let report = Report {
+        schema_version: report::SCHEMA_VERSION,
+        tool: report::tool(),
+        scenario: scenario.clone(),
+        seed,
+        verdict: report::verdict(&result, failure.as_ref()),
+        violations: result.violations.clone(),
+        unsafe_exposure: result.unsafe_exposure,
+        expectation: ExpectationResult {
+            expected: scenario.expect.clone(),
+            met,
+        },
+        failure,
+        history: HistoryRef {
+            file: "history.jsonl".into(),
+            sha256: report::sha256_hex(&bytes),
+            entries: outcome.history.entries.len() as u64,
+        },
+        counts: report::counts(&outcome.history),
+        simulated_ms: outcome
+            .history
+            .entries
+            .last()
+            .map_or(0, |e| e.at().time_ns / 1_000_000),
+        reproduce: format!("fencesim run {} --seed {seed}", opts.scenario_arg),
+    };
+    let report_path = dir.join("report.json");
+    let json = serde_json::to_vec_pretty(&report).map_err(std::io::Error::other)?;
+    fs::write(&report_path, json)?;
+    Ok(SeedRun {
+        report,
+        report_path,
+    })
+}
+
+/// Run the seed a second time in this process and compare the serialized histories.
+fn determinism_failure(
+    scenario: &Scenario,
+    seed: u64,
+    first: &[u8],
+) -> std::io::Result<Option<SimFailure>> {
+    let again = fencesim_sim::run(scenario, seed);
+    let mut second = Vec::new();
+    write_jsonl(&again.history, &mut second)?;
+    if second == first {
+        return Ok(None);
+    }
+    let line = first
+        .split(|b| *b == b'\n')
+        .zip(second.split(|b| *b == b'\n'))
+        .position(|(a, b)| a != b)
+        .map_or(0, |i| i + 1);
+    Ok(Some(SimFailure {
+        kind: FailureKind::Nondeterministic,
+        message: format!(
+            "nondeterminism: two runs of seed {seed} differ first at history line {line}"
+        ),
+    }))
+}
+
+/// `out/<name>/<seed>` for a scenario and seed.
+pub fn seed_dir(out: &Path, scenario: &Scenario, seed: u64) -> PathBuf {
+    out.join(&scenario.name).join(seed.to_string())
+}

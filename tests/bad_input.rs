@@ -1,0 +1,195 @@
+//! Bad input: one clear line naming file, line:column and field, exit code 2, never a panic.
+
+mod support;
+
+use support::{fencesim, out_dir, text};
+
+const GOOD: &str = r#"name = "bad"
+duration_ms = 10000
+[lock_service]
+max_ttl_ms = 20000
+[[clients]]
+name = "client-1"
+ttl_ms = 5000
+[[faults]]
+kind = "pause"
+node = "client-1"
+before = "write"
+duration_ms = 1000
+[expect]
+verdict = "valid"
+"#;
+
+/// Write `GOOD` with `from` replaced by `to`, run it, and return (exit code, stderr, path).
+fn run_variant(test: &str, from: &str, to: &str) -> (Option<i32>, String, String) {
+    assert!(GOOD.contains(from), "{from}");
+    let dir = out_dir(test);
+    let file = dir.join("bad.toml");
+    std::fs::write(&file, GOOD.replacen(from, to, 1)).unwrap();
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&o);
+    (o.status.code(), stderr, file.display().to_string())
+}
+
+fn assert_located(test: &str, from: &str, to: &str, location: &str, field: &str, says: &str) {
+    let (code, stderr, file) = run_variant(test, from, to);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    let prefix = format!("error: {file}:{location}: field `{field}`: ");
+    assert!(
+        stderr.starts_with(&prefix),
+        "expected prefix {prefix:?} in {stderr:?}"
+    );
+    assert!(stderr.contains(says), "expected {says:?} in {stderr:?}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn the_unmodified_file_is_accepted() {
+    let (code, stderr, _) = run_variant("bad-none", "name", "name");
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn a_missing_file() {
+    let o = fencesim(&["run", "scenarios/does-not-exist.toml"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr.starts_with("error: scenarios/does-not-exist.toml: cannot read scenario: "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unknown_field() {
+    assert_located(
+        "bad-unknown",
+        "ttl_ms = 5000",
+        "ttl = 5000",
+        "7:1",
+        "ttl",
+        "unknown field `ttl`",
+    );
+}
+
+#[test]
+fn a_wrong_type() {
+    assert_located(
+        "bad-type",
+        "duration_ms = 10000",
+        "duration_ms = \"ten\"",
+        "2:15",
+        "duration_ms",
+        "expected i64",
+    );
+}
+
+#[test]
+fn an_unknown_node_in_a_fault() {
+    assert_located(
+        "bad-node",
+        "node = \"client-1\"",
+        "node = \"client-9\"",
+        "10:8",
+        "faults.node",
+        "unknown node \"client-9\"; the nodes are lease-service, resource, client-1",
+    );
+}
+
+#[test]
+fn a_zero_duration() {
+    assert_located(
+        "bad-zero",
+        "duration_ms = 1000\n",
+        "duration_ms = 0\n",
+        "12:15",
+        "faults.duration_ms",
+        "expected a positive integer, found 0",
+    );
+}
+
+#[test]
+fn a_negative_duration() {
+    assert_located(
+        "bad-negative",
+        "duration_ms = 10000",
+        "duration_ms = -5",
+        "2:15",
+        "duration_ms",
+        "expected a positive integer, found -5",
+    );
+}
+
+#[test]
+fn a_ttl_above_the_maximum() {
+    assert_located(
+        "bad-ttl",
+        "ttl_ms = 5000",
+        "ttl_ms = 25000",
+        "7:10",
+        "clients.ttl_ms",
+        "TTL 25000 ms is above lock_service.max_ttl_ms = 20000 ms",
+    );
+}
+
+#[test]
+fn an_unknown_event_name() {
+    assert_located(
+        "bad-event",
+        "before = \"write\"",
+        "before = \"wrote\"",
+        "11:10",
+        "before",
+        "unknown variant `wrote`",
+    );
+}
+
+#[test]
+fn two_triggers_at_once() {
+    assert_located(
+        "bad-trigger",
+        "before = \"write\"",
+        "before = \"write\"\nat_ms = 5",
+        "8:1",
+        "faults",
+        "exactly one of `at_ms`, `after` or `before`",
+    );
+}
+
+#[test]
+fn not_a_toml_file() {
+    assert_located(
+        "bad-syntax",
+        "[expect]",
+        "[expect",
+        "13:8",
+        "(document)",
+        "",
+    );
+}
+
+#[test]
+fn a_bad_history_file_for_check() {
+    let dir = out_dir("bad-history");
+    let file = dir.join("h.jsonl");
+    std::fs::write(&file, "{\"record\":\"header\",\"format_version\":1,\"scenario\":\"s\",\"seed\":0,\"tool_version\":\"x\"}\nnot json\n").unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr.starts_with(&format!("error: {}: line 2: ", file.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unknown_seed_flag_value_is_a_usage_error() {
+    let o = fencesim(&["run", "scenarios/pause-fenced.toml", "--seed", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,93 @@
+//! The rest of the CLI contract: bundled scenarios, list, check.
+
+mod support;
+
+use support::{fencesim, out_dir, text};
+
+#[test]
+fn every_scenario_file_is_bundled_and_parses() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(support::root().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    on_disk.sort();
+    let mut bundled: Vec<String> = fencesim::bundled::SCENARIOS
+        .iter()
+        .map(|(f, _)| f.to_string())
+        .collect();
+    bundled.sort();
+    assert_eq!(on_disk, bundled);
+    for (file, text) in fencesim::bundled::SCENARIOS {
+        let disk = std::fs::read_to_string(support::root().join("scenarios").join(file)).unwrap();
+        assert_eq!(&disk, text);
+        let s = fencesim_scenario::parse(text, file).unwrap();
+        assert_eq!(
+            format!("{}.toml", s.name),
+            *file,
+            "a scenario's name is its file name"
+        );
+    }
+}
+
+#[test]
+fn list_shows_each_bundled_scenario_with_its_expectation() {
+    let o = fencesim(&["list"]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0));
+    for (file, _) in fencesim::bundled::SCENARIOS {
+        assert!(stdout.contains(file.trim_end_matches(".toml")), "{stdout}");
+    }
+    assert!(
+        stdout.contains("expect invalid (stale-write-accepted)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("expect valid"), "{stdout}");
+}
+
+#[test]
+fn a_bundled_scenario_runs_by_name_and_check_agrees_with_run() {
+    let out = out_dir("by-name");
+    let o = fencesim(&[
+        "run",
+        "pause-unfenced",
+        "--seed",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+    let history = out.join("pause-unfenced/3/history.jsonl");
+    let o = fencesim(&["check", history.to_str().unwrap()]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("Invalid (1 violations)"), "{stdout}");
+    assert!(stdout.contains("stale-write-accepted"), "{stdout}");
+}
+
+#[test]
+fn expect_fails_when_the_expectation_is_wrong() {
+    // The fenced pause scenario is valid; claim otherwise and --expect must exit 1.
+    let dir = out_dir("wrong-expect");
+    let text_in =
+        std::fs::read_to_string(support::root().join("scenarios/pause-fenced.toml")).unwrap();
+    let wrong = text_in.replace(
+        "verdict = \"valid\"",
+        "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
+    );
+    let file = dir.join("wrong.toml");
+    std::fs::write(&file, wrong).unwrap();
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--expect",
+        "--seed",
+        "0",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("expectation NOT met"), "{stdout}");
+    assert!(stdout.contains("reproduce: fencesim run"), "{stdout}");
+}

@@ -1,0 +1,160 @@
+//! The bundled scenarios meet their expectations on every seed of their range, through the
+//! built binary, and their reports name the right tokens.
+
+mod support;
+
+use support::{fencesim, json, out_dir, text};
+
+fn expect_met_on_range(file: &str) {
+    let out = out_dir(&format!("expect-{file}"));
+    let o = fencesim(&[
+        "run",
+        &format!("scenarios/{file}"),
+        "--expect",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let name = file.trim_end_matches(".toml");
+    assert!(
+        stdout.contains(&format!("{name}: expectation met on 10/10 seeds (0..10)")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn pause_unfenced_is_invalid_on_every_seed() {
+    expect_met_on_range("pause-unfenced.toml");
+}
+
+#[test]
+fn pause_fenced_is_valid_on_every_seed() {
+    expect_met_on_range("pause-fenced.toml");
+}
+
+#[test]
+fn delayed_write_unfenced_is_invalid_on_every_seed() {
+    expect_met_on_range("delayed-write-unfenced.toml");
+}
+
+#[test]
+fn delayed_write_fenced_is_valid_on_every_seed() {
+    expect_met_on_range("delayed-write-fenced.toml");
+}
+
+/// The stale write of the unfenced scenarios carries token 1 and lands after token 2.
+fn assert_stale_write_report(file: &str, seed: &str) {
+    let out = out_dir(&format!("report-{file}-{seed}"));
+    let o = fencesim(&[
+        "run",
+        &format!("scenarios/{file}"),
+        "--seed",
+        seed,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("INVALID (1 violation: stale-write-accepted)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "reproduce: fencesim run scenarios/{file} --seed {seed}"
+        )),
+        "{stdout}"
+    );
+    let name = file.trim_end_matches(".toml");
+    let dir = out.join(name).join(seed);
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["verdict"], "invalid");
+    assert_eq!(report["seed"].as_u64(), Some(seed.parse().unwrap()));
+    assert_eq!(report["expectation"]["met"], true);
+    assert_eq!(report["unsafe_exposure"]["accepted"], 1);
+    let violations = report["violations"].as_array().unwrap();
+    assert_eq!(violations.len(), 1);
+    assert_eq!(violations[0]["kind"], "stale-write-accepted");
+    // The witnesses point at the stale accept (token 1) and the earlier accept of token 2.
+    let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = history
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let w: Vec<usize> = violations[0]["witnesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(
+        (
+            lines[w[0]]["event"].as_str(),
+            lines[w[0]]["token"].as_u64(),
+            lines[w[0]]["holder"].as_str()
+        ),
+        (Some("accept"), Some(1), Some("client-1"))
+    );
+    assert_eq!(
+        (
+            lines[w[1]]["event"].as_str(),
+            lines[w[1]]["token"].as_u64(),
+            lines[w[1]]["holder"].as_str()
+        ),
+        (Some("accept"), Some(2), Some("client-2"))
+    );
+    assert!(w[1] < w[0]);
+    let sha = support::text(
+        &std::process::Command::new("sha256sum")
+            .arg(dir.join("history.jsonl"))
+            .output()
+            .unwrap(),
+    )
+    .0;
+    assert_eq!(
+        report["history"]["sha256"].as_str().unwrap(),
+        sha.split_whitespace().next().unwrap()
+    );
+}
+
+#[test]
+fn unfenced_reports_name_the_old_and_the_newer_token() {
+    assert_stale_write_report("pause-unfenced.toml", "0");
+    assert_stale_write_report("delayed-write-unfenced.toml", "7");
+}
+
+/// In the fenced variants the stale write is visible as a reject event and nothing else fails.
+#[test]
+fn fenced_variants_show_the_stale_write_as_a_reject() {
+    for file in ["pause-fenced.toml", "delayed-write-fenced.toml"] {
+        let out = out_dir(&format!("reject-{file}"));
+        let o = fencesim(&[
+            "run",
+            &format!("scenarios/{file}"),
+            "--seed",
+            "4",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+        let dir = out.join(file.trim_end_matches(".toml")).join("4");
+        let history = std::fs::read_to_string(dir.join("history.jsonl")).unwrap();
+        let rejects: Vec<serde_json::Value> = history
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["event"] == "reject")
+            .collect();
+        assert_eq!(rejects.len(), 1, "{file}");
+        assert_eq!(
+            (rejects[0]["token"].as_u64(), rejects[0]["highest"].as_u64()),
+            (Some(1), Some(2))
+        );
+        let report = json(&dir.join("report.json"));
+        assert_eq!(report["verdict"], "valid");
+        assert_eq!(report["unsafe_exposure"]["rejected"], 1);
+        assert_eq!(report["counts"]["events"]["reject"], 1);
+    }
+}

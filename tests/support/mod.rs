@@ -1,0 +1,41 @@
+//! Running the built `fencesim` binary from integration tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root (where scenarios/ lives).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh, empty output directory for one test.
+pub fn out_dir(test: &str) -> PathBuf {
+    let dir = root().join("target").join("test-runs").join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create test output dir");
+    dir
+}
+
+/// Run `fencesim ARGS` in the repository root.
+pub fn fencesim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run fencesim")
+}
+
+/// stdout and stderr as text.
+pub fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Parse a JSON file.
+pub fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("read json")).expect("parse json")
+}
