@@ -1,0 +1,201 @@
+//! The checks on small hand-built histories, and a property over generated accept sequences.
+
+use fencesim_checker::{check, UnsafeExposure, Verdict};
+use fencesim_history::{
+    Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Stamp, ViolationKind,
+};
+use proptest::prelude::*;
+
+/// Builds a history entry by entry, one ms of true time apart.
+#[derive(Default)]
+struct Builder {
+    entries: Vec<Entry>,
+}
+
+impl Builder {
+    fn stamp(&self) -> Stamp {
+        let index = self.entries.len() as u64;
+        Stamp {
+            index,
+            time_ns: index * 1_000_000,
+            mono_ms: index as i64,
+            wall_ms: index as i64,
+        }
+    }
+
+    fn event(&mut self, kind: EventKind, fill: impl FnOnce(&mut Event)) -> u64 {
+        let mut ev = Event {
+            at: self.stamp(),
+            node: "n".into(),
+            ..Event::new(kind)
+        };
+        fill(&mut ev);
+        self.entries.push(Entry::Event(ev));
+        self.entries.len() as u64 - 1
+    }
+
+    fn lease(&mut self, kind: EventKind, holder: &str, token: u64) -> u64 {
+        self.event(kind, |e| {
+            e.lock = Some("l".into());
+            e.holder = Some(holder.into());
+            e.token = Some(token);
+        })
+    }
+
+    fn write(&mut self, kind: EventKind, holder: &str, token: u64, op: Option<u64>) -> u64 {
+        self.event(kind, |e| {
+            e.key = Some("k".into());
+            e.holder = Some(holder.into());
+            e.token = Some(token);
+            e.op = op;
+        })
+    }
+
+    fn invoke_write(&mut self, node: &str, token: u64) -> u64 {
+        let op = Op {
+            at: self.stamp(),
+            process: 0,
+            node: node.into(),
+            op_type: OpType::Invoke,
+            f: OpFn::Write,
+            lock: None,
+            key: Some("k".into()),
+            token: Some(token),
+            value: None,
+            error: None,
+        };
+        self.entries.push(Entry::Op(op));
+        self.entries.len() as u64 - 1
+    }
+
+    fn build(self) -> History {
+        let header = Header {
+            format_version: 1,
+            scenario: "t".into(),
+            seed: 0,
+            tool_version: "t".into(),
+        };
+        History {
+            header,
+            entries: self.entries,
+        }
+    }
+}
+
+#[test]
+fn the_pause_counterexample_is_a_stale_write_with_both_witnesses() {
+    let mut b = Builder::default();
+    b.lease(EventKind::Grant, "a", 1);
+    let a_invoke = b.invoke_write("a", 1);
+    b.lease(EventKind::Expire, "a", 1);
+    b.lease(EventKind::Grant, "b", 2);
+    let newer = b.write(EventKind::Accept, "b", 2, None);
+    let stale = b.write(EventKind::Accept, "a", 1, Some(a_invoke));
+    let result = check(&b.build());
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.kinds(), [ViolationKind::StaleWriteAccepted]);
+    assert_eq!(result.violations[0].witnesses, [stale, newer]);
+    let text = &result.violations[0].explanation;
+    assert!(
+        text.contains("accepted token 1 from a at index 5"),
+        "{text}"
+    );
+    assert!(text.contains("higher token 2 from b at index 4"), "{text}");
+    assert!(text.contains("its lease had ended at index 2"), "{text}");
+    // Sent while the lease was valid, processed after it ended, and accepted.
+    assert_eq!(
+        result.unsafe_exposure,
+        UnsafeExposure {
+            writes_after_lease_end: 1,
+            accepted: 1,
+            rejected: 0,
+            sent_after_lease_end: 0
+        }
+    );
+}
+
+#[test]
+fn a_rejected_stale_write_is_exposure_not_a_violation() {
+    let mut b = Builder::default();
+    b.lease(EventKind::Grant, "a", 1);
+    b.lease(EventKind::Expire, "a", 1);
+    b.lease(EventKind::Grant, "b", 2);
+    b.write(EventKind::Accept, "b", 2, None);
+    let late = b.invoke_write("a", 1);
+    b.write(EventKind::Reject, "a", 1, Some(late));
+    let result = check(&b.build());
+    assert_eq!(result.verdict, Verdict::Valid);
+    assert!(result.violations.is_empty());
+    assert_eq!(
+        result.unsafe_exposure,
+        UnsafeExposure {
+            writes_after_lease_end: 1,
+            accepted: 0,
+            rejected: 1,
+            sent_after_lease_end: 1
+        }
+    );
+}
+
+#[test]
+fn equal_tokens_are_the_same_holder_writing_again() {
+    let mut b = Builder::default();
+    b.write(EventKind::Accept, "a", 3, None);
+    b.write(EventKind::Accept, "a", 3, None);
+    b.write(EventKind::Accept, "b", 4, None);
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+}
+
+#[test]
+fn keys_are_fenced_independently() {
+    let mut b = Builder::default();
+    b.write(EventKind::Accept, "a", 5, None);
+    b.event(EventKind::Accept, |e| {
+        e.key = Some("other".into());
+        e.token = Some(1);
+    });
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+}
+
+#[test]
+fn a_reused_and_a_lower_token_are_told_apart() {
+    let mut b = Builder::default();
+    let first = b.lease(EventKind::Grant, "a", 1);
+    b.lease(EventKind::Release, "a", 1);
+    b.lease(EventKind::Grant, "b", 2);
+    b.lease(EventKind::Expire, "b", 2);
+    let reused = b.lease(EventKind::Grant, "c", 1);
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::TokenReused]);
+    assert_eq!(result.violations[0].witnesses, [reused, first]);
+
+    let mut b = Builder::default();
+    b.lease(EventKind::Grant, "a", 5);
+    let lower = b.lease(EventKind::Grant, "b", 3);
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::TokenNotMonotonic]);
+    assert_eq!(result.violations[0].witnesses, [lower, 0]);
+}
+
+proptest! {
+    /// Over any sequence of accepts on one key, the check reports exactly the accepts whose
+    /// token is below the running maximum, each witnessed by the first accept of that maximum.
+    #[test]
+    fn stale_writes_are_exactly_the_accepts_below_the_running_maximum(tokens in prop::collection::vec(0u64..8, 0..40)) {
+        let mut b = Builder::default();
+        let mut expected = Vec::new();
+        let mut best: Option<(u64, u64)> = None;
+        for t in &tokens {
+            let idx = b.write(EventKind::Accept, "w", *t, None);
+            match best {
+                Some((max, at)) if *t < max => expected.push(vec![idx, at]),
+                Some((max, _)) if *t == max => {}
+                _ => best = Some((*t, idx)),
+            }
+        }
+        let result = check(&b.build());
+        let found: Vec<Vec<u64>> = result.violations.iter().map(|v| v.witnesses.clone()).collect();
+        prop_assert_eq!(found, expected.clone());
+        prop_assert_eq!(result.verdict == Verdict::Valid, expected.is_empty());
+    }
+}
