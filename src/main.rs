@@ -7,6 +7,15 @@ use clap::{Parser, Subcommand};
 use fencesim::run::{run_seed, RunOptions, SeedRun};
 use fencesim::{bundled, exit, report::RunVerdict, Scenario};
 
+/// Print a line to stdout, ignoring a closed pipe (`fencesim run ... | head -1`): the exit
+/// code still carries the verdict.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "fencesim",
@@ -80,7 +89,7 @@ fn load(arg: &str) -> Result<Scenario, String> {
     let path = Path::new(arg);
     if !path.exists() {
         if let Some((file, text)) = bundled::find(arg) {
-            return fencesim_scenario::parse(text, &format!("bundled:{file}"))
+            return fencesim::parse_scenario(text, &format!("bundled:{file}"))
                 .map_err(|e| e.to_string());
         }
     }
@@ -129,9 +138,11 @@ fn run(arg: &str, seed: Option<u64>, out: PathBuf, expect: bool, check_determini
     }
     if sweep {
         let total = seeds.end - seeds.start;
-        println!(
+        say!(
             "{}: expectation met on {met}/{total} seeds ({}..{})",
-            scenario.name, seeds.start, seeds.end
+            scenario.name,
+            seeds.start,
+            seeds.end
         );
     }
     worst
@@ -139,11 +150,13 @@ fn run(arg: &str, seed: Option<u64>, out: PathBuf, expect: bool, check_determini
 
 fn print_seed(done: &SeedRun, expect: bool) {
     let r = &done.report;
-    println!("{}", done.verdict_line());
+    say!("{}", done.verdict_line());
     for v in &r.violations {
-        println!(
+        say!(
             "  {}: {} [witnesses {:?}]",
-            v.kind, v.explanation, v.witnesses
+            v.kind,
+            v.explanation,
+            v.witnesses
         );
     }
     if expect {
@@ -158,15 +171,15 @@ fn print_seed(done: &SeedRun, expect: bool) {
         if wanted.is_empty() {
             wanted.push("no violation");
         }
-        println!(
+        say!(
             "expectation {word}: {:?} with {}",
             r.expectation.expected.verdict,
             wanted.join(", ")
         );
     }
-    println!("report: {}", done.report_path.display());
+    say!("report: {}", done.report_path.display());
     if seed_exit_code(done, expect) != exit::VALID {
-        println!("reproduce: {}", r.reproduce);
+        say!("reproduce: {}", r.reproduce);
     }
 }
 
@@ -219,16 +232,18 @@ fn check(path: &Path) -> u8 {
     };
     let result = fencesim::check(&history);
     let verdict = fencesim::report::verdict(&result, None);
-    println!(
+    say!(
         "{}: {:?} ({} violations)",
         path.display(),
         verdict,
         result.violations.len()
     );
     for v in &result.violations {
-        println!(
+        say!(
             "  {}: {} [witnesses {:?}]",
-            v.kind, v.explanation, v.witnesses
+            v.kind,
+            v.explanation,
+            v.witnesses
         );
     }
     match verdict {
@@ -240,7 +255,7 @@ fn check(path: &Path) -> u8 {
 
 fn list() -> u8 {
     for (file, text) in bundled::SCENARIOS {
-        match fencesim_scenario::parse(text, file) {
+        match fencesim::parse_scenario(text, file) {
             Ok(s) => {
                 let mut expect = format!("{:?}", s.expect.verdict).to_lowercase();
                 if !s.expect.violations.is_empty() {
@@ -253,9 +268,11 @@ fn list() -> u8 {
                     .next()
                     .unwrap_or("")
                     .replace('\n', " ");
-                println!(
+                say!(
                     "{:<26} seeds {}..{:<5} expect {expect}\n    {summary}.",
-                    s.name, s.seeds.start, s.seeds.end
+                    s.name,
+                    s.seeds.start,
+                    s.seeds.end
                 );
             }
             Err(e) => {

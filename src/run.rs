@@ -57,10 +57,11 @@ impl SeedRun {
         };
         let exposure = &r.unsafe_exposure;
         format!(
-            "{} seed {}: {what}; {} writes after lease end ({} accepted, {} rejected)",
+            "{} seed {}: {what}; {} write{} after lease end ({} accepted, {} rejected)",
             r.scenario.name,
             r.seed,
             exposure.writes_after_lease_end,
+            plural(exposure.writes_after_lease_end as usize),
             exposure.accepted,
             exposure.rejected
         )

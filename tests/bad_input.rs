@@ -193,3 +193,62 @@ fn an_unknown_seed_flag_value_is_a_usage_error() {
     let o = fencesim(&["run", "scenarios/pause-fenced.toml", "--seed", "-1"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn an_event_the_node_never_reaches() {
+    assert_located(
+        "bad-never",
+        "before = \"write\"",
+        "before = \"grant\"",
+        "11:10",
+        "faults.before",
+        "node \"client-1\" never reaches before \"grant\"",
+    );
+}
+
+#[test]
+fn a_hold_that_could_never_match() {
+    let hold = "kind = \"hold\"\nfrom = \"client-1\"\nmessage = \"write-reply\"\n";
+    let (code, stderr, file) = run_variant(
+        "bad-hold",
+        "kind = \"pause\"\nnode = \"client-1\"\nbefore = \"write\"\n",
+        hold,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {file}:11:11: field `faults.message`: node \"client-1\" never sends a \"write-reply\" message")), "{stderr}");
+}
+
+#[test]
+fn a_range_with_three_numbers() {
+    assert_located(
+        "bad-range",
+        "ttl_ms = 5000",
+        "ttl_ms = 5000\nbackoff_ms = [1, 2, 3]",
+        "8:14",
+        "clients.backoff_ms",
+        "expected [min, max] with 0 <= min <= max, found [1, 2, 3]",
+    );
+}
+
+#[test]
+fn no_resource_keys() {
+    assert_located(
+        "bad-keys",
+        "[lock_service]",
+        "[resource]\nkeys = []\n[lock_service]",
+        "4:8",
+        "resource.keys",
+        "expected at least one key",
+    );
+}
+
+#[test]
+fn an_expectation_no_checker_can_meet() {
+    let (code, stderr, file) = run_variant(
+        "bad-expect",
+        "verdict = \"valid\"",
+        "verdict = \"invalid\"\nviolations = [\"not-linearizable\"]",
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(stderr, format!("error: {file}: field `expect.violations`: not-linearizable is not checked by this version of fencesim, so the expectation could never be met\n"));
+}

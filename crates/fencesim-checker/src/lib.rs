@@ -61,6 +61,13 @@ impl CheckResult {
     }
 }
 
+/// The violation kinds this version checks; a scenario expecting any other could never pass.
+pub const CHECKED_KINDS: &[ViolationKind] = &[
+    ViolationKind::StaleWriteAccepted,
+    ViolationKind::TokenNotMonotonic,
+    ViolationKind::TokenReused,
+];
+
 /// Run every check on `history`.
 pub fn check(history: &History) -> CheckResult {
     let leases = leases::lease_intervals(history);

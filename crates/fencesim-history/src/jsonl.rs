@@ -23,8 +23,8 @@ pub enum HistoryError {
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "record", rename = "header")]
 struct HeaderLine {
+    record: String,
     #[serde(flatten)]
     header: Header,
 }
@@ -32,6 +32,7 @@ struct HeaderLine {
 /// Write `history` as JSON Lines: the header, then each entry, each followed by `\n`.
 pub fn write_jsonl(history: &History, mut out: impl Write) -> io::Result<()> {
     let header = HeaderLine {
+        record: "header".to_owned(),
         header: history.header.clone(),
     };
     serde_json::to_writer(&mut out, &header)?;
@@ -60,6 +61,7 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
         };
         if header.is_none() {
             let h: HeaderLine = serde_json::from_str(&line).map_err(parse_err)?;
+            check_header(&h, line_no)?;
             header = Some(h.header);
             continue;
         }
@@ -81,6 +83,25 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
         message: "empty file: expected a header line".into(),
     })?;
     Ok(History { header, entries })
+}
+
+/// The first line must say it is a header, of a format this reader understands.
+fn check_header(h: &HeaderLine, line: usize) -> Result<(), HistoryError> {
+    let message = if h.record != "header" {
+        format!(
+            "expected a header record first, found record {:?}",
+            h.record
+        )
+    } else if h.header.format_version > crate::FORMAT_VERSION {
+        format!(
+            "format_version {} is newer than this reader's {}",
+            h.header.format_version,
+            crate::FORMAT_VERSION
+        )
+    } else {
+        return Ok(());
+    };
+    Err(HistoryError::Parse { line, message })
 }
 
 #[cfg(test)]
@@ -168,5 +189,19 @@ mod tests {
             .to_string();
         assert!(err.starts_with("line 1: "), "{err}");
         assert!(read_jsonl("".as_bytes()).is_err());
+        let op_first =
+            r#"{"record":"op","format_version":1,"scenario":"s","seed":7,"tool_version":"x"}"#;
+        let err = read_jsonl(op_first.as_bytes()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "line 1: expected a header record first, found record \"op\""
+        );
+        let future =
+            r#"{"record":"header","format_version":9,"scenario":"s","seed":7,"tool_version":"x"}"#;
+        let err = read_jsonl(future.as_bytes()).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "line 1: format_version 9 is newer than this reader's 1"
+        );
     }
 }

@@ -16,8 +16,8 @@ use std::path::Path;
 pub use error::ScenarioError;
 pub use model::{
     ClientSpec, Expectation, ExpectedVerdict, Fault, LatencyRange, LockServiceKind,
-    LockServiceSpec, MessageKind, NetworkSpec, NodeEvent, ResourceMode, ResourceSpec, Scenario,
-    SeedRange, Trigger, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    LockServiceSpec, MessageKind, NetworkSpec, NodeEvent, NodeRole, ResourceMode, ResourceSpec,
+    Scenario, SeedRange, Trigger, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 
 /// Read and validate the scenario file at `path`.

@@ -151,9 +151,59 @@ pub enum NodeEvent {
 }
 
 impl NodeEvent {
-    /// Every event name, for error messages.
-    pub const NAMES: &'static str =
-        "acquire, grant, renew, release, expire, read, write, accept, reject";
+    /// The events at which a node of `role` has a safepoint `when` (before or after), as
+    /// `(before, after)` lists. A trigger outside these would never fire, so validation
+    /// refuses it.
+    pub fn safepoints(role: NodeRole) -> (&'static [NodeEvent], &'static [NodeEvent]) {
+        use NodeEvent::*;
+        match role {
+            NodeRole::Client => (
+                &[Acquire, Read, Renew, Write, Release],
+                &[Grant, Read, Renew, Write, Release],
+            ),
+            NodeRole::LeaseService => {
+                (&[Acquire, Renew, Release], &[Grant, Renew, Release, Expire])
+            }
+            NodeRole::Resource => (&[Read, Write], &[Read, Accept, Reject]),
+        }
+    }
+
+    /// The name used in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeEvent::Acquire => "acquire",
+            NodeEvent::Grant => "grant",
+            NodeEvent::Renew => "renew",
+            NodeEvent::Release => "release",
+            NodeEvent::Expire => "expire",
+            NodeEvent::Read => "read",
+            NodeEvent::Write => "write",
+            NodeEvent::Accept => "accept",
+            NodeEvent::Reject => "reject",
+        }
+    }
+}
+
+/// What a node is, which decides the events it has and the messages it sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeRole {
+    /// A client.
+    Client,
+    /// The lock service.
+    LeaseService,
+    /// The fenced resource.
+    Resource,
+}
+
+impl NodeRole {
+    /// The role of node `name`: the two servers by their fixed names, anything else a client.
+    pub fn of(name: &str) -> NodeRole {
+        match name {
+            LEASE_SERVICE_NODE => NodeRole::LeaseService,
+            RESOURCE_NODE => NodeRole::Resource,
+            _ => NodeRole::Client,
+        }
+    }
 }
 
 /// When a node-bound fault fires.
@@ -208,6 +258,16 @@ pub enum MessageKind {
 }
 
 impl MessageKind {
+    /// Whether a node of `role` ever sends this kind (a `hold` on anything else never matches).
+    pub fn sent_by(self, role: NodeRole) -> bool {
+        use MessageKind::*;
+        match role {
+            NodeRole::Client => matches!(self, Acquire | Renew | Release | Read | Write),
+            NodeRole::LeaseService => matches!(self, AcquireReply | RenewReply | ReleaseReply),
+            NodeRole::Resource => matches!(self, ReadReply | WriteReply),
+        }
+    }
+
     /// Every kind name, for error messages.
     pub const NAMES: &'static str = "acquire, acquire-reply, renew, renew-reply, release, \
          release-reply, read, read-reply, write, write-reply";

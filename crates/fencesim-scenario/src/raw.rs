@@ -8,7 +8,7 @@ use toml::Spanned;
 use crate::model::{ExpectedVerdict, LockServiceKind, MessageKind, NodeEvent, ResourceMode};
 
 pub(crate) type Num = Spanned<i64>;
-pub(crate) type Pair = Spanned<[i64; 2]>;
+pub(crate) type Pair = Spanned<Vec<i64>>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,7 +46,7 @@ pub(crate) struct RawLockService {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawResource {
     pub mode: Option<ResourceMode>,
-    pub keys: Option<Vec<Spanned<String>>>,
+    pub keys: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]

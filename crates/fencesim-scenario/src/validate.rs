@@ -58,14 +58,19 @@ impl Ctx<'_> {
     }
 
     fn range(&self, pair: &Pair, field: &str) -> Result<LatencyRange, ScenarioError> {
-        let [lo, hi] = *pair.get_ref();
-        if lo < 0 || hi < lo {
-            return Err(self.err(
-                pair.span(),
-                field,
-                format!("expected [min, max] with 0 <= min <= max, found [{lo}, {hi}]"),
-            ));
-        }
+        let (lo, hi) = match pair.get_ref()[..] {
+            [lo, hi] if 0 <= lo && lo <= hi => (lo, hi),
+            _ => {
+                return Err(self.err(
+                    pair.span(),
+                    field,
+                    format!(
+                        "expected [min, max] with 0 <= min <= max, found {:?}",
+                        pair.get_ref()
+                    ),
+                ))
+            }
+        };
         Ok(LatencyRange {
             min_ms: lo as u64,
             max_ms: hi as u64,
@@ -103,7 +108,7 @@ pub(crate) fn resolve(
         },
     };
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
-    let resource = resolve_resource(&raw.resource);
+    let resource = resolve_resource(&cx, &raw.resource)?;
     let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
     let node_names: Vec<&str> = [LEASE_SERVICE_NODE, RESOURCE_NODE]
         .into_iter()
@@ -160,15 +165,19 @@ fn resolve_lock_service(
     })
 }
 
-fn resolve_resource(raw: &RawResource) -> ResourceSpec {
+fn resolve_resource(cx: &Ctx, raw: &RawResource) -> Result<ResourceSpec, ScenarioError> {
     let keys = match &raw.keys {
-        Some(keys) if !keys.is_empty() => keys.iter().map(|k| k.get_ref().clone()).collect(),
-        _ => vec![DEFAULT_KEY.to_owned()],
+        Some(keys) if keys.get_ref().is_empty() => {
+            let hint = "expected at least one key (leave `keys` out for [\"register\"])";
+            return Err(cx.err(keys.span(), "resource.keys", hint));
+        }
+        Some(keys) => keys.get_ref().iter().map(|k| k.get_ref().clone()).collect(),
+        None => vec![DEFAULT_KEY.to_owned()],
     };
-    ResourceSpec {
+    Ok(ResourceSpec {
         mode: raw.mode.unwrap_or(ResourceMode::Fenced),
         keys,
-    }
+    })
 }
 
 fn resolve_clients(
@@ -363,7 +372,7 @@ fn resolve_fault(cx: &Ctx, f: &Spanned<RawFault>, nodes: &[&str]) -> Result<Faul
             forbid(span_of(&f.message), "message")?;
             forbid(span_of(&f.latency_ms), "latency_ms")?;
             let node = known_node(f.node.as_ref().expect("required above"), "faults.node")?;
-            let trigger = resolve_trigger(cx, f, span)?;
+            let trigger = resolve_trigger(cx, f, span, &node)?;
             Ok(Fault::Pause {
                 node,
                 trigger,
@@ -383,7 +392,15 @@ fn resolve_fault(cx: &Ctx, f: &Spanned<RawFault>, nodes: &[&str]) -> Result<Faul
                 Some(n) => cx.positive(n, "faults.nth")?,
                 None => 1,
             };
-            let message = *f.message.as_ref().expect("required above").get_ref();
+            let spanned = f.message.as_ref().expect("required above");
+            let message = *spanned.get_ref();
+            if !message.sent_by(NodeRole::of(&from)) {
+                let m = format!(
+                    "node {from:?} never sends a {:?} message, so this hold would never match",
+                    message.as_str()
+                );
+                return Err(cx.err(spanned.span(), "faults.message", m));
+            }
             Ok(Fault::Hold {
                 from,
                 message,
@@ -421,11 +438,35 @@ fn span_of<T>(field: &Option<Spanned<T>>) -> Option<Range<usize>> {
 }
 
 /// Exactly one of `at_ms`, `after`, `before`; `nth` (default 1) only with an event.
-fn resolve_trigger(cx: &Ctx, f: &RawFault, span: Range<usize>) -> Result<Trigger, ScenarioError> {
+fn resolve_trigger(
+    cx: &Ctx,
+    f: &RawFault,
+    span: Range<usize>,
+    node: &str,
+) -> Result<Trigger, ScenarioError> {
+    if let (Some(_), Some(n)) = (&f.at_ms, &f.nth) {
+        return Err(cx.err(
+            n.span(),
+            "faults.nth",
+            "`nth` counts events; it does not go with `at_ms`",
+        ));
+    }
     let nth = match &f.nth {
         Some(n) => Some(cx.positive(n, "faults.nth")?),
         None => None,
     };
+    let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
+    for (field, ev, allowed) in [("after", &f.after, after), ("before", &f.before, before)] {
+        if let Some(ev) = ev.as_ref().filter(|e| !allowed.contains(e.get_ref())) {
+            let names: Vec<_> = allowed.iter().map(|e| e.as_str()).collect();
+            let message = format!(
+                "node {node:?} never reaches {field} {:?}; it can be paused {field} {}",
+                ev.get_ref().as_str(),
+                names.join(", ")
+            );
+            return Err(cx.err(ev.span(), &format!("faults.{field}"), message));
+        }
+    }
     match (&f.at_ms, &f.after, &f.before) {
         (Some(at), None, None) => {
             if let Some(n) = &f.nth {

@@ -56,7 +56,7 @@ impl Client {
         let token = self.acquire().await;
         self.read().await;
         if !self.work(token).await {
-            // The service said the lease is gone: a well-behaved client stops here.
+            // The service said the lease is gone: a well-behaved client abandons this cycle's write.
             return;
         }
         self.write(token, cycle).await;

@@ -1,5 +1,6 @@
 //! The `lease-service` node: the sans-IO [`LeaseService`] behind a mailbox, with an expiry
-//! timer. Every decision becomes an event; expiries are reaped before each request is handled,
+//! timer. Every change to the lease table (grant, renew, release, expire) becomes an event;
+//! refusals (held, lost, not holder) are only in the reply; expiries are reaped before each request is handled,
 //! so the history shows the expire before a grant that depended on it.
 
 use std::sync::Arc;
@@ -24,7 +25,7 @@ pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
     };
     let mut service = LeaseService::new(config);
     loop {
-        reap(&world, &mut service);
+        reap(&world, &mut service).await;
         let next = match service.next_expiry() {
             Some(at_ms) => {
                 let wait = world
@@ -43,7 +44,7 @@ pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
         if let Some(event) = request_event(&env.body) {
             Nemesis::safepoint(&world, NODE, When::Before, event).await;
         }
-        reap(&world, &mut service);
+        reap(&world, &mut service).await;
         let (reply, decided) = handle(&world, &mut service, &env);
         if let Some(reply) = reply {
             world.net.send(NODE, &env.src, Some(env.id), env.op, reply);
@@ -59,8 +60,11 @@ fn now_ms(world: &World) -> u64 {
     world.clocks.get(NODE).mono.read_ms(true_ns()).max(0) as u64
 }
 
-fn reap(world: &World, service: &mut LeaseService) {
-    for expired in service.expire_due(now_ms(world)) {
+/// Expire every lease that is due, recording each, with an `after = "expire"` safepoint each.
+async fn reap(world: &Arc<World>, service: &mut LeaseService) {
+    let expired = service.expire_due(now_ms(world));
+    let count = expired.len();
+    for expired in expired {
         world.event(Event {
             node: NODE.to_owned(),
             lock: Some(expired.lock),
@@ -69,6 +73,9 @@ fn reap(world: &World, service: &mut LeaseService) {
             expires_at_ms: Some(expired.lease.expires_at_ms),
             ..Event::new(EventKind::Expire)
         });
+    }
+    for _ in 0..count {
+        Nemesis::safepoint(world, NODE, When::After, NodeEvent::Expire).await;
     }
 }
 

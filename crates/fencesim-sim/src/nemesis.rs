@@ -37,6 +37,8 @@ struct EventPause {
 pub(crate) struct Nemesis {
     event_pauses: Vec<EventPause>,
     seen: Mutex<BTreeMap<(String, When, NodeEvent), u64>>,
+    /// Pauses in force per node.
+    pause_depth: Mutex<BTreeMap<String, i64>>,
     carrier: madsim::runtime::NodeHandle,
 }
 
@@ -74,6 +76,7 @@ impl Nemesis {
         Nemesis {
             event_pauses,
             seen: Mutex::new(BTreeMap::new()),
+            pause_depth: Mutex::new(BTreeMap::new()),
             carrier,
         }
     }
@@ -100,6 +103,14 @@ impl Nemesis {
                 start(&w, &fault);
             });
         }
+    }
+
+    /// Add `delta` to the pauses in force on `node`; returns the new count.
+    fn paused(&self, node: &str, delta: i64) -> i64 {
+        let mut depth = self.pause_depth.lock().expect("pause depth");
+        let d = depth.entry(node.to_owned()).or_insert(0);
+        *d += delta;
+        *d
     }
 
     /// Called by `node` at an event; fires the faults waiting for this occurrence.
@@ -139,11 +150,15 @@ fn pause(world: &Arc<World>, node: &str, duration_ms: u64) {
         Some(node),
         format!("{duration_ms} ms"),
     );
+    world.nemesis.paused(node, 1);
     madsim::runtime::Handle::current().pause(node);
     let (w, node) = (Arc::clone(world), node.to_owned());
     world.nemesis.carrier.spawn(async move {
         madsim::time::sleep(Duration::from_millis(duration_ms)).await;
-        madsim::runtime::Handle::current().resume(node.as_str());
+        // Overlapping pauses: madsim's pause is a flag, so thaw only when the last one ends.
+        if w.nemesis.paused(&node, -1) == 0 {
+            madsim::runtime::Handle::current().resume(node.as_str());
+        }
         record(
             &w,
             EventKind::Pause,
