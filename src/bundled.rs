@@ -1,24 +1,24 @@
 //! The scenarios shipped in `scenarios/`, compiled into the binary so `fencesim list` and
 //! `fencesim run <name>` work from any directory. A test checks this list against the folder.
 
+/// `(file name, text)` of `scenarios/<name>.toml`, read at compile time.
+macro_rules! bundle {
+    ($name:literal) => {
+        (
+            concat!($name, ".toml"),
+            include_str!(concat!("../scenarios/", $name, ".toml")),
+        )
+    };
+}
+
 /// (file name, TOML text) of every bundled scenario, in catalogue order.
 pub const SCENARIOS: &[(&str, &str)] = &[
-    (
-        "pause-unfenced.toml",
-        include_str!("../scenarios/pause-unfenced.toml"),
-    ),
-    (
-        "pause-fenced.toml",
-        include_str!("../scenarios/pause-fenced.toml"),
-    ),
-    (
-        "delayed-write-unfenced.toml",
-        include_str!("../scenarios/delayed-write-unfenced.toml"),
-    ),
-    (
-        "delayed-write-fenced.toml",
-        include_str!("../scenarios/delayed-write-fenced.toml"),
-    ),
+    bundle!("pause-unfenced"),
+    bundle!("pause-fenced"),
+    bundle!("delayed-write-unfenced"),
+    bundle!("delayed-write-fenced"),
+    bundle!("clock-jump-wall-expiry"),
+    bundle!("clock-jump-monotonic-expiry"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -4,8 +4,13 @@ use fencesim_checker::{CheckResult, Verdict};
 use fencesim_scenario::{Expectation, ExpectedVerdict};
 
 /// `valid` is met by a valid verdict; `invalid` by an invalid verdict that includes every
-/// listed violation kind (finding more kinds is allowed).
+/// listed violation kind (finding more kinds is allowed). Either way no kind listed in
+/// `absent` may be found.
 pub fn is_met(expect: &Expectation, result: &CheckResult) -> bool {
+    let found = result.kinds();
+    if expect.absent.iter().any(|k| found.contains(k)) {
+        return false;
+    }
     match expect.verdict {
         ExpectedVerdict::Valid => result.verdict == Verdict::Valid,
         ExpectedVerdict::Invalid => {

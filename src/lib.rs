@@ -31,6 +31,7 @@ fn supported(scenario: Scenario, file: &str) -> Result<Scenario, ScenarioError> 
         .expect
         .violations
         .iter()
+        .chain(&scenario.expect.absent)
         .find(|k| !fencesim_checker::CHECKED_KINDS.contains(k));
     match unchecked {
         Some(kind) => Err(ScenarioError::Unsupported {

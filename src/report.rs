@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use fencesim_checker::{CheckResult, UnsafeExposure, Violation};
 use fencesim_history::{Entry, History};
 use fencesim_scenario::{Expectation, Scenario};
-use fencesim_sim::SimFailure;
+use fencesim_sim::{NetStats, SimFailure};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -90,6 +90,8 @@ pub struct Report {
     pub expectation: ExpectationResult,
     /// Set when the simulation itself failed.
     pub failure: Option<SimFailure>,
+    /// What the network did with messages.
+    pub network: NetStats,
     /// The history file.
     pub history: HistoryRef,
     /// Record counts.

@@ -114,6 +114,7 @@ pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
             met,
         },
         failure,
+        network: outcome.net_stats,
         history: HistoryRef {
             file: "history.jsonl".into(),
             sha256: report::sha256_hex(&bytes),

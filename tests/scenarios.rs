@@ -158,3 +158,13 @@ fn fenced_variants_show_the_stale_write_as_a_reject() {
         assert_eq!(report["counts"]["events"]["reject"], 1);
     }
 }
+
+#[test]
+fn clock_jump_with_wall_expiry_is_invalid_on_every_seed() {
+    expect_met_on_range("clock-jump-wall-expiry.toml");
+}
+
+#[test]
+fn clock_jump_with_monotonic_expiry_is_valid_on_every_seed() {
+    expect_met_on_range("clock-jump-monotonic-expiry.toml");
+}

@@ -7,6 +7,7 @@
 //! clients believed, following Jepsen's practice of checking what the system actually did.
 #![deny(missing_docs)]
 
+mod exclusion;
 mod exposure;
 mod leases;
 mod stale_write;
@@ -66,6 +67,8 @@ pub const CHECKED_KINDS: &[ViolationKind] = &[
     ViolationKind::StaleWriteAccepted,
     ViolationKind::TokenNotMonotonic,
     ViolationKind::TokenReused,
+    ViolationKind::MutualExclusionService,
+    ViolationKind::MutualExclusionClient,
 ];
 
 /// Run every check on `history`.
@@ -74,6 +77,8 @@ pub fn check(history: &History) -> CheckResult {
     let mut violations = Vec::new();
     violations.extend(stale_write::check(history, &leases));
     violations.extend(tokens::check(history));
+    violations.extend(exclusion::check_service(&leases));
+    violations.extend(exclusion::check_client(history));
     let verdict = if violations.is_empty() {
         Verdict::Valid
     } else {

@@ -171,6 +171,7 @@ fn a_reused_and_a_lower_token_are_told_apart() {
 
     let mut b = Builder::default();
     b.lease(EventKind::Grant, "a", 5);
+    b.lease(EventKind::Expire, "a", 5);
     let lower = b.lease(EventKind::Grant, "b", 3);
     let result = check(&b.build());
     assert_eq!(result.kinds(), [ViolationKind::TokenNotMonotonic]);
@@ -198,4 +199,54 @@ proptest! {
         prop_assert_eq!(found, expected.clone());
         prop_assert_eq!(result.verdict == Verdict::Valid, expected.is_empty());
     }
+}
+
+fn belief(b: &mut Builder, client: &str, phase: fencesim_history::Phase, token: u64) -> u64 {
+    b.event(EventKind::Belief, |e| {
+        e.node = client.into();
+        e.phase = Some(phase);
+        e.lock = Some("l".into());
+        e.holder = Some(client.into());
+        e.token = Some(token);
+    })
+}
+
+#[test]
+fn overlapping_client_beliefs_are_a_client_view_violation_only() {
+    use fencesim_history::Phase::{End, Start};
+    let mut b = Builder::default();
+    b.lease(EventKind::Grant, "a", 1);
+    let a_believes = belief(&mut b, "a", Start, 1);
+    b.lease(EventKind::Expire, "a", 1);
+    b.lease(EventKind::Grant, "b", 2);
+    let b_believes = belief(&mut b, "b", Start, 2);
+    belief(&mut b, "a", End, 1);
+    belief(&mut b, "b", End, 2);
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::MutualExclusionClient]);
+    assert_eq!(result.violations[0].witnesses, [b_believes, a_believes]);
+}
+
+#[test]
+fn an_extension_is_not_a_second_holder_and_handovers_do_not_overlap() {
+    use fencesim_history::Phase::{End, Start};
+    let mut b = Builder::default();
+    b.lease(EventKind::Grant, "a", 1);
+    belief(&mut b, "a", Start, 1);
+    belief(&mut b, "a", Start, 1);
+    belief(&mut b, "a", End, 1);
+    b.lease(EventKind::Release, "a", 1);
+    b.lease(EventKind::Grant, "b", 2);
+    belief(&mut b, "b", Start, 2);
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+}
+
+#[test]
+fn two_live_grants_on_one_lock_break_service_exclusion() {
+    let mut b = Builder::default();
+    let first = b.lease(EventKind::Grant, "a", 1);
+    let second = b.lease(EventKind::Grant, "b", 2);
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::MutualExclusionService]);
+    assert_eq!(result.violations[0].witnesses, [second, first]);
 }

@@ -114,6 +114,34 @@ pub enum EventKind {
     Hold,
     /// Nemesis: the network's latency range changed for a window; `phase` start and end.
     Latency,
+    /// A client's own view of its lease: `start` when it begins (or extends) believing it holds
+    /// `lock` with `token` until `expires_at_ms` on its monotonic clock, `end` when it stops
+    /// (released, told lost, validity elapsed, crashed).
+    Belief,
+    /// Nemesis: random message loss for a window.
+    Loss,
+    /// Nemesis: random message duplication for a window.
+    Duplicate,
+    /// Nemesis: random extra delays (reordering) for a window.
+    Reorder,
+    /// Nemesis: links cut; `end` when healed.
+    Partition,
+    /// Nemesis: every partition healed.
+    Heal,
+    /// Nemesis: a node's wall clock stepped.
+    ClockJump,
+    /// Nemesis: a node's wall clock set off true time.
+    ClockSkew,
+    /// Nemesis: a node's clocks run fast or slow.
+    ClockDrift,
+    /// Nemesis: a node's wall clock flips back and forth.
+    ClockStrobe,
+    /// Nemesis: a node killed (volatile state and unsynced writes lost).
+    Crash,
+    /// Nemesis: a crashed node started again.
+    Restart,
+    /// Nemesis: the lease service brought back from an older backup.
+    Restore,
 }
 
 impl EventKind {
@@ -130,14 +158,34 @@ impl EventKind {
             EventKind::Pause => "pause",
             EventKind::Hold => "hold",
             EventKind::Latency => "latency",
+            EventKind::Belief => "belief",
+            EventKind::Loss => "loss",
+            EventKind::Duplicate => "duplicate",
+            EventKind::Reorder => "reorder",
+            EventKind::Partition => "partition",
+            EventKind::Heal => "heal",
+            EventKind::ClockJump => "clock-jump",
+            EventKind::ClockSkew => "clock-skew",
+            EventKind::ClockDrift => "clock-drift",
+            EventKind::ClockStrobe => "clock-strobe",
+            EventKind::Crash => "crash",
+            EventKind::Restart => "restart",
+            EventKind::Restore => "restore",
         }
     }
 
-    /// Whether the nemesis (not a service) records this kind.
+    /// Whether the nemesis (not a service or client) records this kind.
     pub fn is_nemesis(self) -> bool {
-        matches!(
+        !matches!(
             self,
-            EventKind::Pause | EventKind::Hold | EventKind::Latency
+            EventKind::Grant
+                | EventKind::Renew
+                | EventKind::Release
+                | EventKind::Expire
+                | EventKind::Revoke
+                | EventKind::Accept
+                | EventKind::Reject
+                | EventKind::Belief
         )
     }
 }
@@ -259,5 +307,45 @@ impl History {
             Entry::Op(op) => Some(op),
             Entry::Event(_) => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_names_match_serde_names() {
+        let all = [
+            EventKind::Grant,
+            EventKind::Renew,
+            EventKind::Release,
+            EventKind::Expire,
+            EventKind::Revoke,
+            EventKind::Accept,
+            EventKind::Reject,
+            EventKind::Pause,
+            EventKind::Hold,
+            EventKind::Latency,
+            EventKind::Belief,
+            EventKind::Loss,
+            EventKind::Duplicate,
+            EventKind::Reorder,
+            EventKind::Partition,
+            EventKind::Heal,
+            EventKind::ClockJump,
+            EventKind::ClockSkew,
+            EventKind::ClockDrift,
+            EventKind::ClockStrobe,
+            EventKind::Crash,
+            EventKind::Restart,
+            EventKind::Restore,
+        ];
+        for kind in all {
+            assert_eq!(
+                serde_json::to_string(&kind).unwrap(),
+                format!("\"{}\"", kind.as_str())
+            );
+        }
     }
 }

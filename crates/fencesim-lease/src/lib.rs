@@ -15,5 +15,6 @@
 mod service;
 
 pub use service::{
-    AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome,
+    AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,
+    ReleaseOutcome, RenewOutcome,
 };

@@ -35,6 +35,11 @@ pub enum AcquireOutcome {
         /// Local-clock ms at which the new lease expires.
         expires_at_ms: u64,
     },
+    /// The service is in its restart grace and grants nothing before `until_ms` (local ms).
+    Recovering {
+        /// When grants resume, local-clock ms.
+        until_ms: u64,
+    },
     /// Someone holds an unexpired lease (possibly the caller itself: leases are not reentrant).
     Held {
         /// The current holder.
@@ -75,12 +80,17 @@ pub struct Expired {
     pub lease: Lease,
 }
 
-#[derive(Clone, Debug, Default)]
-struct LockState {
-    /// The last token issued for this lock (0: none yet). Only ever grows.
-    last_token: u64,
-    lease: Option<Lease>,
+/// One lock's record: what a service persists and restores.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockRecord {
+    /// The last token issued for this lock (0: none yet). Only ever grows while the service runs.
+    pub last_token: u64,
+    /// The current lease, if any (possibly expired but not yet reaped).
+    pub lease: Option<Lease>,
 }
+
+/// The whole lease table, by lock name: the service's persistent state.
+pub type LeaseTable = BTreeMap<String, LockRecord>;
 
 /// A single-node lease service: a table of locks, each with at most one lease.
 ///
@@ -89,16 +99,35 @@ struct LockState {
 #[derive(Clone, Debug)]
 pub struct LeaseService {
     config: LeaseConfig,
-    locks: BTreeMap<String, LockState>,
+    locks: LeaseTable,
+    /// No grant before this local-clock ms (a restart grace), if set.
+    recovering_until_ms: Option<u64>,
 }
 
 impl LeaseService {
     /// A service with no locks.
     pub fn new(config: LeaseConfig) -> Self {
+        Self::from_table(config, LeaseTable::new())
+    }
+
+    /// A service resuming from a persisted table (after a restart or a restore).
+    pub fn from_table(config: LeaseConfig, locks: LeaseTable) -> Self {
         Self {
             config,
-            locks: BTreeMap::new(),
+            locks,
+            recovering_until_ms: None,
         }
+    }
+
+    /// The table as it stands, to persist.
+    pub fn table(&self) -> &LeaseTable {
+        &self.locks
+    }
+
+    /// Refuse every grant until local-clock `until_ms`: after losing state, a service that
+    /// waits out one maximum TTL cannot hand out a lock an old holder may still use (case K17).
+    pub fn recover_until(&mut self, until_ms: u64) {
+        self.recovering_until_ms = Some(until_ms);
     }
 
     /// The service's settings.
@@ -116,6 +145,9 @@ impl LeaseService {
         now_ms: u64,
     ) -> AcquireOutcome {
         let ttl_ms = ttl_ms.min(self.config.max_ttl_ms);
+        if let Some(until_ms) = self.recovering_until_ms.filter(|u| now_ms < *u) {
+            return AcquireOutcome::Recovering { until_ms };
+        }
         let state = self.locks.entry(lock.to_owned()).or_default();
         if let Some(lease) = state.lease.as_ref().filter(|l| now_ms < l.expires_at_ms) {
             return AcquireOutcome::Held {
@@ -289,5 +321,32 @@ mod tests {
         assert_eq!(locks, ["m", "z"]);
         assert_eq!(s.next_expiry(), None);
         assert_eq!(s.last_token("z"), 1);
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::*;
+
+    #[test]
+    fn a_restored_table_keeps_tokens_and_leases_and_grace_refuses_grants() {
+        let mut s = LeaseService::new(LeaseConfig { max_ttl_ms: 1_000 });
+        s.acquire("l", "a", 1_000, 0);
+        let mut restarted = LeaseService::from_table(s.config(), s.table().clone());
+        assert_eq!(
+            restarted.renew("l", "a", 1, 500),
+            RenewOutcome::Renewed {
+                expires_at_ms: 1_500
+            }
+        );
+        restarted.recover_until(3_000);
+        assert_eq!(
+            restarted.acquire("l", "b", 100, 2_999),
+            AcquireOutcome::Recovering { until_ms: 3_000 }
+        );
+        assert!(matches!(
+            restarted.acquire("l", "b", 100, 3_000),
+            AcquireOutcome::Granted { token: 2, .. }
+        ));
     }
 }

@@ -7,17 +7,21 @@
 #![deny(missing_docs)]
 
 mod error;
+mod fault;
 mod model;
 mod raw;
 mod validate;
+mod validate_fault;
 
 use std::path::Path;
 
 pub use error::ScenarioError;
+pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
-    ClientSpec, Expectation, ExpectedVerdict, Fault, LatencyRange, LockServiceKind,
-    LockServiceSpec, MessageKind, NetworkSpec, NodeEvent, NodeRole, ResourceMode, ResourceSpec,
-    Scenario, SeedRange, Trigger, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, Fsync, LatencyRange, LinkLatency,
+    LockServiceKind, LockServiceSpec, MessageKind, NetworkSpec, NodeEvent, NodeRole, ResourceMode,
+    ResourceSpec, Scenario, SeedRange, TokenCounter, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES,
+    RESOURCE_NODE,
 };
 
 /// Read and validate the scenario file at `path`.

@@ -2,6 +2,8 @@
 //! report.json so a report says exactly what ran.
 
 use fencesim_history::ViolationKind;
+
+use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
 
 /// Node name of the lock (lease) service.
@@ -13,7 +15,7 @@ pub const RESERVED_NODE_NAMES: [&str; 4] =
     [LEASE_SERVICE_NODE, RESOURCE_NODE, "nemesis", "network"];
 
 /// A validated scenario.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     /// Short name; also the output directory name.
     pub name: String,
@@ -56,10 +58,66 @@ pub struct LatencyRange {
 }
 
 /// `[network]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NetworkSpec {
     /// One-way delay of every message, drawn per message from the seed.
     pub latency_ms: LatencyRange,
+    /// Probability that a message is lost.
+    pub loss: f64,
+    /// Probability that a message is delivered twice.
+    pub duplicate: f64,
+    /// Extra random delay in [0, reorder_window_ms] per message, so messages overtake.
+    pub reorder_window_ms: u64,
+    /// Per-link latency overriding `latency_ms` (one direction each; `[[network.links]]`
+    /// without `one_way` becomes two entries).
+    pub links: Vec<LinkLatency>,
+}
+
+/// The latency of one directed link.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkLatency {
+    /// Sender.
+    pub from: String,
+    /// Receiver.
+    pub to: String,
+    /// Its latency.
+    pub latency_ms: LatencyRange,
+}
+
+/// Which of its clocks the lock service judges expiry by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpiryClock {
+    /// The monotonic clock: drifts but never jumps (the safe choice).
+    Monotonic,
+    /// The wall clock: jumps and skew move expiries (Kleppmann 2016's clock-jump case).
+    Wall,
+}
+
+/// Where the lock service keeps its token counter, which decides whether tokens survive a
+/// crash or a restore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenCounter {
+    /// A separate record, synced on every grant and never rewound by a restore (the safe
+    /// design: like etcd's revision, it only moves forward).
+    Durable,
+    /// In the lease store: subject to `fsync` and rewound by a restore (defect: cases K04, K10).
+    Store,
+    /// In memory only: back to 0 after every restart (defect: case K06/K17's token reuse).
+    Memory,
+}
+
+/// When the lock service's store writes reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fsync {
+    /// Every write is synced before the reply.
+    Always,
+    /// Writes are synced every `fsync_every_ms`.
+    Periodic,
+    /// Nothing is synced: a crash loses every store write.
+    Never,
 }
 
 /// Which lock service design runs.
@@ -71,12 +129,23 @@ pub enum LockServiceKind {
 }
 
 /// `[lock_service]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockServiceSpec {
     /// The design.
     pub kind: LockServiceKind,
     /// The longest TTL granted, local-clock ms.
     pub max_ttl_ms: u64,
+    /// The clock expiry is judged by.
+    pub expiry_clock: ExpiryClock,
+    /// Where the token counter lives.
+    pub token_counter: TokenCounter,
+    /// When store writes are synced.
+    pub fsync: Fsync,
+    /// The sync period for `Fsync::Periodic`, simulated ms.
+    pub fsync_every_ms: Option<u64>,
+    /// After a restart, refuse every grant for this long, ms (0: none). A grace of one maximum
+    /// TTL is the correct design when leases are lost with the state (case K17).
+    pub restart_grace_ms: u64,
 }
 
 /// How the resource treats fencing tokens.
@@ -121,6 +190,12 @@ pub struct ClientSpec {
     pub timeout_ms: u64,
     /// Seeded backoff range between acquire attempts while the lock is held, ms.
     pub backoff_ms: LatencyRange,
+    /// The client believes its lease valid until (acquire or renew sent, on its monotonic
+    /// clock) + ttl_ms - safety_margin_ms.
+    pub safety_margin_ms: u64,
+    /// Whether the client checks that belief before writing and stops if it has run out
+    /// (`false`: it acts as holder until the service says otherwise, case K15).
+    pub validity_check: bool,
 }
 
 /// Events of a node at which a fault can fire (`after = "grant"`, `before = "write"`).
@@ -206,31 +281,6 @@ impl NodeRole {
     }
 }
 
-/// When a node-bound fault fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Trigger {
-    /// At a true time, simulated ms.
-    At {
-        /// Simulated ms since the start.
-        at_ms: u64,
-    },
-    /// Right after the node's `nth` (1-based) occurrence of `event`.
-    After {
-        /// The event.
-        event: NodeEvent,
-        /// Which occurrence.
-        nth: u64,
-    },
-    /// Right before the node's `nth` occurrence of `event`.
-    Before {
-        /// The event.
-        event: NodeEvent,
-        /// Which occurrence.
-        nth: u64,
-    },
-}
-
 /// The kind of a message in the transport, for `hold` faults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -289,43 +339,6 @@ impl MessageKind {
     }
 }
 
-/// A scripted fault (`[[faults]]`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Fault {
-    /// Freeze `node` for `duration_ms` (a GC or VM pause): its timers fire late, its messages
-    /// queue, but messages it already sent are unaffected.
-    Pause {
-        /// The node to freeze.
-        node: String,
-        /// When.
-        trigger: Trigger,
-        /// How long, simulated ms.
-        duration_ms: u64,
-    },
-    /// Keep the `nth` (1-based) `message` sent by `from` in the network for `duration_ms`
-    /// instead of its drawn latency, then deliver it.
-    Hold {
-        /// The sender.
-        from: String,
-        /// The message kind.
-        message: MessageKind,
-        /// Which one of that sender's messages of that kind.
-        nth: u64,
-        /// How long it stays in the network, simulated ms.
-        duration_ms: u64,
-    },
-    /// Change the network's latency range for a window.
-    Latency {
-        /// Window start, simulated ms.
-        at_ms: u64,
-        /// Window length, simulated ms.
-        duration_ms: u64,
-        /// The latency range inside the window.
-        latency_ms: LatencyRange,
-    },
-}
-
 /// The expected overall verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -343,6 +356,8 @@ pub struct Expectation {
     pub verdict: ExpectedVerdict,
     /// For `invalid`: kinds that must each be found (others may be found too).
     pub violations: Vec<ViolationKind>,
+    /// Kinds that must not be found, whatever the verdict.
+    pub absent: Vec<ViolationKind>,
 }
 
 impl Scenario {

@@ -5,7 +5,10 @@ use fencesim_history::ViolationKind;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::model::{ExpectedVerdict, LockServiceKind, MessageKind, NodeEvent, ResourceMode};
+use crate::model::{
+    ExpectedVerdict, ExpiryClock, Fsync, LockServiceKind, MessageKind, NodeEvent, ResourceMode,
+    TokenCounter,
+};
 
 pub(crate) type Num = Spanned<i64>;
 pub(crate) type Pair = Spanned<Vec<i64>>;
@@ -33,6 +36,20 @@ pub(crate) struct RawScenario {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawNetwork {
     pub latency_ms: Option<Pair>,
+    pub loss: Option<Spanned<f64>>,
+    pub duplicate: Option<Spanned<f64>>,
+    pub reorder_window_ms: Option<Num>,
+    #[serde(default)]
+    pub links: Vec<RawLink>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLink {
+    pub from: Spanned<String>,
+    pub to: Spanned<String>,
+    pub latency_ms: Pair,
+    pub one_way: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -40,6 +57,11 @@ pub(crate) struct RawNetwork {
 pub(crate) struct RawLockService {
     pub kind: Option<LockServiceKind>,
     pub max_ttl_ms: Option<Num>,
+    pub expiry_clock: Option<ExpiryClock>,
+    pub token_counter: Option<TokenCounter>,
+    pub fsync: Option<Spanned<Fsync>>,
+    pub fsync_every_ms: Option<Num>,
+    pub restart_grace_ms: Option<Num>,
 }
 
 #[derive(Deserialize, Default)]
@@ -63,16 +85,32 @@ pub(crate) struct RawClient {
     pub start_ms: Option<Num>,
     pub timeout_ms: Option<Num>,
     pub backoff_ms: Option<Pair>,
+    pub safety_margin_ms: Option<Num>,
+    pub validity_check: Option<bool>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum RawFaultKind {
     Pause,
     Hold,
+    HoldAll,
     Latency,
+    Loss,
+    Duplicate,
+    Reorder,
+    Partition,
+    Heal,
+    ClockJump,
+    ClockSkew,
+    ClockDrift,
+    ClockStrobe,
+    Crash,
+    Restart,
+    Restore,
 }
 
+/// Every field any fault kind uses; which kind takes which is in `validate_fault.rs`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFault {
@@ -84,8 +122,52 @@ pub(crate) struct RawFault {
     pub nth: Option<Num>,
     pub duration_ms: Option<Num>,
     pub from: Option<Spanned<String>>,
+    pub to: Option<Spanned<String>>,
     pub message: Option<Spanned<MessageKind>>,
     pub latency_ms: Option<Pair>,
+    pub rate: Option<Spanned<f64>>,
+    pub window_ms: Option<Num>,
+    pub groups: Option<Spanned<Vec<Vec<Spanned<String>>>>>,
+    pub delta_ms: Option<Num>,
+    pub offset_ms: Option<Num>,
+    pub ppm: Option<Num>,
+    pub period_ms: Option<Num>,
+    pub snapshot_at_ms: Option<Num>,
+}
+
+impl RawFault {
+    /// (name, position) of every field that was written, `kind` excluded.
+    pub fn present(&self) -> Vec<(&'static str, std::ops::Range<usize>)> {
+        fn at<T>(
+            name: &'static str,
+            f: &Option<Spanned<T>>,
+        ) -> Option<(&'static str, std::ops::Range<usize>)> {
+            f.as_ref().map(|s| (name, s.span()))
+        }
+        [
+            at("node", &self.node),
+            at("at_ms", &self.at_ms),
+            at("after", &self.after),
+            at("before", &self.before),
+            at("nth", &self.nth),
+            at("duration_ms", &self.duration_ms),
+            at("from", &self.from),
+            at("to", &self.to),
+            at("message", &self.message),
+            at("latency_ms", &self.latency_ms),
+            at("rate", &self.rate),
+            at("window_ms", &self.window_ms),
+            at("groups", &self.groups),
+            at("delta_ms", &self.delta_ms),
+            at("offset_ms", &self.offset_ms),
+            at("ppm", &self.ppm),
+            at("period_ms", &self.period_ms),
+            at("snapshot_at_ms", &self.snapshot_at_ms),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -93,4 +175,5 @@ pub(crate) struct RawFault {
 pub(crate) struct RawExpect {
     pub verdict: Spanned<ExpectedVerdict>,
     pub violations: Option<Spanned<Vec<ViolationKind>>>,
+    pub absent: Option<Spanned<Vec<ViolationKind>>>,
 }

@@ -7,6 +7,7 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::model::*;
+use crate::model::{ExpiryClock, Fsync, LinkLatency, TokenCounter};
 use crate::raw::*;
 
 /// Defaults, documented in docs/scenario-format.md.
@@ -25,18 +26,23 @@ const DEFAULT_LOCK: &str = "lock";
 const DEFAULT_KEY: &str = "register";
 
 /// Validation context: the source and file name for located errors.
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     source: &'a str,
     file: &'a str,
 }
 
 impl Ctx<'_> {
-    fn err(&self, span: Range<usize>, field: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn err(
+        &self,
+        span: Range<usize>,
+        field: &str,
+        message: impl Into<String>,
+    ) -> ScenarioError {
         ScenarioError::at(self.source, self.file, span, field, message)
     }
 
     /// A number that must be >= `min`.
-    fn at_least(&self, n: &Num, min: i64, field: &str) -> Result<u64, ScenarioError> {
+    pub(crate) fn at_least(&self, n: &Num, min: i64, field: &str) -> Result<u64, ScenarioError> {
         let v = *n.get_ref();
         if v < min {
             let what = if min == 1 {
@@ -49,15 +55,15 @@ impl Ctx<'_> {
         Ok(v as u64)
     }
 
-    fn positive(&self, n: &Num, field: &str) -> Result<u64, ScenarioError> {
+    pub(crate) fn positive(&self, n: &Num, field: &str) -> Result<u64, ScenarioError> {
         self.at_least(n, 1, field)
     }
 
-    fn non_negative(&self, n: &Num, field: &str) -> Result<u64, ScenarioError> {
+    pub(crate) fn non_negative(&self, n: &Num, field: &str) -> Result<u64, ScenarioError> {
         self.at_least(n, 0, field)
     }
 
-    fn range(&self, pair: &Pair, field: &str) -> Result<LatencyRange, ScenarioError> {
+    pub(crate) fn range(&self, pair: &Pair, field: &str) -> Result<LatencyRange, ScenarioError> {
         let (lo, hi) = match pair.get_ref()[..] {
             [lo, hi] if 0 <= lo && lo <= hi => (lo, hi),
             _ => {
@@ -101,12 +107,7 @@ pub(crate) fn resolve(
         None => DEFAULT_SEEDS,
     };
     let duration_ms = cx.positive(&raw.duration_ms, "duration_ms")?;
-    let network = NetworkSpec {
-        latency_ms: match &raw.network.latency_ms {
-            Some(p) => cx.range(p, "network.latency_ms")?,
-            None => DEFAULT_LATENCY,
-        },
-    };
+    let network = resolve_network(&cx, &raw.network, &raw.clients)?;
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
     let resource = resolve_resource(&cx, &raw.resource)?;
     let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
@@ -117,7 +118,7 @@ pub(crate) fn resolve(
     let faults = raw
         .faults
         .iter()
-        .map(|f| resolve_fault(&cx, f, &node_names))
+        .map(|f| crate::validate_fault::resolve(&cx, f, &node_names))
         .collect::<Result<Vec<_>, _>>()?;
     let expect = resolve_expect(&cx, raw.expect.as_ref(), &raw.name)?;
     Ok(Scenario {
@@ -131,6 +132,77 @@ pub(crate) fn resolve(
         clients,
         faults,
         expect,
+    })
+}
+
+fn resolve_network(
+    cx: &Ctx,
+    raw: &RawNetwork,
+    clients: &Spanned<Vec<RawClient>>,
+) -> Result<NetworkSpec, ScenarioError> {
+    let probability = |p: &Option<Spanned<f64>>, field: &str| -> Result<f64, ScenarioError> {
+        match p {
+            Some(p) if !(0.0..=1.0).contains(p.get_ref()) => Err(cx.err(
+                p.span(),
+                field,
+                format!("expected a probability in [0, 1], found {}", p.get_ref()),
+            )),
+            Some(p) => Ok(*p.get_ref()),
+            None => Ok(0.0),
+        }
+    };
+    // Links may name clients, which are resolved later; accept the servers and any client
+    // name or client-N the groups will produce.
+    let client_count: i64 = clients
+        .get_ref()
+        .iter()
+        .map(|c| c.count.as_ref().map_or(1, |n| *n.get_ref()))
+        .sum();
+    let known = |n: &Spanned<String>| -> Result<String, ScenarioError> {
+        let name = n.get_ref();
+        let numbered = name
+            .strip_prefix("client-")
+            .and_then(|i| i.parse::<i64>().ok())
+            .is_some_and(|i| i >= 1 && i <= client_count);
+        let named = clients
+            .get_ref()
+            .iter()
+            .any(|c| c.name.as_ref().is_some_and(|c| c.get_ref() == name));
+        if [LEASE_SERVICE_NODE, RESOURCE_NODE].contains(&name.as_str()) || numbered || named {
+            Ok(name.clone())
+        } else {
+            Err(cx.err(n.span(), "network.links", format!("unknown node {name:?}")))
+        }
+    };
+    let mut links = Vec::new();
+    for l in &raw.links {
+        let (from, to) = (known(&l.from)?, known(&l.to)?);
+        let latency_ms = cx.range(&l.latency_ms, "network.links.latency_ms")?;
+        if !l.one_way.unwrap_or(false) {
+            links.push(LinkLatency {
+                from: to.clone(),
+                to: from.clone(),
+                latency_ms,
+            });
+        }
+        links.push(LinkLatency {
+            from,
+            to,
+            latency_ms,
+        });
+    }
+    Ok(NetworkSpec {
+        latency_ms: match &raw.latency_ms {
+            Some(p) => cx.range(p, "network.latency_ms")?,
+            None => DEFAULT_LATENCY,
+        },
+        loss: probability(&raw.loss, "network.loss")?,
+        duplicate: probability(&raw.duplicate, "network.duplicate")?,
+        reorder_window_ms: match &raw.reorder_window_ms {
+            Some(n) => cx.non_negative(n, "network.reorder_window_ms")?,
+            None => 0,
+        },
+        links,
     })
 }
 
@@ -159,9 +231,43 @@ fn resolve_lock_service(
         Some(n) => cx.positive(n, "lock_service.max_ttl_ms")?,
         None => DEFAULT_MAX_TTL_MS,
     };
+    let fsync = raw.and_then(|r| r.fsync.as_ref());
+    let every = raw.and_then(|r| r.fsync_every_ms.as_ref());
+    let fsync_every_ms = match (fsync.map(|f| *f.get_ref()), every) {
+        (Some(Fsync::Periodic), Some(n)) => Some(cx.positive(n, "lock_service.fsync_every_ms")?),
+        (Some(Fsync::Periodic), None) => {
+            let span = fsync.expect("matched Some").span();
+            return Err(cx.err(
+                span,
+                "lock_service.fsync_every_ms",
+                "fsync = \"periodic\" needs `fsync_every_ms`",
+            ));
+        }
+        (_, Some(n)) => {
+            return Err(cx.err(
+                n.span(),
+                "lock_service.fsync_every_ms",
+                "only used with fsync = \"periodic\"",
+            ));
+        }
+        (_, None) => None,
+    };
+    let restart_grace_ms = match raw.and_then(|r| r.restart_grace_ms.as_ref()) {
+        Some(n) => cx.non_negative(n, "lock_service.restart_grace_ms")?,
+        None => 0,
+    };
     Ok(LockServiceSpec {
         kind: raw.and_then(|r| r.kind).unwrap_or(LockServiceKind::Single),
         max_ttl_ms,
+        expiry_clock: raw
+            .and_then(|r| r.expiry_clock)
+            .unwrap_or(ExpiryClock::Monotonic),
+        token_counter: raw
+            .and_then(|r| r.token_counter)
+            .unwrap_or(TokenCounter::Durable),
+        fsync: fsync.map_or(Fsync::Always, |f| *f.get_ref()),
+        fsync_every_ms,
+        restart_grace_ms,
     })
 }
 
@@ -317,183 +423,9 @@ fn resolve_client_template(
             Some(p) => cx.range(p, "clients.backoff_ms")?,
             None => DEFAULT_BACKOFF,
         },
+        safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
+        validity_check: c.validity_check.unwrap_or(true),
     })
-}
-
-fn resolve_fault(cx: &Ctx, f: &Spanned<RawFault>, nodes: &[&str]) -> Result<Fault, ScenarioError> {
-    let span = f.span();
-    let f = f.get_ref();
-    let kind_span = f.kind.span();
-    let require = |present: bool, field: &str| -> Result<(), ScenarioError> {
-        if present {
-            Ok(())
-        } else {
-            Err(cx.err(
-                kind_span.clone(),
-                &format!("faults.{field}"),
-                format!("this kind of fault needs `{field}`"),
-            ))
-        }
-    };
-    let forbid = |present: Option<Range<usize>>, field: &str| -> Result<(), ScenarioError> {
-        match present {
-            Some(s) => Err(cx.err(
-                s,
-                &format!("faults.{field}"),
-                "not used by this kind of fault",
-            )),
-            None => Ok(()),
-        }
-    };
-    let known_node = |n: &Spanned<String>, field: &str| -> Result<String, ScenarioError> {
-        if nodes.contains(&n.get_ref().as_str()) {
-            Ok(n.get_ref().clone())
-        } else {
-            Err(cx.err(
-                n.span(),
-                field,
-                format!(
-                    "unknown node {:?}; the nodes are {}",
-                    n.get_ref(),
-                    nodes.join(", ")
-                ),
-            ))
-        }
-    };
-    require(f.duration_ms.is_some(), "duration_ms")?;
-    let duration_ms = cx.positive(
-        f.duration_ms.as_ref().expect("required above"),
-        "faults.duration_ms",
-    )?;
-    match *f.kind.get_ref() {
-        RawFaultKind::Pause => {
-            require(f.node.is_some(), "node")?;
-            forbid(span_of(&f.from), "from")?;
-            forbid(span_of(&f.message), "message")?;
-            forbid(span_of(&f.latency_ms), "latency_ms")?;
-            let node = known_node(f.node.as_ref().expect("required above"), "faults.node")?;
-            let trigger = resolve_trigger(cx, f, span, &node)?;
-            Ok(Fault::Pause {
-                node,
-                trigger,
-                duration_ms,
-            })
-        }
-        RawFaultKind::Hold => {
-            require(f.from.is_some(), "from")?;
-            require(f.message.is_some(), "message")?;
-            forbid(span_of(&f.node), "node")?;
-            forbid(span_of(&f.after), "after")?;
-            forbid(span_of(&f.before), "before")?;
-            forbid(span_of(&f.at_ms), "at_ms")?;
-            forbid(span_of(&f.latency_ms), "latency_ms")?;
-            let from = known_node(f.from.as_ref().expect("required above"), "faults.from")?;
-            let nth = match &f.nth {
-                Some(n) => cx.positive(n, "faults.nth")?,
-                None => 1,
-            };
-            let spanned = f.message.as_ref().expect("required above");
-            let message = *spanned.get_ref();
-            if !message.sent_by(NodeRole::of(&from)) {
-                let m = format!(
-                    "node {from:?} never sends a {:?} message, so this hold would never match",
-                    message.as_str()
-                );
-                return Err(cx.err(spanned.span(), "faults.message", m));
-            }
-            Ok(Fault::Hold {
-                from,
-                message,
-                nth,
-                duration_ms,
-            })
-        }
-        RawFaultKind::Latency => {
-            require(f.at_ms.is_some(), "at_ms")?;
-            require(f.latency_ms.is_some(), "latency_ms")?;
-            forbid(span_of(&f.node), "node")?;
-            forbid(span_of(&f.after), "after")?;
-            forbid(span_of(&f.before), "before")?;
-            forbid(span_of(&f.from), "from")?;
-            forbid(span_of(&f.nth), "nth")?;
-            forbid(span_of(&f.message), "message")?;
-            let at_ms =
-                cx.non_negative(f.at_ms.as_ref().expect("required above"), "faults.at_ms")?;
-            let latency_ms = cx.range(
-                f.latency_ms.as_ref().expect("required above"),
-                "faults.latency_ms",
-            )?;
-            Ok(Fault::Latency {
-                at_ms,
-                duration_ms,
-                latency_ms,
-            })
-        }
-    }
-}
-
-/// Where an optional field was written, if it was.
-fn span_of<T>(field: &Option<Spanned<T>>) -> Option<Range<usize>> {
-    field.as_ref().map(Spanned::span)
-}
-
-/// Exactly one of `at_ms`, `after`, `before`; `nth` (default 1) only with an event.
-fn resolve_trigger(
-    cx: &Ctx,
-    f: &RawFault,
-    span: Range<usize>,
-    node: &str,
-) -> Result<Trigger, ScenarioError> {
-    if let (Some(_), Some(n)) = (&f.at_ms, &f.nth) {
-        return Err(cx.err(
-            n.span(),
-            "faults.nth",
-            "`nth` counts events; it does not go with `at_ms`",
-        ));
-    }
-    let nth = match &f.nth {
-        Some(n) => Some(cx.positive(n, "faults.nth")?),
-        None => None,
-    };
-    let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
-    for (field, ev, allowed) in [("after", &f.after, after), ("before", &f.before, before)] {
-        if let Some(ev) = ev.as_ref().filter(|e| !allowed.contains(e.get_ref())) {
-            let names: Vec<_> = allowed.iter().map(|e| e.as_str()).collect();
-            let message = format!(
-                "node {node:?} never reaches {field} {:?}; it can be paused {field} {}",
-                ev.get_ref().as_str(),
-                names.join(", ")
-            );
-            return Err(cx.err(ev.span(), &format!("faults.{field}"), message));
-        }
-    }
-    match (&f.at_ms, &f.after, &f.before) {
-        (Some(at), None, None) => {
-            if let Some(n) = &f.nth {
-                return Err(cx.err(
-                    n.span(),
-                    "faults.nth",
-                    "`nth` counts events; it does not go with `at_ms`",
-                ));
-            }
-            Ok(Trigger::At {
-                at_ms: cx.non_negative(at, "faults.at_ms")?,
-            })
-        }
-        (None, Some(ev), None) => Ok(Trigger::After {
-            event: *ev.get_ref(),
-            nth: nth.unwrap_or(1),
-        }),
-        (None, None, Some(ev)) => Ok(Trigger::Before {
-            event: *ev.get_ref(),
-            nth: nth.unwrap_or(1),
-        }),
-        _ => Err(cx.err(
-            span,
-            "faults",
-            "give exactly one of `at_ms`, `after` or `before`",
-        )),
-    }
 }
 
 fn resolve_expect(
@@ -525,9 +457,25 @@ fn resolve_expect(
             "expect.violations",
             "an invalid verdict must list the violations it expects",
         )),
-        _ => Ok(Expectation {
-            verdict,
-            violations,
-        }),
+        _ => {
+            let absent = raw
+                .absent
+                .as_ref()
+                .map(|v| v.get_ref().clone())
+                .unwrap_or_default();
+            if let Some(both) = absent.iter().find(|k| violations.contains(k)) {
+                let span = raw.absent.as_ref().expect("non-empty").span();
+                return Err(cx.err(
+                    span,
+                    "expect.absent",
+                    format!("{both} is both expected and absent"),
+                ));
+            }
+            Ok(Expectation {
+                verdict,
+                violations,
+                absent,
+            })
+        }
     }
 }

@@ -5,12 +5,18 @@
 //! `timeout_ms` (the outcome is unknown, so the process is retired and the client continues
 //! under a new process id). The loop has safepoints around each step where event-triggered
 //! faults land.
+//!
+//! The client keeps its own view of its lease: valid until (acquire or renew sent, on its
+//! monotonic clock) + ttl - safety margin, the conservative reckoning Redlock's validity time
+//! uses. With `validity_check` it refuses to write once that has run out; without it, it acts
+//! as holder until the service says otherwise (case K15). The view is recorded as `belief`
+//! events for the client-view mutual-exclusion check.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::Receiver;
-use fencesim_history::{OpFn, OpType};
+use fencesim_history::{Op, OpFn, OpType};
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::WriteOutcome;
 use fencesim_scenario::{ClientSpec, NodeEvent, LEASE_SERVICE_NODE, RESOURCE_NODE};
@@ -20,15 +26,23 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::message::Message;
 use crate::nemesis::{sleep_until_ms, Nemesis, When};
 use crate::recorder::true_ns;
+use crate::seeds::{self, Stream};
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
 
-pub(crate) async fn run(
-    world: Arc<World>,
-    spec: ClientSpec,
-    inbox: Receiver<Envelope>,
-    rng: Xoshiro256PlusPlus,
-) {
+/// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
+/// restart.
+pub(crate) async fn run(world: Arc<World>, index: usize) {
+    let spec = world.scenario.clients[index].clone();
+    let incarnation = world.start(&spec.name);
+    let rng = seeds::rng(
+        world.seed,
+        Stream::Client {
+            index: index as u32,
+            incarnation,
+        },
+    );
+    let inbox = world.inbox(&spec.name);
     sleep_until_ms(spec.start_ms).await;
     let process = world.new_process();
     let mut client = Client {
@@ -41,6 +55,7 @@ pub(crate) async fn run(
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
     }
+    client.world.client_done(&client.spec.name);
 }
 
 struct Client {
@@ -56,7 +71,13 @@ impl Client {
         let token = self.acquire().await;
         self.read().await;
         if !self.work(token).await {
-            // The service said the lease is gone: a well-behaved client abandons this cycle's write.
+            // The service said the lease is gone: abandon this cycle's write.
+            return;
+        }
+        if self.spec.validity_check && !self.world.belief_valid(&self.spec.name) {
+            // By its own clock the lease has run out: do not write; nothing to release either.
+            self.world
+                .end_belief(&self.spec.name, "validity elapsed before the write");
             return;
         }
         self.write(token, cycle).await;
@@ -71,9 +92,11 @@ impl Client {
                 lock: self.spec.lock.clone(),
                 ttl_ms: self.spec.ttl_ms,
             };
+            let sent_ms = self.world.mono_ms(&self.spec.name);
             match self.call(LEASE_SERVICE_NODE, &op, body).await {
                 Some(Message::AcquireReply(AcquireOutcome::Granted { token, .. })) => {
                     self.complete(&op, OpType::Ok, |o| o.token = Some(token));
+                    self.believe(token, sent_ms);
                     self.safepoint(When::After, NodeEvent::Grant).await;
                     return token;
                 }
@@ -81,9 +104,12 @@ impl Client {
                     holder,
                     expires_at_ms,
                 })) => {
-                    self.complete(&op, OpType::Fail, |o| {
-                        o.error = Some(format!("held by {holder} until {expires_at_ms} ms"));
-                    });
+                    let error = format!("held by {holder} until {expires_at_ms} ms");
+                    self.complete(&op, OpType::Fail, |o| o.error = Some(error));
+                }
+                Some(Message::AcquireReply(AcquireOutcome::Recovering { until_ms })) => {
+                    let error = format!("service recovering until {until_ms} ms");
+                    self.complete(&op, OpType::Fail, |o| o.error = Some(error));
                 }
                 Some(other) => unreachable!("acquire answered with {other:?}"),
                 None => {}
@@ -121,8 +147,7 @@ impl Client {
                 madsim::time::sleep(Duration::from_nanos(left_ns)).await;
                 return true;
             };
-            let nap_ns = left_ns.min(renew_ms * 1_000_000);
-            madsim::time::sleep(Duration::from_nanos(nap_ns)).await;
+            madsim::time::sleep(Duration::from_nanos(left_ns.min(renew_ms * 1_000_000))).await;
             if true_ns() < end_ns && !self.renew(token).await {
                 return false;
             }
@@ -137,13 +162,17 @@ impl Client {
             lock: self.spec.lock.clone(),
             token,
         };
+        let sent_ms = self.world.mono_ms(&self.spec.name);
         let kept = match self.call(LEASE_SERVICE_NODE, &op, body).await {
             Some(Message::RenewReply(RenewOutcome::Renewed { .. })) => {
                 self.complete(&op, OpType::Ok, |_| {});
+                self.believe(token, sent_ms);
                 true
             }
             Some(Message::RenewReply(RenewOutcome::Lost)) => {
                 self.complete(&op, OpType::Fail, |o| o.error = Some("lease lost".into()));
+                self.world
+                    .end_belief(&self.spec.name, "told the lease is lost");
                 false
             }
             Some(other) => unreachable!("renew answered with {other:?}"),
@@ -167,11 +196,10 @@ impl Client {
                 self.complete(&op, OpType::Ok, |_| {})
             }
             Some(Message::WriteReply(WriteOutcome::Rejected { presented, highest })) => {
-                self.complete(&op, OpType::Fail, |o| {
-                    o.error = Some(format!(
-                        "stale token {presented}: highest accepted is {highest}"
-                    ));
-                });
+                let error = format!("stale token {presented}: highest accepted is {highest}");
+                self.complete(&op, OpType::Fail, |o| o.error = Some(error));
+                self.world
+                    .end_belief(&self.spec.name, "write rejected as stale");
             }
             Some(other) => unreachable!("write answered with {other:?}"),
             None => {}
@@ -181,6 +209,7 @@ impl Client {
 
     async fn release(&mut self, token: u64) {
         self.safepoint(When::Before, NodeEvent::Release).await;
+        self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
         let body = Message::Release {
             lock: self.spec.lock.clone(),
@@ -214,19 +243,16 @@ impl Client {
             loop {
                 match inbox.recv().await {
                     Ok(env) if env.reply_to == Some(id) => return Some(env.body),
-                    Ok(_stale) => continue,
+                    Ok(_stale_or_signal) => continue,
                     Err(_) => return None,
                 }
             }
         };
-        let timeout = Duration::from_millis(self.spec.timeout_ms);
-        match madsim::time::timeout(timeout, reply).await {
+        match madsim::time::timeout(Duration::from_millis(self.spec.timeout_ms), reply).await {
             Ok(Some(body)) => Some(body),
             _ => {
-                let ms = self.spec.timeout_ms;
-                self.complete(op, OpType::Info, |o| {
-                    o.error = Some(format!("no reply within {ms} ms"))
-                });
+                let error = format!("no reply within {} ms", self.spec.timeout_ms);
+                self.complete(op, OpType::Info, |o| o.error = Some(error));
                 self.process = self.world.new_process();
                 None
             }
@@ -249,15 +275,20 @@ impl Client {
         }
     }
 
-    fn complete(
-        &self,
-        op: &OpTemplate,
-        op_type: OpType,
-        fill: impl FnOnce(&mut fencesim_history::Op),
-    ) {
+    fn complete(&self, op: &OpTemplate, op_type: OpType, fill: impl FnOnce(&mut Op)) {
         let mut record = op.record(op_type);
         fill(&mut record);
         self.world.op(record);
+    }
+
+    /// Believe the lease with `token` valid until `sent_ms` + ttl - margin (monotonic clock),
+    /// or until told otherwise when the client does not check validity.
+    fn believe(&self, token: u64, sent_ms: i64) {
+        let until =
+            (sent_ms + self.spec.ttl_ms as i64).saturating_sub(self.spec.safety_margin_ms as i64);
+        let until = self.spec.validity_check.then_some(until);
+        self.world
+            .believe(&self.spec.name, &self.spec.lock, token, until);
     }
 
     async fn backoff(&mut self) {

@@ -1,62 +1,106 @@
 //! Per-node clocks over madsim's single true time.
 //!
-//! Each node has a monotonic clock (drift only, never jumps) and a wall clock (drift, offset,
-//! steps), both computed as `local = true + offset + drift_ppm * (true - since) / 1e6`. In this
-//! slice every clock is the identity (no offset, no drift); the clock-fault issue sets them.
-//! Services read *their* clock for expiry, which is what makes clock faults bite.
+//! Each node has a monotonic clock (drift only, never steps) and a wall clock (drift, offset,
+//! steps). Both are piecewise linear in true time: from a base point `(base_true, base_local)`
+//! a clock advances at `1 + drift_ppm / 1e6` local ns per true ns. Every fault rebases the
+//! clock at the moment it strikes, so a change of drift never makes the reading jump, and a
+//! step or a new offset moves only the wall clock. Services read *their own* clocks for expiry
+//! and clients for their view of their lease, which is what makes clock faults bite (Kleppmann
+//! 2016; Jepsen's clock nemesis).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// One linear clock: `local_ms = true_ms + offset_ms + drift_ppm * (true_ms - since_ms) / 1e6`.
+const PPM: i128 = 1_000_000;
+const NS_PER_MS: i128 = 1_000_000;
+
+/// One piecewise-linear clock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinearClock {
-    /// Constant offset from true time, ms.
-    pub offset_ms: i64,
+    /// True time of the base point, ns.
+    base_true_ns: u64,
+    /// Local reading at the base point, ns (may be negative after a backwards step).
+    base_local_ns: i128,
     /// Rate error in parts per million (positive: runs fast).
-    pub drift_ppm: i64,
-    /// True time (ms) from which the drift accumulates.
-    pub since_ms: i64,
+    drift_ppm: i64,
 }
 
 impl LinearClock {
-    /// The local reading at true time `true_ns`, in local ms (floored).
-    pub fn read_ms(&self, true_ns: u64) -> i64 {
-        let true_ms = (true_ns / 1_000_000) as i64;
-        let drift = (true_ms - self.since_ms) as i128 * self.drift_ppm as i128 / 1_000_000;
-        true_ms + self.offset_ms + drift as i64
+    /// The local reading at true time `true_ns`, ns.
+    pub fn read_ns(&self, true_ns: u64) -> i128 {
+        let elapsed = true_ns as i128 - self.base_true_ns as i128;
+        self.base_local_ns + elapsed * (PPM + self.drift_ppm as i128) / PPM
     }
 
-    /// True ns from `now_ns` until this clock reads `local_ms` (0 if it already does).
+    /// The local reading at true time `true_ns`, whole ms (floored).
+    pub fn read_ms(&self, true_ns: u64) -> i64 {
+        self.read_ns(true_ns).div_euclid(NS_PER_MS) as i64
+    }
+
+    /// How far the clock is ahead of true time at `true_ns`, ms.
+    pub fn offset_ms(&self, true_ns: u64) -> i64 {
+        ((self.read_ns(true_ns) - true_ns as i128).div_euclid(NS_PER_MS)) as i64
+    }
+
+    /// The current rate error, ppm.
+    pub fn drift_ppm(&self) -> i64 {
+        self.drift_ppm
+    }
+
+    /// True ns from `now_ns` until this clock reads `local_ms` (0 if it already does). Assumes
+    /// no fault changes the clock in between; callers that wait re-check after each fault.
     pub fn true_ns_until(&self, now_ns: u64, local_ms: i64) -> u64 {
-        let ahead_ms = local_ms - self.read_ms(now_ns);
-        if ahead_ms <= 0 {
+        let ahead = local_ms as i128 * NS_PER_MS - self.read_ns(now_ns);
+        if ahead <= 0 {
             return 0;
         }
-        // Local time runs at (1 + ppm/1e6) of true time; round up so the deadline is reached.
-        let rate = 1_000_000 + self.drift_ppm as i128;
-        let true_ns = (ahead_ms as i128 * 1_000_000 * 1_000_000 + rate - 1) / rate.max(1);
-        true_ns.max(0) as u64
+        let rate = PPM + self.drift_ppm as i128;
+        // Round up so that the clock has reached `local_ms` when the wait is over.
+        ((ahead * PPM + rate - 1) / rate) as u64
+    }
+
+    /// Move the base point to `now_ns` without changing any reading.
+    fn rebase(&mut self, now_ns: u64) {
+        self.base_local_ns = self.read_ns(now_ns);
+        self.base_true_ns = now_ns;
+    }
+
+    /// From `now_ns` on, run `ppm` fast (negative: slow). The reading does not jump.
+    pub fn set_drift(&mut self, now_ns: u64, ppm: i64) {
+        self.rebase(now_ns);
+        self.drift_ppm = ppm;
+    }
+
+    /// Step the reading by `delta_ms` at `now_ns` (either sign).
+    pub fn step(&mut self, now_ns: u64, delta_ms: i64) {
+        self.rebase(now_ns);
+        self.base_local_ns += delta_ms as i128 * NS_PER_MS;
+    }
+
+    /// Set the reading to true time + `offset_ms` at `now_ns`.
+    pub fn set_offset(&mut self, now_ns: u64, offset_ms: i64) {
+        self.rebase(now_ns);
+        self.base_local_ns = now_ns as i128 + offset_ms as i128 * NS_PER_MS;
     }
 }
 
 /// A node's two clocks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeClock {
-    /// Monotonic clock: used for lease expiry by default, never stepped.
+    /// Monotonic clock: drifts, never steps.
     pub mono: LinearClock,
-    /// Wall clock: may be stepped and skewed.
+    /// Wall clock: drifts, and may be stepped and skewed.
     pub wall: LinearClock,
 }
 
-/// The clocks of every node, by node name. Nodes without an entry read true time.
+/// The clocks of every node, by name. A node without an entry reads true time on both.
 #[derive(Debug, Default)]
 pub struct Clocks {
     nodes: Mutex<BTreeMap<String, NodeClock>>,
 }
 
 impl Clocks {
-    /// The clock of `node` (identity if never set).
+    /// The clocks of `node`.
     pub fn get(&self, node: &str) -> NodeClock {
         self.nodes
             .lock()
@@ -66,18 +110,18 @@ impl Clocks {
             .unwrap_or_default()
     }
 
-    /// Replace the clock of `node`.
-    pub fn set(&self, node: &str, clock: NodeClock) {
-        self.nodes
-            .lock()
-            .expect("clock table")
-            .insert(node.to_owned(), clock);
+    /// Change the clocks of `node` with `f`.
+    pub fn update(&self, node: &str, f: impl FnOnce(&mut NodeClock)) {
+        let mut nodes = self.nodes.lock().expect("clock table");
+        f(nodes.entry(node.to_owned()).or_default());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const S: u64 = 1_000_000_000;
 
     #[test]
     fn identity_reads_true_time() {
@@ -88,15 +132,32 @@ mod tests {
     }
 
     #[test]
-    fn drift_and_offset_follow_the_formula() {
-        let c = LinearClock {
-            offset_ms: 100,
-            drift_ppm: 1_000,
-            since_ms: 0,
-        };
-        assert_eq!(c.read_ms(10_000_000_000), 10_000 + 100 + 10);
-        let wait = c.true_ns_until(0, 1_101);
-        assert!(c.read_ms(wait) >= 1_101, "{wait}");
-        assert!(c.read_ms(wait - 1_000_000) < 1_101);
+    fn drift_accumulates_from_the_moment_it_is_set_without_a_jump() {
+        let mut c = LinearClock::default();
+        c.set_drift(10 * S, 1_000);
+        assert_eq!(c.read_ms(10 * S), 10_000);
+        assert_eq!(c.read_ms(20 * S), 20_010);
+        let wait = c.true_ns_until(20 * S, 21_011);
+        assert!(c.read_ms(20 * S + wait) >= 21_011);
+        assert!(c.read_ms(20 * S + wait - 1_000_000) < 21_011);
+    }
+
+    #[test]
+    fn a_step_moves_the_reading_and_keeps_the_rate() {
+        let mut c = LinearClock::default();
+        c.set_drift(0, -500);
+        c.step(4 * S, -3_000);
+        assert_eq!(c.read_ms(4 * S), 4_000 - 2 - 3_000);
+        assert_eq!(c.drift_ppm(), -500);
+        assert_eq!(c.read_ms(8 * S) - c.read_ms(4 * S), 3_998);
+    }
+
+    #[test]
+    fn an_offset_is_relative_to_true_time() {
+        let mut c = LinearClock::default();
+        c.step(S, 700);
+        c.set_offset(2 * S, -250);
+        assert_eq!(c.offset_ms(2 * S), -250);
+        assert_eq!(c.read_ms(3 * S), 2_750);
     }
 }

@@ -1,16 +1,18 @@
 //! The `lease-service` node: the sans-IO [`LeaseService`] behind a mailbox, with an expiry
-//! timer. Every change to the lease table (grant, renew, release, expire) becomes an event;
-//! refusals (held, lost, not holder) are only in the reply; expiries are reaped before each request is handled,
-//! so the history shows the expire before a grant that depended on it.
+//! timer and a disk. Every change to the lease table (grant, renew, release, expire) becomes
+//! an event and a store write; refusals (held, lost, not holder) are only in the reply. Expiries
+//! are reaped before each request is handled, so the history shows the expire before a grant
+//! that depended on it. After a restart the service resumes from its store as the
+//! `token_counter`, `fsync` and `restart_grace_ms` knobs say.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_channel::Receiver;
 use fencesim_history::{Event, EventKind};
 use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
-use fencesim_scenario::{NodeEvent, LEASE_SERVICE_NODE};
+use fencesim_scenario::{ExpiryClock, Fsync, NodeEvent, LEASE_SERVICE_NODE};
 
+use crate::clock::LinearClock;
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
 use crate::recorder::true_ns;
@@ -19,20 +21,40 @@ use crate::world::World;
 
 const NODE: &str = LEASE_SERVICE_NODE;
 
-pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
-    let config = LeaseConfig {
-        max_ttl_ms: world.scenario.lock_service.max_ttl_ms,
-    };
-    let mut service = LeaseService::new(config);
+/// The node's main task; madsim runs it again on every restart.
+pub(crate) async fn run(world: Arc<World>) {
+    let incarnation = world.start(NODE);
+    let spec = world.scenario.lock_service.clone();
+    let table = world
+        .store
+        .lock()
+        .expect("store")
+        .recover(spec.token_counter);
+    let mut service = LeaseService::from_table(
+        LeaseConfig {
+            max_ttl_ms: spec.max_ttl_ms,
+        },
+        table,
+    );
+    if incarnation > 1 && spec.restart_grace_ms > 0 {
+        service.recover_until(now_ms(&world) + spec.restart_grace_ms);
+    }
+    if let (Fsync::Periodic, Some(every_ms)) = (spec.fsync, spec.fsync_every_ms) {
+        // Runs on this node, so it dies with it: a crash stops syncing too.
+        let w = Arc::clone(&world);
+        madsim::task::spawn(async move {
+            loop {
+                madsim::time::sleep(Duration::from_millis(every_ms)).await;
+                w.store.lock().expect("store").sync(true_ns());
+            }
+        });
+    }
+    let inbox = world.inbox(NODE);
     loop {
         reap(&world, &mut service).await;
         let next = match service.next_expiry() {
             Some(at_ms) => {
-                let wait = world
-                    .clocks
-                    .get(NODE)
-                    .mono
-                    .true_ns_until(true_ns(), at_ms as i64);
+                let wait = expiry_clock(&world).true_ns_until(true_ns(), at_ms as i64);
                 match madsim::time::timeout(Duration::from_nanos(wait), inbox.recv()).await {
                     Ok(received) => received,
                     Err(_expiry_due) => continue,
@@ -41,11 +63,16 @@ pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
             None => inbox.recv().await,
         };
         let Ok(env) = next else { return };
-        if let Some(event) = request_event(&env.body) {
-            Nemesis::safepoint(&world, NODE, When::Before, event).await;
-        }
+        let Some(event) = request_event(&env.body) else {
+            // A clock signal (or stray message): loop to recompute the expiry timer.
+            continue;
+        };
+        Nemesis::safepoint(&world, NODE, When::Before, event).await;
         reap(&world, &mut service).await;
         let (reply, decided) = handle(&world, &mut service, &env);
+        if decided.is_some() {
+            persist(&world, &service);
+        }
         if let Some(reply) = reply {
             world.net.send(NODE, &env.src, Some(env.id), env.op, reply);
         }
@@ -55,14 +82,36 @@ pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
     }
 }
 
-/// The service's expiry clock reading (monotonic in this slice), local ms.
+/// The clock the service judges expiry by.
+fn expiry_clock(world: &World) -> LinearClock {
+    let clocks = world.clocks.get(NODE);
+    match world.scenario.lock_service.expiry_clock {
+        ExpiryClock::Monotonic => clocks.mono,
+        ExpiryClock::Wall => clocks.wall,
+    }
+}
+
+/// The expiry clock's reading, local ms (a wall clock stepped before 0 reads 0).
 fn now_ms(world: &World) -> u64 {
-    world.clocks.get(NODE).mono.read_ms(true_ns()).max(0) as u64
+    expiry_clock(world).read_ms(true_ns()).max(0) as u64
+}
+
+fn persist(world: &World, service: &LeaseService) {
+    let fsync = world.scenario.lock_service.fsync;
+    world
+        .store
+        .lock()
+        .expect("store")
+        .write(service.table(), fsync, true_ns());
 }
 
 /// Expire every lease that is due, recording each, with an `after = "expire"` safepoint each.
 async fn reap(world: &Arc<World>, service: &mut LeaseService) {
     let expired = service.expire_due(now_ms(world));
+    if expired.is_empty() {
+        return;
+    }
+    persist(world, service);
     let count = expired.len();
     for expired in expired {
         world.event(Event {
@@ -118,7 +167,7 @@ fn handle(
                     record(EventKind::Grant, lock, *token, Some(*expires_at_ms));
                     Some(NodeEvent::Grant)
                 }
-                AcquireOutcome::Held { .. } => None,
+                AcquireOutcome::Held { .. } | AcquireOutcome::Recovering { .. } => None,
             };
             (Some(Message::AcquireReply(outcome)), event)
         }

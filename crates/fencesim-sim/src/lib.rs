@@ -25,9 +25,11 @@ pub mod recorder;
 mod resource_node;
 mod runner;
 pub mod seeds;
+mod store;
 pub mod transport;
 mod world;
 
 pub use fencesim_scenario::Scenario;
 pub use message::Message;
 pub use runner::{run, FailureKind, RunOutcome, SimFailure};
+pub use transport::NetStats;

@@ -53,10 +53,16 @@ pub enum Message {
     },
     /// The resource's answer.
     WriteReply(WriteOutcome),
+    /// A local signal, never sent over the network: the node's clock was changed by a fault,
+    /// so timers computed from it must be recomputed.
+    ClockChanged,
 }
 
 impl Message {
     /// The kind, as `hold` faults name it.
+    ///
+    /// # Panics
+    /// On a local signal ([`Message::ClockChanged`]), which never travels the network.
     pub fn kind(&self) -> MessageKind {
         match self {
             Message::Acquire { .. } => MessageKind::Acquire,
@@ -69,6 +75,7 @@ impl Message {
             Message::ReadReply(_) => MessageKind::ReadReply,
             Message::Write { .. } => MessageKind::Write,
             Message::WriteReply(_) => MessageKind::WriteReply,
+            Message::ClockChanged => panic!("a local signal has no network kind"),
         }
     }
 }

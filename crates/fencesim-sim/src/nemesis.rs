@@ -1,20 +1,24 @@
-//! Scripted faults: when they fire and how.
+//! The nemesis: when scripted faults fire, what they do, and how they are undone.
 //!
-//! A fault fires at a true time (`at_ms`, from a task on the `nemesis` node) or at an event of
-//! its node (`after = "grant"`, `before = "write"`, with `nth`). madsim's pause only takes
-//! effect when the paused node's task next yields, so event-triggered faults land at explicit
-//! safepoints: [`Nemesis::safepoint`] is called by the nodes' loops at each event, and yields
-//! once when it paused the caller's own node.
+//! A fault fires at a true time (`at_ms`, from a task on the `nemesis` node, which no fault
+//! touches) or at an event of its node (`after = "grant"`, `before = "write"`, with `nth`).
+//! madsim's pause only takes effect when the paused node's task next yields, so
+//! event-triggered faults land at explicit safepoints: [`Nemesis::safepoint`] is called by the
+//! nodes' loops at each event, and yields once when a fault struck the caller's own node.
+//! Every action is recorded as an event with `phase` start and end (both at once for
+//! instantaneous ones such as a clock jump).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind, Phase};
-use fencesim_scenario::{Fault, LatencyRange, NodeEvent, Trigger};
+use fencesim_scenario::{Action, Cut, Fault, LatencyRange, NodeEvent, Trigger};
 
+use crate::message::Message;
 use crate::recorder::true_ns;
-use crate::transport::NEMESIS_NODE;
+use crate::transport::{Rule, NEMESIS_NODE};
 use crate::world::World;
 
 /// Whether a safepoint is just before or just after its event.
@@ -24,49 +28,46 @@ pub(crate) enum When {
     After,
 }
 
-/// A pause waiting for the `nth` occurrence of an event of its node.
+/// A fault waiting for the `nth` occurrence of an event of its node.
 #[derive(Clone, Debug)]
-struct EventPause {
+struct EventTrigger {
+    fault: usize,
     node: String,
     when: When,
     event: NodeEvent,
     nth: u64,
-    duration_ms: u64,
 }
 
 pub(crate) struct Nemesis {
-    event_pauses: Vec<EventPause>,
+    triggers: Vec<EventTrigger>,
     seen: Mutex<BTreeMap<(String, When, NodeEvent), u64>>,
-    /// Pauses in force per node.
+    /// Pauses in force per node (madsim's pause is a flag; overlapping pauses must nest).
     pause_depth: Mutex<BTreeMap<String, i64>>,
+    /// Faults in force with no duration, waiting for a heal or restart to end them.
+    open: Mutex<Vec<usize>>,
     carrier: madsim::runtime::NodeHandle,
 }
 
 impl Nemesis {
     /// Collect the event-triggered faults; creates the `nemesis` node (call inside the runtime).
     pub fn new(faults: &[Fault]) -> Self {
-        let event_pauses = faults
+        let triggers = faults
             .iter()
-            .filter_map(|f| match f {
-                Fault::Pause {
+            .enumerate()
+            .filter_map(|(fault, f)| {
+                let (when, event, nth) = match f.trigger {
+                    Trigger::At { .. } => return None,
+                    Trigger::Before { event, nth } => (When::Before, event, nth),
+                    Trigger::After { event, nth } => (When::After, event, nth),
+                };
+                let node = f.action.node()?.to_owned();
+                Some(EventTrigger {
+                    fault,
                     node,
-                    trigger,
-                    duration_ms,
-                } => {
-                    let (when, event, nth) = match *trigger {
-                        Trigger::At { .. } => return None,
-                        Trigger::Before { event, nth } => (When::Before, event, nth),
-                        Trigger::After { event, nth } => (When::After, event, nth),
-                    };
-                    Some(EventPause {
-                        node: node.clone(),
-                        when,
-                        event,
-                        nth,
-                        duration_ms: *duration_ms,
-                    })
-                }
-                _ => None,
+                    when,
+                    event,
+                    nth,
+                })
             })
             .collect();
         let carrier = madsim::runtime::Handle::current()
@@ -74,34 +75,64 @@ impl Nemesis {
             .name(NEMESIS_NODE)
             .build();
         Nemesis {
-            event_pauses,
+            triggers,
             seen: Mutex::new(BTreeMap::new()),
             pause_depth: Mutex::new(BTreeMap::new()),
+            open: Mutex::new(Vec::new()),
             carrier,
         }
+    }
+
+    /// Run `task` on the nemesis node, which no fault pauses or kills.
+    pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.carrier.spawn(task);
     }
 
     /// Arm the time-triggered faults. One due at time 0 starts now, before any client has run,
     /// so it covers the whole run; later ones start from a task on the nemesis node.
     pub fn schedule(world: &Arc<World>) {
-        for fault in &world.scenario.faults {
-            let start_ms = match fault {
-                Fault::Pause {
-                    trigger: Trigger::At { at_ms },
-                    ..
-                } => *at_ms,
-                Fault::Latency { at_ms, .. } => *at_ms,
+        for (id, fault) in world.scenario.faults.iter().enumerate() {
+            let at_ms = match (&fault.action, fault.trigger) {
+                (Action::Hold { .. }, _) => continue, // a network rule, armed at start
+                (_, Trigger::At { at_ms }) => at_ms,
                 _ => continue,
             };
-            if start_ms == 0 {
-                start(world, fault);
+            if at_ms == 0 {
+                start(world, id);
                 continue;
             }
-            let (w, fault) = (Arc::clone(world), fault.clone());
-            world.nemesis.carrier.spawn(async move {
-                sleep_until_ms(start_ms).await;
-                start(&w, &fault);
+            let w = Arc::clone(world);
+            world.nemesis.spawn(async move {
+                sleep_until_ms(at_ms).await;
+                start(&w, id);
             });
+        }
+    }
+
+    /// Called by `node` at an event; fires the faults waiting for this occurrence.
+    pub async fn safepoint(world: &Arc<World>, node: &str, when: When, event: NodeEvent) {
+        let nemesis = &world.nemesis;
+        if !nemesis.triggers.iter().any(|t| t.node == node) {
+            return;
+        }
+        let nth = {
+            let mut seen = nemesis.seen.lock().expect("nemesis counts");
+            let n = seen.entry((node.to_owned(), when, event)).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let due: Vec<usize> = nemesis
+            .triggers
+            .iter()
+            .filter(|t| t.node == node && t.when == when && t.event == event && t.nth == nth)
+            .map(|t| t.fault)
+            .collect();
+        for id in &due {
+            start(world, *id);
+        }
+        if !due.is_empty() {
+            // A pause or crash of this very node takes hold the next time this task is polled.
+            madsim::task::yield_now().await;
         }
     }
 
@@ -113,95 +144,332 @@ impl Nemesis {
         *d
     }
 
-    /// Called by `node` at an event; fires the faults waiting for this occurrence.
-    pub async fn safepoint(world: &Arc<World>, node: &str, when: When, event: NodeEvent) {
-        let nemesis = &world.nemesis;
-        if !nemesis.event_pauses.iter().any(|p| p.node == node) {
-            return;
-        }
-        let nth = {
-            let mut seen = nemesis.seen.lock().expect("nemesis counts");
-            let n = seen.entry((node.to_owned(), when, event)).or_insert(0);
-            *n += 1;
-            *n
-        };
-        let due: Vec<u64> = nemesis
-            .event_pauses
-            .iter()
-            .filter(|p| p.node == node && p.when == when && p.event == event && p.nth == nth)
-            .map(|p| p.duration_ms)
-            .collect();
-        for duration_ms in &due {
-            pause(world, node, *duration_ms);
-        }
-        if !due.is_empty() {
-            // The pause takes hold the next time this task is scheduled.
-            madsim::task::yield_now().await;
-        }
+    /// A crashed node is no longer paused (madsim's restart clears the flag too).
+    pub fn forget_pauses(&self, node: &str) {
+        self.pause_depth.lock().expect("pause depth").remove(node);
     }
 }
 
-/// Freeze `node` now and thaw it `duration_ms` later (from the nemesis node, which never pauses).
-fn pause(world: &Arc<World>, node: &str, duration_ms: u64) {
+/// Begin fault `id`; if it lasts, schedule its undoing.
+fn start(world: &Arc<World>, id: usize) {
+    let fault = world.scenario.faults[id].clone();
+    let kind = event_kind(&fault.action);
+    let target = fault.action.node().map(str::to_owned);
+    let undo = apply(world, id as u64, &fault);
     record(
         world,
-        EventKind::Pause,
+        kind,
         Phase::Start,
-        Some(node),
-        format!("{duration_ms} ms"),
+        target.as_deref(),
+        describe(&fault),
     );
-    world.nemesis.paused(node, 1);
-    madsim::runtime::Handle::current().pause(node);
-    let (w, node) = (Arc::clone(world), node.to_owned());
-    world.nemesis.carrier.spawn(async move {
-        madsim::time::sleep(Duration::from_millis(duration_ms)).await;
-        // Overlapping pauses: madsim's pause is a flag, so thaw only when the last one ends.
-        if w.nemesis.paused(&node, -1) == 0 {
-            madsim::runtime::Handle::current().resume(node.as_str());
+    match (fault.duration_ms, undo) {
+        (Some(ms), Some(undo)) => {
+            let w = Arc::clone(world);
+            world.nemesis.spawn(async move {
+                madsim::time::sleep(Duration::from_millis(ms)).await;
+                let detail = undo.run(&w);
+                record(&w, kind, Phase::End, target.as_deref(), detail);
+            });
         }
-        record(
-            &w,
-            EventKind::Pause,
+        // Lasting until something else undoes it: a heal ends a partition, a restart a crash.
+        (None, Some(_)) => world.nemesis.open.lock().expect("open faults").push(id),
+        (_, None) => record(
+            world,
+            kind,
             Phase::End,
-            Some(&node),
-            format!("{duration_ms} ms"),
-        );
-    });
-}
-
-/// Begin a time-triggered fault; its end is scheduled on the nemesis node.
-fn start(world: &Arc<World>, fault: &Fault) {
-    match fault {
-        Fault::Pause {
-            node, duration_ms, ..
-        } => pause(world, node, *duration_ms),
-        Fault::Latency {
-            duration_ms,
-            latency_ms,
-            ..
-        } => latency_window(world, *duration_ms, *latency_ms),
-        Fault::Hold { .. } => unreachable!("holds are network rules, not timed faults"),
+            target.as_deref(),
+            "instantaneous".into(),
+        ),
     }
 }
 
-/// Change the network's latency now and restore the previous range `duration_ms` later.
-fn latency_window(world: &Arc<World>, duration_ms: u64, latency: LatencyRange) {
-    let describe = |l: LatencyRange| format!("latency {}..={} ms", l.min_ms, l.max_ms);
-    let before = world.net.latency();
-    world.net.set_latency(latency);
-    record(
-        world,
-        EventKind::Latency,
-        Phase::Start,
-        None,
-        describe(latency),
-    );
-    let w = Arc::clone(world);
-    world.nemesis.carrier.spawn(async move {
-        madsim::time::sleep(Duration::from_millis(duration_ms)).await;
-        w.net.set_latency(before);
-        record(&w, EventKind::Latency, Phase::End, None, describe(before));
+/// Record the end of every open fault that `undone` says is over, and forget it.
+fn close(world: &World, undone: impl Fn(&Action) -> bool, detail: &str) {
+    let closing: Vec<usize> = {
+        let mut open = world.nemesis.open.lock().expect("open faults");
+        let (closing, keep) = open
+            .iter()
+            .partition(|&&id| undone(&world.scenario.faults[id].action));
+        *open = keep;
+        closing
+    };
+    for id in closing {
+        let action = &world.scenario.faults[id].action;
+        record(
+            world,
+            event_kind(action),
+            Phase::End,
+            action.node(),
+            detail.to_owned(),
+        );
+    }
+}
+
+/// How to undo a fault that lasts.
+enum Undo {
+    Resume(String),
+    RemoveRules(u64),
+    Clock {
+        node: String,
+        wall_offset_ms: Option<i64>,
+        drift_ppm: Option<i64>,
+    },
+    Restart(String),
+}
+
+impl Undo {
+    /// Undo; returns a description for the end event.
+    fn run(self, world: &Arc<World>) -> String {
+        match self {
+            Undo::Resume(node) => {
+                // Overlapping pauses: thaw only when the last one ends (and not after a crash,
+                // whose restart already thawed it).
+                if world.nemesis.paused(&node, -1) == 0 && !world.net.is_down(&node) {
+                    madsim::runtime::Handle::current().resume(node.as_str());
+                }
+                format!("{node} resumed")
+            }
+            Undo::RemoveRules(id) => {
+                world.net.remove_rules(id);
+                "ended".into()
+            }
+            Undo::Clock {
+                node,
+                wall_offset_ms,
+                drift_ppm,
+            } => {
+                let now = true_ns();
+                world.clocks.update(&node, |c| {
+                    if let Some(offset) = wall_offset_ms {
+                        c.wall.set_offset(now, offset);
+                    }
+                    if let Some(ppm) = drift_ppm {
+                        c.mono.set_drift(now, ppm);
+                        c.wall.set_drift(now, ppm);
+                    }
+                });
+                world.net.signal(&node, Message::ClockChanged);
+                format!("{node} clock restored")
+            }
+            Undo::Restart(node) => {
+                world.restart(&node);
+                format!("{node} restarted")
+            }
+        }
+    }
+}
+
+/// Do what the fault says, now; returns how to undo it if it lasts.
+fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
+    let now = true_ns();
+    let net = &world.net;
+    match &fault.action {
+        Action::Pause { node } => {
+            world.nemesis.paused(node, 1);
+            madsim::runtime::Handle::current().pause(node.as_str());
+            Some(Undo::Resume(node.clone()))
+        }
+        Action::Hold { .. } => None,
+        Action::HoldAll { message, from } => {
+            let until_ns = now + fault.duration_ms.unwrap_or(0) * 1_000_000;
+            net.add_rule(
+                id,
+                Rule::HoldAll {
+                    kind: *message,
+                    from: from.clone(),
+                    until_ns,
+                },
+            );
+            Some(Undo::RemoveRules(id))
+        }
+        Action::Latency { link, latency_ms } => {
+            rule(world, id, Rule::Latency(link.clone(), *latency_ms))
+        }
+        Action::Loss { link, rate } => rule(world, id, Rule::Loss(link.clone(), *rate)),
+        Action::Duplicate { link, rate } => rule(world, id, Rule::Duplicate(link.clone(), *rate)),
+        Action::Reorder { window_ms } => rule(world, id, Rule::Reorder(*window_ms)),
+        Action::Partition { cut } => rule(world, id, Rule::Cut(cut.clone())),
+        Action::Heal => {
+            net.heal_all();
+            close(world, |a| matches!(a, Action::Partition { .. }), "healed");
+            None
+        }
+        Action::ClockJump { node, delta_ms } => {
+            world.clocks.update(node, |c| c.wall.step(now, *delta_ms));
+            net.signal(node, Message::ClockChanged);
+            None
+        }
+        Action::ClockSkew { node, offset_ms } => {
+            let before = world.clocks.get(node).wall.offset_ms(now);
+            world
+                .clocks
+                .update(node, |c| c.wall.set_offset(now, *offset_ms));
+            net.signal(node, Message::ClockChanged);
+            Some(Undo::Clock {
+                node: node.clone(),
+                wall_offset_ms: Some(before),
+                drift_ppm: None,
+            })
+        }
+        Action::ClockDrift { node, ppm } => {
+            let before = world.clocks.get(node).mono.drift_ppm();
+            world.clocks.update(node, |c| {
+                c.mono.set_drift(now, *ppm);
+                c.wall.set_drift(now, *ppm);
+            });
+            net.signal(node, Message::ClockChanged);
+            Some(Undo::Clock {
+                node: node.clone(),
+                wall_offset_ms: None,
+                drift_ppm: Some(before),
+            })
+        }
+        Action::ClockStrobe {
+            node,
+            offset_ms,
+            period_ms,
+        } => {
+            let base = world.clocks.get(node).wall.offset_ms(now);
+            strobe(
+                world,
+                node,
+                base,
+                *offset_ms,
+                *period_ms,
+                fault.duration_ms.unwrap_or(0),
+            );
+            Some(Undo::Clock {
+                node: node.clone(),
+                wall_offset_ms: Some(base),
+                drift_ppm: None,
+            })
+        }
+        Action::Crash { node } => {
+            world.crash(node);
+            Some(Undo::Restart(node.clone()))
+        }
+        Action::Restart { node } => {
+            world.restart(node);
+            close(
+                world,
+                |a| matches!(a, Action::Crash { node: n } if n == node),
+                "restarted",
+            );
+            None
+        }
+        Action::Restore {
+            node,
+            snapshot_at_ms,
+        } => {
+            world.crash(node);
+            world
+                .store
+                .lock()
+                .expect("store")
+                .restore(snapshot_at_ms * 1_000_000);
+            world.restart(node);
+            None
+        }
+    }
+}
+
+fn rule(world: &World, id: u64, rule: Rule) -> Option<Undo> {
+    world.net.add_rule(id, rule);
+    Some(Undo::RemoveRules(id))
+}
+
+/// Flip `node`'s wall clock between `base` and `base + offset_ms` every `period_ms` until the
+/// window ends; the fault's end puts it back at `base`.
+fn strobe(
+    world: &Arc<World>,
+    node: &str,
+    base: i64,
+    offset_ms: i64,
+    period_ms: u64,
+    duration_ms: u64,
+) {
+    let (w, node) = (Arc::clone(world), node.to_owned());
+    world.nemesis.spawn(async move {
+        let flips = duration_ms / period_ms;
+        for i in 0..flips {
+            let offset = if i % 2 == 0 { base + offset_ms } else { base };
+            w.clocks
+                .update(&node, |c| c.wall.set_offset(true_ns(), offset));
+            w.net.signal(&node, Message::ClockChanged);
+            madsim::time::sleep(Duration::from_millis(period_ms)).await;
+        }
     });
+}
+
+fn event_kind(action: &Action) -> EventKind {
+    match action {
+        Action::Pause { .. } => EventKind::Pause,
+        Action::Hold { .. } | Action::HoldAll { .. } => EventKind::Hold,
+        Action::Latency { .. } => EventKind::Latency,
+        Action::Loss { .. } => EventKind::Loss,
+        Action::Duplicate { .. } => EventKind::Duplicate,
+        Action::Reorder { .. } => EventKind::Reorder,
+        Action::Partition { .. } => EventKind::Partition,
+        Action::Heal => EventKind::Heal,
+        Action::ClockJump { .. } => EventKind::ClockJump,
+        Action::ClockSkew { .. } => EventKind::ClockSkew,
+        Action::ClockDrift { .. } => EventKind::ClockDrift,
+        Action::ClockStrobe { .. } => EventKind::ClockStrobe,
+        Action::Crash { .. } => EventKind::Crash,
+        Action::Restart { .. } => EventKind::Restart,
+        Action::Restore { .. } => EventKind::Restore,
+    }
+}
+
+fn describe(fault: &Fault) -> String {
+    let range = |l: &LatencyRange| format!("{}..={} ms", l.min_ms, l.max_ms);
+    let link = |l: &fencesim_scenario::LinkSel| {
+        format!(
+            "{} -> {}",
+            l.from.as_deref().unwrap_or("*"),
+            l.to.as_deref().unwrap_or("*")
+        )
+    };
+    let what = match &fault.action {
+        Action::Pause { .. } => "frozen".to_owned(),
+        Action::Hold { from, message, nth } => format!("{} #{nth} from {from}", message.as_str()),
+        Action::HoldAll { message, from } => format!(
+            "every {} from {}",
+            message.as_str(),
+            from.as_deref().unwrap_or("anyone")
+        ),
+        Action::Latency {
+            link: l,
+            latency_ms,
+        } => format!("latency {} on {}", range(latency_ms), link(l)),
+        Action::Loss { link: l, rate } => format!("loss {rate} on {}", link(l)),
+        Action::Duplicate { link: l, rate } => format!("duplication {rate} on {}", link(l)),
+        Action::Reorder { window_ms } => format!("extra delay up to {window_ms} ms"),
+        Action::Partition { cut } => match cut {
+            Cut::Isolate(n) => format!("{n} isolated"),
+            Cut::Groups(g) => format!("groups {g:?}"),
+            Cut::OneWay { from, to } => format!("{from} -> {to} lost"),
+        },
+        Action::Heal => "all partitions healed".to_owned(),
+        Action::ClockJump { delta_ms, .. } => format!("wall clock {delta_ms:+} ms"),
+        Action::ClockSkew { offset_ms, .. } => format!("wall clock at true {offset_ms:+} ms"),
+        Action::ClockDrift { ppm, .. } => format!("clocks drift {ppm:+} ppm"),
+        Action::ClockStrobe {
+            offset_ms,
+            period_ms,
+            ..
+        } => format!("wall clock flips by {offset_ms:+} ms every {period_ms} ms"),
+        Action::Crash { .. } => "killed".to_owned(),
+        Action::Restart { .. } => "restarted".to_owned(),
+        Action::Restore { snapshot_at_ms, .. } => {
+            format!("restored from the backup as of {snapshot_at_ms} ms")
+        }
+    };
+    match fault.duration_ms {
+        Some(ms) => format!("{what} for {ms} ms"),
+        None => what,
+    }
 }
 
 fn record(world: &World, kind: EventKind, phase: Phase, target: Option<&str>, detail: String) {

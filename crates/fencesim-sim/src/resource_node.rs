@@ -1,32 +1,29 @@
-//! The `resource` node: the sans-IO fenced [`Resource`] behind a mailbox. Every write becomes
-//! an `accept` or `reject` event, in the order the resource applied them: the order the
-//! checker judges by.
+//! The `resource` node: the sans-IO fenced [`fencesim_resource::Resource`] behind a mailbox.
+//! Every write becomes an `accept` or `reject` event, in the order the resource applied them:
+//! the order the checker judges by. Its state is durable (a database that syncs each write),
+//! so it survives a crash of the node.
 
 use std::sync::Arc;
 
-use async_channel::Receiver;
 use fencesim_history::{Event, EventKind};
-use fencesim_resource::{FenceMode, Resource, WriteOutcome};
-use fencesim_scenario::{NodeEvent, ResourceMode, RESOURCE_NODE};
+use fencesim_resource::WriteOutcome;
+use fencesim_scenario::{NodeEvent, RESOURCE_NODE};
 
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
-use crate::transport::Envelope;
 use crate::world::World;
 
 const NODE: &str = RESOURCE_NODE;
 
-pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
-    let mode = match world.scenario.resource.mode {
-        ResourceMode::Fenced => FenceMode::Fenced,
-        ResourceMode::Unfenced => FenceMode::Unfenced,
-    };
-    let mut resource = Resource::new(mode);
+/// The node's main task; madsim runs it again on every restart.
+pub(crate) async fn run(world: Arc<World>) {
+    world.start(NODE);
+    let inbox = world.inbox(NODE);
     while let Ok(env) = inbox.recv().await {
         match &env.body {
             Message::Read { key } => {
                 Nemesis::safepoint(&world, NODE, When::Before, NodeEvent::Read).await;
-                let value = resource.read(key);
+                let value = world.resource.lock().expect("resource").read(key);
                 world.net.send(
                     NODE,
                     &env.src,
@@ -38,7 +35,11 @@ pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
             }
             Message::Write { key, token, value } => {
                 Nemesis::safepoint(&world, NODE, When::Before, NodeEvent::Write).await;
-                let outcome = resource.write(key, *token, value);
+                let outcome = world
+                    .resource
+                    .lock()
+                    .expect("resource")
+                    .write(key, *token, value);
                 let (kind, highest, event) = match outcome {
                     WriteOutcome::Accepted { highest } => {
                         (EventKind::Accept, highest, NodeEvent::Accept)
@@ -65,7 +66,7 @@ pub(crate) async fn run(world: Arc<World>, inbox: Receiver<Envelope>) {
                 );
                 Nemesis::safepoint(&world, NODE, When::After, event).await;
             }
-            // Not addressed to a resource: dropped.
+            // Not addressed to a resource (or a clock signal): nothing to do.
             _ => {}
         }
     }

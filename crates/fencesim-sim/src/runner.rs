@@ -1,18 +1,20 @@
 //! Running one seed: a fresh madsim runtime on a fresh thread, the cluster built from the
 //! scenario, and the history kept even when the simulation panics.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Header, History, FORMAT_VERSION};
-use fencesim_scenario::{Fault, Scenario, LEASE_SERVICE_NODE, RESOURCE_NODE};
+use fencesim_resource::{FenceMode, Resource};
+use fencesim_scenario::{Action, ResourceMode, Scenario, LEASE_SERVICE_NODE, RESOURCE_NODE};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
-use crate::transport::{HoldRule, Network};
+use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
 use crate::{client, lease_node, resource_node};
 
@@ -46,13 +48,16 @@ pub struct RunOutcome {
     pub history: History,
     /// `Some` if the simulation panicked, deadlocked or ran out of time.
     pub failure: Option<SimFailure>,
+    /// What happened to messages (zero if the run failed before the end).
+    pub net_stats: NetStats,
 }
 
 /// Simulate `scenario` under root seed `seed`. Deterministic: the same scenario, seed and
 /// binary give the same history, byte for byte once serialized.
 pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
     let recorder = Arc::new(Recorder::default());
-    let (sc, rec) = (scenario.clone(), Arc::clone(&recorder));
+    let stats = Arc::new(Mutex::new(NetStats::default()));
+    let (sc, rec, st) = (scenario.clone(), Arc::clone(&recorder), Arc::clone(&stats));
     // One fresh thread per seed: madsim's runtime is per thread, and a panic inside it must
     // not take the caller down. The thread is outside the simulation; nothing inside spawns one.
     #[allow(clippy::disallowed_methods)]
@@ -65,7 +70,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
                 config,
             );
             rt.set_time_limit(time_limit(&sc));
-            rt.block_on(simulate(sc, seed, rec));
+            rt.block_on(simulate(sc, seed, rec, st));
         })
         .and_then(|t| {
             t.join()
@@ -81,7 +86,12 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
         },
         entries: recorder.take(),
     };
-    RunOutcome { history, failure }
+    let net_stats = *stats.lock().unwrap_or_else(|e| e.into_inner());
+    RunOutcome {
+        history,
+        failure,
+        net_stats,
+    }
 }
 
 /// The run ends by itself at `duration_ms`; the limit only catches a runaway simulation.
@@ -117,73 +127,72 @@ fn classify(message: String) -> SimFailure {
 
 /// The whole run, inside the runtime: build the nodes, start the clients and faults, and stop
 /// when the clients are done and the network is empty, or at `duration_ms`.
-async fn simulate(scenario: Scenario, seed: u64, recorder: Arc<Recorder>) {
+async fn simulate(
+    scenario: Scenario,
+    seed: u64,
+    recorder: Arc<Recorder>,
+    stats: Arc<Mutex<NetStats>>,
+) {
     let clocks = Arc::new(Clocks::default());
     let holds = scenario
         .faults
         .iter()
-        .filter_map(|f| match f {
-            Fault::Hold {
-                from,
-                message,
-                nth,
-                duration_ms,
-            } => Some(HoldRule {
+        .filter_map(|f| match &f.action {
+            Action::Hold { from, message, nth } => Some(HoldRule {
                 from: from.clone(),
                 kind: *message,
                 nth: *nth,
-                duration_ms: *duration_ms,
+                duration_ms: f.duration_ms.unwrap_or(0),
             }),
             _ => None,
         })
         .collect();
     let names = scenario.node_names();
     let net_rng = seeds::rng(seed, Stream::Network);
-    let (net, mut inboxes) = Network::new(
+    let (net, inboxes) = Network::new(
         &names,
-        scenario.network.latency_ms,
+        scenario.network.clone(),
         net_rng,
         holds,
         Arc::clone(&recorder),
         Arc::clone(&clocks),
     );
     let nemesis = Nemesis::new(&scenario.faults);
-    let world = Arc::new(World::new(scenario, recorder, clocks, net, nemesis));
-    let mut inbox = |name: &str| inboxes.remove(name).expect("every node has an inbox");
-    let node = |name: &str| {
-        madsim::runtime::Handle::current()
-            .create_node()
-            .name(name)
-            .build()
+    let mode = match scenario.resource.mode {
+        ResourceMode::Fenced => FenceMode::Fenced,
+        ResourceMode::Unfenced => FenceMode::Unfenced,
     };
-
-    node(LEASE_SERVICE_NODE).spawn(lease_node::run(
-        Arc::clone(&world),
-        inbox(LEASE_SERVICE_NODE),
+    let world = Arc::new(World::new(
+        scenario,
+        seed,
+        recorder,
+        clocks,
+        net,
+        nemesis,
+        inboxes,
+        Resource::new(mode),
     ));
-    node(RESOURCE_NODE).spawn(resource_node::run(Arc::clone(&world), inbox(RESOURCE_NODE)));
-    let clients: Vec<_> = world
-        .scenario
-        .clients
-        .iter()
-        .enumerate()
-        .map(|(i, spec)| {
-            let rng = seeds::rng(seed, Stream::Client(i as u32));
-            node(&spec.name).spawn(client::run(
-                Arc::clone(&world),
-                spec.clone(),
-                inbox(&spec.name),
-                rng,
-            ))
-        })
-        .collect();
+
+    // Every node's main task is its `init`, so that madsim's restart runs it afresh.
+    let w = Arc::clone(&world);
+    start_node(LEASE_SERVICE_NODE, move || lease_node::run(Arc::clone(&w)));
+    let w = Arc::clone(&world);
+    start_node(RESOURCE_NODE, move || resource_node::run(Arc::clone(&w)));
+    for (index, spec) in world.scenario.clients.iter().enumerate() {
+        let w = Arc::clone(&world);
+        start_node(&spec.name, move || client::run(Arc::clone(&w), index));
+    }
     Nemesis::schedule(&world);
 
     let deadline_ns = world.scenario.duration_ms * 1_000_000;
+    let clients = world.scenario.clients.len();
     let all_done = async {
-        for c in clients {
-            // A client task that panicked has already propagated its panic out of block_on.
-            let _ = c.await;
+        let mut done = BTreeSet::new();
+        while done.len() < clients {
+            match world.next_done().await {
+                Some(name) => done.insert(name),
+                None => break,
+            };
         }
     };
     let _ = madsim::time::timeout(Duration::from_nanos(deadline_ns), all_done).await;
@@ -191,4 +200,17 @@ async fn simulate(scenario: Scenario, seed: u64, recorder: Arc<Recorder>) {
     while world.net.in_flight() > 0 && true_ns() < deadline_ns {
         madsim::time::sleep(Duration::from_millis(10)).await;
     }
+    *stats.lock().expect("stats") = world.net.stats();
+}
+
+/// Create node `name` whose main task is `init()`, run again by madsim on every restart.
+fn start_node<F: std::future::Future + 'static>(
+    name: &str,
+    init: impl Fn() -> F + Send + Sync + 'static,
+) {
+    madsim::runtime::Handle::current()
+        .create_node()
+        .name(name)
+        .init(init)
+        .build();
 }

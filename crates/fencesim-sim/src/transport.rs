@@ -1,25 +1,32 @@
 //! The project's own transport: envelopes with request ids, delivered by the network.
 //!
-//! madsim's network has one latency range and cannot hold a chosen message, so messages travel
-//! here instead. A message's delay is spent in a task on the `network` node, which no fault
-//! pauses: a sender that freezes or crashes after sending does not delay what it sent. A paused
-//! receiver's messages wait in its mailbox until it runs again. Requests and replies are matched
-//! by request id with explicit timeouts on the client side (not madsim's `call_timeout`, whose
-//! late replies pile up in the endpoint's mailbox).
+//! madsim's network has one latency range and cannot hold, duplicate or one-way-drop a chosen
+//! message, so messages travel here instead. A message's delay is spent in a task on the
+//! `network` node, which no fault pauses: a sender that freezes or crashes after sending does
+//! not delay what it sent. A paused receiver's messages wait in its mailbox until it runs
+//! again; a crashed receiver's are lost.
+//!
+//! Partitions act at both ends of the flight: a message is dropped when it is sent over a cut
+//! link, and also when the link is cut at the moment it would arrive (like packets on a cable
+//! that is cut under them). A message sent before a heal that arrives after it is delivered.
+//!
+//! Requests and replies are matched by request id with explicit timeouts on the client side
+//! (not madsim's `call_timeout`, whose late replies pile up in the endpoint's mailbox).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use fencesim_history::{Event, EventKind, Phase};
-use fencesim_scenario::{LatencyRange, MessageKind};
+use fencesim_scenario::{Cut, LatencyRange, LinkSel, MessageKind, NetworkSpec};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
 use crate::message::Message;
-use crate::recorder::Recorder;
+use crate::recorder::{true_ns, Recorder};
 
 /// Name of the helper node that carries messages.
 pub const NETWORK_NODE: &str = "network";
@@ -56,13 +63,173 @@ pub struct HoldRule {
     pub duration_ms: u64,
 }
 
+/// A temporary network condition, added by a fault and removed when it ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rule {
+    /// Latency of the selected links.
+    Latency(LinkSel, LatencyRange),
+    /// Extra loss probability on the selected links.
+    Loss(LinkSel, f64),
+    /// Extra duplication probability on the selected links.
+    Duplicate(LinkSel, f64),
+    /// Extra random delay up to this many ms.
+    Reorder(u64),
+    /// Messages of this kind (from this sender, if set) wait until `until_ns`.
+    HoldAll {
+        /// The kind.
+        kind: MessageKind,
+        /// The sender, or any.
+        from: Option<String>,
+        /// True time the window ends, ns.
+        until_ns: u64,
+    },
+    /// Links cut.
+    Cut(Cut),
+}
+
+/// What happened to messages, for the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetStats {
+    /// Messages sent.
+    pub sent: u64,
+    /// Copies put in a mailbox.
+    pub delivered: u64,
+    /// Dropped because a partition cut the link (at send or at arrival).
+    pub dropped_by_partition: u64,
+    /// Dropped by random loss.
+    pub lost: u64,
+    /// Dropped because the receiver was down.
+    pub dropped_receiver_down: u64,
+    /// Extra copies made by duplication.
+    pub duplicated: u64,
+    /// Messages held by a `hold` or `hold-all` fault.
+    pub held: u64,
+}
+
 struct NetState {
     rng: Xoshiro256PlusPlus,
-    latency: LatencyRange,
+    spec: NetworkSpec,
     holds: Vec<HoldRule>,
+    rules: Vec<(u64, Rule)>,
+    down: BTreeSet<String>,
     sent: BTreeMap<(String, MessageKind), u64>,
     next_id: u64,
     in_flight: u64,
+    stats: NetStats,
+}
+
+/// The fate of one copy of a message, decided at send time.
+struct Flight {
+    delay_ns: u64,
+    held: Option<String>,
+}
+
+impl NetState {
+    fn blocked(&self, src: &str, dst: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|(_, r)| matches!(r, Rule::Cut(c) if c.blocks(src, dst)))
+    }
+
+    /// The latency range for a message: the newest matching fault window, else a per-link
+    /// setting, else the global range.
+    fn latency(&self, src: &str, dst: &str) -> LatencyRange {
+        let window = self.rules.iter().rev().find_map(|(_, r)| match r {
+            Rule::Latency(sel, l) if sel.matches(src, dst) => Some(*l),
+            _ => None,
+        });
+        let link = || {
+            self.spec
+                .links
+                .iter()
+                .rev()
+                .find(|l| l.from == src && l.to == dst)
+                .map(|l| l.latency_ms)
+        };
+        window.or_else(link).unwrap_or(self.spec.latency_ms)
+    }
+
+    /// Combined probability of the base rate and every matching rule: independent chances.
+    fn chance(
+        &self,
+        base: f64,
+        src: &str,
+        dst: &str,
+        pick: impl Fn(&Rule) -> Option<(&LinkSel, f64)>,
+    ) -> f64 {
+        let keep = self
+            .rules
+            .iter()
+            .filter_map(|(_, r)| pick(r))
+            .filter(|(sel, _)| sel.matches(src, dst))
+            .fold(1.0 - base, |keep, (_, p)| keep * (1.0 - p));
+        1.0 - keep
+    }
+
+    fn draw(&mut self, p: f64) -> bool {
+        p > 0.0 && self.rng.gen_bool(p.min(1.0))
+    }
+
+    fn flight(
+        &mut self,
+        src: &str,
+        dst: &str,
+        kind: MessageKind,
+        nth: u64,
+        id: u64,
+        copy: u32,
+    ) -> Flight {
+        if copy == 0 {
+            if let Some(h) = self
+                .holds
+                .iter()
+                .find(|h| h.from == src && h.kind == kind && h.nth == nth)
+            {
+                let detail = format!("{} #{nth} from {src} to {dst}, message {id}", kind.as_str());
+                return Flight {
+                    delay_ns: h.duration_ms * 1_000_000,
+                    held: Some(detail),
+                };
+            }
+        }
+        let LatencyRange { min_ms, max_ms } = self.latency(src, dst);
+        let mut delay_ns = self.rng.gen_range(min_ms..=max_ms) * 1_000_000;
+        let window = self
+            .rules
+            .iter()
+            .filter_map(|(_, r)| match r {
+                Rule::Reorder(w) => Some(*w),
+                _ => None,
+            })
+            .chain([self.spec.reorder_window_ms])
+            .max()
+            .unwrap_or(0);
+        if window > 0 {
+            delay_ns += self.rng.gen_range(0..=window * 1_000_000);
+        }
+        let now = true_ns();
+        let until = self.rules.iter().filter_map(|(_, r)| match r {
+            Rule::HoldAll {
+                kind: k,
+                from,
+                until_ns,
+            } if *k == kind && from.as_deref().is_none_or(|f| f == src) => Some(*until_ns),
+            _ => None,
+        });
+        match until.max().filter(|u| u.saturating_sub(now) > delay_ns) {
+            Some(u) => Flight {
+                delay_ns: u - now,
+                held: Some(format!(
+                    "{} from {src} to {dst}, message {id}, held until the window ends",
+                    kind.as_str()
+                )),
+            },
+            None => Flight {
+                delay_ns,
+                held: None,
+            },
+        }
+    }
 }
 
 /// The simulated network.
@@ -74,7 +241,7 @@ pub struct Network {
     clocks: Arc<Clocks>,
 }
 
-/// What [`Network::new`] returns: the network and each node's inbox.
+/// What [`Network::new`] returns besides the network: each node's inbox.
 pub type Inboxes = BTreeMap<String, Receiver<Envelope>>;
 
 impl Network {
@@ -82,7 +249,7 @@ impl Network {
     /// `network` node that carries messages.
     pub fn new(
         nodes: &[&str],
-        latency: LatencyRange,
+        spec: NetworkSpec,
         rng: Xoshiro256PlusPlus,
         holds: Vec<HoldRule>,
         recorder: Arc<Recorder>,
@@ -101,11 +268,14 @@ impl Network {
             .build();
         let state = NetState {
             rng,
-            latency,
+            spec,
             holds,
+            rules: Vec::new(),
+            down: BTreeSet::new(),
             sent: BTreeMap::new(),
             next_id: 0,
             in_flight: 0,
+            stats: NetStats::default(),
         };
         let net = Network {
             state: Mutex::new(state),
@@ -117,8 +287,12 @@ impl Network {
         (Arc::new(net), inboxes)
     }
 
-    /// Send `body` from `src` to `dst`; returns the message's id. The delay is drawn now from
-    /// the seed, or set by a matching hold rule.
+    fn state(&self) -> std::sync::MutexGuard<'_, NetState> {
+        self.state.lock().expect("network state")
+    }
+
+    /// Send `body` from `src` to `dst`; returns the message's id. Its fate (cut, lost,
+    /// duplicated, delayed, held) is decided now, from the seed and the rules in force.
     pub fn send(
         self: &Arc<Self>,
         src: &str,
@@ -128,26 +302,37 @@ impl Network {
         body: Message,
     ) -> u64 {
         let kind = body.kind();
-        let (id, delay_ms, held) = {
-            let mut st = self.state.lock().expect("network state");
-            let id = st.next_id;
-            st.next_id += 1;
-            st.in_flight += 1;
-            let count = st.sent.entry((src.to_owned(), kind)).or_insert(0);
-            *count += 1;
-            let nth = *count;
-            let hold = st
-                .holds
-                .iter()
-                .find(|h| h.from == src && h.kind == kind && h.nth == nth);
-            match hold.map(|h| h.duration_ms) {
-                Some(d) => (id, d, Some(nth)),
-                None => {
-                    let LatencyRange { min_ms, max_ms } = st.latency;
-                    (id, st.rng.gen_range(min_ms..=max_ms), None)
-                }
-            }
-        };
+        let mut st = self.state();
+        let id = st.next_id;
+        st.next_id += 1;
+        st.stats.sent += 1;
+        let count = st.sent.entry((src.to_owned(), kind)).or_insert(0);
+        *count += 1;
+        let nth = *count;
+        if st.blocked(src, dst) {
+            st.stats.dropped_by_partition += 1;
+            return id;
+        }
+        let loss = st.chance(st.spec.loss, src, dst, |r| match r {
+            Rule::Loss(sel, p) => Some((sel, *p)),
+            _ => None,
+        });
+        if st.draw(loss) {
+            st.stats.lost += 1;
+            return id;
+        }
+        let dup = st.chance(st.spec.duplicate, src, dst, |r| match r {
+            Rule::Duplicate(sel, p) => Some((sel, *p)),
+            _ => None,
+        });
+        let copies = if st.draw(dup) { 2 } else { 1 };
+        st.stats.duplicated += copies - 1;
+        let flights: Vec<Flight> = (0..copies as u32)
+            .map(|c| st.flight(src, dst, kind, nth, id, c))
+            .collect();
+        st.in_flight += copies;
+        st.stats.held += flights.iter().filter(|f| f.held.is_some()).count() as u64;
+        drop(st);
         let env = Envelope {
             src: src.to_owned(),
             dst: dst.to_owned(),
@@ -156,29 +341,55 @@ impl Network {
             op,
             body,
         };
-        let detail =
-            held.map(|nth| format!("{} #{nth} from {src} to {dst}, message {id}", kind.as_str()));
-        if let Some(detail) = &detail {
+        for flight in flights {
+            self.fly(env.clone(), flight);
+        }
+        id
+    }
+
+    fn fly(self: &Arc<Self>, env: Envelope, flight: Flight) {
+        if let Some(detail) = &flight.held {
             self.record_hold(Phase::Start, &env, detail);
         }
         let net = Arc::clone(self);
         self.carrier.spawn(async move {
-            madsim::time::sleep(Duration::from_millis(delay_ms)).await;
-            if let Some(detail) = &detail {
+            madsim::time::sleep(Duration::from_nanos(flight.delay_ns)).await;
+            if let Some(detail) = &flight.held {
                 net.record_hold(Phase::End, &env, detail);
             }
             net.deliver(env);
         });
-        id
     }
 
     fn deliver(&self, env: Envelope) {
-        if let Some(mailbox) = self.mailboxes.get(&env.dst) {
-            // The receiver owns the other end for the whole run; a closed mailbox means the
-            // simulation is shutting down, and the message is simply lost.
+        let mut st = self.state();
+        st.in_flight -= 1;
+        if st.down.contains(&env.dst) {
+            st.stats.dropped_receiver_down += 1;
+        } else if st.blocked(&env.src, &env.dst) {
+            st.stats.dropped_by_partition += 1;
+        } else if let Some(mailbox) = self.mailboxes.get(&env.dst) {
+            st.stats.delivered += 1;
+            // The receiving node's task owns the other end for the whole run; a closed mailbox
+            // means the simulation is shutting down and the message is simply lost.
             let _ = mailbox.try_send(env);
         }
-        self.state.lock().expect("network state").in_flight -= 1;
+    }
+
+    /// Put `body` straight into `node`'s own mailbox, not through the network: a local signal
+    /// such as "your clock changed".
+    pub fn signal(&self, node: &str, body: Message) {
+        if let Some(mailbox) = self.mailboxes.get(node) {
+            let env = Envelope {
+                src: node.to_owned(),
+                dst: node.to_owned(),
+                id: u64::MAX,
+                reply_to: None,
+                op: None,
+                body,
+            };
+            let _ = mailbox.try_send(env);
+        }
     }
 
     fn record_hold(&self, phase: Phase, env: &Envelope, detail: &str) {
@@ -195,18 +406,45 @@ impl Network {
         );
     }
 
-    /// Change the latency range of messages sent from now on.
-    pub fn set_latency(&self, latency: LatencyRange) {
-        self.state.lock().expect("network state").latency = latency;
+    /// Put `rule` in force under the caller's `id` (a fault's index).
+    pub fn add_rule(&self, id: u64, rule: Rule) {
+        self.state().rules.push((id, rule));
     }
 
-    /// The current latency range.
-    pub fn latency(&self) -> LatencyRange {
-        self.state.lock().expect("network state").latency
+    /// End the rules added under `id`.
+    pub fn remove_rules(&self, id: u64) {
+        self.state().rules.retain(|(i, _)| *i != id);
     }
 
-    /// Messages sent and not yet delivered.
+    /// End every partition.
+    pub fn heal_all(&self) {
+        self.state()
+            .rules
+            .retain(|(_, r)| !matches!(r, Rule::Cut(_)));
+    }
+
+    /// Mark `node` down (crashed: messages to it are lost) or up again.
+    pub fn set_down(&self, node: &str, down: bool) {
+        let mut st = self.state();
+        if down {
+            st.down.insert(node.to_owned());
+        } else {
+            st.down.remove(node);
+        }
+    }
+
+    /// Whether `node` is down.
+    pub fn is_down(&self, node: &str) -> bool {
+        self.state().down.contains(node)
+    }
+
+    /// Messages sent and not yet delivered or dropped.
     pub fn in_flight(&self) -> u64 {
-        self.state.lock().expect("network state").in_flight
+        self.state().in_flight
+    }
+
+    /// Counts of what happened to messages so far.
+    pub fn stats(&self) -> NetStats {
+        self.state().stats
     }
 }

@@ -1,45 +1,83 @@
-//! What every task of one run shares.
+//! What every task of one run shares: the scenario, the recorder, the clocks, the network, the
+//! nemesis, the durable state that outlives crashes, and the clients' views of their leases.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use fencesim_history::{Event, Op, OpFn, OpType};
-use fencesim_scenario::Scenario;
+use async_channel::{Receiver, Sender};
+use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
+use fencesim_resource::Resource;
+use fencesim_scenario::{Scenario, LEASE_SERVICE_NODE};
 
 use crate::clock::Clocks;
 use crate::nemesis::Nemesis;
-use crate::recorder::Recorder;
-use crate::transport::Network;
+use crate::recorder::{true_ns, Recorder};
+use crate::store::Store;
+use crate::transport::{Envelope, Network};
+
+/// A client's own view of its lease (for the client-view mutual-exclusion check).
+#[derive(Clone, Debug)]
+struct Belief {
+    lock: String,
+    token: u64,
+    /// Until when, on the client's monotonic clock (local ms); `None`: until told otherwise.
+    until_ms: Option<i64>,
+    active: bool,
+    /// Bumped at each new lease (not at extensions), so a stale watchdog stops.
+    generation: u64,
+}
 
 /// The shared state of one simulated run. Tasks run one at a time on madsim's executor, so
 /// the mutexes never contend; they exist because madsim's `spawn` wants `Send` futures.
 pub(crate) struct World {
     pub scenario: Scenario,
+    pub seed: u64,
     pub recorder: Arc<Recorder>,
     pub clocks: Arc<Clocks>,
     pub net: Arc<Network>,
     pub nemesis: Nemesis,
+    /// The lease service's disk.
+    pub store: Mutex<Store>,
+    /// The resource's state: durable (a database that syncs every write).
+    pub resource: Mutex<Resource>,
+    inboxes: BTreeMap<String, Receiver<Envelope>>,
+    beliefs: Mutex<BTreeMap<String, Belief>>,
+    starts: Mutex<BTreeMap<String, u64>>,
     next_process: Mutex<u64>,
+    done: (Sender<String>, Receiver<String>),
 }
 
 impl World {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         scenario: Scenario,
+        seed: u64,
         recorder: Arc<Recorder>,
         clocks: Arc<Clocks>,
         net: Arc<Network>,
         nemesis: Nemesis,
+        inboxes: BTreeMap<String, Receiver<Envelope>>,
+        resource: Resource,
     ) -> Self {
         World {
             scenario,
+            seed,
             recorder,
             clocks,
             net,
             nemesis,
+            store: Mutex::new(Store::default()),
+            resource: Mutex::new(resource),
+            inboxes,
+            beliefs: Mutex::new(BTreeMap::new()),
+            starts: Mutex::new(BTreeMap::new()),
             next_process: Mutex::new(0),
+            done: async_channel::unbounded(),
         }
     }
 
-    /// A fresh Jepsen process id (clients get a new one after every `info`).
+    /// A fresh Jepsen process id (clients get a new one after every `info` and every restart).
     pub fn new_process(&self) -> u64 {
         let mut next = self.next_process.lock().expect("process counter");
         let p = *next;
@@ -55,6 +93,152 @@ impl World {
     /// Record a client operation; returns its index.
     pub fn op(&self, op: Op) -> u64 {
         self.recorder.op(&self.clocks, op)
+    }
+
+    /// The node's inbox (the same one across restarts).
+    pub fn inbox(&self, node: &str) -> Receiver<Envelope> {
+        self.inboxes
+            .get(node)
+            .expect("every node has an inbox")
+            .clone()
+    }
+
+    /// Count a start of `node`'s main task; returns 1 for the first start, 2 after one restart...
+    pub fn start(&self, node: &str) -> u64 {
+        let mut starts = self.starts.lock().expect("starts");
+        let n = starts.entry(node.to_owned()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// A client finished all its cycles.
+    pub fn client_done(&self, node: &str) {
+        let _ = self.done.0.try_send(node.to_owned());
+    }
+
+    /// Wait for the next client to finish.
+    pub async fn next_done(&self) -> Option<String> {
+        self.done.1.recv().await.ok()
+    }
+
+    /// The node's monotonic clock now, local ms.
+    pub fn mono_ms(&self, node: &str) -> i64 {
+        self.clocks.get(node).mono.read_ms(true_ns())
+    }
+
+    /// Kill `node`: its tasks and volatile state go, messages to it are lost until it restarts,
+    /// the lease service loses its unsynced writes, and a client stops believing anything.
+    pub fn crash(self: &Arc<Self>, node: &str) {
+        self.net.set_down(node, true);
+        if node == LEASE_SERVICE_NODE {
+            self.store.lock().expect("store").crash();
+        }
+        self.end_belief(node, "crashed");
+        self.nemesis.forget_pauses(node);
+        madsim::runtime::Handle::current().kill(node);
+    }
+
+    /// Start `node` again from its durable state. Messages that reached its mailbox before the
+    /// crash died with the process.
+    pub fn restart(self: &Arc<Self>, node: &str) {
+        let inbox = self.inbox(node);
+        while inbox.try_recv().is_ok() {}
+        self.net.set_down(node, false);
+        madsim::runtime::Handle::current().restart(node);
+    }
+
+    /// `client` now believes it holds `lock` with `token` until `until_ms` on its monotonic
+    /// clock (`None`: until told otherwise). A second call for the same token extends.
+    pub fn believe(self: &Arc<Self>, client: &str, lock: &str, token: u64, until_ms: Option<i64>) {
+        let watch = {
+            let mut beliefs = self.beliefs.lock().expect("beliefs");
+            let b = beliefs.entry(client.to_owned()).or_insert(Belief {
+                lock: lock.to_owned(),
+                token,
+                until_ms,
+                active: false,
+                generation: 0,
+            });
+            let fresh = !(b.active && b.token == token && b.lock == lock);
+            if fresh {
+                b.generation += 1;
+            }
+            b.lock = lock.to_owned();
+            b.token = token;
+            b.until_ms = until_ms;
+            b.active = true;
+            fresh.then_some(b.generation).filter(|_| until_ms.is_some())
+        };
+        self.event(Event {
+            node: client.to_owned(),
+            phase: Some(Phase::Start),
+            lock: Some(lock.to_owned()),
+            holder: Some(client.to_owned()),
+            token: Some(token),
+            expires_at_ms: until_ms.map(|u| u.max(0) as u64),
+            ..Event::new(EventKind::Belief)
+        });
+        if let Some(generation) = watch {
+            let (w, client) = (Arc::clone(self), client.to_owned());
+            self.nemesis
+                .spawn(async move { w.watch_belief(&client, generation).await });
+        }
+    }
+
+    /// Whether `client` believes it holds a lease at this moment by its own clock.
+    pub fn belief_valid(&self, client: &str) -> bool {
+        let now = self.mono_ms(client);
+        let beliefs = self.beliefs.lock().expect("beliefs");
+        beliefs
+            .get(client)
+            .is_some_and(|b| b.active && b.until_ms.is_none_or(|u| now < u))
+    }
+
+    /// `client` stops believing it holds its lease, for `reason`.
+    pub fn end_belief(&self, client: &str, reason: &str) {
+        let ended = {
+            let mut beliefs = self.beliefs.lock().expect("beliefs");
+            match beliefs.get_mut(client).filter(|b| b.active) {
+                Some(b) => {
+                    b.active = false;
+                    Some((b.lock.clone(), b.token))
+                }
+                None => None,
+            }
+        };
+        if let Some((lock, token)) = ended {
+            self.event(Event {
+                node: client.to_owned(),
+                phase: Some(Phase::End),
+                lock: Some(lock),
+                holder: Some(client.to_owned()),
+                token: Some(token),
+                detail: Some(reason.to_owned()),
+                ..Event::new(EventKind::Belief)
+            });
+        }
+    }
+
+    /// End the belief when the client's own clock passes its validity: from the nemesis node,
+    /// so that a paused client's belief still ends on time (the client computed it; pausing
+    /// does not extend it). Re-checks at least every second so clock faults are followed.
+    async fn watch_belief(&self, client: &str, generation: u64) {
+        loop {
+            let until = {
+                let beliefs = self.beliefs.lock().expect("beliefs");
+                match beliefs.get(client) {
+                    Some(b) if b.active && b.generation == generation => b.until_ms,
+                    _ => return,
+                }
+            };
+            let Some(until) = until else { return };
+            let wait = self.clocks.get(client).mono.true_ns_until(true_ns(), until);
+            if wait == 0 {
+                self.end_belief(client, "validity elapsed");
+                return;
+            }
+            madsim::time::sleep(Duration::from_nanos(wait.min(1_000_000_000))).await;
+        }
     }
 }
 

@@ -76,9 +76,15 @@ fn an_event_triggered_pause_lands_at_its_safepoint() {
     );
     let start = h.events().find(|e| e.event == EventKind::Pause).unwrap();
     let granted = first_op(&h, OpFn::Acquire, OpType::Ok);
+    // Right after the grant come the client's belief in its lease, then the pause.
+    let belief = &h.entries[granted.at.index as usize + 1];
+    assert!(
+        matches!(belief, Entry::Event(e) if e.event == EventKind::Belief && e.phase == Some(Phase::Start)),
+        "{belief:?}"
+    );
     assert_eq!(
         start.at.index,
-        granted.at.index + 1,
+        granted.at.index + 2,
         "the pause starts right after the grant"
     );
     assert_eq!(

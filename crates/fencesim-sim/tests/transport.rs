@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fencesim_scenario::{LatencyRange, MessageKind};
+use fencesim_scenario::{LatencyRange, MessageKind, NetworkSpec};
 use fencesim_sim::clock::Clocks;
 use fencesim_sim::seeds::{rng, Stream};
 use fencesim_sim::transport::{HoldRule, Network};
@@ -11,6 +11,20 @@ use fencesim_sim::Message;
 
 fn elapsed_ms() -> u64 {
     madsim::time::TimeHandle::current().elapsed().as_millis() as u64
+}
+
+/// A network with a fixed latency and nothing else.
+fn spec(ms: u64) -> NetworkSpec {
+    NetworkSpec {
+        latency_ms: LatencyRange {
+            min_ms: ms,
+            max_ms: ms,
+        },
+        loss: 0.0,
+        duplicate: 0.0,
+        reorder_window_ms: 0,
+        links: vec![],
+    }
 }
 
 fn read(key: &str) -> Message {
@@ -31,10 +45,7 @@ fn a_held_message_arrives_after_its_hold_and_others_do_not_wait() {
             nth: 2,
             duration_ms: 5_000,
         };
-        let latency = LatencyRange {
-            min_ms: 10,
-            max_ms: 10,
-        };
+        let latency = spec(10);
         let (net, mut inboxes) = Network::new(
             &["a", "b"],
             latency,
@@ -65,10 +76,7 @@ fn a_held_message_arrives_after_its_hold_and_others_do_not_wait() {
 #[test]
 fn a_sender_paused_after_sending_does_not_delay_its_message() {
     let arrived_ms = simulate(async {
-        let latency = LatencyRange {
-            min_ms: 20,
-            max_ms: 20,
-        };
+        let latency = spec(20);
         let (net, mut inboxes) = Network::new(
             &["a", "b"],
             latency,
@@ -96,10 +104,7 @@ fn a_sender_paused_after_sending_does_not_delay_its_message() {
 #[test]
 fn a_paused_receiver_gets_its_messages_on_resume() {
     let seen_ms = simulate(async {
-        let latency = LatencyRange {
-            min_ms: 5,
-            max_ms: 5,
-        };
+        let latency = spec(5);
         let (net, mut inboxes) = Network::new(
             &["a", "b"],
             latency,

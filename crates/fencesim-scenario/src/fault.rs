@@ -1,0 +1,254 @@
+//! Scripted faults (`[[faults]]`): what the nemesis does, to whom, when, and for how long.
+//!
+//! The fault kinds follow Jepsen's nemeses (pause, partition, clock, kill) and the failure
+//! schedules of ../cases: a fault has an [`Action`], a [`Trigger`] and, for faults that are
+//! undone, a `duration_ms` after which the nemesis reverts it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{LatencyRange, MessageKind, NodeEvent};
+
+/// When a node-bound fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// At a true time, simulated ms.
+    At {
+        /// Simulated ms since the start.
+        at_ms: u64,
+    },
+    /// Right after the node's `nth` (1-based) occurrence of `event`.
+    After {
+        /// The event.
+        event: NodeEvent,
+        /// Which occurrence.
+        nth: u64,
+    },
+    /// Right before the node's `nth` occurrence of `event`.
+    Before {
+        /// The event.
+        event: NodeEvent,
+        /// Which occurrence.
+        nth: u64,
+    },
+}
+
+/// Which messages a network fault applies to: `None` matches any node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkSel {
+    /// Sender, or any.
+    pub from: Option<String>,
+    /// Receiver, or any.
+    pub to: Option<String>,
+}
+
+impl LinkSel {
+    /// Whether a message from `src` to `dst` is selected.
+    pub fn matches(&self, src: &str, dst: &str) -> bool {
+        self.from.as_deref().is_none_or(|f| f == src) && self.to.as_deref().is_none_or(|t| t == dst)
+    }
+}
+
+/// Which links a partition cuts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cut {
+    /// Every link to and from the node.
+    Isolate(String),
+    /// Nodes talk only if they share a group; a node in no group keeps every link (so a node
+    /// listed in two groups bridges them, as Jepsen's bridge nemesis does).
+    Groups(Vec<Vec<String>>),
+    /// Messages from `from` to `to` only: one-way link loss.
+    OneWay {
+        /// Sender whose messages are lost.
+        from: String,
+        /// Receiver that no longer hears `from`.
+        to: String,
+    },
+}
+
+impl Cut {
+    /// Whether this cut stops a message from `src` to `dst`.
+    pub fn blocks(&self, src: &str, dst: &str) -> bool {
+        match self {
+            Cut::Isolate(n) => src != dst && (src == n || dst == n),
+            Cut::Groups(groups) => {
+                let member = |n: &str| groups.iter().any(|g| g.iter().any(|m| m == n));
+                let share = groups
+                    .iter()
+                    .any(|g| g.iter().any(|m| m == src) && g.iter().any(|m| m == dst));
+                member(src) && member(dst) && !share
+            }
+            Cut::OneWay { from, to } => src == from && dst == to,
+        }
+    }
+}
+
+/// What a fault does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Action {
+    /// Freeze the node (a GC or VM pause): its timers fire late and its messages queue, but
+    /// messages it already sent are unaffected. Undone after `duration_ms`.
+    Pause {
+        /// The node.
+        node: String,
+    },
+    /// Keep the `nth` (1-based) `message` sent by `from` in the network for `duration_ms`
+    /// instead of its drawn latency (its trigger is unused: the message picks the moment).
+    Hold {
+        /// The sender.
+        from: String,
+        /// The message kind.
+        message: MessageKind,
+        /// Which one of that sender's messages of that kind.
+        nth: u64,
+    },
+    /// Hold every `message` (optionally only from `from`) sent during the window until the
+    /// window ends.
+    HoldAll {
+        /// The message kind.
+        message: MessageKind,
+        /// Only this sender's, if set.
+        from: Option<String>,
+    },
+    /// Change the latency of the selected links for the window.
+    Latency {
+        /// The links.
+        link: LinkSel,
+        /// The latency inside the window.
+        latency_ms: LatencyRange,
+    },
+    /// Drop each selected message with probability `rate` during the window.
+    Loss {
+        /// The links.
+        link: LinkSel,
+        /// Probability in [0, 1].
+        rate: f64,
+    },
+    /// Deliver each selected message twice with probability `rate` during the window.
+    Duplicate {
+        /// The links.
+        link: LinkSel,
+        /// Probability in [0, 1].
+        rate: f64,
+    },
+    /// Add a random extra delay in [0, window_ms] to each message during the window, so
+    /// messages overtake each other.
+    Reorder {
+        /// The largest extra delay, ms.
+        window_ms: u64,
+    },
+    /// Cut links. Undone after `duration_ms`, or by a `heal`.
+    Partition {
+        /// Which links.
+        cut: Cut,
+    },
+    /// Undo every partition in force.
+    Heal,
+    /// Step the node's wall clock by `delta_ms` (either sign). Instantaneous.
+    ClockJump {
+        /// The node.
+        node: String,
+        /// The step, local ms.
+        delta_ms: i64,
+    },
+    /// Set the node's wall clock to true time + `offset_ms`; undone after `duration_ms` if set.
+    ClockSkew {
+        /// The node.
+        node: String,
+        /// Offset from true time, ms.
+        offset_ms: i64,
+    },
+    /// Make the node's clocks (monotonic and wall: one oscillator) run `ppm` parts per million
+    /// fast (or slow, if negative); undone after `duration_ms` if set.
+    ClockDrift {
+        /// The node.
+        node: String,
+        /// Rate error, parts per million.
+        ppm: i64,
+    },
+    /// Flip the node's wall clock between its offset and its offset + `offset_ms` every
+    /// `period_ms` for `duration_ms`, then leave it where it was (Jepsen's strobe).
+    ClockStrobe {
+        /// The node.
+        node: String,
+        /// The size of each flip, ms.
+        offset_ms: i64,
+        /// Time between flips, ms.
+        period_ms: u64,
+    },
+    /// Kill the node: volatile state and unsynced writes are lost. Restarted after
+    /// `duration_ms` if set, else by a `restart`.
+    Crash {
+        /// The node.
+        node: String,
+    },
+    /// Start a crashed node again.
+    Restart {
+        /// The node.
+        node: String,
+    },
+    /// Crash the lease service and bring it back from its durable state as it was at
+    /// `snapshot_at_ms` (a backup restore).
+    Restore {
+        /// The node.
+        node: String,
+        /// The moment whose synced state is restored, simulated ms.
+        snapshot_at_ms: u64,
+    },
+}
+
+impl Action {
+    /// The `kind` name used in files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::Pause { .. } => "pause",
+            Action::Hold { .. } => "hold",
+            Action::HoldAll { .. } => "hold-all",
+            Action::Latency { .. } => "latency",
+            Action::Loss { .. } => "loss",
+            Action::Duplicate { .. } => "duplicate",
+            Action::Reorder { .. } => "reorder",
+            Action::Partition { .. } => "partition",
+            Action::Heal => "heal",
+            Action::ClockJump { .. } => "clock-jump",
+            Action::ClockSkew { .. } => "clock-skew",
+            Action::ClockDrift { .. } => "clock-drift",
+            Action::ClockStrobe { .. } => "clock-strobe",
+            Action::Crash { .. } => "crash",
+            Action::Restart { .. } => "restart",
+            Action::Restore { .. } => "restore",
+        }
+    }
+
+    /// The node the action is aimed at, if it is aimed at one.
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            Action::Pause { node }
+            | Action::ClockJump { node, .. }
+            | Action::ClockSkew { node, .. }
+            | Action::ClockDrift { node, .. }
+            | Action::ClockStrobe { node, .. }
+            | Action::Crash { node }
+            | Action::Restart { node }
+            | Action::Restore { node, .. } => Some(node),
+            Action::Partition {
+                cut: Cut::Isolate(node),
+            } => Some(node),
+            _ => None,
+        }
+    }
+}
+
+/// A scripted fault.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    /// What it does.
+    #[serde(flatten)]
+    pub action: Action,
+    /// When it starts.
+    pub trigger: Trigger,
+    /// How long until the nemesis undoes it (`None`: it stays, or it is instantaneous).
+    pub duration_ms: Option<u64>,
+}

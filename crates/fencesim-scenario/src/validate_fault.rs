@@ -1,0 +1,391 @@
+//! `[[faults]]` validation: which fields each kind takes, and what they must refer to.
+
+use std::ops::Range;
+
+use toml::Spanned;
+
+use crate::error::ScenarioError;
+use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
+use crate::model::{NodeEvent, NodeRole, LEASE_SERVICE_NODE};
+use crate::raw::{Num, RawFault, RawFaultKind};
+use crate::validate::Ctx;
+
+/// How a kind is triggered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// `at_ms`, or `after`/`before` an event of its `node` (with `nth`).
+    NodeTrigger,
+    /// `at_ms` only.
+    AtOnly,
+    /// Not triggered: `hold` picks its message by count.
+    Never,
+}
+
+/// (required fields, optional fields, trigger style, duration: required?) per kind.
+fn shape(
+    kind: RawFaultKind,
+) -> (
+    &'static [&'static str],
+    &'static [&'static str],
+    When,
+    Option<bool>,
+) {
+    use RawFaultKind::*;
+    use When::*;
+    match kind {
+        Pause => (&["node"], &[], NodeTrigger, Some(true)),
+        Hold => (&["from", "message"], &["nth"], Never, Some(true)),
+        HoldAll => (&["message"], &["from"], AtOnly, Some(true)),
+        Latency => (&["latency_ms"], &["from", "to"], AtOnly, Some(true)),
+        Loss | Duplicate => (&["rate"], &["from", "to"], AtOnly, Some(true)),
+        Reorder => (&["window_ms"], &[], AtOnly, Some(true)),
+        // A partition isolates `node` (any trigger) or cuts `groups` / `from`->`to` (at_ms).
+        Partition => (
+            &[],
+            &["node", "groups", "from", "to"],
+            NodeTrigger,
+            Some(false),
+        ),
+        Heal => (&[], &[], AtOnly, None),
+        ClockJump => (&["node", "delta_ms"], &[], NodeTrigger, None),
+        ClockSkew => (&["node", "offset_ms"], &[], NodeTrigger, Some(false)),
+        ClockDrift => (&["node", "ppm"], &[], NodeTrigger, Some(false)),
+        ClockStrobe => (
+            &["node", "offset_ms", "period_ms"],
+            &[],
+            NodeTrigger,
+            Some(true),
+        ),
+        Crash => (&["node"], &[], NodeTrigger, Some(false)),
+        Restart => (&["node"], &[], AtOnly, None),
+        Restore => (&["node", "snapshot_at_ms"], &[], NodeTrigger, None),
+    }
+}
+
+const TRIGGER_FIELDS: [&str; 4] = ["at_ms", "after", "before", "nth"];
+
+pub(crate) fn resolve(
+    cx: &Ctx,
+    spanned: &Spanned<RawFault>,
+    nodes: &[&str],
+) -> Result<Fault, ScenarioError> {
+    let f = spanned.get_ref();
+    let kind = *f.kind.get_ref();
+    let kind_name = kind_name(kind);
+    let (required, optional, when, duration) = shape(kind);
+    let present = f.present();
+    let has = |name: &str| present.iter().any(|(n, _)| *n == name);
+    for (name, span) in &present {
+        let allowed = required.contains(name)
+            || optional.contains(name)
+            || (*name == "duration_ms" && duration.is_some())
+            || (TRIGGER_FIELDS.contains(name) && when != When::Never)
+            || (*name == "at_ms" && when == When::AtOnly);
+        let trigger_but_at_only =
+            when == When::AtOnly && TRIGGER_FIELDS.contains(name) && *name != "at_ms";
+        if !allowed || trigger_but_at_only {
+            return Err(cx.err(
+                span.clone(),
+                &format!("faults.{name}"),
+                format!("a {kind_name} fault does not take `{name}`"),
+            ));
+        }
+    }
+    let kind_span = f.kind.span();
+    let mut need: Vec<&str> = required.to_vec();
+    if duration == Some(true) {
+        need.push("duration_ms");
+    }
+    if when == When::AtOnly {
+        need.push("at_ms");
+    }
+    if let Some(missing) = need.iter().find(|n| !has(n)) {
+        return Err(cx.err(
+            kind_span,
+            &format!("faults.{missing}"),
+            format!("a {kind_name} fault needs `{missing}`"),
+        ));
+    }
+    let node =
+        |field: &Option<Spanned<String>>, name: &str| -> Result<Option<String>, ScenarioError> {
+            field
+                .as_ref()
+                .map(|n| known_node(cx, n, nodes, name))
+                .transpose()
+        };
+    let target = node(&f.node, "faults.node")?;
+    let trigger = match when {
+        When::Never => Trigger::At { at_ms: 0 },
+        When::AtOnly => Trigger::At {
+            at_ms: cx.non_negative(f.at_ms.as_ref().expect("required"), "faults.at_ms")?,
+        },
+        When::NodeTrigger => resolve_trigger(cx, f, spanned.span(), target.as_deref())?,
+    };
+    let duration_ms = f
+        .duration_ms
+        .as_ref()
+        .map(|d| cx.positive(d, "faults.duration_ms"))
+        .transpose()?;
+    let from = node(&f.from, "faults.from")?;
+    let to = node(&f.to, "faults.to")?;
+    let num = |n: &Option<Num>| *n.as_ref().expect("required").get_ref();
+    let action = match kind {
+        RawFaultKind::Pause => Action::Pause {
+            node: target.expect("required"),
+        },
+        RawFaultKind::Hold => hold(cx, f, from.expect("required"))?,
+        RawFaultKind::HoldAll => Action::HoldAll {
+            message: *f.message.as_ref().expect("required").get_ref(),
+            from,
+        },
+        RawFaultKind::Latency => Action::Latency {
+            link: LinkSel { from, to },
+            latency_ms: cx.range(
+                f.latency_ms.as_ref().expect("required"),
+                "faults.latency_ms",
+            )?,
+        },
+        RawFaultKind::Loss => Action::Loss {
+            link: LinkSel { from, to },
+            rate: rate(cx, f)?,
+        },
+        RawFaultKind::Duplicate => Action::Duplicate {
+            link: LinkSel { from, to },
+            rate: rate(cx, f)?,
+        },
+        RawFaultKind::Reorder => Action::Reorder {
+            window_ms: cx.positive(f.window_ms.as_ref().expect("required"), "faults.window_ms")?,
+        },
+        RawFaultKind::Partition => Action::Partition {
+            cut: cut(cx, f, target, from, to, &trigger, nodes)?,
+        },
+        RawFaultKind::Heal => Action::Heal,
+        RawFaultKind::ClockJump => Action::ClockJump {
+            node: target.expect("required"),
+            delta_ms: num(&f.delta_ms),
+        },
+        RawFaultKind::ClockSkew => Action::ClockSkew {
+            node: target.expect("required"),
+            offset_ms: num(&f.offset_ms),
+        },
+        RawFaultKind::ClockDrift => {
+            let ppm = num(&f.ppm);
+            if ppm <= -1_000_000 {
+                return Err(cx.err(
+                    f.ppm.as_ref().expect("required").span(),
+                    "faults.ppm",
+                    "a clock cannot run backwards: expected ppm > -1000000",
+                ));
+            }
+            Action::ClockDrift {
+                node: target.expect("required"),
+                ppm,
+            }
+        }
+        RawFaultKind::ClockStrobe => Action::ClockStrobe {
+            node: target.expect("required"),
+            offset_ms: num(&f.offset_ms),
+            period_ms: cx.positive(f.period_ms.as_ref().expect("required"), "faults.period_ms")?,
+        },
+        RawFaultKind::Crash => Action::Crash {
+            node: target.expect("required"),
+        },
+        RawFaultKind::Restart => Action::Restart {
+            node: target.expect("required"),
+        },
+        RawFaultKind::Restore => {
+            let node = target.expect("required");
+            if node != LEASE_SERVICE_NODE {
+                return Err(cx.err(
+                    f.node.as_ref().expect("required").span(),
+                    "faults.node",
+                    format!("only {LEASE_SERVICE_NODE:?} keeps backups to restore"),
+                ));
+            }
+            let snapshot_at_ms = cx.non_negative(
+                f.snapshot_at_ms.as_ref().expect("required"),
+                "faults.snapshot_at_ms",
+            )?;
+            Action::Restore {
+                node,
+                snapshot_at_ms,
+            }
+        }
+    };
+    Ok(Fault {
+        action,
+        trigger,
+        duration_ms,
+    })
+}
+
+fn kind_name(kind: RawFaultKind) -> String {
+    let debug = format!("{kind:?}");
+    let mut out = String::new();
+    for (i, c) in debug.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+fn known_node(
+    cx: &Ctx,
+    n: &Spanned<String>,
+    nodes: &[&str],
+    field: &str,
+) -> Result<String, ScenarioError> {
+    if nodes.contains(&n.get_ref().as_str()) {
+        Ok(n.get_ref().clone())
+    } else {
+        let message = format!(
+            "unknown node {:?}; the nodes are {}",
+            n.get_ref(),
+            nodes.join(", ")
+        );
+        Err(cx.err(n.span(), field, message))
+    }
+}
+
+fn rate(cx: &Ctx, f: &RawFault) -> Result<f64, ScenarioError> {
+    let r = f.rate.as_ref().expect("required");
+    let v = *r.get_ref();
+    if !(0.0..=1.0).contains(&v) {
+        return Err(cx.err(
+            r.span(),
+            "faults.rate",
+            format!("expected a probability in [0, 1], found {v}"),
+        ));
+    }
+    Ok(v)
+}
+
+fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
+    let nth = f
+        .nth
+        .as_ref()
+        .map(|n| cx.positive(n, "faults.nth"))
+        .transpose()?
+        .unwrap_or(1);
+    let spanned = f.message.as_ref().expect("required");
+    let message = *spanned.get_ref();
+    if !message.sent_by(NodeRole::of(&from)) {
+        let m = format!(
+            "node {from:?} never sends a {:?} message, so this hold would never match",
+            message.as_str()
+        );
+        return Err(cx.err(spanned.span(), "faults.message", m));
+    }
+    Ok(Action::Hold { from, message, nth })
+}
+
+/// Exactly one of `node` (isolate), `groups`, or `from` + `to` (one way).
+fn cut(
+    cx: &Ctx,
+    f: &RawFault,
+    node: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    trigger: &Trigger,
+    nodes: &[&str],
+) -> Result<Cut, ScenarioError> {
+    let kind_span = f.kind.span();
+    let cut = match (node, &f.groups, from, to) {
+        (Some(n), None, None, None) => return Ok(Cut::Isolate(n)),
+        (None, Some(groups), None, None) => {
+            let mut out = Vec::new();
+            for g in groups.get_ref() {
+                let names = g
+                    .iter()
+                    .map(|n| known_node(cx, n, nodes, "faults.groups"))
+                    .collect::<Result<Vec<_>, _>>()?;
+                out.push(names);
+            }
+            if out.len() < 2 {
+                return Err(cx.err(
+                    groups.span(),
+                    "faults.groups",
+                    "expected at least two groups",
+                ));
+            }
+            Cut::Groups(out)
+        }
+        (None, None, Some(from), Some(to)) => Cut::OneWay { from, to },
+        _ => {
+            let m = "a partition needs exactly one of `node` (isolate it), `groups` (split), or `from` and `to` (one-way loss)";
+            return Err(cx.err(kind_span, "faults", m));
+        }
+    };
+    if !matches!(trigger, Trigger::At { .. }) {
+        return Err(cx.err(
+            kind_span,
+            "faults.at_ms",
+            "only a partition that isolates a `node` can fire on an event; give `at_ms`",
+        ));
+    }
+    Ok(cut)
+}
+
+/// Exactly one of `at_ms`, `after`, `before`; `nth` (default 1) only with an event, and only
+/// events the node actually reaches.
+fn resolve_trigger(
+    cx: &Ctx,
+    f: &RawFault,
+    span: Range<usize>,
+    node: Option<&str>,
+) -> Result<Trigger, ScenarioError> {
+    if let (Some(_), Some(n)) = (&f.at_ms, &f.nth) {
+        return Err(cx.err(
+            n.span(),
+            "faults.nth",
+            "`nth` counts events; it does not go with `at_ms`",
+        ));
+    }
+    let nth = f
+        .nth
+        .as_ref()
+        .map(|n| cx.positive(n, "faults.nth"))
+        .transpose()?
+        .unwrap_or(1);
+    for (field, ev) in [("after", &f.after), ("before", &f.before)] {
+        let Some(ev) = ev else { continue };
+        let Some(node) = node else {
+            return Err(cx.err(
+                ev.span(),
+                &format!("faults.{field}"),
+                "an event trigger needs the `node` whose event it is",
+            ));
+        };
+        let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
+        let allowed = if field == "after" { after } else { before };
+        if !allowed.contains(ev.get_ref()) {
+            let names: Vec<_> = allowed.iter().map(|e| e.as_str()).collect();
+            let message = format!(
+                "node {node:?} never reaches {field} {:?}; it can be paused {field} {}",
+                ev.get_ref().as_str(),
+                names.join(", ")
+            );
+            return Err(cx.err(ev.span(), &format!("faults.{field}"), message));
+        }
+    }
+    match (&f.at_ms, &f.after, &f.before) {
+        (Some(at), None, None) => Ok(Trigger::At {
+            at_ms: cx.non_negative(at, "faults.at_ms")?,
+        }),
+        (None, Some(ev), None) => Ok(Trigger::After {
+            event: *ev.get_ref(),
+            nth,
+        }),
+        (None, None, Some(ev)) => Ok(Trigger::Before {
+            event: *ev.get_ref(),
+            nth,
+        }),
+        _ => Err(cx.err(
+            span,
+            "faults",
+            "give exactly one of `at_ms`, `after` or `before`",
+        )),
+    }
+}
