@@ -19,6 +19,12 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("delayed-write-fenced"),
     bundle!("clock-jump-wall-expiry"),
     bundle!("clock-jump-monotonic-expiry"),
+    bundle!("partition-holder-careful"),
+    bundle!("partition-holder-careless"),
+    bundle!("crash-durable-counter"),
+    bundle!("crash-memory-counter"),
+    bundle!("restore-store-counter"),
+    bundle!("restore-durable-counter"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -168,3 +168,33 @@ fn clock_jump_with_wall_expiry_is_invalid_on_every_seed() {
 fn clock_jump_with_monotonic_expiry_is_valid_on_every_seed() {
     expect_met_on_range("clock-jump-monotonic-expiry.toml");
 }
+
+#[test]
+fn partition_holder_careful_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("partition-holder-careful.toml");
+}
+
+#[test]
+fn partition_holder_careless_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("partition-holder-careless.toml");
+}
+
+#[test]
+fn crash_durable_counter_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("crash-durable-counter.toml");
+}
+
+#[test]
+fn crash_memory_counter_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("crash-memory-counter.toml");
+}
+
+#[test]
+fn restore_store_counter_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("restore-store-counter.toml");
+}
+
+#[test]
+fn restore_durable_counter_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("restore-durable-counter.toml");
+}

@@ -128,3 +128,126 @@ fn a_latency_window_changes_delays_only_inside_it() {
     let write_invoke = first_op(&h, OpFn::Write, OpType::Invoke);
     assert_eq!(ms(write_ok.at.time_ns - write_invoke.at.time_ns), 10);
 }
+
+/// (wall_ms - mono_ms) of every record made by `node`, with its true time in ms.
+fn offsets(h: &History, node: &str) -> Vec<(u64, i64)> {
+    h.entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Op(o) if o.node == node => Some((ms(o.at.time_ns), o.at.wall_ms - o.at.mono_ms)),
+            Entry::Event(ev) if ev.node == node => {
+                Some((ms(ev.at.time_ns), ev.at.wall_ms - ev.at.mono_ms))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_wall_clock_jump_moves_only_the_wall_clock_of_its_node() {
+    let h = run(
+        "[[faults]]\nkind = \"clock-jump\"\nnode = \"client-1\"\nat_ms = 15\ndelta_ms = -5000",
+        0,
+    );
+    let client = offsets(&h, "client-1");
+    assert!(client.iter().any(|(t, _)| *t < 15));
+    for (t, offset) in client {
+        assert_eq!(offset, if t < 15 { 0 } else { -5000 }, "at {t} ms");
+    }
+    // The monotonic clock did not move: client-1's records keep mono_ms == true ms.
+    for e in h.ops() {
+        assert_eq!(e.at.mono_ms as u64, ms(e.at.time_ns));
+    }
+    assert!(offsets(&h, "lease-service").iter().all(|(_, o)| *o == 0));
+}
+
+#[test]
+fn drift_makes_both_clocks_run_fast_from_the_moment_it_strikes() {
+    let h = run(
+        "[[faults]]\nkind = \"clock-drift\"\nnode = \"client-1\"\nat_ms = 0\nppm = 100000",
+        0,
+    );
+    let write = first_op(&h, OpFn::Write, OpType::Invoke);
+    // 1020 ms of true time at 1.1x.
+    assert_eq!((write.at.mono_ms, write.at.wall_ms), (1122, 1122));
+}
+
+#[test]
+fn a_strobe_flips_the_wall_clock_and_returns_it_to_its_offset() {
+    let faults = "[[faults]]\nkind = \"clock-skew\"\nnode = \"client-1\"\nat_ms = 0\noffset_ms = 300\n\
+                  [[faults]]\nkind = \"clock-strobe\"\nnode = \"client-1\"\nat_ms = 2\noffset_ms = 5000\nperiod_ms = 4\nduration_ms = 12";
+    let h = run(faults, 0);
+    let client = offsets(&h, "client-1");
+    let (during, after): (Vec<_>, Vec<_>) = client.iter().partition(|(t, _)| *t < 14);
+    assert!(during.iter().any(|(_, o)| *o == 5300), "{during:?}");
+    assert!(
+        !after.is_empty() && after.iter().all(|(_, o)| *o == 300),
+        "{after:?}"
+    );
+    let strobe: Vec<_> = h
+        .events()
+        .filter(|e| e.event == EventKind::ClockStrobe)
+        .map(|e| (e.phase, ms(e.at.time_ns)))
+        .collect();
+    assert_eq!(strobe, [(Some(Phase::Start), 2), (Some(Phase::End), 14)]);
+}
+
+/// Two clients; the lease service syncs every 1000 ms and keeps its counter in the store.
+fn crash_at(at_ms: u64) -> Vec<u64> {
+    let text = format!(
+        "name = \"crash\"\nduration_ms = 30000\n[network]\nlatency_ms = [5, 5]\n\
+         [lock_service]\ntoken_counter = \"store\"\nfsync = \"periodic\"\nfsync_every_ms = 1000\n\
+         [[clients]]\nname = \"client-1\"\nttl_ms = 3000\nwork_ms = 100\n\
+         [[clients]]\nname = \"client-2\"\nttl_ms = 3000\nwork_ms = 100\nstart_ms = 4000\n\
+         [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = {at_ms}\nduration_ms = 100\n\
+         [expect]\nverdict = \"valid\"\n"
+    );
+    let scenario = fencesim_scenario::parse(&text, "crash.toml").unwrap();
+    let outcome = fencesim_sim::run(&scenario, 0);
+    assert_eq!(outcome.failure, None);
+    outcome
+        .history
+        .events()
+        .filter(|e| e.event == EventKind::Grant)
+        .map(|e| e.token.unwrap())
+        .collect()
+}
+
+#[test]
+fn a_crash_loses_exactly_the_writes_not_yet_synced() {
+    // Grant at ~10 ms and release at ~130 ms, both unsynced at 500 ms: the counter is lost.
+    assert_eq!(crash_at(500), [1, 1]);
+    // By 1500 ms the 1000 ms sync has made them durable.
+    assert_eq!(crash_at(1500), [1, 2]);
+}
+
+#[test]
+fn a_crashed_client_restarts_as_a_new_process_from_its_first_cycle() {
+    let h = run(
+        "[[faults]]\nkind = \"crash\"\nnode = \"client-1\"\nafter = \"grant\"\nduration_ms = 200",
+        0,
+    );
+    let acquires: Vec<_> = h
+        .ops()
+        .filter(|o| o.f == OpFn::Acquire && o.op_type == OpType::Invoke)
+        .map(|o| o.process)
+        .collect();
+    assert_eq!(acquires[0], 0);
+    assert!(
+        acquires[1..].iter().all(|p| *p == 1),
+        "the restarted client is process 1: {acquires:?}"
+    );
+    // Its old lease (token 1, TTL 10 s) still blocks it until the service expires it.
+    let grants: Vec<_> = h
+        .events()
+        .filter(|e| e.event == EventKind::Grant)
+        .map(|e| (e.token, ms(e.at.time_ns) >= 10_000))
+        .collect();
+    assert_eq!(grants, [(Some(1), false), (Some(2), true)]);
+    let beliefs: Vec<_> = h
+        .events()
+        .filter(|e| e.event == EventKind::Belief)
+        .map(|e| (e.phase, e.detail.clone()))
+        .collect();
+    assert_eq!(beliefs[1], (Some(Phase::End), Some("crashed".into())));
+}

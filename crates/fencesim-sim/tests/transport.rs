@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fencesim_scenario::{LatencyRange, MessageKind, NetworkSpec};
+use fencesim_scenario::{Cut, LatencyRange, LinkSel, MessageKind, NetworkSpec};
 use fencesim_sim::clock::Clocks;
 use fencesim_sim::seeds::{rng, Stream};
-use fencesim_sim::transport::{HoldRule, Network};
+use fencesim_sim::transport::{HoldRule, Network, Rule};
 use fencesim_sim::Message;
 
 fn elapsed_ms() -> u64 {
@@ -128,4 +128,116 @@ fn a_paused_receiver_gets_its_messages_on_resume() {
         got.await.unwrap()
     });
     assert_eq!(seen_ms, 301);
+}
+
+/// Send `n` reads each way between a and b with `rule` in force; count what arrives where.
+fn exchange(rule: Rule, n: usize) -> (usize, usize) {
+    simulate(async move {
+        let (net, mut inboxes) = Network::new(
+            &["a", "b"],
+            spec(5),
+            rng(0, Stream::Network),
+            vec![],
+            Default::default(),
+            Arc::new(Clocks::default()),
+        );
+        net.add_rule(7, rule);
+        for _ in 0..n {
+            net.send("a", "b", None, None, read("a->b"));
+            net.send("b", "a", None, None, read("b->a"));
+        }
+        madsim::time::sleep(Duration::from_millis(100)).await;
+        let (a, b) = (inboxes.remove("a").unwrap(), inboxes.remove("b").unwrap());
+        (b.len(), a.len())
+    })
+}
+
+#[test]
+fn a_one_way_partition_drops_one_direction_only() {
+    let cut = Rule::Cut(Cut::OneWay {
+        from: "a".into(),
+        to: "b".into(),
+    });
+    assert_eq!(exchange(cut, 10), (0, 10));
+}
+
+#[test]
+fn an_isolated_node_hears_nothing_and_is_heard_by_no_one() {
+    assert_eq!(exchange(Rule::Cut(Cut::Isolate("b".into())), 10), (0, 0));
+}
+
+#[test]
+fn duplication_delivers_twice() {
+    let dup = Rule::Duplicate(
+        LinkSel {
+            from: Some("a".into()),
+            to: None,
+        },
+        1.0,
+    );
+    assert_eq!(exchange(dup, 10), (20, 10));
+}
+
+#[test]
+fn loss_drops_about_its_rate() {
+    let (to_b, to_a) = exchange(Rule::Loss(LinkSel::default(), 0.5), 1000);
+    assert!((400..=600).contains(&to_b), "{to_b}");
+    assert!((400..=600).contains(&to_a), "{to_a}");
+}
+
+#[test]
+fn a_message_in_flight_when_the_link_is_cut_is_lost_and_one_sent_before_a_heal_lands() {
+    let (dropped, healed) = simulate(async {
+        let (net, mut inboxes) = Network::new(
+            &["a", "b"],
+            spec(50),
+            rng(0, Stream::Network),
+            vec![],
+            Default::default(),
+            Arc::new(Clocks::default()),
+        );
+        let inbox = inboxes.remove("b").unwrap();
+        net.send("a", "b", None, None, read("cut under it"));
+        madsim::time::sleep(Duration::from_millis(10)).await;
+        net.add_rule(1, Rule::Cut(Cut::Isolate("b".into())));
+        madsim::time::sleep(Duration::from_millis(100)).await;
+        let dropped = net.stats().dropped_by_partition;
+        net.remove_rules(1);
+        net.send("a", "b", None, None, read("after heal"));
+        let env = inbox.recv().await.unwrap();
+        (dropped, env.body)
+    });
+    assert_eq!(dropped, 1);
+    assert_eq!(healed, read("after heal"));
+}
+
+#[test]
+fn reordering_lets_later_messages_overtake() {
+    let order = simulate(async {
+        let (net, mut inboxes) = Network::new(
+            &["a", "b"],
+            spec(1),
+            rng(3, Stream::Network),
+            vec![],
+            Default::default(),
+            Arc::new(Clocks::default()),
+        );
+        net.add_rule(1, Rule::Reorder(100));
+        let inbox = inboxes.remove("b").unwrap();
+        for i in 0..20 {
+            net.send("a", "b", None, None, read(&i.to_string()));
+        }
+        let mut order = Vec::new();
+        for _ in 0..20 {
+            let Message::Read { key } = inbox.recv().await.unwrap().body else {
+                unreachable!()
+            };
+            order.push(key.parse::<u32>().unwrap());
+        }
+        order
+    });
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(sorted, (0..20).collect::<Vec<_>>());
+    assert_ne!(order, sorted, "some message overtook another");
 }
