@@ -25,6 +25,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("crash-memory-counter"),
     bundle!("restore-store-counter"),
     bundle!("restore-durable-counter"),
+    bundle!("random-nemesis-fenced"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use fencesim::run::{run_seed, RunOptions, SeedRun};
+use fencesim::run::{default_jobs, sweep, write, RunOptions, SeedRun};
 use fencesim::{bundled, exit, report::RunVerdict, Scenario};
 
 /// Print a line to stdout, ignoring a closed pipe (`fencesim run ... | head -1`): the exit
@@ -48,6 +48,29 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
     },
+    /// Run many seeds in parallel; write files only for seeds that miss the expectation.
+    Explore {
+        /// A scenario file, or the name of a bundled scenario.
+        scenario: String,
+        /// The seeds, `A..B` (half-open).
+        #[arg(long)]
+        seeds: String,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Force swarm mode on the scenario's random nemesis.
+        #[arg(long)]
+        swarm: bool,
+        /// Output root for the seeds that miss.
+        #[arg(long, value_name = "DIR", default_value = "reports/runs")]
+        out: PathBuf,
+        /// Run each seed twice and fail unless the histories are byte-identical.
+        #[arg(long)]
+        check_determinism: bool,
+    },
     /// Check a history.jsonl file (recorded by fencesim or converted from a real system).
     Check {
         /// The history file.
@@ -68,6 +91,23 @@ fn main() -> ExitCode {
             expect,
             check_determinism,
         } => run(&scenario, seed, out, expect, check_determinism),
+        Command::Explore {
+            scenario,
+            seeds,
+            jobs,
+            shard,
+            swarm,
+            out,
+            check_determinism,
+        } => explore(
+            &scenario,
+            &seeds,
+            jobs,
+            shard.as_deref(),
+            swarm,
+            out,
+            check_determinism,
+        ),
         Command::Check { history } => check(&history),
         Command::List => list(),
     };
@@ -87,7 +127,7 @@ fn init_tracing() {
 /// Load a scenario from a path, or else from the bundled set by name.
 fn load(arg: &str) -> Result<Scenario, String> {
     let path = Path::new(arg);
-    if !path.exists() {
+    if !path.is_file() {
         if let Some((file, text)) = bundled::find(arg) {
             return fencesim::parse_scenario(text, &format!("bundled:{file}"))
                 .map_err(|e| e.to_string());
@@ -109,43 +149,148 @@ fn run(arg: &str, seed: Option<u64>, out: PathBuf, expect: bool, check_determini
         scenario_arg: arg.to_owned(),
         check_determinism,
     };
-    let seeds = match (seed, expect) {
-        (Some(s), _) => s..s + 1,
-        (None, false) => scenario.seeds.start..scenario.seeds.start + 1,
-        (None, true) => scenario.seeds.start..scenario.seeds.end,
+    let seeds: Vec<u64> = match (seed, expect) {
+        (Some(s), _) => vec![s],
+        (None, false) => vec![scenario.seeds.start],
+        (None, true) => (scenario.seeds.start..scenario.seeds.end).collect(),
     };
-    let sweep = seeds.end - seeds.start > 1;
+    let runs = match sweep(&scenario, &seeds, default_jobs(), &opts, |done| {
+        write(&opts.out, done)
+    }) {
+        Ok(runs) => runs,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the run's output under {}: {e}",
+                opts.out.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    let single = runs.len() == 1;
     let mut worst = exit::VALID;
-    let mut met = 0u64;
-    for seed in seeds.clone() {
-        let done = match run_seed(&scenario, seed, &opts) {
-            Ok(done) => done,
-            Err(e) => {
-                eprintln!(
-                    "error: cannot write the run's output under {}: {e}",
-                    opts.out.display()
-                );
-                return exit::BAD_INPUT;
-            }
-        };
-        let code = seed_exit_code(&done, expect);
-        met += u64::from(done.report.expectation.met);
+    for done in &runs {
+        let code = seed_exit_code(&done.report, expect);
         // A sweep prints only the seeds that need attention; a single run always prints.
-        if !sweep || code != exit::VALID {
-            print_seed(&done, expect);
+        if single || code != exit::VALID {
+            print_seed(done, expect);
         }
         worst = worse(worst, code);
     }
-    if sweep {
-        let total = seeds.end - seeds.start;
+    if !single {
+        let met = runs.iter().filter(|d| d.report.expectation.met).count();
+        let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
         say!(
-            "{}: expectation met on {met}/{total} seeds ({}..{})",
+            "{}: expectation met on {met}/{} seeds ({first}..{})",
             scenario.name,
-            seeds.start,
-            seeds.end
+            runs.len(),
+            last + 1
         );
     }
     worst
+}
+
+/// `explore`: many seeds in parallel, files only for seeds that miss the expectation.
+fn explore(
+    arg: &str,
+    seeds: &str,
+    jobs: Option<usize>,
+    shard: Option<&str>,
+    swarm: bool,
+    out: PathBuf,
+    check_determinism: bool,
+) -> u8 {
+    let mut scenario = match load(arg) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let seeds = match select_seeds(seeds, shard) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    if swarm {
+        match scenario.nemesis.as_mut() {
+            Some(n) => n.swarm = true,
+            None => {
+                eprintln!("error: {arg}: --swarm needs a scenario with a [nemesis] section");
+                return exit::BAD_INPUT;
+            }
+        }
+    }
+    let opts = RunOptions {
+        out,
+        scenario_arg: arg.to_owned(),
+        check_determinism,
+    };
+    let clock = fencesim::bench::Stopwatch::start();
+    let handle = |done: fencesim::run::Evaluated| -> std::io::Result<Option<SeedRun>> {
+        if done.report.expectation.met {
+            Ok(None)
+        } else {
+            write(&opts.out, done).map(Some)
+        }
+    };
+    let missed = match sweep(
+        &scenario,
+        &seeds,
+        jobs.unwrap_or_else(default_jobs),
+        &opts,
+        handle,
+    ) {
+        Ok(results) => results.into_iter().flatten().collect::<Vec<_>>(),
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the run's output under {}: {e}",
+                opts.out.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    let seconds = clock.seconds();
+    let mut worst = exit::VALID;
+    for done in &missed {
+        print_seed(done, true);
+        worst = worse(worst, seed_exit_code(&done.report, true));
+    }
+    say!(
+        "{}: expectation met on {}/{} seeds in {seconds:.1} s ({:.0} seeds/s)",
+        scenario.name,
+        seeds.len() - missed.len(),
+        seeds.len(),
+        seeds.len() as f64 / seconds.max(1e-9)
+    );
+    worst
+}
+
+/// Parse `A..B` and an optional `I/N` shard (every N-th seed from the I-th).
+fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
+    let (a, b) = range.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u64) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if a >= b {
+        return Err(bad());
+    }
+    let (index, count) = match shard {
+        None => (0, 1),
+        Some(s) => {
+            let bad = || format!("--shard: expected I/N with I < N, found {s:?}");
+            let (i, n) = s.split_once('/').ok_or_else(bad)?;
+            let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+            if n == 0 || i >= n {
+                return Err(bad());
+            }
+            (i, n)
+        }
+    };
+    Ok((a..b).filter(|s| (s - a) % count == index).collect())
 }
 
 fn print_seed(done: &SeedRun, expect: bool) {
@@ -178,13 +323,12 @@ fn print_seed(done: &SeedRun, expect: bool) {
         );
     }
     say!("report: {}", done.report_path.display());
-    if seed_exit_code(done, expect) != exit::VALID {
+    if seed_exit_code(&done.report, expect) != exit::VALID {
         say!("reproduce: {}", r.reproduce);
     }
 }
 
-fn seed_exit_code(done: &SeedRun, expect: bool) -> u8 {
-    let r = &done.report;
+fn seed_exit_code(r: &fencesim::report::Report, expect: bool) -> u8 {
     match r.verdict {
         RunVerdict::SimFailed => exit::SIM_FAILED,
         _ if expect => {

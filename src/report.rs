@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use fencesim_checker::{CheckResult, UnsafeExposure, Violation};
 use fencesim_history::{Entry, History};
 use fencesim_scenario::{Expectation, Scenario};
+use fencesim_sim::random_nemesis::NemesisPlan;
 use fencesim_sim::{NetStats, SimFailure};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -92,6 +93,8 @@ pub struct Report {
     pub failure: Option<SimFailure>,
     /// What the network did with messages.
     pub network: NetStats,
+    /// What the random nemesis drew for this seed (kinds switched on, ranges, the schedule).
+    pub nemesis: Option<NemesisPlan>,
     /// The history file.
     pub history: HistoryRef,
     /// Record counts.

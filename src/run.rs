@@ -2,6 +2,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use fencesim_history::write_jsonl;
 use fencesim_scenario::Scenario;
@@ -85,10 +87,18 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// Simulate `scenario` with `seed`, check it and write both files. I/O errors (an unwritable
-/// output directory) are returned; everything else, including a failed simulation, is in the
-/// report.
-pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<SeedRun> {
+/// One seed simulated and checked, not yet written.
+#[derive(Clone, Debug)]
+pub struct Evaluated {
+    /// The report (its paths are relative to the seed's directory).
+    pub report: Report,
+    /// history.jsonl's bytes.
+    pub history: Vec<u8>,
+}
+
+/// Simulate `scenario` with `seed` and check it. Everything, including a failed simulation,
+/// ends up in the report; only serializing can fail.
+pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<Evaluated> {
     let outcome = fencesim_sim::run(scenario, seed);
     let mut bytes = Vec::new();
     write_jsonl(&outcome.history, &mut bytes)?;
@@ -97,9 +107,6 @@ pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
         failure = determinism_failure(scenario, seed, &bytes)?;
     }
     let result = fencesim_checker::check(&outcome.history);
-    let dir = seed_dir(&opts.out, scenario, seed);
-    fs::create_dir_all(&dir)?;
-    fs::write(dir.join("history.jsonl"), &bytes)?;
     let met = failure.is_none() && is_met(&scenario.expect, &result);
     let report = Report {
         schema_version: report::SCHEMA_VERSION,
@@ -107,7 +114,7 @@ pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
         scenario: scenario.clone(),
         seed,
         verdict: report::verdict(&result, failure.as_ref()),
-        violations: result.violations.clone(),
+        violations: result.violations,
         unsafe_exposure: result.unsafe_exposure,
         expectation: ExpectationResult {
             expected: scenario.expect.clone(),
@@ -115,6 +122,7 @@ pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
         },
         failure,
         network: outcome.net_stats,
+        nemesis: outcome.nemesis,
         history: HistoryRef {
             file: "history.jsonl".into(),
             sha256: report::sha256_hex(&bytes),
@@ -128,13 +136,63 @@ pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
             .map_or(0, |e| e.at().time_ns / 1_000_000),
         reproduce: format!("fencesim run {} --seed {seed}", opts.scenario_arg),
     };
+    Ok(Evaluated {
+        report,
+        history: bytes,
+    })
+}
+
+/// Write history.jsonl and report.json under `out/<name>/<seed>/`.
+pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
+    let dir = seed_dir(out, &done.report.scenario, done.report.seed);
+    fs::create_dir_all(&dir)?;
+    fs::write(dir.join("history.jsonl"), &done.history)?;
     let report_path = dir.join("report.json");
-    let json = serde_json::to_vec_pretty(&report).map_err(std::io::Error::other)?;
+    let json = serde_json::to_vec_pretty(&done.report).map_err(std::io::Error::other)?;
     fs::write(&report_path, json)?;
     Ok(SeedRun {
-        report,
+        report: done.report,
         report_path,
     })
+}
+
+/// Simulate, check and write one seed. I/O errors (an unwritable output directory) are
+/// returned; everything else is in the report.
+pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<SeedRun> {
+    write(&opts.out, evaluate(scenario, seed, opts)?)
+}
+
+/// Evaluate every seed of `seeds` on `jobs` threads (each seed still gets its own simulation
+/// thread) and pass each result to `handle` on the worker that made it (so histories need not
+/// pile up in memory). Returns `handle`'s results in seed order, or the first error.
+pub fn sweep<T: Send>(
+    scenario: &Scenario,
+    seeds: &[u64],
+    jobs: usize,
+    opts: &RunOptions,
+    handle: impl Fn(Evaluated) -> std::io::Result<T> + Sync,
+) -> std::io::Result<Vec<T>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, std::io::Result<T>)>> = Mutex::new(Vec::new());
+    // Worker threads sit outside any simulation; each only calls into `evaluate`.
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&seed) = seeds.get(i) else { break };
+                let result = evaluate(scenario, seed, opts).and_then(&handle);
+                results.lock().expect("sweep results").push((i, result));
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("sweep results");
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Worker threads to use by default: one per core.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Run the seed a second time in this process and compare the serialized histories.

@@ -110,7 +110,7 @@ fn a_zero_duration() {
         "duration_ms = 0\n",
         "12:15",
         "faults.duration_ms",
-        "expected a positive integer, found 0",
+        "expected a positive integer of at most 1000000000000, found 0",
     );
 }
 
@@ -122,7 +122,7 @@ fn a_negative_duration() {
         "duration_ms = -5",
         "2:15",
         "duration_ms",
-        "expected a positive integer, found -5",
+        "expected a positive integer of at most 1000000000000, found -5",
     );
 }
 
@@ -250,5 +250,85 @@ fn an_expectation_no_checker_can_meet() {
         "verdict = \"invalid\"\nviolations = [\"not-linearizable\"]",
     );
     assert_eq!(code, Some(2), "{stderr}");
-    assert_eq!(stderr, format!("error: {file}: field `expect.violations`: not-linearizable is not checked by this version of fencesim, so the expectation could never be met\n"));
+    assert_eq!(stderr, format!("error: {file}:15:15: field `expect.violations`: not-linearizable is not checked by this version of fencesim, so this expectation could never be decided\n"));
+}
+
+#[test]
+fn a_time_too_large_to_simulate() {
+    assert_located(
+        "bad-huge",
+        "duration_ms = 10000",
+        "duration_ms = 18446744073710",
+        "2:15",
+        "duration_ms",
+        "at most 1000000000000, found 18446744073710",
+    );
+}
+
+#[test]
+fn too_many_clients() {
+    assert_located(
+        "bad-count",
+        "name = \"client-1\"\nttl_ms",
+        "count = 100000\nttl_ms",
+        "6:9",
+        "clients.count",
+        "expected at most 1000 clients in all, found 100000",
+    );
+}
+
+#[test]
+fn one_key_written_under_two_locks() {
+    let two = "name = \"client-1\"\nttl_ms = 5000\n[[clients]]\nname = \"client-2\"\nlock = \"other\"\nttl_ms = 5000\n";
+    let (code, stderr, file) =
+        run_variant("bad-two-locks", "name = \"client-1\"\nttl_ms = 5000\n", two);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {file}:11:10: field `clients.key`: key \"register\" is written under lock \"lock\"")), "{stderr}");
+}
+
+#[test]
+fn a_fault_after_the_run_ends() {
+    assert_located(
+        "bad-late",
+        "before = \"write\"",
+        "at_ms = 10000",
+        "11:9",
+        "faults.at_ms",
+        "the run ends at duration_ms = 10000",
+    );
+}
+
+#[test]
+fn a_client_name_with_a_newline() {
+    assert_located(
+        "bad-newline",
+        "name = \"client-1\"",
+        "name = \"client\\nFAKE\"",
+        "6:8",
+        "clients.name",
+        "expected 1 to 64 letters",
+    );
+}
+
+#[test]
+fn the_largest_seed_runs() {
+    let dir = out_dir("max-seed");
+    let o = fencesim(&[
+        "run",
+        "pause-unfenced",
+        "--seed",
+        "18446744073709551615",
+        "--expect",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("pause-unfenced seed 18446744073709551615: INVALID"),
+        "{stdout}"
+    );
+    assert!(dir
+        .join("pause-unfenced/18446744073709551615/report.json")
+        .is_file());
 }

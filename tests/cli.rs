@@ -21,7 +21,7 @@ fn every_scenario_file_is_bundled_and_parses() {
     for (file, text) in fencesim::bundled::SCENARIOS {
         let disk = std::fs::read_to_string(support::root().join("scenarios").join(file)).unwrap();
         assert_eq!(&disk, text);
-        let s = fencesim_scenario::parse(text, file).unwrap();
+        let s = fencesim::parse_scenario(text, file).unwrap();
         assert_eq!(
             format!("{}.toml", s.name),
             *file,

@@ -40,9 +40,12 @@ fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Viol
     for (lock, mut list) in by_lock {
         list.sort_by_key(|i| i.start);
         for (n, later) in list.iter().enumerate() {
+            // Strict overlap: an interval that ends where another starts does not clash, and an
+            // empty one clashes with nothing.
             let clash = list[..n].iter().find(|earlier| {
                 (earlier.holder != later.holder || earlier.token != later.token)
                     && earlier.end_ns() > later.start.1
+                    && later.end_ns() > later.start.1
             });
             if let Some(earlier) = clash {
                 let until = earlier

@@ -10,6 +10,7 @@
 mod exclusion;
 mod exposure;
 mod leases;
+mod progress;
 mod stale_write;
 mod tokens;
 
@@ -69,6 +70,7 @@ pub const CHECKED_KINDS: &[ViolationKind] = &[
     ViolationKind::TokenReused,
     ViolationKind::MutualExclusionService,
     ViolationKind::MutualExclusionClient,
+    ViolationKind::NoProgressAfterHeal,
 ];
 
 /// Run every check on `history`.
@@ -79,6 +81,7 @@ pub fn check(history: &History) -> CheckResult {
     violations.extend(tokens::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));
+    violations.extend(progress::check(history));
     let verdict = if violations.is_empty() {
         Verdict::Valid
     } else {

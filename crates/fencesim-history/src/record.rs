@@ -142,6 +142,9 @@ pub enum EventKind {
     Restart,
     /// Nemesis: the lease service brought back from an older backup.
     Restore,
+    /// Nemesis: the random nemesis's final heal; a fenced write must be accepted within
+    /// `window_ms` after it.
+    FinalHeal,
 }
 
 impl EventKind {
@@ -171,6 +174,7 @@ impl EventKind {
             EventKind::Crash => "crash",
             EventKind::Restart => "restart",
             EventKind::Restore => "restore",
+            EventKind::FinalHeal => "final-heal",
         }
     }
 
@@ -240,6 +244,9 @@ pub struct Event {
     /// Free-form detail of a nemesis action (for example the held message's kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For `final-heal`: the window after it in which a fenced write must be accepted, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms: Option<u64>,
 }
 
 impl Event {
@@ -259,6 +266,7 @@ impl Event {
             op: None,
             target: None,
             detail: None,
+            window_ms: None,
         }
     }
 }
@@ -340,6 +348,7 @@ mod tests {
             EventKind::Crash,
             EventKind::Restart,
             EventKind::Restore,
+            EventKind::FinalHeal,
         ];
         for kind in all {
             assert_eq!(

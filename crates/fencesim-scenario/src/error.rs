@@ -13,16 +13,6 @@ pub enum ScenarioError {
         /// The operating system's reason.
         message: String,
     },
-    /// The scenario is well-formed but asks for something this version cannot do.
-    #[error("{file}: field `{field}`: {message}")]
-    Unsupported {
-        /// The path as given.
-        file: String,
-        /// The field.
-        field: String,
-        /// What is not supported.
-        message: String,
-    },
     /// The file was read but a field is wrong.
     #[error("{file}:{line}:{column}: field `{field}`: {message}")]
     Invalid {

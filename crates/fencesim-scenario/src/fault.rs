@@ -189,6 +189,13 @@ pub enum Action {
         /// The node.
         node: String,
     },
+    /// The random nemesis's final heal: every fault ends, every node resumes (and restarts if
+    /// crashed), every clock settles back to true time. Afterwards a fenced write must be
+    /// accepted within `window_ms`. Drawn by `[nemesis]`, not written in `[[faults]]`.
+    FinalHeal {
+        /// The recovery window, simulated ms.
+        window_ms: u64,
+    },
     /// Crash the lease service and bring it back from its durable state as it was at
     /// `snapshot_at_ms` (a backup restore).
     Restore {
@@ -219,6 +226,7 @@ impl Action {
             Action::Crash { .. } => "crash",
             Action::Restart { .. } => "restart",
             Action::Restore { .. } => "restore",
+            Action::FinalHeal { .. } => "final-heal",
         }
     }
 

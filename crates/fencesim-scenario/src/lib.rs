@@ -12,31 +12,40 @@ mod model;
 mod raw;
 mod validate;
 mod validate_fault;
+mod validate_nemesis;
 
 use std::path::Path;
+
+use fencesim_history::ViolationKind;
 
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
     ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, Fsync, LatencyRange, LinkLatency,
-    LockServiceKind, LockServiceSpec, MessageKind, NetworkSpec, NodeEvent, NodeRole, ResourceMode,
-    ResourceSpec, Scenario, SeedRange, TokenCounter, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES,
-    RESOURCE_NODE,
+    LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole,
+    Range64, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, LEASE_SERVICE_NODE,
+    RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 
-/// Read and validate the scenario file at `path`.
-pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+/// Read and validate the scenario file at `path`. `checked`, if given, lists the violation
+/// kinds the checker in use can find; an expectation naming another is refused.
+pub fn load(path: &Path, checked: Option<&[ViolationKind]>) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
     let source = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
         file: file.clone(),
         message: e.to_string(),
     })?;
-    parse(&source, &file)
+    parse(&source, &file, checked)
 }
 
-/// Validate scenario TOML `source`; `file` is only used in error messages.
-pub fn parse(source: &str, file: &str) -> Result<Scenario, ScenarioError> {
+/// Validate scenario TOML `source`; `file` is only used in error messages. `checked` as for
+/// [`load`].
+pub fn parse(
+    source: &str,
+    file: &str,
+    checked: Option<&[ViolationKind]>,
+) -> Result<Scenario, ScenarioError> {
     let raw: raw::RawScenario =
         toml::from_str(source).map_err(|e| ScenarioError::from_toml(&e, source, file))?;
-    validate::resolve(raw, source, file)
+    validate::resolve(raw, source, file, checked)
 }

@@ -37,6 +37,53 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     /// What the checker must conclude on every seed of `seeds`.
     pub expect: Expectation,
+    /// Faults drawn from the seed, if any.
+    pub nemesis: Option<NemesisSpec>,
+}
+
+/// `[nemesis]`: a random nemesis in the manner of Jepsen's combined nemeses, with swarm
+/// testing (Groce et al. 2012): each seed may switch on only a subset of the fault kinds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NemesisSpec {
+    /// Fault kinds to draw from (`kind` names of `[[faults]]`).
+    pub kinds: Vec<String>,
+    /// Swarm mode: each seed uses a random non-empty subset of `kinds` and narrows the ranges.
+    pub swarm: bool,
+    /// Nodes faults may target (node-bound kinds).
+    pub targets: Vec<String>,
+    /// When the first fault may start, simulated ms.
+    pub start_ms: u64,
+    /// Gap between fault starts, ms.
+    pub interval_ms: LatencyRange,
+    /// How long each fault lasts, ms.
+    pub duration_ms: LatencyRange,
+    /// When the final heal happens: every fault ends, every node resumes and restarts, every
+    /// clock settles back to true time. No fault starts after it.
+    pub heal_at_ms: u64,
+    /// After the final heal, a fenced write must be accepted within this many maximum lease
+    /// periods (`max_ttl_ms`), else `no-progress-after-heal`.
+    pub recovery_periods: u64,
+    /// Clock jump sizes, ms (a negative bound allows backward jumps).
+    pub clock_jump_ms: Range64,
+    /// Clock skew offsets and strobe sizes, ms.
+    pub clock_offset_ms: Range64,
+    /// Clock drift, ppm.
+    pub drift_ppm: Range64,
+    /// Loss and duplication probabilities, [low, high].
+    pub rate: [f64; 2],
+    /// Latency windows' ranges are drawn inside this, ms.
+    pub latency_ms: LatencyRange,
+    /// Reorder windows, ms.
+    pub reorder_window_ms: LatencyRange,
+}
+
+/// A signed range, both ends inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Range64 {
+    /// Lowest.
+    pub min: i64,
+    /// Highest.
+    pub max: i64,
 }
 
 /// A half-open range of root seeds, `start..end`.

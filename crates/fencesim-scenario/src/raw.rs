@@ -30,6 +30,27 @@ pub(crate) struct RawScenario {
     #[serde(default)]
     pub faults: Vec<Spanned<RawFault>>,
     pub expect: Option<RawExpect>,
+    pub nemesis: Option<Spanned<RawNemesis>>,
+}
+
+/// `[nemesis]`: faults drawn from the seed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNemesis {
+    pub kinds: Spanned<Vec<Spanned<RawFaultKind>>>,
+    pub swarm: Option<bool>,
+    pub targets: Option<Vec<Spanned<String>>>,
+    pub start_ms: Option<Num>,
+    pub interval_ms: Option<Pair>,
+    pub duration_ms: Option<Pair>,
+    pub heal_at_ms: Num,
+    pub recovery_periods: Option<Num>,
+    pub clock_jump_ms: Option<Pair>,
+    pub clock_offset_ms: Option<Pair>,
+    pub drift_ppm: Option<Pair>,
+    pub rate: Option<Spanned<Vec<f64>>>,
+    pub latency_ms: Option<Pair>,
+    pub reorder_window_ms: Option<Pair>,
 }
 
 #[derive(Deserialize, Default)]
@@ -174,6 +195,6 @@ impl RawFault {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawExpect {
     pub verdict: Spanned<ExpectedVerdict>,
-    pub violations: Option<Spanned<Vec<ViolationKind>>>,
-    pub absent: Option<Spanned<Vec<ViolationKind>>>,
+    pub violations: Option<Spanned<Vec<Spanned<ViolationKind>>>>,
+    pub absent: Option<Spanned<Vec<Spanned<ViolationKind>>>>,
 }

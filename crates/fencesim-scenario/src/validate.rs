@@ -1,6 +1,6 @@
 //! From the raw form to a resolved [`Scenario`]: defaults, ranges and cross-references.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use toml::Spanned;
@@ -9,6 +9,24 @@ use crate::error::ScenarioError;
 use crate::model::*;
 use crate::model::{ExpiryClock, Fsync, LinkLatency, TokenCounter};
 use crate::raw::*;
+use fencesim_history::ViolationKind;
+
+/// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
+pub(crate) const MAX_NUMBER: i64 = 1_000_000_000_000;
+/// The most clients one scenario may have.
+const MAX_CLIENTS: usize = 1_000;
+/// The longest node or scenario name.
+const MAX_NAME: usize = 64;
+
+/// Whether `name` is a safe node or directory name.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
 
 /// Defaults, documented in docs/scenario-format.md.
 const DEFAULT_SEEDS: SeedRange = SeedRange { start: 0, end: 10 };
@@ -42,17 +60,36 @@ impl Ctx<'_> {
     }
 
     /// A number that must be >= `min`.
+    /// A number in `min..=MAX_NUMBER`. The upper bound keeps every time in ns inside u64
+    /// (a simulated ms is a million ns) with room for sums.
     pub(crate) fn at_least(&self, n: &Num, min: i64, field: &str) -> Result<u64, ScenarioError> {
         let v = *n.get_ref();
-        if v < min {
+        if v < min || v > MAX_NUMBER {
             let what = if min == 1 {
                 "a positive integer"
             } else {
                 "an integer >= 0"
             };
-            return Err(self.err(n.span(), field, format!("expected {what}, found {v}")));
+            return Err(self.err(
+                n.span(),
+                field,
+                format!("expected {what} of at most {MAX_NUMBER}, found {v}"),
+            ));
         }
         Ok(v as u64)
+    }
+
+    /// A signed number with |n| <= MAX_NUMBER.
+    pub(crate) fn signed(&self, n: &Num, field: &str) -> Result<i64, ScenarioError> {
+        let v = *n.get_ref();
+        if v.unsigned_abs() > MAX_NUMBER as u64 {
+            return Err(self.err(
+                n.span(),
+                field,
+                format!("expected an integer between -{MAX_NUMBER} and {MAX_NUMBER}, found {v}"),
+            ));
+        }
+        Ok(v)
     }
 
     pub(crate) fn positive(&self, n: &Num, field: &str) -> Result<u64, ScenarioError> {
@@ -65,7 +102,7 @@ impl Ctx<'_> {
 
     pub(crate) fn range(&self, pair: &Pair, field: &str) -> Result<LatencyRange, ScenarioError> {
         let (lo, hi) = match pair.get_ref()[..] {
-            [lo, hi] if 0 <= lo && lo <= hi => (lo, hi),
+            [lo, hi] if 0 <= lo && lo <= hi && hi <= MAX_NUMBER => (lo, hi),
             _ => {
                 return Err(self.err(
                     pair.span(),
@@ -88,19 +125,13 @@ pub(crate) fn resolve(
     raw: RawScenario,
     source: &str,
     file: &str,
+    checked: Option<&[ViolationKind]>,
 ) -> Result<Scenario, ScenarioError> {
     let cx = Ctx { source, file };
     let name = raw.name.get_ref().trim().to_owned();
-    let name_ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !name_ok {
-        return Err(cx.err(
-            raw.name.span(),
-            "name",
-            "expected a non-empty name of letters, digits, '-' and '_' (it names the output directory)",
-        ));
+    if !valid_name(&name) || name.starts_with('.') {
+        let m = format!("expected 1 to {MAX_NAME} letters, digits, '-', '_' or '.' (it names the output directory)");
+        return Err(cx.err(raw.name.span(), "name", m));
     }
     let seeds = match &raw.seeds {
         Some(s) => parse_seeds(&cx, s)?,
@@ -118,9 +149,22 @@ pub(crate) fn resolve(
     let faults = raw
         .faults
         .iter()
-        .map(|f| crate::validate_fault::resolve(&cx, f, &node_names))
+        .map(|f| crate::validate_fault::resolve(&cx, f, &node_names, duration_ms))
         .collect::<Result<Vec<_>, _>>()?;
-    let expect = resolve_expect(&cx, raw.expect.as_ref(), &raw.name)?;
+    let expect = resolve_expect(&cx, raw.expect.as_ref(), &raw.name, checked)?;
+    let nemesis = raw
+        .nemesis
+        .as_ref()
+        .map(|n| {
+            crate::validate_nemesis::resolve(
+                &cx,
+                n,
+                &node_names,
+                duration_ms,
+                lock_service.max_ttl_ms,
+            )
+        })
+        .transpose()?;
     Ok(Scenario {
         name,
         description: raw.description.trim().to_owned(),
@@ -132,6 +176,7 @@ pub(crate) fn resolve(
         clients,
         faults,
         expect,
+        nemesis,
     })
 }
 
@@ -301,8 +346,31 @@ fn resolve_clients(
     }
     let mut out: Vec<ClientSpec> = Vec::new();
     let mut seen = BTreeSet::new();
+    // One key, one lock: tokens of different locks are unrelated numbers, so a resource fenced
+    // on one key cannot order writes made under two locks.
+    let mut lock_of_key: BTreeMap<String, String> = BTreeMap::new();
     for group in raw.get_ref() {
         let template = resolve_client_template(cx, group, lock_service, resource)?;
+        let lock = lock_of_key
+            .entry(template.key.clone())
+            .or_insert_with(|| template.lock.clone());
+        if *lock != template.lock {
+            let span = group.key.as_ref().map_or(group.ttl_ms.span(), |k| k.span());
+            let m = format!("key {:?} is written under lock {lock:?} by another client; fencing tokens of lock {:?} cannot be ordered against those", template.key, template.lock);
+            return Err(cx.err(span, "clients.key", m));
+        }
+        let total = out.len() as i64 + group.count.as_ref().map_or(1, |c| *c.get_ref());
+        if total > MAX_CLIENTS as i64 {
+            let span = group
+                .count
+                .as_ref()
+                .map_or(group.ttl_ms.span(), |c| c.span());
+            return Err(cx.err(
+                span,
+                "clients.count",
+                format!("expected at most {MAX_CLIENTS} clients in all, found {total}"),
+            ));
+        }
         let names = client_names(cx, group, out.len())?;
         for (name, span) in names {
             if RESERVED_NODE_NAMES.contains(&name.as_str()) || !seen.insert(name.clone()) {
@@ -335,6 +403,15 @@ fn client_names(
         )),
         (Some(name), None) => {
             let n = name.get_ref().trim();
+            if !valid_name(n) {
+                return Err(cx.err(
+                    name.span(),
+                    "clients.name",
+                    format!(
+                        "expected 1 to {MAX_NAME} letters, digits, '-', '_' or '.', found {n:?}"
+                    ),
+                ));
+            }
             if n.is_empty() {
                 return Err(cx.err(
                     name.span(),
@@ -346,6 +423,16 @@ fn client_names(
         }
         (None, count) => {
             let count = match count {
+                Some(c) if *c.get_ref() > MAX_CLIENTS as i64 => {
+                    return Err(cx.err(
+                        c.span(),
+                        "clients.count",
+                        format!(
+                            "expected at most {MAX_CLIENTS} clients, found {}",
+                            c.get_ref()
+                        ),
+                    ));
+                }
                 Some(c) => cx.positive(c, "clients.count")? as usize,
                 None => 1,
             };
@@ -428,10 +515,32 @@ fn resolve_client_template(
     })
 }
 
+/// The kinds in an `expect` list, refusing any the checker in use does not check.
+fn kinds(
+    cx: &Ctx,
+    list: Option<&Spanned<Vec<Spanned<ViolationKind>>>>,
+    field: &str,
+    checked: Option<&[ViolationKind]>,
+) -> Result<Vec<ViolationKind>, ScenarioError> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for k in list.get_ref() {
+        if checked.is_some_and(|c| !c.contains(k.get_ref())) {
+            let m = format!("{} is not checked by this version of fencesim, so this expectation could never be decided", k.get_ref());
+            return Err(cx.err(k.span(), field, m));
+        }
+        out.push(*k.get_ref());
+    }
+    Ok(out)
+}
+
 fn resolve_expect(
     cx: &Ctx,
     raw: Option<&RawExpect>,
     name: &Spanned<String>,
+    checked: Option<&[ViolationKind]>,
 ) -> Result<Expectation, ScenarioError> {
     let Some(raw) = raw else {
         return Err(cx.err(
@@ -441,11 +550,8 @@ fn resolve_expect(
         ));
     };
     let verdict = *raw.verdict.get_ref();
-    let violations = raw
-        .violations
-        .as_ref()
-        .map(|v| v.get_ref().clone())
-        .unwrap_or_default();
+    let violations = kinds(cx, raw.violations.as_ref(), "expect.violations", checked)?;
+    let absent = kinds(cx, raw.absent.as_ref(), "expect.absent", checked)?;
     match verdict {
         ExpectedVerdict::Valid if !violations.is_empty() => Err(cx.err(
             raw.verdict.span(),
@@ -458,11 +564,6 @@ fn resolve_expect(
             "an invalid verdict must list the violations it expects",
         )),
         _ => {
-            let absent = raw
-                .absent
-                .as_ref()
-                .map(|v| v.get_ref().clone())
-                .unwrap_or_default();
             if let Some(both) = absent.iter().find(|k| violations.contains(k)) {
                 let span = raw.absent.as_ref().expect("non-empty").span();
                 return Err(cx.err(

@@ -7,7 +7,7 @@ use toml::Spanned;
 use crate::error::ScenarioError;
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
 use crate::model::{NodeEvent, NodeRole, LEASE_SERVICE_NODE};
-use crate::raw::{Num, RawFault, RawFaultKind};
+use crate::raw::{RawFault, RawFaultKind};
 use crate::validate::Ctx;
 
 /// How a kind is triggered.
@@ -68,6 +68,7 @@ pub(crate) fn resolve(
     cx: &Ctx,
     spanned: &Spanned<RawFault>,
     nodes: &[&str],
+    run_ms: u64,
 ) -> Result<Fault, ScenarioError> {
     let f = spanned.get_ref();
     let kind = *f.kind.get_ref();
@@ -126,9 +127,13 @@ pub(crate) fn resolve(
         .as_ref()
         .map(|d| cx.positive(d, "faults.duration_ms"))
         .transpose()?;
+    if let (Trigger::At { at_ms }, Some(at)) = (trigger, &f.at_ms) {
+        if at_ms >= run_ms {
+            return Err(cx.err(at.span(), "faults.at_ms", format!("the run ends at duration_ms = {run_ms}, so a fault at {at_ms} ms would never fire")));
+        }
+    }
     let from = node(&f.from, "faults.from")?;
     let to = node(&f.to, "faults.to")?;
-    let num = |n: &Option<Num>| *n.as_ref().expect("required").get_ref();
     let action = match kind {
         RawFaultKind::Pause => Action::Pause {
             node: target.expect("required"),
@@ -162,19 +167,19 @@ pub(crate) fn resolve(
         RawFaultKind::Heal => Action::Heal,
         RawFaultKind::ClockJump => Action::ClockJump {
             node: target.expect("required"),
-            delta_ms: num(&f.delta_ms),
+            delta_ms: cx.signed(f.delta_ms.as_ref().expect("required"), "faults.delta_ms")?,
         },
         RawFaultKind::ClockSkew => Action::ClockSkew {
             node: target.expect("required"),
-            offset_ms: num(&f.offset_ms),
+            offset_ms: cx.signed(f.offset_ms.as_ref().expect("required"), "faults.offset_ms")?,
         },
         RawFaultKind::ClockDrift => {
-            let ppm = num(&f.ppm);
-            if ppm <= -1_000_000 {
+            let ppm = cx.signed(f.ppm.as_ref().expect("required"), "faults.ppm")?;
+            if !(-1_000_000 < ppm && ppm <= 1_000_000) {
                 return Err(cx.err(
                     f.ppm.as_ref().expect("required").span(),
                     "faults.ppm",
-                    "a clock cannot run backwards: expected ppm > -1000000",
+                    "expected -1000000 < ppm <= 1000000 (a clock cannot stop or run backwards)",
                 ));
             }
             Action::ClockDrift {
@@ -184,7 +189,7 @@ pub(crate) fn resolve(
         }
         RawFaultKind::ClockStrobe => Action::ClockStrobe {
             node: target.expect("required"),
-            offset_ms: num(&f.offset_ms),
+            offset_ms: cx.signed(f.offset_ms.as_ref().expect("required"), "faults.offset_ms")?,
             period_ms: cx.positive(f.period_ms.as_ref().expect("required"), "faults.period_ms")?,
         },
         RawFaultKind::Crash => Action::Crash {

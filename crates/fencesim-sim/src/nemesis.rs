@@ -8,7 +8,7 @@
 //! Every action is recorded as an event with `phase` start and end (both at once for
 //! instantaneous ones such as a clock jump).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,8 +41,8 @@ struct EventTrigger {
 pub(crate) struct Nemesis {
     triggers: Vec<EventTrigger>,
     seen: Mutex<BTreeMap<(String, When, NodeEvent), u64>>,
-    /// Pauses in force per node (madsim's pause is a flag; overlapping pauses must nest).
-    pause_depth: Mutex<BTreeMap<String, i64>>,
+    /// Pause faults in force per node (madsim's pause is a flag; overlapping pauses nest).
+    pauses: Mutex<BTreeMap<String, BTreeSet<u64>>>,
     /// Faults in force with no duration, waiting for a heal or restart to end them.
     open: Mutex<Vec<usize>>,
     carrier: madsim::runtime::NodeHandle,
@@ -77,7 +77,7 @@ impl Nemesis {
         Nemesis {
             triggers,
             seen: Mutex::new(BTreeMap::new()),
-            pause_depth: Mutex::new(BTreeMap::new()),
+            pauses: Mutex::new(BTreeMap::new()),
             open: Mutex::new(Vec::new()),
             carrier,
         }
@@ -136,17 +136,30 @@ impl Nemesis {
         }
     }
 
-    /// Add `delta` to the pauses in force on `node`; returns the new count.
-    fn paused(&self, node: &str, delta: i64) -> i64 {
-        let mut depth = self.pause_depth.lock().expect("pause depth");
-        let d = depth.entry(node.to_owned()).or_insert(0);
-        *d += delta;
-        *d
+    /// Pause fault `id` is now in force on `node`.
+    fn pause_started(&self, node: &str, id: u64) {
+        self.pauses
+            .lock()
+            .expect("pauses")
+            .entry(node.to_owned())
+            .or_default()
+            .insert(id);
+    }
+
+    /// Pause fault `id` on `node` is over; true if it was still in force and was the last
+    /// one, so the node may run again. A crash forgets a node's pauses (madsim's restart
+    /// clears its pause flag), so a pause that outlives a crash ends without effect.
+    fn pause_ended(&self, node: &str, id: u64) -> bool {
+        let mut pauses = self.pauses.lock().expect("pauses");
+        let Some(ids) = pauses.get_mut(node) else {
+            return false;
+        };
+        ids.remove(&id) && ids.is_empty()
     }
 
     /// A crashed node is no longer paused (madsim's restart clears the flag too).
     pub fn forget_pauses(&self, node: &str) {
-        self.pause_depth.lock().expect("pause depth").remove(node);
+        self.pauses.lock().expect("pauses").remove(node);
     }
 }
 
@@ -156,13 +169,18 @@ fn start(world: &Arc<World>, id: usize) {
     let kind = event_kind(&fault.action);
     let target = fault.action.node().map(str::to_owned);
     let undo = apply(world, id as u64, &fault);
-    record(
-        world,
-        kind,
-        Phase::Start,
-        target.as_deref(),
-        describe(&fault),
-    );
+    let window_ms = match fault.action {
+        Action::FinalHeal { window_ms } => Some(window_ms),
+        _ => None,
+    };
+    world.event(Event {
+        node: NEMESIS_NODE.to_owned(),
+        phase: Some(Phase::Start),
+        target: target.clone(),
+        detail: Some(describe(&fault)),
+        window_ms,
+        ..Event::new(kind)
+    });
     match (fault.duration_ms, undo) {
         (Some(ms), Some(undo)) => {
             let w = Arc::clone(world);
@@ -208,7 +226,7 @@ fn close(world: &World, undone: impl Fn(&Action) -> bool, detail: &str) {
 
 /// How to undo a fault that lasts.
 enum Undo {
-    Resume(String),
+    Resume(String, u64),
     RemoveRules(u64),
     Clock {
         node: String,
@@ -222,10 +240,9 @@ impl Undo {
     /// Undo; returns a description for the end event.
     fn run(self, world: &Arc<World>) -> String {
         match self {
-            Undo::Resume(node) => {
-                // Overlapping pauses: thaw only when the last one ends (and not after a crash,
-                // whose restart already thawed it).
-                if world.nemesis.paused(&node, -1) == 0 && !world.net.is_down(&node) {
+            Undo::Resume(node, id) => {
+                // Overlapping pauses: thaw only when the last one ends.
+                if world.nemesis.pause_ended(&node, id) && !world.net.is_down(&node) {
                     madsim::runtime::Handle::current().resume(node.as_str());
                 }
                 format!("{node} resumed")
@@ -266,9 +283,9 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
     let net = &world.net;
     match &fault.action {
         Action::Pause { node } => {
-            world.nemesis.paused(node, 1);
+            world.nemesis.pause_started(node, id);
             madsim::runtime::Handle::current().pause(node.as_str());
-            Some(Undo::Resume(node.clone()))
+            Some(Undo::Resume(node.clone(), id))
         }
         Action::Hold { .. } => None,
         Action::HoldAll { message, from } => {
@@ -358,6 +375,10 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
             );
             None
         }
+        Action::FinalHeal { .. } => {
+            final_heal(world);
+            None
+        }
         Action::Restore {
             node,
             snapshot_at_ms,
@@ -372,6 +393,28 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
             None
         }
     }
+}
+
+/// End every fault: network rules, pauses, crashes, clock offsets and drift.
+fn final_heal(world: &Arc<World>) {
+    let now = true_ns();
+    world.net.clear_rules();
+    world.nemesis.pauses.lock().expect("pauses").clear();
+    for node in world.scenario.node_names() {
+        madsim::runtime::Handle::current().resume(node);
+    }
+    for node in world.net.down_nodes() {
+        world.restart(&node);
+    }
+    for node in world.scenario.node_names() {
+        world.clocks.update(node, |c| {
+            c.mono.set_drift(now, 0);
+            c.wall.set_drift(now, 0);
+            c.wall.set_offset(now, 0);
+        });
+        world.net.signal(node, Message::ClockChanged);
+    }
+    close(world, |_| true, "final heal");
 }
 
 fn rule(world: &World, id: u64, rule: Rule) -> Option<Undo> {
@@ -419,6 +462,7 @@ fn event_kind(action: &Action) -> EventKind {
         Action::Crash { .. } => EventKind::Crash,
         Action::Restart { .. } => EventKind::Restart,
         Action::Restore { .. } => EventKind::Restore,
+        Action::FinalHeal { .. } => EventKind::FinalHeal,
     }
 }
 
@@ -464,6 +508,9 @@ fn describe(fault: &Fault) -> String {
         Action::Restart { .. } => "restarted".to_owned(),
         Action::Restore { snapshot_at_ms, .. } => {
             format!("restored from the backup as of {snapshot_at_ms} ms")
+        }
+        Action::FinalHeal { window_ms } => {
+            format!("everything healed; a fenced write is due within {window_ms} ms")
         }
     };
     match fault.duration_ms {

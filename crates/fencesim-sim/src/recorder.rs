@@ -7,6 +7,9 @@ use fencesim_history::{Entry, Event, Op, Stamp};
 
 use crate::clock::Clocks;
 
+/// The most records one run may make (a few hundred bytes each in memory).
+pub const HISTORY_LIMIT: u64 = 2_000_000;
+
 /// The history being recorded. Shared with the thread that runs the simulation, so that a run
 /// that panics still leaves everything recorded up to the panic.
 #[derive(Debug, Default)]
@@ -26,6 +29,12 @@ impl Recorder {
         let clock = clocks.get(node);
         let mut entries = self.entries.lock().expect("recorder");
         let index = entries.len() as u64;
+        // A run that records this much has lost its way (a livelock, or a scenario far larger
+        // than intended); stop it before it eats the machine's memory.
+        assert!(
+            index < HISTORY_LIMIT,
+            "history limit exceeded: {HISTORY_LIMIT} records"
+        );
         let at = Stamp {
             index,
             time_ns,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
 use crate::nemesis::Nemesis;
+use crate::random_nemesis::{self, NemesisPlan};
 use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
@@ -30,6 +31,8 @@ pub enum FailureKind {
     Deadlock,
     /// Two runs of the same scenario and seed recorded different histories.
     Nondeterministic,
+    /// The run recorded more than [`crate::recorder::HISTORY_LIMIT`] records.
+    HistoryLimit,
 }
 
 /// The simulation itself failed; the history up to that point is still returned.
@@ -50,11 +53,24 @@ pub struct RunOutcome {
     pub failure: Option<SimFailure>,
     /// What happened to messages (zero if the run failed before the end).
     pub net_stats: NetStats,
+    /// What the random nemesis drew, if the scenario has one.
+    pub nemesis: Option<NemesisPlan>,
 }
 
 /// Simulate `scenario` under root seed `seed`. Deterministic: the same scenario, seed and
 /// binary give the same history, byte for byte once serialized.
 pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
+    let nemesis = scenario
+        .nemesis
+        .as_ref()
+        .map(|spec| random_nemesis::plan(spec, scenario, seed));
+    let mut scenario_with_plan = scenario.clone();
+    if let Some(plan) = &nemesis {
+        scenario_with_plan
+            .faults
+            .extend(plan.faults.iter().cloned());
+    }
+    let scenario = &scenario_with_plan;
     let recorder = Arc::new(Recorder::default());
     let stats = Arc::new(Mutex::new(NetStats::default()));
     let (sc, rec, st) = (scenario.clone(), Arc::clone(&recorder), Arc::clone(&stats));
@@ -91,6 +107,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
         history,
         failure,
         net_stats,
+        nemesis,
     }
 }
 
@@ -119,6 +136,8 @@ fn classify(message: String) -> SimFailure {
         FailureKind::TimeLimit
     } else if message.contains("all tasks will block forever") {
         FailureKind::Deadlock
+    } else if message.contains("history limit exceeded") {
+        FailureKind::HistoryLimit
     } else {
         FailureKind::Panic
     };

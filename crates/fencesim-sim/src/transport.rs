@@ -416,6 +416,17 @@ impl Network {
         self.state().rules.retain(|(i, _)| *i != id);
     }
 
+    /// End every network fault (the final heal). `hold` rules, which pick one message by count,
+    /// stay.
+    pub fn clear_rules(&self) {
+        self.state().rules.clear();
+    }
+
+    /// The nodes that are down.
+    pub fn down_nodes(&self) -> Vec<String> {
+        self.state().down.iter().cloned().collect()
+    }
+
     /// End every partition.
     pub fn heal_all(&self) {
         self.state()

@@ -150,6 +150,13 @@ impl World {
     /// `client` now believes it holds `lock` with `token` until `until_ms` on its monotonic
     /// clock (`None`: until told otherwise). A second call for the same token extends.
     pub fn believe(self: &Arc<Self>, client: &str, lock: &str, token: u64, until_ms: Option<i64>) {
+        if until_ms.is_some_and(|u| self.mono_ms(client) >= u) {
+            // The reply came too late to be of use (the client was paused, or the network slow):
+            // by its own reckoning the lease is already over, so it never believes it holds it.
+            // This is the check Redlock's clients make (validity = TTL - elapsed), case K05.
+            self.end_belief(client, "reply arrived after the lease's validity");
+            return;
+        }
         let watch = {
             let mut beliefs = self.beliefs.lock().expect("beliefs");
             let b = beliefs.entry(client.to_owned()).or_insert(Belief {

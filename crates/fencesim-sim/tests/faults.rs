@@ -19,7 +19,7 @@ verdict = "valid"
 
 fn run(faults: &str, seed: u64) -> History {
     let text = format!("{BASE}\n{faults}");
-    let scenario = fencesim_scenario::parse(&text, "mechanics.toml").expect("valid scenario");
+    let scenario = fencesim_scenario::parse(&text, "mechanics.toml", None).expect("valid scenario");
     let outcome = fencesim_sim::run(&scenario, seed);
     assert_eq!(outcome.failure, None);
     outcome.history
@@ -202,7 +202,7 @@ fn crash_at(at_ms: u64) -> Vec<u64> {
          [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = {at_ms}\nduration_ms = 100\n\
          [expect]\nverdict = \"valid\"\n"
     );
-    let scenario = fencesim_scenario::parse(&text, "crash.toml").unwrap();
+    let scenario = fencesim_scenario::parse(&text, "crash.toml", None).unwrap();
     let outcome = fencesim_sim::run(&scenario, 0);
     assert_eq!(outcome.failure, None);
     outcome
