@@ -12,6 +12,8 @@
 //! [`LeaseService::expire_due`] by asking [`LeaseService::next_expiry`].
 #![deny(missing_docs)]
 
+pub mod raft_replica;
+pub mod replicated;
 mod service;
 
 pub use service::{

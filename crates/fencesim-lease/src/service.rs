@@ -169,6 +169,55 @@ impl LeaseService {
         }
     }
 
+    /// Like [`Self::acquire`], but the token is `token` (a replicated log's index) instead of the
+    /// next counter value. Panics unless `token` is above every token issued for `lock`: the
+    /// caller guarantees it (log indexes only grow).
+    pub fn acquire_with_token(
+        &mut self,
+        lock: &str,
+        holder: &str,
+        ttl_ms: u64,
+        now_ms: u64,
+        token: u64,
+    ) -> AcquireOutcome {
+        let last = self.last_token(lock);
+        assert!(
+            token > last,
+            "token {token} is not above the last token {last} of {lock:?}"
+        );
+        if let Some(state) = self.locks.get_mut(lock) {
+            state.last_token = token - 1;
+        } else {
+            self.locks.insert(
+                lock.to_owned(),
+                LockRecord {
+                    last_token: token - 1,
+                    lease: None,
+                },
+            );
+        }
+        let outcome = self.acquire(lock, holder, ttl_ms, now_ms);
+        if !matches!(outcome, AcquireOutcome::Granted { .. }) {
+            // Nothing was issued: keep the counter where it was.
+            if let Some(state) = self.locks.get_mut(lock) {
+                state.last_token = last;
+            }
+        }
+        outcome
+    }
+
+    /// Extend every lease to at least `now_ms` + its TTL (a new leader's promotion).
+    pub fn extend_all(&mut self, now_ms: u64) {
+        for lease in self.locks.values_mut().filter_map(|s| s.lease.as_mut()) {
+            lease.expires_at_ms = lease.expires_at_ms.max(now_ms.saturating_add(lease.ttl_ms));
+        }
+    }
+
+    /// End the lease on `lock` whatever its state (a revocation decided elsewhere).
+    pub fn remove(&mut self, lock: &str) -> Option<Lease> {
+        self.locks.get_mut(lock).and_then(|s| s.lease.take())
+    }
+
     /// Extend the caller's lease by its TTL from `now_ms`, if the caller holds `lock` with
     /// `token` and the lease has not expired.
     pub fn renew(&mut self, lock: &str, holder: &str, token: u64, now_ms: u64) -> RenewOutcome {
