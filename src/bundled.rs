@@ -26,6 +26,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("restore-store-counter"),
     bundle!("restore-durable-counter"),
     bundle!("random-nemesis-fenced"),
+    bundle!("raft-leader-partitioned"),
+    bundle!("raft-leader-crash"),
+    bundle!("raft-k08-revoke-unchecked"),
+    bundle!("raft-k08-revoke-checked"),
+    bundle!("raft-random-nemesis"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -332,3 +332,27 @@ fn the_largest_seed_runs() {
         .join("pause-unfenced/18446744073709551615/report.json")
         .is_file());
 }
+
+#[test]
+fn a_raft_cluster_of_four() {
+    assert_located(
+        "bad-replicas",
+        "[lock_service]",
+        "[lock_service]\nkind = \"raft\"\nreplicas = 4",
+        "5:12",
+        "lock_service.replicas",
+        "expected 3 or 5 replicas, found 4",
+    );
+}
+
+#[test]
+fn the_leader_of_a_single_service() {
+    assert_located(
+        "bad-leader",
+        "node = \"client-1\"",
+        "node = \"leader\"",
+        "10:8",
+        "faults.node",
+        "unknown node \"leader\"",
+    );
+}

@@ -198,3 +198,23 @@ fn restore_store_counter_meets_its_expectation_on_every_seed() {
 fn restore_durable_counter_meets_its_expectation_on_every_seed() {
     expect_met_on_range("restore-durable-counter.toml");
 }
+
+#[test]
+fn raft_leader_partitioned_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("raft-leader-partitioned.toml");
+}
+
+#[test]
+fn raft_leader_crash_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("raft-leader-crash.toml");
+}
+
+#[test]
+fn raft_k08_revoke_unchecked_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("raft-k08-revoke-unchecked.toml");
+}
+
+#[test]
+fn raft_k08_revoke_checked_meets_its_expectation_on_every_seed() {
+    expect_met_on_range("raft-k08-revoke-checked.toml");
+}

@@ -145,6 +145,8 @@ pub enum EventKind {
     /// Nemesis: the random nemesis's final heal; a fenced write must be accepted within
     /// `window_ms` after it.
     FinalHeal,
+    /// A Raft replica became leader (`detail` gives the term).
+    Leader,
 }
 
 impl EventKind {
@@ -175,6 +177,7 @@ impl EventKind {
             EventKind::Restart => "restart",
             EventKind::Restore => "restore",
             EventKind::FinalHeal => "final-heal",
+            EventKind::Leader => "leader",
         }
     }
 
@@ -190,6 +193,7 @@ impl EventKind {
                 | EventKind::Accept
                 | EventKind::Reject
                 | EventKind::Belief
+                | EventKind::Leader
         )
     }
 }
@@ -349,6 +353,7 @@ mod tests {
             EventKind::Restart,
             EventKind::Restore,
             EventKind::FinalHeal,
+            EventKind::Leader,
         ];
         for kind in all {
             assert_eq!(

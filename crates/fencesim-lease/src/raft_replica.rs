@@ -39,7 +39,7 @@ pub struct ReplicaConfig {
     pub max_ttl_ms: u64,
     /// The safety knobs.
     pub policy: ReplicationPolicy,
-    /// How often (ticks) the lessor re-reads whether this replica leads.
+    /// How many ticks after Raft steps down the lessor still believes this replica leads.
     pub lessor_check_ticks: u64,
 }
 
@@ -80,6 +80,8 @@ pub struct Replica {
     /// The lessor's belief that this replica leads, and in which term.
     lessor: Option<u64>,
     ticks: u64,
+    /// Ticks since Raft stepped down while the lessor still believed it led.
+    demoted_ticks: u64,
     /// The last term in which this replica took up leadership (promoted, lessor started).
     led: Option<u64>,
     seen: (u64, StateRole),
@@ -121,6 +123,7 @@ impl Replica {
             revoking: BTreeSet::new(),
             lessor: None,
             ticks: 0,
+            demoted_ticks: 0,
             led: None,
             seen,
             timeout_due: true,
@@ -163,9 +166,15 @@ impl Replica {
     pub fn tick(&mut self, now_ms: u64) {
         self.raw.tick();
         self.ticks += 1;
-        if self.ticks.is_multiple_of(self.config.lessor_check_ticks.max(1)) {
-            // The lessor's periodic look at its role: until now it may have believed it led.
-            self.lessor = self.is_leader().then_some(self.term());
+        // The lessor hears of a demotion only `lessor_check_ticks` ticks after Raft notices it
+        // (as etcd's lessor is demoted asynchronously); until then it still revokes.
+        if self.lessor.is_some() && !self.is_leader() {
+            self.demoted_ticks += 1;
+            if self.demoted_ticks >= self.config.lessor_check_ticks {
+                self.lessor = None;
+            }
+        } else {
+            self.demoted_ticks = 0;
         }
         if let Some(term) = self.lessor {
             self.revoke_expired(now_ms, term);

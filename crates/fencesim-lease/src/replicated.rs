@@ -66,6 +66,17 @@ pub enum ClientOp {
     },
 }
 
+impl ClientOp {
+    /// The lock the request is about.
+    pub fn lock(&self) -> &str {
+        match self {
+            ClientOp::Acquire { lock, .. }
+            | ClientOp::Renew { lock, .. }
+            | ClientOp::Release { lock, .. } => lock,
+        }
+    }
+}
+
 /// An entry of the replicated log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
@@ -118,10 +129,13 @@ pub enum Applied {
         client: String,
         /// Its request id.
         request: u64,
-        /// The lock.
-        lock: String,
+        /// What it asked.
+        op: ClientOp,
         /// The answer.
         outcome: ClientOutcome,
+        /// A lease the command found expired by its stamp and ended before acting (an acquire
+        /// may take over a lease no revocation has ended yet).
+        expired: Option<Lease>,
     },
     /// A lease was revoked as expired.
     Revoked {
@@ -176,12 +190,21 @@ impl ReplicatedLeases {
                 op,
                 now_ms,
             } => {
-                let (lock, outcome) = self.apply_client(index, &client, op, now_ms);
+                let lock = op.lock().to_owned();
+                let expired = self
+                    .service
+                    .lease(&lock)
+                    .filter(|l| now_ms >= l.expires_at_ms)
+                    .is_some()
+                    .then(|| self.service.remove(&lock))
+                    .flatten();
+                let outcome = self.apply_client(index, &client, op.clone(), now_ms);
                 Applied::Client {
                     client,
                     request,
-                    lock,
+                    op,
                     outcome,
+                    expired,
                 }
             }
             Command::Revoke {
@@ -203,21 +226,17 @@ impl ReplicatedLeases {
         client: &str,
         op: ClientOp,
         now_ms: u64,
-    ) -> (String, ClientOutcome) {
+    ) -> ClientOutcome {
         match op {
-            ClientOp::Acquire { lock, ttl_ms } => {
-                let outcome = self
-                    .service
-                    .acquire_with_token(&lock, client, ttl_ms, now_ms, index);
-                (lock, ClientOutcome::Acquire(outcome))
-            }
+            ClientOp::Acquire { lock, ttl_ms } => ClientOutcome::Acquire(
+                self.service
+                    .acquire_with_token(&lock, client, ttl_ms, now_ms, index),
+            ),
             ClientOp::Renew { lock, token } => {
-                let outcome = self.service.renew(&lock, client, token, now_ms);
-                (lock, ClientOutcome::Renew(outcome))
+                ClientOutcome::Renew(self.service.renew(&lock, client, token, now_ms))
             }
             ClientOp::Release { lock, token } => {
-                let outcome = self.service.release(&lock, client, token, now_ms);
-                (lock, ClientOutcome::Release(outcome))
+                ClientOutcome::Release(self.service.release(&lock, client, token, now_ms))
             }
         }
     }

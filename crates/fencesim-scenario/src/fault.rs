@@ -230,6 +230,26 @@ impl Action {
         }
     }
 
+    /// The same action aimed at `node` instead (resolving `leader` when the fault starts).
+    pub fn retarget(&self, node: &str) -> Action {
+        let mut action = self.clone();
+        match &mut action {
+            Action::Pause { node: n }
+            | Action::ClockJump { node: n, .. }
+            | Action::ClockSkew { node: n, .. }
+            | Action::ClockDrift { node: n, .. }
+            | Action::ClockStrobe { node: n, .. }
+            | Action::Crash { node: n }
+            | Action::Restart { node: n }
+            | Action::Restore { node: n, .. }
+            | Action::Partition {
+                cut: Cut::Isolate(n),
+            } => *n = node.to_owned(),
+            _ => {}
+        }
+        action
+    }
+
     /// The node the action is aimed at, if it is aimed at one.
     pub fn node(&self) -> Option<&str> {
         match self {

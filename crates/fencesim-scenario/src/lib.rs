@@ -21,10 +21,10 @@ use fencesim_history::ViolationKind;
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
-    ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, Fsync, LatencyRange, LinkLatency,
-    LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole,
-    Range64, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, LEASE_SERVICE_NODE,
-    RESERVED_NODE_NAMES, RESOURCE_NODE,
+    ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, Fsync, LatencyRange, LeaderChangeMode,
+    LinkLatency, LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec,
+    NodeEvent, NodeRole, Range64, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter,
+    LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation

@@ -8,11 +8,18 @@ use serde::{Deserialize, Serialize};
 
 /// Node name of the lock (lease) service.
 pub const LEASE_SERVICE_NODE: &str = "lease-service";
+/// In a fault's `node`, the Raft replica that leads when the fault starts.
+pub const LEADER: &str = "leader";
 /// Node name of the fenced resource.
 pub const RESOURCE_NODE: &str = "resource";
 /// Names clients may not take: the servers and the simulation's own helper nodes.
-pub const RESERVED_NODE_NAMES: [&str; 4] =
-    [LEASE_SERVICE_NODE, RESOURCE_NODE, "nemesis", "network"];
+pub const RESERVED_NODE_NAMES: [&str; 5] = [
+    LEASE_SERVICE_NODE,
+    RESOURCE_NODE,
+    LEADER,
+    "nemesis",
+    "network",
+];
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -171,8 +178,21 @@ pub enum Fsync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LockServiceKind {
-    /// One lease-service node with an in-memory lease table.
+    /// One `lease-service` node with a lease table on its own disk.
     Single,
+    /// `replicas` nodes `lease-1`..`lease-N` running Raft (tikv raft-rs); the token is the log
+    /// index of the committed acquire.
+    Raft,
+}
+
+/// What a new Raft leader does to leases granted under earlier leaders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeaderChangeMode {
+    /// Extend every lease by its TTL from the new leader's clock (etcd's promotion; safe).
+    Extend,
+    /// Keep the old leader's expiry times (defect).
+    None,
 }
 
 /// `[lock_service]`.
@@ -193,6 +213,22 @@ pub struct LockServiceSpec {
     /// After a restart, refuse every grant for this long, ms (0: none). A grace of one maximum
     /// TTL is the correct design when leases are lost with the state (case K17).
     pub restart_grace_ms: u64,
+    /// Raft replicas (3 or 5; 1 for `single`).
+    pub replicas: u64,
+    /// Raft: refuse revocations proposed by a deposed leader (false: the defect of case K08).
+    pub revoke_term_check: bool,
+    /// Raft: what a new leader does to existing leases.
+    pub leader_change: LeaderChangeMode,
+}
+
+impl LockServiceSpec {
+    /// The lock service's node names: `lease-service`, or `lease-1`..`lease-N`.
+    pub fn nodes(&self) -> Vec<String> {
+        match self.kind {
+            LockServiceKind::Single => vec![LEASE_SERVICE_NODE.to_owned()],
+            LockServiceKind::Raft => (1..=self.replicas).map(|i| format!("lease-{i}")).collect(),
+        }
+    }
 }
 
 /// How the resource treats fencing tokens.
@@ -318,11 +354,16 @@ pub enum NodeRole {
 }
 
 impl NodeRole {
-    /// The role of node `name`: the two servers by their fixed names, anything else a client.
+    /// The role of node `name`: `lease-service` and `lease-N` serve leases, `resource` is the
+    /// resource, anything else a client.
     pub fn of(name: &str) -> NodeRole {
+        let replica = name
+            .strip_prefix("lease-")
+            .is_some_and(|n| n.parse::<u64>().is_ok());
         match name {
             LEASE_SERVICE_NODE => NodeRole::LeaseService,
             RESOURCE_NODE => NodeRole::Resource,
+            _ if replica => NodeRole::LeaseService,
             _ => NodeRole::Client,
         }
     }
@@ -352,6 +393,10 @@ pub enum MessageKind {
     Write,
     /// Resource to client.
     WriteReply,
+    /// Between Raft replicas.
+    Raft,
+    /// A Raft follower's answer to a client: ask the leader instead.
+    Redirect,
 }
 
 impl MessageKind {
@@ -360,14 +405,17 @@ impl MessageKind {
         use MessageKind::*;
         match role {
             NodeRole::Client => matches!(self, Acquire | Renew | Release | Read | Write),
-            NodeRole::LeaseService => matches!(self, AcquireReply | RenewReply | ReleaseReply),
+            NodeRole::LeaseService => matches!(
+                self,
+                AcquireReply | RenewReply | ReleaseReply | Raft | Redirect
+            ),
             NodeRole::Resource => matches!(self, ReadReply | WriteReply),
         }
     }
 
     /// Every kind name, for error messages.
     pub const NAMES: &'static str = "acquire, acquire-reply, renew, renew-reply, release, \
-         release-reply, read, read-reply, write, write-reply";
+         release-reply, read, read-reply, write, write-reply, raft, redirect";
 
     /// The name used in files.
     pub fn as_str(self) -> &'static str {
@@ -382,6 +430,8 @@ impl MessageKind {
             MessageKind::ReadReply => "read-reply",
             MessageKind::Write => "write",
             MessageKind::WriteReply => "write-reply",
+            MessageKind::Raft => "raft",
+            MessageKind::Redirect => "redirect",
         }
     }
 }
@@ -408,10 +458,11 @@ pub struct Expectation {
 }
 
 impl Scenario {
-    /// Every node name: the lease service, the resource, then the clients.
-    pub fn node_names(&self) -> Vec<&str> {
-        let mut names = vec![LEASE_SERVICE_NODE, RESOURCE_NODE];
-        names.extend(self.clients.iter().map(|c| c.name.as_str()));
+    /// Every node name: the lock service's, the resource, then the clients.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut names = self.lock_service.nodes();
+        names.push(RESOURCE_NODE.to_owned());
+        names.extend(self.clients.iter().map(|c| c.name.clone()));
         names
     }
 }

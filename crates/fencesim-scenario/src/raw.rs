@@ -6,8 +6,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::model::{
-    ExpectedVerdict, ExpiryClock, Fsync, LockServiceKind, MessageKind, NodeEvent, ResourceMode,
-    TokenCounter,
+    ExpectedVerdict, ExpiryClock, Fsync, LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent,
+    ResourceMode, TokenCounter,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -83,6 +83,9 @@ pub(crate) struct RawLockService {
     pub fsync: Option<Spanned<Fsync>>,
     pub fsync_every_ms: Option<Num>,
     pub restart_grace_ms: Option<Num>,
+    pub replicas: Option<Num>,
+    pub revoke_term_check: Option<bool>,
+    pub leader_change: Option<LeaderChangeMode>,
 }
 
 #[derive(Deserialize, Default)]

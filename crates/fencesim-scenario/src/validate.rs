@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::model::*;
-use crate::model::{ExpiryClock, Fsync, LinkLatency, TokenCounter};
+use crate::model::{ExpiryClock, Fsync, LeaderChangeMode, LinkLatency, TokenCounter};
 use crate::raw::*;
 use fencesim_history::ViolationKind;
 
@@ -138,12 +138,15 @@ pub(crate) fn resolve(
         None => DEFAULT_SEEDS,
     };
     let duration_ms = cx.positive(&raw.duration_ms, "duration_ms")?;
-    let network = resolve_network(&cx, &raw.network, &raw.clients)?;
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
+    let network = resolve_network(&cx, &raw.network, &raw.clients, &lock_service.nodes())?;
     let resource = resolve_resource(&cx, &raw.resource)?;
     let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
-    let node_names: Vec<&str> = [LEASE_SERVICE_NODE, RESOURCE_NODE]
-        .into_iter()
+    let lease_nodes = lock_service.nodes();
+    let node_names: Vec<&str> = lease_nodes
+        .iter()
+        .map(String::as_str)
+        .chain([RESOURCE_NODE])
         .chain(clients.iter().map(|c| c.name.as_str()))
         .collect();
     let faults = raw
@@ -184,6 +187,7 @@ fn resolve_network(
     cx: &Ctx,
     raw: &RawNetwork,
     clients: &Spanned<Vec<RawClient>>,
+    lease_nodes: &[String],
 ) -> Result<NetworkSpec, ScenarioError> {
     let probability = |p: &Option<Spanned<f64>>, field: &str| -> Result<f64, ScenarioError> {
         match p {
@@ -213,7 +217,7 @@ fn resolve_network(
             .get_ref()
             .iter()
             .any(|c| c.name.as_ref().is_some_and(|c| c.get_ref() == name));
-        if [LEASE_SERVICE_NODE, RESOURCE_NODE].contains(&name.as_str()) || numbered || named {
+        if lease_nodes.contains(name) || name == RESOURCE_NODE || numbered || named {
             Ok(name.clone())
         } else {
             Err(cx.err(n.span(), "network.links", format!("unknown node {name:?}")))
@@ -301,8 +305,33 @@ fn resolve_lock_service(
         Some(n) => cx.non_negative(n, "lock_service.restart_grace_ms")?,
         None => 0,
     };
+    let kind = raw.and_then(|r| r.kind).unwrap_or(LockServiceKind::Single);
+    let replicas = match (kind, raw.and_then(|r| r.replicas.as_ref())) {
+        (LockServiceKind::Raft, Some(n)) if [3, 5].contains(n.get_ref()) => *n.get_ref() as u64,
+        (LockServiceKind::Raft, Some(n)) => {
+            return Err(cx.err(
+                n.span(),
+                "lock_service.replicas",
+                format!("expected 3 or 5 replicas, found {}", n.get_ref()),
+            ));
+        }
+        (LockServiceKind::Raft, None) => 3,
+        (LockServiceKind::Single, Some(n)) => {
+            return Err(cx.err(
+                n.span(),
+                "lock_service.replicas",
+                "only a kind = \"raft\" lock service has replicas",
+            ));
+        }
+        (LockServiceKind::Single, None) => 1,
+    };
     Ok(LockServiceSpec {
-        kind: raw.and_then(|r| r.kind).unwrap_or(LockServiceKind::Single),
+        kind,
+        replicas,
+        revoke_term_check: raw.and_then(|r| r.revoke_term_check).unwrap_or(true),
+        leader_change: raw
+            .and_then(|r| r.leader_change)
+            .unwrap_or(LeaderChangeMode::Extend),
         max_ttl_ms,
         expiry_clock: raw
             .and_then(|r| r.expiry_clock)
@@ -373,7 +402,9 @@ fn resolve_clients(
         }
         let names = client_names(cx, group, out.len())?;
         for (name, span) in names {
-            if RESERVED_NODE_NAMES.contains(&name.as_str()) || !seen.insert(name.clone()) {
+            let reserved = RESERVED_NODE_NAMES.contains(&name.as_str())
+                || NodeRole::of(&name) != NodeRole::Client;
+            if reserved || !seen.insert(name.clone()) {
                 return Err(cx.err(
                     span,
                     "clients.name",

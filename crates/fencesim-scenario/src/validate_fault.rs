@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
-use crate::model::{NodeEvent, NodeRole, LEASE_SERVICE_NODE};
+use crate::model::{NodeEvent, NodeRole, LEADER, LEASE_SERVICE_NODE};
 use crate::raw::{RawFault, RawFaultKind};
 use crate::validate::Ctx;
 
@@ -114,7 +114,33 @@ pub(crate) fn resolve(
                 .map(|n| known_node(cx, n, nodes, name))
                 .transpose()
         };
-    let target = node(&f.node, "faults.node")?;
+    let target = match &f.node {
+        // `leader`: whichever Raft replica leads when the fault starts (Jepsen's :primaries).
+        Some(n)
+            if n.get_ref() == LEADER
+                && nodes
+                    .iter()
+                    .any(|n| n.starts_with("lease-") && *n != LEASE_SERVICE_NODE) =>
+        {
+            let at_only = f.after.is_none() && f.before.is_none();
+            if !at_only
+                || !matches!(
+                    kind,
+                    RawFaultKind::Pause
+                        | RawFaultKind::Crash
+                        | RawFaultKind::Partition
+                        | RawFaultKind::ClockJump
+                        | RawFaultKind::ClockSkew
+                        | RawFaultKind::ClockDrift
+                        | RawFaultKind::ClockStrobe
+                )
+            {
+                return Err(cx.err(n.span(), "faults.node", "\"leader\" is resolved when the fault starts: use it with `at_ms` on a pause, crash, partition or clock fault"));
+            }
+            Some(LEADER.to_owned())
+        }
+        _ => node(&f.node, "faults.node")?,
+    };
     let trigger = match when {
         When::Never => Trigger::At { at_ms: 0 },
         When::AtOnly => Trigger::At {
@@ -204,7 +230,7 @@ pub(crate) fn resolve(
                 return Err(cx.err(
                     f.node.as_ref().expect("required").span(),
                     "faults.node",
-                    format!("only {LEASE_SERVICE_NODE:?} keeps backups to restore"),
+                    format!("only a single {LEASE_SERVICE_NODE:?} keeps backups to restore"),
                 ));
             }
             let snapshot_at_ms = cx.non_negative(

@@ -19,7 +19,7 @@ use async_channel::Receiver;
 use fencesim_history::{Op, OpFn, OpType};
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::WriteOutcome;
-use fencesim_scenario::{ClientSpec, NodeEvent, LEASE_SERVICE_NODE, RESOURCE_NODE};
+use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -45,12 +45,15 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     let inbox = world.inbox(&spec.name);
     sleep_until_ms(spec.start_ms).await;
     let process = world.new_process();
+    let lease_nodes = world.lease_nodes();
     let mut client = Client {
         world,
         spec,
         inbox,
         rng,
         process,
+        lease_nodes,
+        lease_target: 0,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -64,6 +67,33 @@ struct Client {
     inbox: Receiver<Envelope>,
     rng: Xoshiro256PlusPlus,
     process: u64,
+    /// The lock service's nodes (one, or the Raft replicas) and which one to ask.
+    lease_nodes: Vec<String>,
+    lease_target: usize,
+}
+
+/// Where a request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dst {
+    /// The lock service (its leader, for Raft).
+    Lease,
+    /// The resource.
+    Resource,
+}
+
+/// How long a client waits after a redirect that names no leader before trying the next
+/// replica, simulated ms.
+const REDIRECT_PAUSE_MS: u64 = 50;
+
+/// The reply to request `id`, skipping anything else that arrives first.
+async fn reply_to(inbox: Receiver<Envelope>, id: u64) -> Option<Message> {
+    loop {
+        match inbox.recv().await {
+            Ok(env) if env.reply_to == Some(id) => return Some(env.body),
+            Ok(_stale_or_signal) => continue,
+            Err(_) => return None,
+        }
+    }
 }
 
 impl Client {
@@ -93,7 +123,7 @@ impl Client {
                 ttl_ms: self.spec.ttl_ms,
             };
             let sent_ms = self.world.mono_ms(&self.spec.name);
-            match self.call(LEASE_SERVICE_NODE, &op, body).await {
+            match self.call(Dst::Lease, &op, body).await {
                 Some(Message::AcquireReply(AcquireOutcome::Granted { token, .. })) => {
                     self.complete(&op, OpType::Ok, |o| o.token = Some(token));
                     self.believe(token, sent_ms);
@@ -124,7 +154,7 @@ impl Client {
         let body = Message::Read {
             key: self.spec.key.clone(),
         };
-        match self.call(RESOURCE_NODE, &op, body).await {
+        match self.call(Dst::Resource, &op, body).await {
             Some(Message::ReadReply(read)) => self.complete(&op, OpType::Ok, |o| {
                 o.value = read.value;
                 o.token = read.token;
@@ -163,7 +193,7 @@ impl Client {
             token,
         };
         let sent_ms = self.world.mono_ms(&self.spec.name);
-        let kept = match self.call(LEASE_SERVICE_NODE, &op, body).await {
+        let kept = match self.call(Dst::Lease, &op, body).await {
             Some(Message::RenewReply(RenewOutcome::Renewed { .. })) => {
                 self.complete(&op, OpType::Ok, |_| {});
                 self.believe(token, sent_ms);
@@ -191,7 +221,7 @@ impl Client {
             token,
             value,
         };
-        match self.call(RESOURCE_NODE, &op, body).await {
+        match self.call(Dst::Resource, &op, body).await {
             Some(Message::WriteReply(WriteOutcome::Accepted { .. })) => {
                 self.complete(&op, OpType::Ok, |_| {})
             }
@@ -215,7 +245,7 @@ impl Client {
             lock: self.spec.lock.clone(),
             token,
         };
-        match self.call(LEASE_SERVICE_NODE, &op, body).await {
+        match self.call(Dst::Lease, &op, body).await {
             Some(Message::ReleaseReply(ReleaseOutcome::Released)) => {
                 self.complete(&op, OpType::Ok, |_| {})
             }
@@ -230,31 +260,46 @@ impl Client {
         self.safepoint(When::After, NodeEvent::Release).await;
     }
 
-    /// Record the invoke, send the request and wait for its reply. On timeout, record `info`,
-    /// retire the process and return `None`. Late replies to earlier requests are skipped.
-    async fn call(&mut self, dst: &str, op: &OpTemplate, body: Message) -> Option<Message> {
+    /// Record the invoke, send the request and wait for its reply. A Raft follower's redirect
+    /// sends the request on to the leader it names (or the next replica) within the same
+    /// operation and time budget. On timeout, record `info`, retire the process, try another
+    /// replica next time and return `None`. Late replies to earlier requests are skipped.
+    async fn call(&mut self, dst: Dst, op: &OpTemplate, body: Message) -> Option<Message> {
         let invoke = self.world.op(op.record(OpType::Invoke));
-        let id = self
-            .world
-            .net
-            .send(&self.spec.name, dst, None, Some(invoke), body);
-        let inbox = self.inbox.clone();
-        let reply = async move {
-            loop {
-                match inbox.recv().await {
-                    Ok(env) if env.reply_to == Some(id) => return Some(env.body),
-                    Ok(_stale_or_signal) => continue,
-                    Err(_) => return None,
+        let deadline_ns = true_ns() + self.spec.timeout_ms * 1_000_000;
+        loop {
+            let to = match dst {
+                Dst::Lease => self.lease_nodes[self.lease_target].clone(),
+                Dst::Resource => RESOURCE_NODE.to_owned(),
+            };
+            let id = self
+                .world
+                .net
+                .send(&self.spec.name, &to, None, Some(invoke), body.clone());
+            let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
+            match madsim::time::timeout(left, reply_to(self.inbox.clone(), id)).await {
+                Ok(Some(Message::Redirect { leader })) => {
+                    let hinted = leader
+                        .as_ref()
+                        .and_then(|l| self.lease_nodes.iter().position(|n| n == l));
+                    if hinted.is_none() {
+                        // No leader known yet (an election is on): give it a moment.
+                        madsim::time::sleep(left.min(Duration::from_millis(REDIRECT_PAUSE_MS)))
+                            .await;
+                    }
+                    self.lease_target =
+                        hinted.unwrap_or((self.lease_target + 1) % self.lease_nodes.len());
                 }
-            }
-        };
-        match madsim::time::timeout(Duration::from_millis(self.spec.timeout_ms), reply).await {
-            Ok(Some(body)) => Some(body),
-            _ => {
-                let error = format!("no reply within {} ms", self.spec.timeout_ms);
-                self.complete(op, OpType::Info, |o| o.error = Some(error));
-                self.process = self.world.new_process();
-                None
+                Ok(Some(reply)) => return Some(reply),
+                _ => {
+                    let error = format!("no reply within {} ms", self.spec.timeout_ms);
+                    self.complete(op, OpType::Info, |o| o.error = Some(error));
+                    self.process = self.world.new_process();
+                    if dst == Dst::Lease {
+                        self.lease_target = (self.lease_target + 1) % self.lease_nodes.len();
+                    }
+                    return None;
+                }
             }
         }
     }

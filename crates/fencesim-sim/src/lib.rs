@@ -21,6 +21,7 @@ pub mod clock;
 mod lease_node;
 pub mod message;
 mod nemesis;
+mod raft_node;
 pub mod random_nemesis;
 pub mod recorder;
 mod resource_node;

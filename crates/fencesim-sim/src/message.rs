@@ -1,12 +1,13 @@
 //! What nodes say to each other.
 
+use fencesim_lease::raft_replica::RaftMessage;
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
 
 /// A message body. Requests go from clients to the lease service or the resource; each reply
 /// carries the outcome of the sans-IO state machine unchanged.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Message {
     /// Ask for a lease on `lock` for `ttl_ms`.
     Acquire {
@@ -53,6 +54,13 @@ pub enum Message {
     },
     /// The resource's answer.
     WriteReply(WriteOutcome),
+    /// Between Raft replicas.
+    Raft(Box<RaftMessage>),
+    /// A Raft follower's answer to a client request: ask `leader` (if known) instead.
+    Redirect {
+        /// The leader's node name, if the follower knows it.
+        leader: Option<String>,
+    },
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
     /// so timers computed from it must be recomputed.
     ClockChanged,
@@ -75,6 +83,8 @@ impl Message {
             Message::ReadReply(_) => MessageKind::ReadReply,
             Message::Write { .. } => MessageKind::Write,
             Message::WriteReply(_) => MessageKind::WriteReply,
+            Message::Raft(_) => MessageKind::Raft,
+            Message::Redirect { .. } => MessageKind::Redirect,
             Message::ClockChanged => panic!("a local signal has no network kind"),
         }
     }

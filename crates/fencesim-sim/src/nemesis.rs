@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind, Phase};
-use fencesim_scenario::{Action, Cut, Fault, LatencyRange, NodeEvent, Trigger};
+use fencesim_scenario::{Action, Cut, Fault, LatencyRange, NodeEvent, Trigger, LEADER};
 
 use crate::message::Message;
 use crate::recorder::true_ns;
@@ -44,7 +44,7 @@ pub(crate) struct Nemesis {
     /// Pause faults in force per node (madsim's pause is a flag; overlapping pauses nest).
     pauses: Mutex<BTreeMap<String, BTreeSet<u64>>>,
     /// Faults in force with no duration, waiting for a heal or restart to end them.
-    open: Mutex<Vec<usize>>,
+    open: Mutex<Vec<Action>>,
     carrier: madsim::runtime::NodeHandle,
 }
 
@@ -165,7 +165,14 @@ impl Nemesis {
 
 /// Begin fault `id`; if it lasts, schedule its undoing.
 fn start(world: &Arc<World>, id: usize) {
-    let fault = world.scenario.faults[id].clone();
+    let mut fault = world.scenario.faults[id].clone();
+    if fault.action.node() == Some(LEADER) {
+        // Resolved now: the replica that leads at this moment (the first one if none does yet).
+        let leader = world
+            .leader()
+            .unwrap_or_else(|| world.lease_nodes()[0].clone());
+        fault.action = fault.action.retarget(&leader);
+    }
     let kind = event_kind(&fault.action);
     let target = fault.action.node().map(str::to_owned);
     let undo = apply(world, id as u64, &fault);
@@ -191,7 +198,12 @@ fn start(world: &Arc<World>, id: usize) {
             });
         }
         // Lasting until something else undoes it: a heal ends a partition, a restart a crash.
-        (None, Some(_)) => world.nemesis.open.lock().expect("open faults").push(id),
+        (None, Some(_)) => world
+            .nemesis
+            .open
+            .lock()
+            .expect("open faults")
+            .push(fault.action.clone()),
         (_, None) => record(
             world,
             kind,
@@ -204,19 +216,16 @@ fn start(world: &Arc<World>, id: usize) {
 
 /// Record the end of every open fault that `undone` says is over, and forget it.
 fn close(world: &World, undone: impl Fn(&Action) -> bool, detail: &str) {
-    let closing: Vec<usize> = {
+    let closing: Vec<Action> = {
         let mut open = world.nemesis.open.lock().expect("open faults");
-        let (closing, keep) = open
-            .iter()
-            .partition(|&&id| undone(&world.scenario.faults[id].action));
+        let (closing, keep): (Vec<Action>, Vec<Action>) = open.drain(..).partition(|a| undone(a));
         *open = keep;
         closing
     };
-    for id in closing {
-        let action = &world.scenario.faults[id].action;
+    for action in closing {
         record(
             world,
-            event_kind(action),
+            event_kind(&action),
             Phase::End,
             action.node(),
             detail.to_owned(),
@@ -401,12 +410,12 @@ fn final_heal(world: &Arc<World>) {
     world.net.clear_rules();
     world.nemesis.pauses.lock().expect("pauses").clear();
     for node in world.scenario.node_names() {
-        madsim::runtime::Handle::current().resume(node);
+        madsim::runtime::Handle::current().resume(node.as_str());
     }
     for node in world.net.down_nodes() {
         world.restart(&node);
     }
-    for node in world.scenario.node_names() {
+    for node in &world.scenario.node_names() {
         world.clocks.update(node, |c| {
             c.mono.set_drift(now, 0);
             c.wall.set_drift(now, 0);

@@ -52,11 +52,7 @@ pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64) -> NemesisPlan {
         (spec.kinds.clone(), spec.interval_ms, spec.duration_ms)
     };
     let mut rng = seeds::rng(seed, Stream::Nemesis);
-    let nodes: Vec<String> = scenario
-        .node_names()
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let nodes = scenario.node_names();
     let mut faults = Vec::new();
     let mut t = spec.start_ms + draw(&mut rng, interval_ms);
     while t < spec.heal_at_ms {

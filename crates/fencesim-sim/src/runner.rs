@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use fencesim_history::{Header, History, FORMAT_VERSION};
 use fencesim_resource::{FenceMode, Resource};
-use fencesim_scenario::{Action, ResourceMode, Scenario, LEASE_SERVICE_NODE, RESOURCE_NODE};
+use fencesim_scenario::{
+    Action, LockServiceKind, ResourceMode, Scenario, LEASE_SERVICE_NODE, RESOURCE_NODE,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
@@ -17,7 +19,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, lease_node, resource_node};
+use crate::{client, lease_node, raft_node, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,7 +168,8 @@ async fn simulate(
             _ => None,
         })
         .collect();
-    let names = scenario.node_names();
+    let owned_names = scenario.node_names();
+    let names: Vec<&str> = owned_names.iter().map(String::as_str).collect();
     let net_rng = seeds::rng(seed, Stream::Network);
     let (net, inboxes) = Network::new(
         &names,
@@ -193,8 +196,18 @@ async fn simulate(
     ));
 
     // Every node's main task is its `init`, so that madsim's restart runs it afresh.
-    let w = Arc::clone(&world);
-    start_node(LEASE_SERVICE_NODE, move || lease_node::run(Arc::clone(&w)));
+    match world.scenario.lock_service.kind {
+        LockServiceKind::Single => {
+            let w = Arc::clone(&world);
+            start_node(LEASE_SERVICE_NODE, move || lease_node::run(Arc::clone(&w)));
+        }
+        LockServiceKind::Raft => {
+            for (index, name) in world.lease_nodes().iter().enumerate() {
+                let w = Arc::clone(&world);
+                start_node(name, move || raft_node::run(Arc::clone(&w), index));
+            }
+        }
+    }
     let w = Arc::clone(&world);
     start_node(RESOURCE_NODE, move || resource_node::run(Arc::clone(&w)));
     for (index, spec) in world.scenario.clients.iter().enumerate() {

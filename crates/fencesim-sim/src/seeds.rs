@@ -19,6 +19,13 @@ pub enum Stream {
         /// How many times the client's task has started.
         incarnation: u64,
     },
+    /// Raft replica `index`'s election timeouts in its `incarnation`.
+    Replica {
+        /// 0-based replica number.
+        index: u32,
+        /// How many times the replica's task has started.
+        incarnation: u64,
+    },
     /// The random nemesis's schedule.
     Nemesis,
     /// Swarm mode's choice of fault kinds and parameters.
@@ -32,6 +39,9 @@ impl Stream {
             Stream::Network => 2,
             Stream::Client { index, incarnation } => {
                 0x1_0000 + u64::from(index) + (incarnation.saturating_sub(1) << 32)
+            }
+            Stream::Replica { index, incarnation } => {
+                0x2_0000 + u64::from(index) + (incarnation.saturating_sub(1) << 32)
             }
             Stream::Nemesis => 3,
             Stream::Swarm => 4,

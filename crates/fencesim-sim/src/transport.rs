@@ -34,7 +34,7 @@ pub const NETWORK_NODE: &str = "network";
 pub const NEMESIS_NODE: &str = "nemesis";
 
 /// A message in transit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Envelope {
     /// Sender node.
     pub src: String,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
+use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_resource::Resource;
 use fencesim_scenario::{Scenario, LEASE_SERVICE_NODE};
 
@@ -41,6 +42,13 @@ pub(crate) struct World {
     pub store: Mutex<Store>,
     /// The resource's state: durable (a database that syncs every write).
     pub resource: Mutex<Resource>,
+    /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
+    raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
+    /// The Raft leader of the highest term seen so far: (term, node).
+    leader: Mutex<Option<(u64, String)>>,
+    /// The highest log index whose effects are in the history: every replica applies every
+    /// entry, but the history records each once, when it first takes effect anywhere.
+    recorded_index: Mutex<u64>,
     inboxes: BTreeMap<String, Receiver<Envelope>>,
     beliefs: Mutex<BTreeMap<String, Belief>>,
     starts: Mutex<BTreeMap<String, u64>>,
@@ -69,6 +77,9 @@ impl World {
             nemesis,
             store: Mutex::new(Store::default()),
             resource: Mutex::new(resource),
+            raft_storage: Mutex::new(BTreeMap::new()),
+            recorded_index: Mutex::new(0),
+            leader: Mutex::new(None),
             inboxes,
             beliefs: Mutex::new(BTreeMap::new()),
             starts: Mutex::new(BTreeMap::new()),
@@ -109,6 +120,47 @@ impl World {
         let n = starts.entry(node.to_owned()).or_insert(0);
         *n += 1;
         *n
+    }
+
+    /// Raft replica `node`'s durable storage (created for `peers` on first use).
+    pub fn raft_storage(&self, node: &str, peers: &[u64]) -> RaftStorage {
+        let mut all = self.raft_storage.lock().expect("raft storage");
+        all.entry(node.to_owned())
+            .or_insert_with(|| new_storage(peers))
+            .clone()
+    }
+
+    /// True the first time any replica reports applying log `index` (entries apply in order).
+    pub fn first_to_apply(&self, index: u64) -> bool {
+        let mut recorded = self.recorded_index.lock().expect("recorded index");
+        if index > *recorded {
+            *recorded = index;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `node` became Raft leader in `term`.
+    pub fn set_leader(&self, term: u64, node: &str) {
+        let mut leader = self.leader.lock().expect("leader");
+        if leader.as_ref().is_none_or(|(t, _)| term >= *t) {
+            *leader = Some((term, node.to_owned()));
+        }
+    }
+
+    /// The Raft replica that led in the highest term seen so far.
+    pub fn leader(&self) -> Option<String> {
+        self.leader
+            .lock()
+            .expect("leader")
+            .as_ref()
+            .map(|(_, n)| n.clone())
+    }
+
+    /// The lock service's node names.
+    pub fn lease_nodes(&self) -> Vec<String> {
+        self.scenario.lock_service.nodes()
     }
 
     /// A client finished all its cycles.
