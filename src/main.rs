@@ -27,31 +27,41 @@ struct Cli {
     command: Command,
 }
 
+/// What `run` and `explore` share: the scenario and how to run it.
+#[derive(clap::Args)]
+struct Target {
+    /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
+    scenario: String,
+    /// Output root; files go to DIR/<scenario name>/<seed>/.
+    #[arg(long, value_name = "DIR", default_value = "reports/runs")]
+    out: PathBuf,
+    /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Force swarm mode on the scenario's random nemesis.
+    #[arg(long)]
+    swarm: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a scenario, check the history, write report.json and history.jsonl.
     Run {
-        /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
-        scenario: String,
+        #[command(flatten)]
+        target: Target,
         /// Root seed. Without it: the first seed of the scenario's range, or with --expect
         /// every seed of the range.
         #[arg(long)]
         seed: Option<u64>,
-        /// Output root; files go to DIR/<scenario name>/<seed>/.
-        #[arg(long, value_name = "DIR", default_value = "reports/runs")]
-        out: PathBuf,
         /// Exit 0 only if the scenario's [expect] is met (on every seed of its range unless
         /// --seed is given).
         #[arg(long)]
         expect: bool,
-        /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
-        #[arg(long)]
-        check_determinism: bool,
     },
     /// Run many seeds in parallel; write files only for seeds that miss the expectation.
     Explore {
-        /// A scenario file, or the name of a bundled scenario.
-        scenario: String,
+        #[command(flatten)]
+        target: Target,
         /// The seeds, `A..B` (half-open).
         #[arg(long)]
         seeds: String,
@@ -61,15 +71,6 @@ enum Command {
         /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines.
         #[arg(long)]
         shard: Option<String>,
-        /// Force swarm mode on the scenario's random nemesis.
-        #[arg(long)]
-        swarm: bool,
-        /// Output root for the seeds that miss.
-        #[arg(long, value_name = "DIR", default_value = "reports/runs")]
-        out: PathBuf,
-        /// Run each seed twice and fail unless the histories are byte-identical.
-        #[arg(long)]
-        check_determinism: bool,
     },
     /// Check a history.jsonl file (recorded by fencesim or converted from a real system).
     Check {
@@ -78,6 +79,16 @@ enum Command {
     },
     /// List the bundled scenarios with their expectations.
     List,
+    /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
+    /// every bundled scenario (release builds give the meaningful figures).
+    Bench {
+        /// Seeds per scenario.
+        #[arg(long, default_value_t = 20)]
+        seeds: u64,
+        /// Worker threads (default: 1, so that seeds/s is per core).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -85,31 +96,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run {
-            scenario,
+            target,
             seed,
-            out,
             expect,
-            check_determinism,
-        } => run(&scenario, seed, out, expect, check_determinism),
+        } => run(&target, seed, expect),
         Command::Explore {
-            scenario,
+            target,
             seeds,
             jobs,
             shard,
-            swarm,
-            out,
-            check_determinism,
-        } => explore(
-            &scenario,
-            &seeds,
-            jobs,
-            shard.as_deref(),
-            swarm,
-            out,
-            check_determinism,
-        ),
+        } => explore(&target, &seeds, jobs, shard.as_deref()),
         Command::Check { history } => check(&history),
         Command::List => list(),
+        Command::Bench { seeds, jobs } => bench(seeds, jobs),
     };
     ExitCode::from(code)
 }
@@ -136,18 +135,36 @@ fn load(arg: &str) -> Result<Scenario, String> {
     fencesim::load_scenario(path).map_err(|e| e.to_string())
 }
 
-fn run(arg: &str, seed: Option<u64>, out: PathBuf, expect: bool, check_determinism: bool) -> u8 {
-    let scenario = match load(arg) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::BAD_INPUT;
-        }
-    };
+/// Load the target's scenario (a file, else a bundled name), apply `--swarm`, and build the
+/// run options; on bad input, the exit code.
+fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
+    let mut scenario = load(&t.scenario).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::BAD_INPUT
+    })?;
+    if t.swarm {
+        let Some(nemesis) = scenario.nemesis.as_mut() else {
+            eprintln!(
+                "error: {}: --swarm needs a scenario with a [nemesis] section",
+                t.scenario
+            );
+            return Err(exit::BAD_INPUT);
+        };
+        nemesis.swarm = true;
+    }
     let opts = RunOptions {
-        out,
-        scenario_arg: arg.to_owned(),
-        check_determinism,
+        out: t.out.clone(),
+        scenario_arg: t.scenario.clone(),
+        check_determinism: t.check_determinism,
+        swarm: t.swarm,
+    };
+    Ok((scenario, opts))
+}
+
+fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
+    let (scenario, opts) = match prepare(target) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let seeds: Vec<u64> = match (seed, expect) {
         (Some(s), _) => vec![s],
@@ -190,21 +207,10 @@ fn run(arg: &str, seed: Option<u64>, out: PathBuf, expect: bool, check_determini
 }
 
 /// `explore`: many seeds in parallel, files only for seeds that miss the expectation.
-fn explore(
-    arg: &str,
-    seeds: &str,
-    jobs: Option<usize>,
-    shard: Option<&str>,
-    swarm: bool,
-    out: PathBuf,
-    check_determinism: bool,
-) -> u8 {
-    let mut scenario = match load(arg) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::BAD_INPUT;
-        }
+fn explore(target: &Target, seeds: &str, jobs: Option<usize>, shard: Option<&str>) -> u8 {
+    let (scenario, opts) = match prepare(target) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let seeds = match select_seeds(seeds, shard) {
         Ok(s) => s,
@@ -212,20 +218,6 @@ fn explore(
             eprintln!("error: {e}");
             return exit::BAD_INPUT;
         }
-    };
-    if swarm {
-        match scenario.nemesis.as_mut() {
-            Some(n) => n.swarm = true,
-            None => {
-                eprintln!("error: {arg}: --swarm needs a scenario with a [nemesis] section");
-                return exit::BAD_INPUT;
-            }
-        }
-    }
-    let opts = RunOptions {
-        out,
-        scenario_arg: arg.to_owned(),
-        check_determinism,
     };
     let clock = fencesim::bench::Stopwatch::start();
     let handle = |done: fencesim::run::Evaluated| -> std::io::Result<Option<SeedRun>> {
@@ -376,11 +368,12 @@ fn check(path: &Path) -> u8 {
     };
     let result = fencesim::check(&history);
     let verdict = fencesim::report::verdict(&result, None);
+    let n = result.violations.len();
     say!(
-        "{}: {:?} ({} violations)",
+        "{}: {:?} ({n} violation{})",
         path.display(),
         verdict,
-        result.violations.len()
+        if n == 1 { "" } else { "s" }
     );
     for v in &result.violations {
         say!(
@@ -406,12 +399,8 @@ fn list() -> u8 {
                     let kinds: Vec<_> = s.expect.violations.iter().map(|k| k.as_str()).collect();
                     expect = format!("{expect} ({})", kinds.join(", "));
                 }
-                let summary = s
-                    .description
-                    .split(". ")
-                    .next()
-                    .unwrap_or("")
-                    .replace('\n', " ");
+                let flat = s.description.replace('\n', " ");
+                let summary = flat.split(". ").next().unwrap_or("");
                 say!(
                     "{:<26} seeds {}..{:<5} expect {expect}\n    {summary}.",
                     s.name,
@@ -424,6 +413,74 @@ fn list() -> u8 {
                 return exit::SIM_FAILED;
             }
         }
+    }
+    exit::VALID
+}
+
+/// `bench`: every bundled scenario over `seeds` seeds, nothing written.
+fn bench(seeds: u64, jobs: usize) -> u8 {
+    use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
+    let opts = RunOptions {
+        out: PathBuf::new(),
+        scenario_arg: String::new(),
+        check_determinism: false,
+        swarm: false,
+    };
+    say!(
+        "{:<28} {:>8} {:>10} {:>12} {:>16} {:>16}",
+        "scenario",
+        "seeds/s",
+        "records",
+        "sim s/real s",
+        "acquire ms p50/p99",
+        "election ms p50/p99"
+    );
+    for (file, text) in bundled::SCENARIOS {
+        let scenario = match fencesim::parse_scenario(text, file) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: bundled scenario is invalid: {e}");
+                return exit::SIM_FAILED;
+            }
+        };
+        let list: Vec<u64> =
+            (scenario.seeds.start..scenario.seeds.start.saturating_add(seeds)).collect();
+        let clock = fencesim::bench::Stopwatch::start();
+        let measured = sweep(&scenario, &list, jobs, &opts, |done| {
+            let history =
+                fencesim_history::read_jsonl(&done.history[..]).map_err(std::io::Error::other)?;
+            Ok((
+                done.report.history.entries,
+                done.report.simulated_ms,
+                acquire_latencies(&history),
+                election_latencies(&history),
+            ))
+        });
+        let seconds = clock.seconds();
+        let Ok(measured) = measured else {
+            eprintln!("error: {file}: a seed could not be measured");
+            return exit::SIM_FAILED;
+        };
+        let records: u64 = measured.iter().map(|m| m.0).sum();
+        let simulated_s: f64 = measured.iter().map(|m| m.1 as f64 / 1000.0).sum();
+        let acquire = Summary::of(measured.iter().flat_map(|m| m.2.clone()).collect());
+        let election = Summary::of(measured.iter().flat_map(|m| m.3.clone()).collect());
+        let pair = |s: Summary| {
+            if s.count == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.0}/{:.0}", s.median_ms, s.p99_ms)
+            }
+        };
+        say!(
+            "{:<28} {:>8.1} {:>10} {:>12.0} {:>16} {:>16}",
+            scenario.name,
+            list.len() as f64 / seconds.max(1e-9),
+            records / list.len().max(1) as u64,
+            simulated_s / seconds.max(1e-9),
+            pair(acquire),
+            pair(election)
+        );
     }
     exit::VALID
 }

@@ -21,6 +21,8 @@ pub struct RunOptions {
     pub scenario_arg: String,
     /// Simulate twice and require byte-identical histories.
     pub check_determinism: bool,
+    /// Swarm mode was forced on (so the reproduce line says `--swarm`).
+    pub swarm: bool,
 }
 
 /// The result of one seed.
@@ -134,7 +136,11 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
             .entries
             .last()
             .map_or(0, |e| e.at().time_ns / 1_000_000),
-        reproduce: format!("fencesim run {} --seed {seed}", opts.scenario_arg),
+        reproduce: format!(
+            "fencesim run {} --seed {seed}{}",
+            opts.scenario_arg,
+            if opts.swarm { " --swarm" } else { "" }
+        ),
     };
     Ok(Evaluated {
         report,

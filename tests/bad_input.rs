@@ -356,3 +356,15 @@ fn the_leader_of_a_single_service() {
         "unknown node \"leader\"",
     );
 }
+
+#[test]
+fn a_random_nemesis_with_no_targets() {
+    let nemesis = "[nemesis]\nkinds = [\"pause\"]\ntargets = []\nheal_at_ms = 100\nrecovery_periods = 1\n[expect]";
+    let (code, stderr, file) = run_variant("bad-targets", "[expect]", nemesis);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {file}:"))
+            && stderr.contains("field `nemesis.targets`: expected at least one node"),
+        "{stderr}"
+    );
+}

@@ -61,7 +61,7 @@ fn a_bundled_scenario_runs_by_name_and_check_agrees_with_run() {
     let o = fencesim(&["check", history.to_str().unwrap()]);
     let (stdout, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("Invalid (1 violations)"), "{stdout}");
+    assert!(stdout.contains("Invalid (1 violation)"), "{stdout}");
     assert!(stdout.contains("stale-write-accepted"), "{stdout}");
 }
 

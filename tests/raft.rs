@@ -20,6 +20,7 @@ fn opts() -> RunOptions {
         out: support::out_dir("raft"),
         scenario_arg: "raft".into(),
         check_determinism: false,
+        swarm: false,
     }
 }
 

@@ -14,6 +14,7 @@ fn opts() -> RunOptions {
         out: support::out_dir("random-nemesis"),
         scenario_arg: "random-nemesis-fenced".into(),
         check_determinism: false,
+        swarm: false,
     }
 }
 

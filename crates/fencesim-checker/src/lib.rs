@@ -9,6 +9,7 @@
 
 mod exclusion;
 mod exposure;
+pub mod latency;
 mod leases;
 mod progress;
 mod stale_write;

@@ -190,7 +190,8 @@ pub enum Action {
         node: String,
     },
     /// The random nemesis's final heal: every fault ends, every node resumes (and restarts if
-    /// crashed), every clock settles back to true time. Afterwards a fenced write must be
+    /// crashed), every wall clock is set back to true time and all drift stops (monotonic clocks
+    /// keep the offset drift gave them: they never step). Afterwards a fenced write must be
     /// accepted within `window_ms`. Drawn by `[nemesis]`, not written in `[[faults]]`.
     FinalHeal {
         /// The recovery window, simulated ms.

@@ -64,8 +64,8 @@ pub struct NemesisSpec {
     pub interval_ms: LatencyRange,
     /// How long each fault lasts, ms.
     pub duration_ms: LatencyRange,
-    /// When the final heal happens: every fault ends, every node resumes and restarts, every
-    /// clock settles back to true time. No fault starts after it.
+    /// When the final heal happens: every fault in force ends, every node resumes and restarts,
+    /// wall clocks go back to true time and drift stops. The nemesis draws no fault after it.
     pub heal_at_ms: u64,
     /// After the final heal, a fenced write must be accepted within this many maximum lease
     /// periods (`max_ttl_ms`), else `no-progress-after-heal`.

@@ -139,7 +139,6 @@ pub(crate) fn resolve(
     };
     let duration_ms = cx.positive(&raw.duration_ms, "duration_ms")?;
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
-    let network = resolve_network(&cx, &raw.network, &raw.clients, &lock_service.nodes())?;
     let resource = resolve_resource(&cx, &raw.resource)?;
     let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
     let lease_nodes = lock_service.nodes();
@@ -149,6 +148,7 @@ pub(crate) fn resolve(
         .chain([RESOURCE_NODE])
         .chain(clients.iter().map(|c| c.name.as_str()))
         .collect();
+    let network = resolve_network(&cx, &raw.network, &node_names)?;
     let faults = raw
         .faults
         .iter()
@@ -186,8 +186,7 @@ pub(crate) fn resolve(
 fn resolve_network(
     cx: &Ctx,
     raw: &RawNetwork,
-    clients: &Spanned<Vec<RawClient>>,
-    lease_nodes: &[String],
+    nodes: &[&str],
 ) -> Result<NetworkSpec, ScenarioError> {
     let probability = |p: &Option<Spanned<f64>>, field: &str| -> Result<f64, ScenarioError> {
         match p {
@@ -200,27 +199,19 @@ fn resolve_network(
             None => Ok(0.0),
         }
     };
-    // Links may name clients, which are resolved later; accept the servers and any client
-    // name or client-N the groups will produce.
-    let client_count: i64 = clients
-        .get_ref()
-        .iter()
-        .map(|c| c.count.as_ref().map_or(1, |n| *n.get_ref()))
-        .sum();
     let known = |n: &Spanned<String>| -> Result<String, ScenarioError> {
-        let name = n.get_ref();
-        let numbered = name
-            .strip_prefix("client-")
-            .and_then(|i| i.parse::<i64>().ok())
-            .is_some_and(|i| i >= 1 && i <= client_count);
-        let named = clients
-            .get_ref()
-            .iter()
-            .any(|c| c.name.as_ref().is_some_and(|c| c.get_ref() == name));
-        if lease_nodes.contains(name) || name == RESOURCE_NODE || numbered || named {
-            Ok(name.clone())
+        if nodes.contains(&n.get_ref().as_str()) {
+            Ok(n.get_ref().clone())
         } else {
-            Err(cx.err(n.span(), "network.links", format!("unknown node {name:?}")))
+            Err(cx.err(
+                n.span(),
+                "network.links",
+                format!(
+                    "unknown node {:?}; the nodes are {}",
+                    n.get_ref(),
+                    nodes.join(", ")
+                ),
+            ))
         }
     };
     let mut links = Vec::new();

@@ -165,10 +165,21 @@ pub(crate) fn resolve(
             node: target.expect("required"),
         },
         RawFaultKind::Hold => hold(cx, f, from.expect("required"))?,
-        RawFaultKind::HoldAll => Action::HoldAll {
-            message: *f.message.as_ref().expect("required").get_ref(),
-            from,
-        },
+        RawFaultKind::HoldAll => {
+            let spanned = f.message.as_ref().expect("required");
+            let message = *spanned.get_ref();
+            if let Some(sender) = from
+                .as_deref()
+                .filter(|s| !message.sent_by(NodeRole::of(s)))
+            {
+                let m = format!(
+                    "node {sender:?} never sends a {:?} message, so this hold would never match",
+                    message.as_str()
+                );
+                return Err(cx.err(spanned.span(), "faults.message", m));
+            }
+            Action::HoldAll { message, from }
+        }
         RawFaultKind::Latency => Action::Latency {
             link: LinkSel { from, to },
             latency_ms: cx.range(

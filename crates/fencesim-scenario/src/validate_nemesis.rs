@@ -73,6 +73,17 @@ pub(crate) fn resolve(
             .collect::<Result<Vec<_>, _>>()?,
         None => nodes.iter().map(|s| s.to_string()).collect(),
     };
+    if targets.is_empty() {
+        let span = n
+            .targets
+            .as_ref()
+            .map_or(n.kinds.span(), |_| spanned.span());
+        return Err(cx.err(
+            span,
+            "nemesis.targets",
+            "expected at least one node (or leave `targets` out for every node)",
+        ));
+    }
     let range = |p: &Option<Pair>,
                  field: &str,
                  default: LatencyRange,

@@ -114,6 +114,7 @@ async fn reap(world: &Arc<World>, service: &mut LeaseService) {
     persist(world, service);
     let count = expired.len();
     for expired in expired {
+        world.lease_ended(&expired.lock);
         world.event(Event {
             node: NODE.to_owned(),
             lock: Some(expired.lock),
@@ -146,6 +147,11 @@ fn handle(
     let now = now_ms(world);
     let holder = env.src.as_str();
     let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<u64>| {
+        match kind {
+            EventKind::Grant => world.lease_granted(lock, holder, token),
+            EventKind::Release => world.lease_ended(lock),
+            _ => {}
+        }
         world.event(Event {
             node: NODE.to_owned(),
             lock: Some(lock.to_owned()),

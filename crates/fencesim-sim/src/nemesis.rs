@@ -43,8 +43,10 @@ pub(crate) struct Nemesis {
     seen: Mutex<BTreeMap<(String, When, NodeEvent), u64>>,
     /// Pause faults in force per node (madsim's pause is a flag; overlapping pauses nest).
     pauses: Mutex<BTreeMap<String, BTreeSet<u64>>>,
-    /// Faults in force with no duration, waiting for a heal or restart to end them.
-    open: Mutex<Vec<Action>>,
+    /// Faults in force, by activation number, until their timer, a heal, a restart or the
+    /// final heal ends them.
+    active: Mutex<BTreeMap<u64, Action>>,
+    next_activation: Mutex<u64>,
     carrier: madsim::runtime::NodeHandle,
 }
 
@@ -78,7 +80,8 @@ impl Nemesis {
             triggers,
             seen: Mutex::new(BTreeMap::new()),
             pauses: Mutex::new(BTreeMap::new()),
-            open: Mutex::new(Vec::new()),
+            active: Mutex::new(BTreeMap::new()),
+            next_activation: Mutex::new(0),
             carrier,
         }
     }
@@ -136,6 +139,21 @@ impl Nemesis {
         }
     }
 
+    /// A fresh number for one start of a fault.
+    fn next_activation(&self) -> u64 {
+        let mut next = self.next_activation.lock().expect("activations");
+        *next += 1;
+        *next
+    }
+
+    /// Whether the fault started as `activation` is still in force.
+    fn is_active(&self, activation: u64) -> bool {
+        self.active
+            .lock()
+            .expect("active faults")
+            .contains_key(&activation)
+    }
+
     /// Pause fault `id` is now in force on `node`.
     fn pause_started(&self, node: &str, id: u64) {
         self.pauses
@@ -175,7 +193,8 @@ fn start(world: &Arc<World>, id: usize) {
     }
     let kind = event_kind(&fault.action);
     let target = fault.action.node().map(str::to_owned);
-    let undo = apply(world, id as u64, &fault);
+    let activation = world.nemesis.next_activation();
+    let undo = apply(world, id as u64, &fault, activation);
     let window_ms = match fault.action {
         Action::FinalHeal { window_ms } => Some(window_ms),
         _ => None,
@@ -188,39 +207,52 @@ fn start(world: &Arc<World>, id: usize) {
         window_ms,
         ..Event::new(kind)
     });
-    match (fault.duration_ms, undo) {
-        (Some(ms), Some(undo)) => {
-            let w = Arc::clone(world);
-            world.nemesis.spawn(async move {
-                madsim::time::sleep(Duration::from_millis(ms)).await;
-                let detail = undo.run(&w);
-                record(&w, kind, Phase::End, target.as_deref(), detail);
-            });
-        }
-        // Lasting until something else undoes it: a heal ends a partition, a restart a crash.
-        (None, Some(_)) => world
-            .nemesis
-            .open
-            .lock()
-            .expect("open faults")
-            .push(fault.action.clone()),
-        (_, None) => record(
+    let Some(undo) = undo else {
+        record(
             world,
             kind,
             Phase::End,
             target.as_deref(),
             "instantaneous".into(),
-        ),
+        );
+        return;
+    };
+    // Lasting: ended by its own timer, or earlier by a heal, a restart or the final heal.
+    world
+        .nemesis
+        .active
+        .lock()
+        .expect("active faults")
+        .insert(activation, fault.action.clone());
+    if let Some(ms) = fault.duration_ms {
+        let w = Arc::clone(world);
+        world.nemesis.spawn(async move {
+            madsim::time::sleep(Duration::from_millis(ms)).await;
+            if w.nemesis
+                .active
+                .lock()
+                .expect("active faults")
+                .remove(&activation)
+                .is_some()
+            {
+                let detail = undo.run(&w);
+                record(&w, kind, Phase::End, target.as_deref(), detail);
+            }
+        });
     }
 }
 
-/// Record the end of every open fault that `undone` says is over, and forget it.
+/// Record the end of every fault in force that `undone` says is over, and forget it (its own
+/// timer, if any, then does nothing).
 fn close(world: &World, undone: impl Fn(&Action) -> bool, detail: &str) {
     let closing: Vec<Action> = {
-        let mut open = world.nemesis.open.lock().expect("open faults");
-        let (closing, keep): (Vec<Action>, Vec<Action>) = open.drain(..).partition(|a| undone(a));
-        *open = keep;
-        closing
+        let mut active = world.nemesis.active.lock().expect("active faults");
+        let ids: Vec<u64> = active
+            .iter()
+            .filter(|(_, a)| undone(a))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.iter().filter_map(|id| active.remove(id)).collect()
     };
     for action in closing {
         record(
@@ -287,7 +319,7 @@ impl Undo {
 }
 
 /// Do what the fault says, now; returns how to undo it if it lasts.
-fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
+fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<Undo> {
     let now = true_ns();
     let net = &world.net;
     match &fault.action {
@@ -357,14 +389,7 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
             period_ms,
         } => {
             let base = world.clocks.get(node).wall.offset_ms(now);
-            strobe(
-                world,
-                node,
-                base,
-                *offset_ms,
-                *period_ms,
-                fault.duration_ms.unwrap_or(0),
-            );
+            strobe(world, node, base, *offset_ms, *period_ms, activation);
             Some(Undo::Clock {
                 node: node.clone(),
                 wall_offset_ms: Some(base),
@@ -376,6 +401,10 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
             Some(Undo::Restart(node.clone()))
         }
         Action::Restart { node } => {
+            if !world.net.is_down(node) {
+                // Restarting a running process loses its memory just as a crash does.
+                world.crash(node);
+            }
             world.restart(node);
             close(
                 world,
@@ -398,6 +427,12 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault) -> Option<Undo> {
                 .lock()
                 .expect("store")
                 .restore(snapshot_at_ms * 1_000_000);
+            world.forget_lost_leases("lost: the restored backup does not have it");
+            close(
+                world,
+                |a| matches!(a, Action::Crash { node: n } if n == node),
+                "restored",
+            );
             world.restart(node);
             None
         }
@@ -439,12 +474,15 @@ fn strobe(
     base: i64,
     offset_ms: i64,
     period_ms: u64,
-    duration_ms: u64,
+    activation: u64,
 ) {
     let (w, node) = (Arc::clone(world), node.to_owned());
     world.nemesis.spawn(async move {
-        let flips = duration_ms / period_ms;
-        for i in 0..flips {
+        // The first check runs before the fault is marked active, so always flip once.
+        for i in 0.. {
+            if i > 0 && !w.nemesis.is_active(activation) {
+                break;
+            }
             let offset = if i % 2 == 0 { base + offset_ms } else { base };
             w.clocks
                 .update(&node, |c| c.wall.set_offset(true_ns(), offset));

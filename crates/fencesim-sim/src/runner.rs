@@ -13,7 +13,7 @@ use fencesim_scenario::{
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
-use crate::nemesis::Nemesis;
+use crate::nemesis::{sleep_until_ms, Nemesis};
 use crate::random_nemesis::{self, NemesisPlan};
 use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
@@ -228,6 +228,12 @@ async fn simulate(
         }
     };
     let _ = madsim::time::timeout(Duration::from_nanos(deadline_ns), all_done).await;
+    // A random nemesis's run lasts at least through the final heal and its recovery window,
+    // even if the clients stopped early: the progress check must see that window.
+    if let Some(n) = &world.scenario.nemesis {
+        let window_ms = n.recovery_periods * world.scenario.lock_service.max_ttl_ms;
+        sleep_until_ms((n.heal_at_ms + window_ms).min(world.scenario.duration_ms)).await;
+    }
     // Let messages still in the network land (a held write may arrive after its sender quit).
     while world.net.in_flight() > 0 && true_ns() < deadline_ns {
         madsim::time::sleep(Duration::from_millis(10)).await;

@@ -44,6 +44,9 @@ pub(crate) struct World {
     pub resource: Mutex<Resource>,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
     raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
+    /// The single lease service's live leases as its events tell them: lock -> (holder, token).
+    /// A crash or restore can make the service forget a lease; this is how the history learns.
+    live_leases: Mutex<BTreeMap<String, (String, u64)>>,
     /// The Raft leader of the highest term seen so far: (term, node).
     leader: Mutex<Option<(u64, String)>>,
     /// The highest log index whose effects are in the history: every replica applies every
@@ -80,6 +83,7 @@ impl World {
             raft_storage: Mutex::new(BTreeMap::new()),
             recorded_index: Mutex::new(0),
             leader: Mutex::new(None),
+            live_leases: Mutex::new(BTreeMap::new()),
             inboxes,
             beliefs: Mutex::new(BTreeMap::new()),
             starts: Mutex::new(BTreeMap::new()),
@@ -141,6 +145,56 @@ impl World {
         }
     }
 
+    /// The single lease service granted `lock` to `holder` with `token`.
+    pub fn lease_granted(&self, lock: &str, holder: &str, token: u64) {
+        self.live_leases
+            .lock()
+            .expect("live leases")
+            .insert(lock.to_owned(), (holder.to_owned(), token));
+    }
+
+    /// The single lease service ended the lease on `lock`.
+    pub fn lease_ended(&self, lock: &str) {
+        self.live_leases.lock().expect("live leases").remove(lock);
+    }
+
+    /// After the lease service lost state (a crash, a restore): every lease it can no longer
+    /// know of has ended, by its own reckoning. Record each as `revoke`, so the history shows
+    /// when the service stopped honouring it.
+    pub fn forget_lost_leases(&self, reason: &str) {
+        let recovered = self
+            .store
+            .lock()
+            .expect("store")
+            .recover(self.scenario.lock_service.token_counter);
+        let lost: Vec<(String, String, u64)> = {
+            let mut live = self.live_leases.lock().expect("live leases");
+            let gone: Vec<String> = live
+                .iter()
+                .filter(|(lock, (_, token))| {
+                    recovered
+                        .get(*lock)
+                        .and_then(|r| r.lease.as_ref())
+                        .is_none_or(|l| l.token != *token)
+                })
+                .map(|(lock, _)| lock.clone())
+                .collect();
+            gone.into_iter()
+                .filter_map(|lock| live.remove(&lock).map(|(h, t)| (lock, h, t)))
+                .collect()
+        };
+        for (lock, holder, token) in lost {
+            self.event(Event {
+                node: LEASE_SERVICE_NODE.to_owned(),
+                lock: Some(lock),
+                holder: Some(holder),
+                token: Some(token),
+                detail: Some(reason.to_owned()),
+                ..Event::new(EventKind::Revoke)
+            });
+        }
+    }
+
     /// `node` became Raft leader in `term`.
     pub fn set_leader(&self, term: u64, node: &str) {
         let mut leader = self.leader.lock().expect("leader");
@@ -184,6 +238,7 @@ impl World {
         self.net.set_down(node, true);
         if node == LEASE_SERVICE_NODE {
             self.store.lock().expect("store").crash();
+            self.forget_lost_leases("lost: not on disk when the service crashed");
         }
         self.end_belief(node, "crashed");
         self.nemesis.forget_pauses(node);

@@ -251,3 +251,42 @@ fn a_crashed_client_restarts_as_a_new_process_from_its_first_cycle() {
         .collect();
     assert_eq!(beliefs[1], (Some(Phase::End), Some("crashed".into())));
 }
+
+/// The correct K17 design: the service loses its leases in a crash (nothing synced) but grants
+/// nothing for one maximum TTL after restarting. The history shows the lost lease as revoked
+/// at the crash, so the service's own view never has two holders.
+#[test]
+fn a_lease_lost_in_a_crash_is_recorded_and_a_restart_grace_keeps_exclusion() {
+    let text = "name = \"grace\"\nduration_ms = 30000\n[network]\nlatency_ms = [5, 5]\n\
+                [lock_service]\nmax_ttl_ms = 3000\nfsync = \"never\"\nrestart_grace_ms = 3000\n\
+                [[clients]]\nname = \"client-1\"\nttl_ms = 3000\nwork_ms = 2000\n\
+                [[clients]]\nname = \"client-2\"\nttl_ms = 3000\nwork_ms = 100\nstart_ms = 500\n\
+                [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 100\n\
+                [expect]\nverdict = \"valid\"\n";
+    let scenario = fencesim_scenario::parse(text, "grace.toml", None).unwrap();
+    let h = fencesim_sim::run(&scenario, 0).history;
+    let revoke = h
+        .events()
+        .find(|e| e.event == EventKind::Revoke)
+        .expect("the lost lease is recorded");
+    assert_eq!((revoke.token, ms(revoke.at.time_ns)), (Some(1), 1000));
+    assert!(
+        revoke.detail.as_deref().unwrap().starts_with("lost"),
+        "{revoke:?}"
+    );
+    // No grant before the grace (restart at 1100 + 3000) ran out.
+    let second = h
+        .events()
+        .filter(|e| e.event == EventKind::Grant)
+        .nth(1)
+        .expect("a second grant");
+    assert!(ms(second.at.time_ns) >= 4100, "{second:?}");
+    let result = fencesim_checker::check(&h);
+    assert!(
+        !result
+            .kinds()
+            .contains(&fencesim_history::ViolationKind::MutualExclusionService),
+        "{:?}",
+        result.violations
+    );
+}
