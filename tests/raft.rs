@@ -3,7 +3,7 @@
 
 mod support;
 
-use fencesim::run::{default_jobs, evaluate, sweep, RunOptions};
+use fencesim::run::{evaluate, RunOptions};
 use fencesim_history::{EventKind, History};
 
 fn load(name: &str) -> fencesim::Scenario {
@@ -90,12 +90,5 @@ fn a_raft_run_is_byte_identical_when_repeated() {
 fn the_random_nemesis_finds_nothing_on_any_seed_of_its_range() {
     let scenario = load("raft-random-nemesis");
     assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 500));
-    let seeds: Vec<u64> = (scenario.seeds.start..scenario.seeds.end).collect();
-    let missed = sweep(&scenario, &seeds, default_jobs(), &opts(), |done| {
-        Ok((!done.report.expectation.met)
-            .then(|| format!("seed {}: {:?}", done.report.seed, done.report.violations)))
-    })
-    .unwrap();
-    let missed: Vec<String> = missed.into_iter().flatten().collect();
-    assert!(missed.is_empty(), "{missed:#?}");
+    support::assert_met_on_whole_range(&scenario, &opts());
 }

@@ -3,7 +3,7 @@
 
 mod support;
 
-use fencesim::run::{default_jobs, evaluate, sweep, RunOptions};
+use fencesim::run::{evaluate, RunOptions};
 
 fn scenario() -> fencesim::Scenario {
     fencesim::load_scenario(&support::root().join("scenarios/random-nemesis-fenced.toml")).unwrap()
@@ -22,14 +22,7 @@ fn opts() -> RunOptions {
 fn valid_on_every_seed_of_its_range() {
     let scenario = scenario();
     assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 1000));
-    let seeds: Vec<u64> = (scenario.seeds.start..scenario.seeds.end).collect();
-    let missed = sweep(&scenario, &seeds, default_jobs(), &opts(), |done| {
-        Ok((!done.report.expectation.met)
-            .then(|| format!("seed {}: {:?}", done.report.seed, done.report.violations)))
-    })
-    .unwrap();
-    let missed: Vec<String> = missed.into_iter().flatten().collect();
-    assert!(missed.is_empty(), "{missed:#?}");
+    support::assert_met_on_whole_range(&scenario, &opts());
 }
 
 /// Seeds that each exposed a harness bug, kept as regressions:

@@ -39,3 +39,17 @@ pub fn text(out: &Output) -> (String, String) {
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("read json")).expect("parse json")
 }
+
+/// Run every seed of the scenario's range (in parallel, nothing written) and fail listing the
+/// seeds that miss its expectation.
+pub fn assert_met_on_whole_range(scenario: &fencesim::Scenario, opts: &fencesim::run::RunOptions) {
+    use fencesim::run::{default_jobs, sweep};
+    let seeds: Vec<u64> = (scenario.seeds.start..scenario.seeds.end).collect();
+    let missed = sweep(scenario, &seeds, default_jobs(), opts, |done| {
+        Ok((!done.report.expectation.met)
+            .then(|| format!("seed {}: {:?}", done.report.seed, done.report.violations)))
+    })
+    .unwrap();
+    let missed: Vec<String> = missed.into_iter().flatten().collect();
+    assert!(missed.is_empty(), "{missed:#?}");
+}

@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
-use crate::model::{NodeEvent, NodeRole, LEADER, LEASE_SERVICE_NODE};
+use crate::model::{MessageKind, NodeEvent, NodeRole, LEADER, LEASE_SERVICE_NODE};
 use crate::raw::{RawFault, RawFaultKind};
 use crate::validate::Ctx;
 
@@ -165,21 +165,10 @@ pub(crate) fn resolve(
             node: target.expect("required"),
         },
         RawFaultKind::Hold => hold(cx, f, from.expect("required"))?,
-        RawFaultKind::HoldAll => {
-            let spanned = f.message.as_ref().expect("required");
-            let message = *spanned.get_ref();
-            if let Some(sender) = from
-                .as_deref()
-                .filter(|s| !message.sent_by(NodeRole::of(s)))
-            {
-                let m = format!(
-                    "node {sender:?} never sends a {:?} message, so this hold would never match",
-                    message.as_str()
-                );
-                return Err(cx.err(spanned.span(), "faults.message", m));
-            }
-            Action::HoldAll { message, from }
-        }
+        RawFaultKind::HoldAll => Action::HoldAll {
+            message: sent_message(cx, f, from.as_deref())?,
+            from,
+        },
         RawFaultKind::Latency => Action::Latency {
             link: LinkSel { from, to },
             latency_ms: cx.range(
@@ -311,16 +300,22 @@ fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
         .map(|n| cx.positive(n, "faults.nth"))
         .transpose()?
         .unwrap_or(1);
+    let message = sent_message(cx, f, Some(&from))?;
+    Ok(Action::Hold { from, message, nth })
+}
+
+/// The fault's `message`, refused if `from` never sends that kind (the hold could never match).
+fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKind, ScenarioError> {
     let spanned = f.message.as_ref().expect("required");
     let message = *spanned.get_ref();
-    if !message.sent_by(NodeRole::of(&from)) {
+    if let Some(sender) = from.filter(|s| !message.sent_by(NodeRole::of(s))) {
         let m = format!(
-            "node {from:?} never sends a {:?} message, so this hold would never match",
+            "node {sender:?} never sends a {:?} message, so this hold would never match",
             message.as_str()
         );
         return Err(cx.err(spanned.span(), "faults.message", m));
     }
-    Ok(Action::Hold { from, message, nth })
+    Ok(message)
 }
 
 /// Exactly one of `node` (isolate), `groups`, or `from` + `to` (one way).

@@ -13,6 +13,22 @@ fn elapsed_ms() -> u64 {
     madsim::time::TimeHandle::current().elapsed().as_millis() as u64
 }
 
+/// A network between nodes `a` and `b` (call inside a simulation).
+fn two_nodes(
+    spec: NetworkSpec,
+    seed: u64,
+    holds: Vec<HoldRule>,
+) -> (Arc<Network>, fencesim_sim::transport::Inboxes) {
+    Network::new(
+        &["a", "b"],
+        spec,
+        rng(seed, Stream::Network),
+        holds,
+        Default::default(),
+        Arc::new(Clocks::default()),
+    )
+}
+
 /// A network with a fixed latency and nothing else.
 fn spec(ms: u64) -> NetworkSpec {
     NetworkSpec {
@@ -46,14 +62,7 @@ fn a_held_message_arrives_after_its_hold_and_others_do_not_wait() {
             duration_ms: 5_000,
         };
         let latency = spec(10);
-        let (net, mut inboxes) = Network::new(
-            &["a", "b"],
-            latency,
-            rng(0, Stream::Network),
-            vec![hold],
-            Default::default(),
-            Arc::new(Clocks::default()),
-        );
+        let (net, mut inboxes) = two_nodes(latency, 0, vec![hold]);
         let inbox = inboxes.remove("b").unwrap();
         for key in ["first", "second", "third"] {
             net.send("a", "b", None, None, read(key));
@@ -77,14 +86,7 @@ fn a_held_message_arrives_after_its_hold_and_others_do_not_wait() {
 fn a_sender_paused_after_sending_does_not_delay_its_message() {
     let arrived_ms = simulate(async {
         let latency = spec(20);
-        let (net, mut inboxes) = Network::new(
-            &["a", "b"],
-            latency,
-            rng(0, Stream::Network),
-            vec![],
-            Default::default(),
-            Arc::new(Clocks::default()),
-        );
+        let (net, mut inboxes) = two_nodes(latency, 0, vec![]);
         let inbox = inboxes.remove("b").unwrap();
         let handle = madsim::runtime::Handle::current();
         let a = handle.create_node().name("a").build();
@@ -105,14 +107,7 @@ fn a_sender_paused_after_sending_does_not_delay_its_message() {
 fn a_paused_receiver_gets_its_messages_on_resume() {
     let seen_ms = simulate(async {
         let latency = spec(5);
-        let (net, mut inboxes) = Network::new(
-            &["a", "b"],
-            latency,
-            rng(0, Stream::Network),
-            vec![],
-            Default::default(),
-            Arc::new(Clocks::default()),
-        );
+        let (net, mut inboxes) = two_nodes(latency, 0, vec![]);
         let inbox = inboxes.remove("b").unwrap();
         let handle = madsim::runtime::Handle::current();
         let b = handle.create_node().name("b").build();
@@ -133,14 +128,7 @@ fn a_paused_receiver_gets_its_messages_on_resume() {
 /// Send `n` reads each way between a and b with `rule` in force; count what arrives where.
 fn exchange(rule: Rule, n: usize) -> (usize, usize) {
     simulate(async move {
-        let (net, mut inboxes) = Network::new(
-            &["a", "b"],
-            spec(5),
-            rng(0, Stream::Network),
-            vec![],
-            Default::default(),
-            Arc::new(Clocks::default()),
-        );
+        let (net, mut inboxes) = two_nodes(spec(5), 0, vec![]);
         net.add_rule(7, rule);
         for _ in 0..n {
             net.send("a", "b", None, None, read("a->b"));
@@ -188,14 +176,7 @@ fn loss_drops_about_its_rate() {
 #[test]
 fn a_message_in_flight_when_the_link_is_cut_is_lost_and_one_sent_before_a_heal_lands() {
     let (dropped, healed) = simulate(async {
-        let (net, mut inboxes) = Network::new(
-            &["a", "b"],
-            spec(50),
-            rng(0, Stream::Network),
-            vec![],
-            Default::default(),
-            Arc::new(Clocks::default()),
-        );
+        let (net, mut inboxes) = two_nodes(spec(50), 0, vec![]);
         let inbox = inboxes.remove("b").unwrap();
         net.send("a", "b", None, None, read("cut under it"));
         madsim::time::sleep(Duration::from_millis(10)).await;
@@ -214,14 +195,7 @@ fn a_message_in_flight_when_the_link_is_cut_is_lost_and_one_sent_before_a_heal_l
 #[test]
 fn reordering_lets_later_messages_overtake() {
     let order = simulate(async {
-        let (net, mut inboxes) = Network::new(
-            &["a", "b"],
-            spec(1),
-            rng(3, Stream::Network),
-            vec![],
-            Default::default(),
-            Arc::new(Clocks::default()),
-        );
+        let (net, mut inboxes) = two_nodes(spec(1), 3, vec![]);
         net.add_rule(1, Rule::Reorder(100));
         let inbox = inboxes.remove("b").unwrap();
         for i in 0..20 {
