@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use fencesim_history::{EventKind, History, Phase, ViolationKind};
+use petgraph::unionfind::UnionFind;
 
 use crate::leases::Leases;
 use crate::stale_write::fmt_ns;
@@ -29,8 +30,10 @@ impl Interval {
     }
 }
 
-/// Report each pair of overlapping intervals of different holders or tokens on one lock,
-/// pairing each interval with the earlier one it overlaps.
+/// Report overlapping intervals of different holders or tokens on one lock. Overlap is
+/// strict: an interval that ends where another starts does not clash, and an empty one clashes
+/// with nothing. Clashing intervals are grouped into incidents (connected components of the
+/// overlap graph), so that one lease that never ends is one violation, not one per later grant.
 fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Violation> {
     let mut by_lock: BTreeMap<&str, Vec<&Interval>> = BTreeMap::new();
     for i in intervals {
@@ -39,30 +42,60 @@ fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Viol
     let mut out = Vec::new();
     for (lock, mut list) in by_lock {
         list.sort_by_key(|i| i.start);
+        let mut incidents = UnionFind::<usize>::new(list.len());
+        // For each interval, the earliest earlier interval it clashes with (the explanation).
+        let mut first_clash: Vec<Option<usize>> = vec![None; list.len()];
+        // Sweep in start order, keeping only the intervals still open at each start.
+        let mut open: Vec<usize> = Vec::new();
         for (n, later) in list.iter().enumerate() {
-            // Strict overlap: an interval that ends where another starts does not clash, and an
-            // empty one clashes with nothing.
-            let clash = list[..n].iter().find(|earlier| {
-                (earlier.holder != later.holder || earlier.token != later.token)
-                    && earlier.end_ns() > later.start.1
-                    && later.end_ns() > later.start.1
-            });
-            if let Some(earlier) = clash {
-                let until = earlier
-                    .end
-                    .map_or("the end of the history".to_owned(), |(i, t)| {
-                        format!("index {i} (t={})", fmt_ns(t))
-                    });
-                out.push(Violation {
-                    kind,
-                    witnesses: vec![later.start.0, earlier.start.0],
-                    explanation: format!(
-                        "lock {lock:?}: {what} {} with token {} from index {} (t={}) while {} with token {} from index {} until {until}",
-                        later.holder, later.token, later.start.0, fmt_ns(later.start.1),
-                        earlier.holder, earlier.token, earlier.start.0,
-                    ),
-                });
+            open.retain(|&m| list[m].end_ns() > later.start.1);
+            if later.end_ns() > later.start.1 {
+                for &m in &open {
+                    let earlier = list[m];
+                    if earlier.holder != later.holder || earlier.token != later.token {
+                        incidents.union(m, n);
+                        first_clash[n].get_or_insert(m);
+                    }
+                }
+                open.push(n);
             }
+        }
+        let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for n in 0..list.len() {
+            members.entry(incidents.find(n)).or_default().push(n);
+        }
+        for group in members.values().filter(|g| g.len() > 1) {
+            // The first interval of the incident that clashed, against the one it clashed with.
+            let later = *group
+                .iter()
+                .find(|n| first_clash[**n].is_some())
+                .expect("a group of two or more has a clash");
+            let earlier = first_clash[later].expect("found just above");
+            let (l, e) = (list[later], list[earlier]);
+            let until = e.end.map_or("the end of the history".to_owned(), |(i, t)| {
+                format!("index {i} (t={})", fmt_ns(t))
+            });
+            let mut witnesses = vec![l.start.0, e.start.0];
+            witnesses.extend(
+                group
+                    .iter()
+                    .filter(|n| **n != later && **n != earlier)
+                    .map(|n| list[*n].start.0),
+            );
+            let others = group.len() - 2;
+            let more = if others > 0 {
+                format!("; {others} more overlapping holder intervals in this incident")
+            } else {
+                String::new()
+            };
+            out.push(Violation {
+                kind,
+                witnesses,
+                explanation: format!(
+                    "lock {lock:?}: {what} {} with token {} from index {} (t={}) while {} with token {} from index {} until {until}{more}",
+                    l.holder, l.token, l.start.0, fmt_ns(l.start.1), e.holder, e.token, e.start.0,
+                ),
+            });
         }
     }
     out

@@ -250,3 +250,24 @@ fn two_live_grants_on_one_lock_break_service_exclusion() {
     assert_eq!(result.kinds(), [ViolationKind::MutualExclusionService]);
     assert_eq!(result.violations[0].witnesses, [second, first]);
 }
+
+#[test]
+fn one_lease_that_never_ends_is_one_incident_not_one_per_later_grant() {
+    let mut b = Builder::default();
+    let stuck = b.lease(EventKind::Grant, "a", 1);
+    let mut later = Vec::new();
+    for (holder, token) in [("b", 2), ("c", 3), ("b", 4)] {
+        later.push(b.lease(EventKind::Grant, holder, token));
+        b.lease(EventKind::Release, holder, token);
+    }
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::MutualExclusionService]);
+    assert_eq!(result.violations.len(), 1, "{:?}", result.violations);
+    assert_eq!(
+        result.violations[0].witnesses,
+        [later[0], stuck, later[1], later[2]]
+    );
+    assert!(result.violations[0]
+        .explanation
+        .ends_with("2 more overlapping holder intervals in this incident"));
+}
