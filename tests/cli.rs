@@ -91,3 +91,50 @@ fn expect_fails_when_the_expectation_is_wrong() {
     assert!(stdout.contains("expectation NOT met"), "{stdout}");
     assert!(stdout.contains("reproduce: fencesim run"), "{stdout}");
 }
+
+#[test]
+fn a_failed_simulation_exits_4_keeps_its_history_and_prints_the_seed() {
+    let dir = out_dir("sim-failed");
+    let source =
+        std::fs::read_to_string(support::root().join("scenarios/pause-fenced.toml")).unwrap();
+    let file = dir.join("tiny.toml");
+    std::fs::write(
+        &file,
+        source.replace(
+            "duration_ms = 60000",
+            "duration_ms = 60000\nmax_records = 40",
+        ),
+    )
+    .unwrap();
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--seed",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout
+            .contains("pause-fenced seed 3: simulation failed: history limit exceeded: 40 records"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "reproduce: fencesim run {} --seed 3",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    let history = std::fs::read_to_string(dir.join("pause-fenced/3/history.jsonl")).unwrap();
+    assert_eq!(
+        history.lines().count(),
+        41,
+        "the header and the 40 records made before the failure"
+    );
+    let report = support::json(&dir.join("pause-fenced/3/report.json"));
+    assert_eq!(report["verdict"], "sim-failed");
+    assert_eq!(report["failure"]["kind"], "history-limit");
+}

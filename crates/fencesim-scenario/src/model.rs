@@ -32,6 +32,9 @@ pub struct Scenario {
     pub seeds: SeedRange,
     /// Simulated ms after which the run stops even if clients are still busy.
     pub duration_ms: u64,
+    /// A run that records more than this many records stops as a simulation failure (exit 4),
+    /// so that a runaway scenario cannot exhaust memory.
+    pub max_records: u64,
     /// Network settings.
     pub network: NetworkSpec,
     /// The lock service.

@@ -21,6 +21,7 @@ pub(crate) struct RawScenario {
     pub description: String,
     pub seeds: Option<Spanned<String>>,
     pub duration_ms: Num,
+    pub max_records: Option<Num>,
     #[serde(default)]
     pub network: RawNetwork,
     pub lock_service: Option<RawLockService>,

@@ -13,6 +13,9 @@ use fencesim_history::ViolationKind;
 
 /// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
 pub(crate) const MAX_NUMBER: i64 = 1_000_000_000_000;
+/// The default and the largest `max_records` (a record takes a few hundred bytes in memory).
+const DEFAULT_MAX_RECORDS: u64 = 2_000_000;
+const MAX_RECORDS: u64 = 10_000_000;
 /// The most clients one scenario may have.
 const MAX_CLIENTS: usize = 1_000;
 /// The longest node or scenario name.
@@ -138,6 +141,17 @@ pub(crate) fn resolve(
         None => DEFAULT_SEEDS,
     };
     let duration_ms = cx.positive(&raw.duration_ms, "duration_ms")?;
+    let max_records = match &raw.max_records {
+        Some(n) if *n.get_ref() > MAX_RECORDS as i64 => {
+            return Err(cx.err(
+                n.span(),
+                "max_records",
+                format!("expected at most {MAX_RECORDS}, found {}", n.get_ref()),
+            ));
+        }
+        Some(n) => cx.positive(n, "max_records")?,
+        None => DEFAULT_MAX_RECORDS,
+    };
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
     let resource = resolve_resource(&cx, &raw.resource)?;
     let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
@@ -173,6 +187,7 @@ pub(crate) fn resolve(
         description: raw.description.trim().to_owned(),
         seeds,
         duration_ms,
+        max_records,
         network,
         lock_service,
         resource,

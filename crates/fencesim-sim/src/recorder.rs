@@ -7,17 +7,24 @@ use fencesim_history::{Entry, Event, Op, Stamp};
 
 use crate::clock::Clocks;
 
-/// The most records one run may make (a few hundred bytes each in memory).
-pub const HISTORY_LIMIT: u64 = 2_000_000;
-
 /// The history being recorded. Shared with the thread that runs the simulation, so that a run
 /// that panics still leaves everything recorded up to the panic.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Recorder {
     entries: Mutex<Vec<Entry>>,
+    /// The most records this run may make (the scenario's `max_records`).
+    limit: u64,
 }
 
 impl Recorder {
+    /// An empty history that refuses to grow past `limit` records.
+    pub fn new(limit: u64) -> Self {
+        Recorder {
+            entries: Mutex::new(Vec::new()),
+            limit,
+        }
+    }
+
     /// Take every entry recorded so far.
     pub fn take(&self) -> Vec<Entry> {
         std::mem::take(&mut *self.entries.lock().unwrap_or_else(|e| e.into_inner()))
@@ -32,8 +39,9 @@ impl Recorder {
         // A run that records this much has lost its way (a livelock, or a scenario far larger
         // than intended); stop it before it eats the machine's memory.
         assert!(
-            index < HISTORY_LIMIT,
-            "history limit exceeded: {HISTORY_LIMIT} records"
+            index < self.limit,
+            "history limit exceeded: {} records",
+            self.limit
         );
         let at = Stamp {
             index,

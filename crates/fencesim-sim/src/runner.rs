@@ -33,7 +33,7 @@ pub enum FailureKind {
     Deadlock,
     /// Two runs of the same scenario and seed recorded different histories.
     Nondeterministic,
-    /// The run recorded more than [`crate::recorder::HISTORY_LIMIT`] records.
+    /// The run recorded more than the scenario's `max_records` records.
     HistoryLimit,
 }
 
@@ -73,7 +73,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
             .extend(plan.faults.iter().cloned());
     }
     let scenario = &scenario_with_plan;
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Arc::new(Recorder::new(scenario.max_records));
     let stats = Arc::new(Mutex::new(NetStats::default()));
     let (sc, rec, st) = (scenario.clone(), Arc::clone(&recorder), Arc::clone(&stats));
     // One fresh thread per seed: madsim's runtime is per thread, and a panic inside it must
