@@ -24,7 +24,7 @@ fn two_nodes(
         spec,
         rng(seed, Stream::Network),
         holds,
-        Default::default(),
+        Arc::new(fencesim_sim::recorder::Recorder::new(u64::MAX)),
         Arc::new(Clocks::default()),
     )
 }
