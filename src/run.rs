@@ -137,9 +137,14 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
             .last()
             .map_or(0, |e| e.at().time_ns / 1_000_000),
         reproduce: format!(
-            "fencesim run {} --seed {seed}{}",
+            "fencesim run {} --seed {seed}{}{}",
             opts.scenario_arg,
-            if opts.swarm { " --swarm" } else { "" }
+            if opts.swarm { " --swarm" } else { "" },
+            if opts.check_determinism {
+                " --check-determinism"
+            } else {
+                ""
+            }
         ),
     };
     Ok(Evaluated {

@@ -368,3 +368,15 @@ fn a_random_nemesis_with_no_targets() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_knob_the_chosen_design_would_ignore() {
+    assert_located(
+        "bad-knob",
+        "max_ttl_ms = 20000",
+        "max_ttl_ms = 20000\nrevoke_term_check = false",
+        "5:21",
+        "lock_service.revoke_term_check",
+        "only a kind = \"raft\" lock service uses `revoke_term_check`",
+    );
+}

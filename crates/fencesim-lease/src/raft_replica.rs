@@ -242,6 +242,9 @@ impl Replica {
         if now != self.seen {
             self.seen = now;
             self.timeout_due = true;
+            // A revocation proposed before may have been dropped with the old leader; let the
+            // lessor propose it again if it still leads.
+            self.revoking.clear();
         }
     }
 

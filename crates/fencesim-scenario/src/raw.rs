@@ -40,7 +40,7 @@ pub(crate) struct RawScenario {
 pub(crate) struct RawNemesis {
     pub kinds: Spanned<Vec<Spanned<RawFaultKind>>>,
     pub swarm: Option<bool>,
-    pub targets: Option<Vec<Spanned<String>>>,
+    pub targets: Option<Spanned<Vec<Spanned<String>>>>,
     pub start_ms: Option<Num>,
     pub interval_ms: Option<Pair>,
     pub duration_ms: Option<Pair>,
@@ -80,13 +80,13 @@ pub(crate) struct RawLockService {
     pub kind: Option<LockServiceKind>,
     pub max_ttl_ms: Option<Num>,
     pub expiry_clock: Option<ExpiryClock>,
-    pub token_counter: Option<TokenCounter>,
+    pub token_counter: Option<Spanned<TokenCounter>>,
     pub fsync: Option<Spanned<Fsync>>,
     pub fsync_every_ms: Option<Num>,
     pub restart_grace_ms: Option<Num>,
     pub replicas: Option<Num>,
-    pub revoke_term_check: Option<bool>,
-    pub leader_change: Option<LeaderChangeMode>,
+    pub revoke_term_check: Option<Spanned<bool>>,
+    pub leader_change: Option<Spanned<LeaderChangeMode>>,
 }
 
 #[derive(Deserialize, Default)]

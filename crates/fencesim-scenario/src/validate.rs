@@ -331,20 +331,54 @@ fn resolve_lock_service(
         }
         (LockServiceKind::Single, None) => 1,
     };
+    // Each knob belongs to one design; a value the chosen design would ignore is a mistake.
+    if let Some(r) = raw {
+        let (raft_only, single_only) = (
+            [
+                (
+                    "revoke_term_check",
+                    r.revoke_term_check.as_ref().map(|s| s.span()),
+                ),
+                ("leader_change", r.leader_change.as_ref().map(|s| s.span())),
+            ],
+            [
+                ("token_counter", r.token_counter.as_ref().map(|s| s.span())),
+                ("fsync", r.fsync.as_ref().map(|s| s.span())),
+                (
+                    "restart_grace_ms",
+                    r.restart_grace_ms.as_ref().map(|s| s.span()),
+                ),
+            ],
+        );
+        let misplaced = match kind {
+            LockServiceKind::Single => raft_only
+                .into_iter()
+                .find_map(|(f, s)| s.map(|s| (f, s, "raft"))),
+            LockServiceKind::Raft => single_only
+                .into_iter()
+                .find_map(|(f, s)| s.map(|s| (f, s, "single"))),
+        };
+        if let Some((field, span, owner)) = misplaced {
+            let m = format!("only a kind = \"{owner}\" lock service uses `{field}`");
+            return Err(cx.err(span, &format!("lock_service.{field}"), m));
+        }
+    }
     Ok(LockServiceSpec {
         kind,
         replicas,
-        revoke_term_check: raw.and_then(|r| r.revoke_term_check).unwrap_or(true),
+        revoke_term_check: raw
+            .and_then(|r| r.revoke_term_check.as_ref())
+            .is_none_or(|s| *s.get_ref()),
         leader_change: raw
-            .and_then(|r| r.leader_change)
-            .unwrap_or(LeaderChangeMode::Extend),
+            .and_then(|r| r.leader_change.as_ref())
+            .map_or(LeaderChangeMode::Extend, |s| *s.get_ref()),
         max_ttl_ms,
         expiry_clock: raw
             .and_then(|r| r.expiry_clock)
             .unwrap_or(ExpiryClock::Monotonic),
         token_counter: raw
-            .and_then(|r| r.token_counter)
-            .unwrap_or(TokenCounter::Durable),
+            .and_then(|r| r.token_counter.as_ref())
+            .map_or(TokenCounter::Durable, |s| *s.get_ref()),
         fsync: fsync.map_or(Fsync::Always, |f| *f.get_ref()),
         fsync_every_ms,
         restart_grace_ms,

@@ -54,6 +54,7 @@ pub(crate) fn resolve(
     }
     let targets = match &n.targets {
         Some(t) => t
+            .get_ref()
             .iter()
             .map(|name| {
                 if nodes.contains(&name.get_ref().as_str()) {
@@ -74,10 +75,7 @@ pub(crate) fn resolve(
         None => nodes.iter().map(|s| s.to_string()).collect(),
     };
     if targets.is_empty() {
-        let span = n
-            .targets
-            .as_ref()
-            .map_or(n.kinds.span(), |_| spanned.span());
+        let span = n.targets.as_ref().map_or(spanned.span(), |t| t.span());
         return Err(cx.err(
             span,
             "nemesis.targets",

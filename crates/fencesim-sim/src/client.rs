@@ -283,7 +283,8 @@ impl Client {
                         .as_ref()
                         .and_then(|l| self.lease_nodes.iter().position(|n| n == l));
                     if hinted.is_none() {
-                        // No leader known yet (an election is on): give it a moment.
+                        // No leader known yet (an election is on): give it a moment, within budget.
+                        let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
                         madsim::time::sleep(left.min(Duration::from_millis(REDIRECT_PAUSE_MS)))
                             .await;
                     }

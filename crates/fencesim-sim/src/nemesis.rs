@@ -311,8 +311,14 @@ impl Undo {
                 format!("{node} clock restored")
             }
             Undo::Restart(node) => {
-                world.restart(&node);
-                format!("{node} restarted")
+                // Overlapping crashes: the first to end restarts the node; later ends find it
+                // running and leave it be.
+                if world.net.is_down(&node) {
+                    world.restart(&node);
+                    format!("{node} restarted")
+                } else {
+                    format!("{node} already running")
+                }
             }
         }
     }

@@ -33,7 +33,7 @@ pub const TICK_MS: u64 = 100;
 pub const ELECTION_TICKS: usize = 10;
 /// Ticks between heartbeats.
 pub const HEARTBEAT_TICKS: usize = 3;
-/// Ticks between the lessor's looks at whether this replica still leads.
+/// Ticks after Raft steps down during which the lessor still believes this replica leads.
 pub const LESSOR_CHECK_TICKS: u64 = 10;
 
 /// Replica `index` (0-based; node `lease-{index+1}`); madsim runs it again on every restart.

@@ -290,3 +290,37 @@ fn a_lease_lost_in_a_crash_is_recorded_and_a_restart_grace_keeps_exclusion() {
         result.violations
     );
 }
+
+/// Two crashes of the lease service overlap: the node restarts once, when the first of them
+/// ends, and the later end leaves it running (no unrecorded second crash).
+#[test]
+fn overlapping_crashes_restart_the_node_once() {
+    let text = "name = \"double\"\nduration_ms = 30000\n[network]\nlatency_ms = [5, 5]\n\
+                [lock_service]\nmax_ttl_ms = 3000\nfsync = \"never\"\n\
+                [[clients]]\nname = \"client-1\"\nttl_ms = 3000\nwork_ms = 8000\n\
+                [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 4000\n\
+                [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1500\nduration_ms = 500\n\
+                [expect]\nverdict = \"valid\"\n";
+    let scenario = fencesim_scenario::parse(text, "double.toml", None).unwrap();
+    let h = fencesim_sim::run(&scenario, 0).history;
+    let ends: Vec<_> = h
+        .events()
+        .filter(|e| e.event == EventKind::Crash && e.phase == Some(Phase::End))
+        .map(|e| (ms(e.at.time_ns), e.detail.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (2000, "lease-service restarted".to_owned()),
+            (5000, "lease-service already running".to_owned())
+        ]
+    );
+    let revokes = h.events().filter(|e| e.event == EventKind::Revoke).count();
+    assert_eq!(
+        revokes, 1,
+        "the lease lost at the first crash, recorded once"
+    );
+    assert!(!fencesim_checker::check(&h)
+        .kinds()
+        .contains(&fencesim_history::ViolationKind::MutualExclusionService));
+}
