@@ -293,13 +293,15 @@ fn rate(cx: &Ctx, f: &RawFault) -> Result<f64, ScenarioError> {
     Ok(v)
 }
 
-fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
-    let nth = f
-        .nth
+/// The fault's `nth` (1-based), 1 if not given.
+fn nth(cx: &Ctx, f: &RawFault) -> Result<u64, ScenarioError> {
+    f.nth
         .as_ref()
-        .map(|n| cx.positive(n, "faults.nth"))
-        .transpose()?
-        .unwrap_or(1);
+        .map_or(Ok(1), |n| cx.positive(n, "faults.nth"))
+}
+
+fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
+    let nth = nth(cx, f)?;
     let message = sent_message(cx, f, Some(&from))?;
     Ok(Action::Hold { from, message, nth })
 }
@@ -384,12 +386,7 @@ fn resolve_trigger(
             "`nth` counts events; it does not go with `at_ms`",
         ));
     }
-    let nth = f
-        .nth
-        .as_ref()
-        .map(|n| cx.positive(n, "faults.nth"))
-        .transpose()?
-        .unwrap_or(1);
+    let nth = nth(cx, f)?;
     for (field, ev) in [("after", &f.after), ("before", &f.before)] {
         let Some(ev) = ev else { continue };
         let Some(node) = node else {
