@@ -66,8 +66,8 @@ enum Command {
         #[arg(long)]
         seeds: String,
         /// Worker threads (default: one per core).
-        #[arg(long)]
-        jobs: Option<usize>,
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: Option<u64>,
         /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines.
         #[arg(long)]
         shard: Option<String>,
@@ -83,11 +83,11 @@ enum Command {
     /// every bundled scenario (release builds give the meaningful figures).
     Bench {
         /// Seeds per scenario.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         seeds: u64,
         /// Worker threads (default: 1, so that seeds/s is per core).
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: u64,
     },
 }
 
@@ -108,7 +108,7 @@ fn main() -> ExitCode {
         } => explore(&target, &seeds, jobs, shard.as_deref()),
         Command::Check { history } => check(&history),
         Command::List => list(),
-        Command::Bench { seeds, jobs } => bench(seeds, jobs),
+        Command::Bench { seeds, jobs } => bench(seeds, jobs as usize),
     };
     ExitCode::from(code)
 }
@@ -207,7 +207,7 @@ fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
 }
 
 /// `explore`: many seeds in parallel, files only for seeds that miss the expectation.
-fn explore(target: &Target, seeds: &str, jobs: Option<usize>, shard: Option<&str>) -> u8 {
+fn explore(target: &Target, seeds: &str, jobs: Option<u64>, shard: Option<&str>) -> u8 {
     let (scenario, opts) = match prepare(target) {
         Ok(p) => p,
         Err(code) => return code,
@@ -230,7 +230,7 @@ fn explore(target: &Target, seeds: &str, jobs: Option<usize>, shard: Option<&str
     let missed = match sweep(
         &scenario,
         &seeds,
-        jobs.unwrap_or_else(default_jobs),
+        jobs.map_or_else(default_jobs, |j| j as usize),
         &opts,
         handle,
     ) {
@@ -259,6 +259,9 @@ fn explore(target: &Target, seeds: &str, jobs: Option<usize>, shard: Option<&str
     worst
 }
 
+/// The most seeds one `explore` takes (split larger sweeps across shards).
+const MAX_SWEEP_SEEDS: u64 = 100_000_000;
+
 /// Parse `A..B` and an optional `I/N` shard (every N-th seed from the I-th).
 fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
     let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
@@ -282,7 +285,17 @@ fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
             (i, n)
         }
     };
-    Ok((a..b).filter(|s| (s - a) % count == index).collect())
+    // Every `count`-th seed from `a + index`, without walking the whole range.
+    let first = a.saturating_add(index);
+    let n = if first >= b {
+        0
+    } else {
+        (b - first - 1) / count + 1
+    };
+    if n > MAX_SWEEP_SEEDS {
+        return Err(format!("--seeds: {n} seeds selected; at most {MAX_SWEEP_SEEDS} per sweep (split it with --shard)"));
+    }
+    Ok((0..n).map(|i| first + i * count).collect())
 }
 
 fn print_seed(done: &SeedRun, expect: bool) {

@@ -1,9 +1,9 @@
 //! `no-progress-after-heal`: after the random nemesis's final heal, some fenced write must be
 //! accepted within the recorded window (K lease periods). Safety checks say nothing bad
 //! happened; this one says the system recovered once the faults stopped (Jepsen's final
-//! generator phase).
+//! generator phase). Only clients that still invoke operations after the heal are owed progress.
 
-use fencesim_history::{EventKind, History, ViolationKind};
+use fencesim_history::{EventKind, History, OpType, ViolationKind};
 
 use crate::stale_write::fmt_ns;
 use crate::Violation;
@@ -20,7 +20,12 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
             let progressed = history
                 .events()
                 .any(|e| e.event == EventKind::Accept && e.at.index > heal.at.index && e.at.time_ns <= until);
-            (!progressed).then(|| Violation {
+            // Progress is owed only to clients that still had work: if no client operation
+            // was invoked after the heal, they had all finished and there is nothing to judge.
+            let demand = history
+                .ops()
+                .any(|op| op.op_type == OpType::Invoke && op.at.index > heal.at.index && op.at.time_ns <= until);
+            (demand && !progressed).then(|| Violation {
                 kind: ViolationKind::NoProgressAfterHeal,
                 witnesses: vec![heal.at.index],
                 explanation: format!(

@@ -271,3 +271,25 @@ fn one_lease_that_never_ends_is_one_incident_not_one_per_later_grant() {
         .explanation
         .ends_with("2 more overlapping holder intervals in this incident"));
 }
+
+#[test]
+fn progress_is_owed_only_to_clients_that_still_work_after_the_heal() {
+    let heal = |b: &mut Builder| {
+        b.event(EventKind::FinalHeal, |e| {
+            e.phase = Some(fencesim_history::Phase::Start);
+            e.window_ms = Some(1);
+        })
+    };
+    // Everyone finished before the heal: nothing to judge.
+    let mut b = Builder::default();
+    b.write(EventKind::Accept, "a", 1, None);
+    heal(&mut b);
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+    // A client still writes after the heal but nothing is accepted in the window.
+    let mut b = Builder::default();
+    let at = heal(&mut b);
+    b.invoke_write("a", 1);
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::NoProgressAfterHeal]);
+    assert_eq!(result.violations[0].witnesses, [at]);
+}

@@ -316,7 +316,7 @@ impl Replica {
                             .push((client.clone(), *request, outcome.clone()));
                     }
                 }
-                Applied::Revoked { lock, lease } => {
+                Applied::Revoked { lock, lease, .. } => {
                     self.revoking.remove(&(lock.clone(), lease.token));
                 }
                 Applied::RevokeRefused { lock, token } => {

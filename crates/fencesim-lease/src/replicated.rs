@@ -143,6 +143,9 @@ pub enum Applied {
         lock: String,
         /// The lease as it was.
         lease: Lease,
+        /// The proposer's clock when it decided, local ms (below `lease.expires_at_ms` only
+        /// when a revocation was applied unchecked: the K08 defect).
+        decided_at_ms: u64,
     },
     /// A revocation was refused (stale term, or the lease had been renewed or released).
     RevokeRefused {
@@ -266,7 +269,11 @@ impl ReplicatedLeases {
         match (allowed, lease) {
             (true, Some(lease)) => {
                 self.service.remove(&lock);
-                Applied::Revoked { lock, lease }
+                Applied::Revoked {
+                    lock,
+                    lease,
+                    decided_at_ms: now_ms,
+                }
             }
             _ => Applied::RevokeRefused { lock, token },
         }

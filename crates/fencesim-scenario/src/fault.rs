@@ -153,7 +153,8 @@ pub enum Action {
         /// The step, local ms.
         delta_ms: i64,
     },
-    /// Set the node's wall clock to true time + `offset_ms`; undone after `duration_ms` if set.
+    /// Step the node's wall clock so it reads true time + `offset_ms`; after `duration_ms`, if
+    /// set, the step is taken back (jumps made meanwhile stay).
     ClockSkew {
         /// The node.
         node: String,
@@ -161,7 +162,8 @@ pub enum Action {
         offset_ms: i64,
     },
     /// Make the node's clocks (monotonic and wall: one oscillator) run `ppm` parts per million
-    /// fast (or slow, if negative); undone after `duration_ms` if set.
+    /// faster (slower, if negative) than they do; overlapping drifts add up. Undone after
+    /// `duration_ms` if set.
     ClockDrift {
         /// The node.
         node: String,

@@ -233,10 +233,14 @@ pub(crate) fn resolve(
                     format!("only a single {LEASE_SERVICE_NODE:?} keeps backups to restore"),
                 ));
             }
-            let snapshot_at_ms = cx.non_negative(
-                f.snapshot_at_ms.as_ref().expect("required"),
-                "faults.snapshot_at_ms",
-            )?;
+            let snapshot = f.snapshot_at_ms.as_ref().expect("required");
+            let snapshot_at_ms = cx.non_negative(snapshot, "faults.snapshot_at_ms")?;
+            if let Trigger::At { at_ms } = trigger {
+                if snapshot_at_ms > at_ms {
+                    let m = format!("a backup from {snapshot_at_ms} ms cannot be restored at {at_ms} ms: it does not exist yet");
+                    return Err(cx.err(snapshot.span(), "faults.snapshot_at_ms", m));
+                }
+            }
             Action::Restore {
                 node,
                 snapshot_at_ms,

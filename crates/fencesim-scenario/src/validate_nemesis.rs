@@ -162,6 +162,9 @@ pub(crate) fn resolve(
         swarm: n.swarm.unwrap_or(false),
         targets,
         start_ms: match &n.start_ms {
+            Some(s) if *s.get_ref() >= heal_at_ms as i64 => {
+                return Err(cx.err(s.span(), "nemesis.start_ms", format!("expected a start before heal_at_ms = {heal_at_ms}, or no fault is ever drawn")));
+            }
             Some(s) => cx.non_negative(s, "nemesis.start_ms")?,
             None => 0,
         },

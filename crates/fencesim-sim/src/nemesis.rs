@@ -47,6 +47,8 @@ pub(crate) struct Nemesis {
     /// final heal ends them.
     active: Mutex<BTreeMap<u64, Action>>,
     next_activation: Mutex<u64>,
+    /// Strobes whose flip is on (their wall-clock step is in force).
+    strobes_on: Mutex<BTreeSet<u64>>,
     carrier: madsim::runtime::NodeHandle,
 }
 
@@ -82,6 +84,7 @@ impl Nemesis {
             pauses: Mutex::new(BTreeMap::new()),
             active: Mutex::new(BTreeMap::new()),
             next_activation: Mutex::new(0),
+            strobes_on: Mutex::new(BTreeSet::new()),
             carrier,
         }
     }
@@ -94,20 +97,25 @@ impl Nemesis {
     /// Arm the time-triggered faults. One due at time 0 starts now, before any client has run,
     /// so it covers the whole run; later ones start from a task on the nemesis node.
     pub fn schedule(world: &Arc<World>) {
+        // Faults due at the same instant start in file order, from one task: separate tasks
+        // would start in an order the scheduler draws from the seed.
+        let mut by_time: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
         for (id, fault) in world.scenario.faults.iter().enumerate() {
-            let at_ms = match (&fault.action, fault.trigger) {
-                (Action::Hold { .. }, _) => continue, // a network rule, armed at start
-                (_, Trigger::At { at_ms }) => at_ms,
-                _ => continue,
-            };
+            match (&fault.action, fault.trigger) {
+                (Action::Hold { .. }, _) => {} // a network rule, armed at start
+                (_, Trigger::At { at_ms }) => by_time.entry(at_ms).or_default().push(id),
+                _ => {}
+            }
+        }
+        for (at_ms, ids) in by_time {
             if at_ms == 0 {
-                start(world, id);
+                ids.iter().for_each(|id| start(world, *id));
                 continue;
             }
             let w = Arc::clone(world);
             world.nemesis.spawn(async move {
                 sleep_until_ms(at_ms).await;
-                start(&w, id);
+                ids.iter().for_each(|id| start(&w, *id));
             });
         }
     }
@@ -144,6 +152,18 @@ impl Nemesis {
         let mut next = self.next_activation.lock().expect("activations");
         *next += 1;
         *next
+    }
+
+    /// Record whether strobe `activation` has its flip on; returns whether it was on.
+    fn strobe_flip(&self, activation: u64, on: bool) -> bool {
+        let mut flipped = self.strobes_on.lock().expect("strobes");
+        let was = flipped.contains(&activation);
+        if on {
+            flipped.insert(activation);
+        } else {
+            flipped.remove(&activation);
+        }
+        was
     }
 
     /// Whether the fault started as `activation` is still in force.
@@ -269,10 +289,17 @@ fn close(world: &World, undone: impl Fn(&Action) -> bool, detail: &str) {
 enum Undo {
     Resume(String, u64),
     RemoveRules(u64),
+    /// Take back a wall-clock step and a drift this fault added.
     Clock {
         node: String,
-        wall_offset_ms: Option<i64>,
-        drift_ppm: Option<i64>,
+        wall_step_ms: i64,
+        drift_ppm: i64,
+    },
+    /// End a strobe, taking back its flip if it is on.
+    Strobe {
+        node: String,
+        offset_ms: i64,
+        activation: u64,
     },
     Restart(String),
 }
@@ -294,20 +321,22 @@ impl Undo {
             }
             Undo::Clock {
                 node,
-                wall_offset_ms,
+                wall_step_ms,
                 drift_ppm,
             } => {
-                let now = true_ns();
-                world.clocks.update(&node, |c| {
-                    if let Some(offset) = wall_offset_ms {
-                        c.wall.set_offset(now, offset);
-                    }
-                    if let Some(ppm) = drift_ppm {
-                        c.mono.set_drift(now, ppm);
-                        c.wall.set_drift(now, ppm);
-                    }
-                });
-                world.net.signal(&node, Message::ClockChanged);
+                // Take back only this fault's own change, so overlapping clock faults (and
+                // jumps made meanwhile) compose.
+                shift_clock(world, &node, -wall_step_ms, -drift_ppm);
+                format!("{node} clock restored")
+            }
+            Undo::Strobe {
+                node,
+                offset_ms,
+                activation,
+            } => {
+                if world.nemesis.strobe_flip(activation, false) {
+                    shift_clock(world, &node, -offset_ms, 0);
+                }
                 format!("{node} clock restored")
             }
             Undo::Restart(node) => {
@@ -365,28 +394,20 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
             None
         }
         Action::ClockSkew { node, offset_ms } => {
-            let before = world.clocks.get(node).wall.offset_ms(now);
-            world
-                .clocks
-                .update(node, |c| c.wall.set_offset(now, *offset_ms));
-            net.signal(node, Message::ClockChanged);
+            let step = offset_ms - world.clocks.get(node).wall.offset_ms(now);
+            shift_clock(world, node, step, 0);
             Some(Undo::Clock {
                 node: node.clone(),
-                wall_offset_ms: Some(before),
-                drift_ppm: None,
+                wall_step_ms: step,
+                drift_ppm: 0,
             })
         }
         Action::ClockDrift { node, ppm } => {
-            let before = world.clocks.get(node).mono.drift_ppm();
-            world.clocks.update(node, |c| {
-                c.mono.set_drift(now, *ppm);
-                c.wall.set_drift(now, *ppm);
-            });
-            net.signal(node, Message::ClockChanged);
+            shift_clock(world, node, 0, *ppm);
             Some(Undo::Clock {
                 node: node.clone(),
-                wall_offset_ms: None,
-                drift_ppm: Some(before),
+                wall_step_ms: 0,
+                drift_ppm: *ppm,
             })
         }
         Action::ClockStrobe {
@@ -394,12 +415,11 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
             offset_ms,
             period_ms,
         } => {
-            let base = world.clocks.get(node).wall.offset_ms(now);
-            strobe(world, node, base, *offset_ms, *period_ms, activation);
-            Some(Undo::Clock {
+            strobe(world, node, *offset_ms, *period_ms, activation);
+            Some(Undo::Strobe {
                 node: node.clone(),
-                wall_offset_ms: Some(base),
-                drift_ppm: None,
+                offset_ms: *offset_ms,
+                activation,
             })
         }
         Action::Crash { node } => {
@@ -474,28 +494,37 @@ fn rule(world: &World, id: u64, rule: Rule) -> Option<Undo> {
 
 /// Flip `node`'s wall clock between `base` and `base + offset_ms` every `period_ms` until the
 /// window ends; the fault's end puts it back at `base`.
-fn strobe(
-    world: &Arc<World>,
-    node: &str,
-    base: i64,
-    offset_ms: i64,
-    period_ms: u64,
-    activation: u64,
-) {
+/// Flip `node`'s wall clock by `offset_ms` and back every `period_ms` while the fault is in
+/// force; the fault's end takes the flip back if it is on.
+fn strobe(world: &Arc<World>, node: &str, offset_ms: i64, period_ms: u64, activation: u64) {
     let (w, node) = (Arc::clone(world), node.to_owned());
     world.nemesis.spawn(async move {
-        // The first check runs before the fault is marked active, so always flip once.
+        // The first pass runs before the fault is marked active, so always flip once.
         for i in 0.. {
             if i > 0 && !w.nemesis.is_active(activation) {
                 break;
             }
-            let offset = if i % 2 == 0 { base + offset_ms } else { base };
-            w.clocks
-                .update(&node, |c| c.wall.set_offset(true_ns(), offset));
-            w.net.signal(&node, Message::ClockChanged);
+            let on = i % 2 == 0;
+            w.nemesis.strobe_flip(activation, on);
+            shift_clock(&w, &node, if on { offset_ms } else { -offset_ms }, 0);
             madsim::time::sleep(Duration::from_millis(period_ms)).await;
         }
     });
+}
+
+/// Step `node`'s wall clock by `step_ms` and add `drift_ppm` to both its clocks' drift, now.
+fn shift_clock(world: &World, node: &str, step_ms: i64, drift_ppm: i64) {
+    let now = true_ns();
+    world.clocks.update(node, |c| {
+        if step_ms != 0 {
+            c.wall.step(now, step_ms);
+        }
+        if drift_ppm != 0 {
+            c.mono.set_drift(now, c.mono.drift_ppm() + drift_ppm);
+            c.wall.set_drift(now, c.wall.drift_ppm() + drift_ppm);
+        }
+    });
+    world.net.signal(node, Message::ClockChanged);
 }
 
 fn event_kind(action: &Action) -> EventKind {

@@ -245,8 +245,18 @@ impl ReplicaNode {
                     _ => return None,
                 }
             }
-            Applied::Revoked { lock, lease } => (
-                EventKind::Expire,
+            // A revocation of a lease not yet expired by the decider's own stamp is not an
+            // expiry: record it as what it is.
+            Applied::Revoked {
+                lock,
+                lease,
+                decided_at_ms,
+            } => (
+                if *decided_at_ms >= lease.expires_at_ms {
+                    EventKind::Expire
+                } else {
+                    EventKind::Revoke
+                },
                 lock,
                 &lease.holder,
                 lease.token,

@@ -324,3 +324,34 @@ fn overlapping_crashes_restart_the_node_once() {
         .kinds()
         .contains(&fencesim_history::ViolationKind::MutualExclusionService));
 }
+
+#[test]
+fn faults_at_the_same_instant_start_in_file_order_on_every_seed() {
+    let faults = "[[faults]]\nkind = \"crash\"\nnode = \"client-1\"\nat_ms = 3\n\
+                  [[faults]]\nkind = \"restart\"\nnode = \"client-1\"\nat_ms = 3";
+    for seed in 0..6 {
+        let h = run(faults, seed);
+        let order: Vec<_> = h
+            .events()
+            .filter(|e| e.event.is_nemesis() && e.phase == Some(Phase::Start))
+            .map(|e| e.event)
+            .collect();
+        assert_eq!(order, [EventKind::Crash, EventKind::Restart], "seed {seed}");
+        assert!(
+            h.ops().any(|o| o.f == OpFn::Write),
+            "seed {seed}: the restarted client works"
+        );
+    }
+}
+
+#[test]
+fn overlapping_drifts_add_up_and_each_end_takes_back_only_its_own() {
+    let faults = "[[faults]]\nkind = \"clock-drift\"\nnode = \"client-1\"\nat_ms = 0\nppm = 500000\nduration_ms = 400\n\
+                  [[faults]]\nkind = \"clock-drift\"\nnode = \"client-1\"\nat_ms = 200\nppm = -250000\nduration_ms = 600";
+    let h = run(faults, 0);
+    // 0-200: x1.5 (300); 200-400: x1.25 (+250 = 550); 400-800: x0.75 (+300 = 850); then x1.
+    let write = first_op(&h, OpFn::Write, OpType::Invoke);
+    let true_ms = ms(write.at.time_ns) as i64;
+    assert!(true_ms > 800, "{true_ms}");
+    assert_eq!(write.at.mono_ms, 850 + (true_ms - 800));
+}
