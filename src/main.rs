@@ -93,6 +93,7 @@ enum Command {
 
 fn main() -> ExitCode {
     init_tracing();
+    quiet_simulation_panics();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run {
@@ -111,6 +112,20 @@ fn main() -> ExitCode {
         Command::Bench { seeds, jobs } => bench(seeds, jobs as usize),
     };
     ExitCode::from(code)
+}
+
+/// A panic inside a simulation is caught and reported (verdict line, report.json, exit 4), so
+/// the default hook's message and backtrace would only repeat it; other panics keep the hook.
+fn quiet_simulation_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let in_simulation = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("fencesim-seed-"));
+        if !in_simulation || std::env::var_os("RUST_BACKTRACE").is_some() {
+            default(info);
+        }
+    }));
 }
 
 /// Diagnostics only when RUST_LOG asks for them: the hot loop stays quiet by default.
