@@ -77,6 +77,15 @@ enum Command {
         /// The history file.
         history: PathBuf,
     },
+    /// Re-run the scenario and seed a report.json records (its resolved scenario is inside) and
+    /// check that the history comes out byte-identical (exit 0) or not (exit 4).
+    Replay {
+        /// A report.json written by `run` or `explore`.
+        report: PathBuf,
+        /// Output root for the replayed run.
+        #[arg(long, value_name = "DIR", default_value = "reports/replays")]
+        out: PathBuf,
+    },
     /// List the bundled scenarios with their expectations.
     List,
     /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
@@ -109,6 +118,7 @@ fn main() -> ExitCode {
         } => explore(&target, &seeds, jobs, shard.as_deref()),
         Command::Check { history } => check(&history),
         Command::List => list(),
+        Command::Replay { report, out } => replay(&report, out),
         Command::Bench { seeds, jobs } => bench(seeds, jobs as usize),
     };
     ExitCode::from(code)
@@ -511,4 +521,51 @@ fn bench(seeds: u64, jobs: usize) -> u8 {
         );
     }
     exit::VALID
+}
+
+/// `replay`: the run a report describes, again, compared byte for byte.
+fn replay(path: &Path, out: PathBuf) -> u8 {
+    let stored: fencesim::report::Report = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {}: not a fencesim report: {e}", path.display());
+            return exit::BAD_INPUT;
+        }
+    };
+    let opts = RunOptions {
+        out,
+        scenario_arg: path.display().to_string(),
+        check_determinism: false,
+        swarm: false,
+    };
+    let done = match fencesim::run::evaluate(&stored.scenario, stored.seed, &opts)
+        .and_then(|e| write(&opts.out, e))
+    {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the replay under {}: {e}",
+                opts.out.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    say!("{}", done.verdict_line());
+    say!("report: {}", done.report_path.display());
+    if done.report.history.sha256 == stored.history.sha256 {
+        say!("replay identical: history sha256 {}", stored.history.sha256);
+        exit::VALID
+    } else {
+        say!(
+            "replay DIFFERS: history sha256 {} (recorded {}); tool {} (recorded {})",
+            done.report.history.sha256,
+            stored.history.sha256,
+            done.report.tool.version,
+            stored.tool.version
+        );
+        exit::SIM_FAILED
+    }
 }

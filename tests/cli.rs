@@ -138,3 +138,43 @@ fn a_failed_simulation_exits_4_keeps_its_history_and_prints_the_seed() {
     assert_eq!(report["verdict"], "sim-failed");
     assert_eq!(report["failure"]["kind"], "history-limit");
 }
+
+#[test]
+fn replay_reruns_a_report_and_compares_its_history() {
+    let dir = out_dir("replay");
+    let example = support::root().join("reports/examples/clock-jump-wall-expiry/0/report.json");
+    let o = fencesim(&[
+        "replay",
+        example.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("replay identical: history sha256"),
+        "{stdout}"
+    );
+    // A report whose recorded history differs from what the run gives is a failed replay.
+    let mut report = support::json(&example);
+    report["history"]["sha256"] = serde_json::Value::String("0".repeat(64));
+    let tampered = dir.join("tampered.json");
+    std::fs::write(&tampered, serde_json::to_vec(&report).unwrap()).unwrap();
+    let o = fencesim(&[
+        "replay",
+        tampered.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o).0);
+    assert!(text(&o).0.contains("replay DIFFERS"));
+    let o = fencesim(&["replay", "README.md", "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .starts_with("error: README.md: not a fencesim report: "),
+        "{}",
+        text(&o).1
+    );
+}
