@@ -12,6 +12,7 @@
 //! [`LeaseService::expire_due`] by asking [`LeaseService::next_expiry`].
 #![deny(missing_docs)]
 
+pub mod async_replica;
 pub mod raft_replica;
 pub mod replicated;
 mod service;

@@ -17,6 +17,7 @@ pub struct Entry {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RedisNode {
     keys: BTreeMap<String, Entry>,
+    counters: BTreeMap<String, u64>,
 }
 
 impl RedisNode {
@@ -58,6 +59,15 @@ impl RedisNode {
         }
     }
 
+    /// `INCR counter`: the counter's new value. Some lock libraries take their "fencing token"
+    /// from such a counter on one node; it is monotonic only as long as that node keeps its
+    /// data (a failover to a replica that missed increments hands out old values again).
+    pub fn incr(&mut self, counter: &str) -> u64 {
+        let c = self.counters.entry(counter.to_owned()).or_insert(0);
+        *c += 1;
+        *c
+    }
+
     /// Extend: reset the expiry of `key` to `now_ms + ttl_ms` only if it is live and holds
     /// `value`. True if extended.
     pub fn extend_if(&mut self, key: &str, value: u64, ttl_ms: u64, now_ms: i64) -> bool {
@@ -94,6 +104,20 @@ mod tests {
         assert_eq!(n.get("k", 249).map(|e| e.value), Some(8));
         assert!(n.delete_if("k", 8, 249));
         assert!(n.get("k", 249).is_none());
+    }
+
+    #[test]
+    fn a_counter_is_monotonic_only_while_the_node_keeps_its_data() {
+        let mut primary = RedisNode::new();
+        assert_eq!((primary.incr("token"), primary.incr("token")), (1, 2));
+        // A replica that last synced after the first increment takes over.
+        let mut replica = RedisNode::new();
+        replica.incr("token");
+        assert_eq!(
+            replica.incr("token"),
+            2,
+            "token 2 is handed out a second time"
+        );
     }
 
     #[test]
