@@ -10,9 +10,8 @@ use std::time::Duration;
 
 use fencesim_history::{Event, EventKind};
 use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
-use fencesim_scenario::{ExpiryClock, Fsync, NodeEvent, LEASE_SERVICE_NODE};
+use fencesim_scenario::{Fsync, NodeEvent, LEASE_SERVICE_NODE};
 
-use crate::clock::LinearClock;
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
 use crate::recorder::true_ns;
@@ -54,7 +53,9 @@ pub(crate) async fn run(world: Arc<World>) {
         reap(&world, &mut service).await;
         let next = match service.next_expiry() {
             Some(at_ms) => {
-                let wait = expiry_clock(&world).true_ns_until(true_ns(), at_ms as i64);
+                let wait = world
+                    .expiry_clock(NODE)
+                    .true_ns_until(true_ns(), at_ms as i64);
                 match madsim::time::timeout(Duration::from_nanos(wait), inbox.recv()).await {
                     Ok(received) => received,
                     Err(_expiry_due) => continue,
@@ -82,18 +83,9 @@ pub(crate) async fn run(world: Arc<World>) {
     }
 }
 
-/// The clock the service judges expiry by.
-fn expiry_clock(world: &World) -> LinearClock {
-    let clocks = world.clocks.get(NODE);
-    match world.scenario.lock_service.expiry_clock {
-        ExpiryClock::Monotonic => clocks.mono,
-        ExpiryClock::Wall => clocks.wall,
-    }
-}
-
-/// The expiry clock's reading, local ms (a wall clock stepped before 0 reads 0).
+/// The service's expiry clock reading, local ms.
 fn now_ms(world: &World) -> u64 {
-    expiry_clock(world).read_ms(true_ns()).max(0) as u64
+    world.expiry_now_ms(NODE)
 }
 
 fn persist(world: &World, service: &LeaseService) {

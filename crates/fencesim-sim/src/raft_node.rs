@@ -17,7 +17,7 @@ use fencesim_lease::replicated::{
     Applied, ClientOp, ClientOutcome, LeaderChange, ReplicationPolicy,
 };
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
-use fencesim_scenario::{ExpiryClock, LeaderChangeMode, NodeEvent};
+use fencesim_scenario::{LeaderChangeMode, NodeEvent};
 use rand::Rng;
 
 use crate::message::Message;
@@ -103,12 +103,7 @@ struct ReplicaNode {
 impl ReplicaNode {
     /// This replica's expiry clock, local ms (its stamp on the commands it proposes).
     fn now_ms(&self) -> u64 {
-        let clocks = self.world.clocks.get(&self.name);
-        let clock = match self.world.scenario.lock_service.expiry_clock {
-            ExpiryClock::Monotonic => clocks.mono,
-            ExpiryClock::Wall => clocks.wall,
-        };
-        clock.read_ms(true_ns()).max(0) as u64
+        self.world.expiry_now_ms(&self.name)
     }
 
     async fn receive(&mut self, replica: &mut Replica, env: Envelope) {

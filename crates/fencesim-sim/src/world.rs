@@ -9,9 +9,9 @@ use async_channel::{Receiver, Sender};
 use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_resource::Resource;
-use fencesim_scenario::{Scenario, LEASE_SERVICE_NODE};
+use fencesim_scenario::{ExpiryClock, Scenario, LEASE_SERVICE_NODE};
 
-use crate::clock::Clocks;
+use crate::clock::{Clocks, LinearClock};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
 use crate::store::Store;
@@ -225,6 +225,20 @@ impl World {
     /// Wait for the next client to finish.
     pub async fn next_done(&self) -> Option<String> {
         self.done.1.recv().await.ok()
+    }
+
+    /// The clock lock-service node `node` judges expiry by (`[lock_service] expiry_clock`).
+    pub fn expiry_clock(&self, node: &str) -> LinearClock {
+        let clocks = self.clocks.get(node);
+        match self.scenario.lock_service.expiry_clock {
+            ExpiryClock::Monotonic => clocks.mono,
+            ExpiryClock::Wall => clocks.wall,
+        }
+    }
+
+    /// That clock's reading now, local ms (a wall clock stepped before 0 reads 0).
+    pub fn expiry_now_ms(&self, node: &str) -> u64 {
+        self.expiry_clock(node).read_ms(true_ns()).max(0) as u64
     }
 
     /// The node's monotonic clock now, local ms.
