@@ -31,6 +31,17 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("raft-k08-revoke-unchecked"),
     bundle!("raft-k08-revoke-checked"),
     bundle!("raft-random-nemesis"),
+    bundle!("redlock-pause-unfenced"),
+    bundle!("redlock-pause-equality"),
+    bundle!("redlock-pause-counter-fenced"),
+    bundle!("redlock-clock-jump"),
+    bundle!("redlock-clock-jump-monotonic"),
+    bundle!("redlock-crash-no-fsync"),
+    bundle!("redlock-crash-restart-delay"),
+    bundle!("redlock-reply-delay-no-recheck"),
+    bundle!("redlock-reply-delay-recheck"),
+    bundle!("redlock-counter-token-crash"),
+    bundle!("redlock-counter-token-fsync"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -11,6 +11,7 @@ mod exclusion;
 mod exposure;
 pub mod latency;
 mod leases;
+mod order;
 mod progress;
 mod stale_write;
 mod tokens;

@@ -1,46 +1,74 @@
 //! `stale-write-accepted`: on a key, the resource accepted a write whose token is lower than a
-//! token it had already accepted (Kleppmann 2016's paused or delayed former holder).
+//! token it had already accepted (Kleppmann 2016's paused or delayed former holder). For opaque
+//! lock values, "lower" means acquired earlier in true time (see [`crate::order`]).
 
 use std::collections::BTreeMap;
 
 use fencesim_history::{Event, EventKind, History, ViolationKind};
 
 use crate::leases::Leases;
+use crate::order::TokenRanks;
 use crate::Violation;
 
-/// The highest-token accept seen so far on a key.
+/// The highest-ranked accept seen so far on a key.
 struct Highest<'a> {
     token: u64,
+    rank: u64,
     event: &'a Event,
 }
 
 pub(crate) fn check(history: &History, leases: &Leases) -> Vec<Violation> {
+    let ranks = TokenRanks::new(history);
     let mut highest: BTreeMap<&str, Highest> = BTreeMap::new();
     let mut violations = Vec::new();
     for ev in history.events().filter(|e| e.event == EventKind::Accept) {
         let (Some(key), Some(token)) = (ev.key.as_deref(), ev.token) else {
             continue;
         };
+        // A value never seen acquired cannot be ordered: no judgement either way.
+        let Some(rank) = ranks.rank(token) else {
+            continue;
+        };
         match highest.get(key) {
-            Some(h) if token < h.token => violations.push(violation(key, ev, h, leases)),
-            Some(h) if token == h.token => {}
+            Some(h) if rank < h.rank => {
+                violations.push(violation(key, ev, h, leases, &ranks));
+            }
+            Some(h) if rank == h.rank => {}
             _ => {
-                highest.insert(key, Highest { token, event: ev });
+                highest.insert(
+                    key,
+                    Highest {
+                        token,
+                        rank,
+                        event: ev,
+                    },
+                );
             }
         }
     }
     violations
 }
 
-fn violation(key: &str, stale: &Event, higher: &Highest, leases: &Leases) -> Violation {
+fn violation(
+    key: &str,
+    stale: &Event,
+    higher: &Highest,
+    leases: &Leases,
+    ranks: &TokenRanks,
+) -> Violation {
     let writer = |e: &Event| {
         e.holder
             .clone()
             .unwrap_or_else(|| "an unknown writer".into())
     };
+    let newer = if ranks.by_acquisition() {
+        "the later-acquired token"
+    } else {
+        "the higher token"
+    };
     let mut explanation = format!(
         "key {key:?}: the resource accepted token {} from {} at index {} (t={}) although it had \
-         already accepted the higher token {} from {} at index {} (t={})",
+         already accepted {newer} {} from {} at index {} (t={})",
         stale.token.unwrap_or_default(),
         writer(stale),
         stale.at.index,
@@ -55,6 +83,15 @@ fn violation(key: &str, stale: &Event, higher: &Highest, leases: &Leases) -> Vio
         .clone()
         .zip(stale.token)
         .and_then(|k| leases.get(&k));
+    if ranks.by_acquisition() {
+        // Opaque values: say when each was acquired, the only order they have.
+        let at = |t: Option<u64>| t.and_then(|t| ranks.rank(t)).unwrap_or_default();
+        explanation.push_str(&format!(
+            "; the tokens are opaque lock values, acquired at index {} and {} respectively",
+            at(stale.token),
+            at(Some(higher.token))
+        ));
+    }
     if let Some(lease) = lease {
         explanation.push_str(&format!(
             "; token {} was granted on lock {:?} at index {}",

@@ -2,7 +2,7 @@
 
 use fencesim_checker::{check, UnsafeExposure, Verdict};
 use fencesim_history::{
-    Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Stamp, ViolationKind,
+    Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Stamp, TokenOrder, ViolationKind,
 };
 use proptest::prelude::*;
 
@@ -10,6 +10,7 @@ use proptest::prelude::*;
 #[derive(Default)]
 struct Builder {
     entries: Vec<Entry>,
+    token_order: TokenOrder,
 }
 
 impl Builder {
@@ -51,6 +52,24 @@ impl Builder {
         })
     }
 
+    /// A Redlock-style acquisition: the client's own `acquire` ok, no service event.
+    fn acquired(&mut self, node: &str, token: u64) -> u64 {
+        let op = Op {
+            at: self.stamp(),
+            process: 0,
+            node: node.into(),
+            op_type: OpType::Ok,
+            f: OpFn::Acquire,
+            lock: Some("l".into()),
+            key: None,
+            token: Some(token),
+            value: None,
+            error: None,
+        };
+        self.entries.push(Entry::Op(op));
+        self.entries.len() as u64 - 1
+    }
+
     fn invoke_write(&mut self, node: &str, token: u64) -> u64 {
         let op = Op {
             at: self.stamp(),
@@ -74,6 +93,7 @@ impl Builder {
             scenario: "t".into(),
             seed: 0,
             tool_version: "t".into(),
+            token_order: self.token_order,
         };
         History {
             header,
@@ -292,4 +312,60 @@ fn progress_is_owed_only_to_clients_that_still_work_after_the_heal() {
     let result = check(&b.build());
     assert_eq!(result.kinds(), [ViolationKind::NoProgressAfterHeal]);
     assert_eq!(result.violations[0].witnesses, [at]);
+}
+
+/// Redlock's random values: a's value is numerically higher but was acquired first, so b's
+/// write followed by a's is the stale one, and value order would have missed it.
+#[test]
+fn opaque_values_are_judged_by_acquisition_order() {
+    let history = |order: TokenOrder| {
+        let mut b = Builder {
+            token_order: order,
+            ..Builder::default()
+        };
+        b.acquired("a", 900);
+        b.acquired("b", 17);
+        let newer = b.write(EventKind::Accept, "b", 17, None);
+        let stale = b.write(EventKind::Accept, "a", 900, None);
+        (b.build(), stale, newer)
+    };
+    let (by_acquisition, stale, newer) = history(TokenOrder::Acquisition);
+    let result = check(&by_acquisition);
+    assert_eq!(result.kinds(), [ViolationKind::StaleWriteAccepted]);
+    assert_eq!(result.violations[0].witnesses, [stale, newer]);
+    let text = &result.violations[0].explanation;
+    assert!(text.contains("later-acquired token 17 from b"), "{text}");
+    assert!(text.contains("acquired at index 0 and 1"), "{text}");
+    // Read as fencing tokens, 17 after 900 goes backwards and 900 after 17 is fine.
+    let by_value = check(&history(TokenOrder::Value).0);
+    assert_eq!(by_value.kinds(), [ViolationKind::TokenNotMonotonic]);
+}
+
+#[test]
+fn opaque_values_written_in_acquisition_order_are_valid_and_unordered_ones_unjudged() {
+    let mut b = Builder {
+        token_order: TokenOrder::Acquisition,
+        ..Builder::default()
+    };
+    b.acquired("a", 900);
+    b.write(EventKind::Accept, "a", 900, None);
+    b.acquired("b", 17);
+    b.write(EventKind::Accept, "b", 17, None);
+    // A value never seen acquired has no place in the order: not judged.
+    b.write(EventKind::Accept, "c", 5, None);
+    let result = check(&b.build());
+    assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.violations);
+}
+
+/// Without grant events (Redlock with a counter token), the token checks read the clients'
+/// acquisitions: token 1 handed out twice is reused.
+#[test]
+fn without_grant_events_tokens_are_checked_on_acquisitions() {
+    let mut b = Builder::default();
+    let first = b.acquired("a", 1);
+    b.acquired("b", 2);
+    let again = b.acquired("c", 1);
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::TokenReused]);
+    assert_eq!(result.violations[0].witnesses, [again, first]);
 }

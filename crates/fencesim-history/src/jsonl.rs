@@ -116,6 +116,7 @@ mod tests {
                 scenario: "s".into(),
                 seed: 7,
                 tool_version: "0.1.0".into(),
+                token_order: Default::default(),
             },
             entries: vec![
                 Entry::Op(Op {

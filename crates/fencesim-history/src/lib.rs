@@ -13,7 +13,9 @@ mod record;
 mod violation;
 
 pub use jsonl::{read_jsonl, write_jsonl, HistoryError};
-pub use record::{Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Phase, Stamp};
+pub use record::{
+    Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
+};
 pub use violation::ViolationKind;
 
 /// The history format version written into every header. Bump on incompatible changes.

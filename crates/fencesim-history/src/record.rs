@@ -26,6 +26,30 @@ pub struct Header {
     pub seed: u64,
     /// The fencesim version that recorded it.
     pub tool_version: String,
+    /// How the tokens in this history are ordered. Left out of the file when it is
+    /// [`TokenOrder::Value`], the default.
+    #[serde(default, skip_serializing_if = "TokenOrder::is_value")]
+    pub token_order: TokenOrder,
+}
+
+/// What the tokens of a history mean, which decides how the checker orders them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenOrder {
+    /// Tokens are fencing tokens: a higher value is a later lease (Kleppmann 2016, Chubby
+    /// sequencers, etcd revisions).
+    #[default]
+    Value,
+    /// Tokens are opaque lock values (Redlock's random values): their order is the order in
+    /// which their acquisitions happened in true time, and nothing can be said of their values.
+    Acquisition,
+}
+
+impl TokenOrder {
+    /// Whether this is the default, [`TokenOrder::Value`].
+    pub fn is_value(&self) -> bool {
+        *self == TokenOrder::Value
+    }
 }
 
 /// Jepsen's operation types.

@@ -16,16 +16,29 @@ pub struct RedlockConfig {
     pub recheck_elapsed: bool,
 }
 
-/// The outcome of an acquisition.
+/// The outcome of an acquisition (or an extension, which follows the same rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Decision {
-    /// A majority granted and the lock is valid for `validity_ms` more ms (client's clock).
+    /// A majority granted: the client holds the lock until `valid_until_ms` on its own clock.
     Acquired {
-        /// Remaining validity, ms.
+        /// Validity left at the decision, ms: TTL - elapsed - drift allowance. Negative only
+        /// when the re-check is off.
+        validity_ms: i64,
+        /// Until when the client believes it holds the lock, its clock's ms: start + TTL -
+        /// drift with the re-check; without it, the client counts the TTL from the decision,
+        /// as if no time had passed since it sent the requests.
+        valid_until_ms: i64,
+    },
+    /// Fewer than a majority of nodes granted: release on every node.
+    NoMajority {
+        /// How many granted.
+        granted: usize,
+    },
+    /// A majority granted, but too late: the validity had run out (the re-check at work).
+    Expired {
+        /// The validity left, ms (zero or less).
         validity_ms: i64,
     },
-    /// No majority, or too late: release on every node.
-    Failed,
 }
 
 /// One acquisition: started at the client's clock reading `started_ms`; replies come in as
@@ -72,17 +85,28 @@ impl Redlock {
 
     /// The outcome at client clock `now_ms`.
     pub fn decide(&self, now_ms: i64) -> Decision {
-        let votes = self.granted.iter().filter(|g| **g).count();
-        if votes < self.config.nodes / 2 + 1 {
-            return Decision::Failed;
+        let granted = self.granted.iter().filter(|g| **g).count();
+        if granted < self.config.nodes / 2 + 1 {
+            return Decision::NoMajority { granted };
         }
         let elapsed = now_ms - self.started_ms;
-        let drift = (self.config.ttl_ms * self.config.drift_ppm / 1_000_000) as i64 + 2;
-        let validity_ms = self.config.ttl_ms as i64 - elapsed - drift;
-        if self.config.recheck_elapsed && validity_ms <= 0 {
-            return Decision::Failed;
+        let drift =
+            (self.config.ttl_ms.saturating_mul(self.config.drift_ppm) / 1_000_000) as i64 + 2;
+        let ttl = self.config.ttl_ms as i64;
+        let validity_ms = ttl - elapsed - drift;
+        if !self.config.recheck_elapsed {
+            return Decision::Acquired {
+                validity_ms,
+                valid_until_ms: now_ms + ttl - drift,
+            };
         }
-        Decision::Acquired { validity_ms }
+        if validity_ms <= 0 {
+            return Decision::Expired { validity_ms };
+        }
+        Decision::Acquired {
+            validity_ms,
+            valid_until_ms: self.started_ms + ttl - drift,
+        }
     }
 }
 
@@ -108,7 +132,13 @@ mod tests {
         assert!(r.complete());
         assert_eq!(r.granted_nodes(), [0, 1, 2]);
         // 10000 - 50 elapsed - (100 + 2) drift.
-        assert_eq!(r.decide(1_050), Decision::Acquired { validity_ms: 9_848 });
+        assert_eq!(
+            r.decide(1_050),
+            Decision::Acquired {
+                validity_ms: 9_848,
+                valid_until_ms: 10_898
+            }
+        );
     }
 
     #[test]
@@ -117,7 +147,7 @@ mod tests {
         for n in 0..5 {
             r.on_reply(n, n < 2);
         }
-        assert_eq!(r.decide(10), Decision::Failed);
+        assert_eq!(r.decide(10), Decision::NoMajority { granted: 2 });
     }
 
     #[test]
@@ -128,11 +158,18 @@ mod tests {
                 r.on_reply(n, true);
             }
             // The client paused for 12 s while the replies waited in its buffer.
-            assert_eq!(
-                matches!(r.decide(12_000), Decision::Acquired { .. }),
-                acquired,
-                "recheck {recheck}"
-            );
+            let expected = if acquired {
+                // Without the re-check it counts its TTL from now: valid until 21.898 s.
+                Decision::Acquired {
+                    validity_ms: -2_102,
+                    valid_until_ms: 21_898,
+                }
+            } else {
+                Decision::Expired {
+                    validity_ms: -2_102,
+                }
+            };
+            assert_eq!(r.decide(12_000), expected, "recheck {recheck}");
         }
     }
 }

@@ -4,10 +4,12 @@
 //! token it has accepted and applies a write only if the write's token is at least that high, in
 //! one atomic step (Kleppmann 2016; the `WHERE highest_fence_token <= :token` update). A paused
 //! or delayed former holder then cannot overwrite a newer holder's data, whatever its lock
-//! service believed. The `unfenced` mode accepts everything, to show the counterexample.
+//! service believed. The `unfenced` mode accepts everything, to show the counterexample. The
+//! `equality` mode is what a resource can do with a lock's random value (Redlock's): it cannot
+//! order values, only tell whether a value is the one it has seen last.
 #![deny(missing_docs)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -20,21 +22,28 @@ pub enum FenceMode {
     Fenced,
     /// Accept every write (tokens are recorded but not checked): the unsafe baseline.
     Unfenced,
+    /// For opaque lock values (Redlock's random values, case K23), which cannot be ordered:
+    /// accept the current value and any value never seen before (it may be a new holder's),
+    /// reject a value once another has replaced it. A former holder that never wrote before its
+    /// lease ran out presents a value the resource has not seen, and gets through.
+    Equality,
 }
 
 /// The answer to [`Resource::write`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WriteOutcome {
-    /// The value was stored; `highest` is the key's highest accepted token afterwards.
+    /// The value was stored; `highest` is the key's highest accepted token afterwards (in
+    /// `equality` mode: the current value, which is this write's).
     Accepted {
-        /// The highest accepted token after this write.
+        /// The highest accepted token (equality: the current value) after this write.
         highest: u64,
     },
     /// A stale token: nothing changed.
     Rejected {
         /// The token the write carried.
         presented: u64,
-        /// The key's highest accepted token, which is greater than `presented`.
+        /// The key's highest accepted token, which is greater than `presented` (equality: the
+        /// current value, which replaced `presented`).
         highest: u64,
     },
 }
@@ -52,6 +61,8 @@ pub struct ReadValue {
 struct Cell {
     current: ReadValue,
     highest: u64,
+    /// Equality mode: values that another value has replaced.
+    retired: BTreeSet<u64>,
 }
 
 /// A key-value store fenced per key.
@@ -77,16 +88,29 @@ impl Resource {
 
     /// One atomic compare-and-update: in fenced mode store `value` if `token` is at least the
     /// key's highest accepted token (equal tokens are the same holder writing again), else reject
-    /// and change nothing. Unfenced mode always stores.
+    /// and change nothing. Unfenced mode always stores. Equality mode stores unless `token` is a
+    /// value that another has replaced.
     pub fn write(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome {
         let cell = self.cells.entry(key.to_owned()).or_default();
-        if self.mode == FenceMode::Fenced && token < cell.highest {
+        let stale = match self.mode {
+            FenceMode::Fenced => token < cell.highest,
+            FenceMode::Unfenced => false,
+            FenceMode::Equality => cell.retired.contains(&token),
+        };
+        if stale {
             return WriteOutcome::Rejected {
                 presented: token,
                 highest: cell.highest,
             };
         }
-        cell.highest = cell.highest.max(token);
+        if self.mode == FenceMode::Equality {
+            if let Some(previous) = cell.current.token.filter(|t| *t != token) {
+                cell.retired.insert(previous);
+            }
+            cell.highest = token;
+        } else {
+            cell.highest = cell.highest.max(token);
+        }
         cell.current = ReadValue {
             value: Some(value.to_owned()),
             token: Some(token),
@@ -104,7 +128,7 @@ impl Resource {
             .unwrap_or_default()
     }
 
-    /// The key's highest accepted token (0: none).
+    /// The key's highest accepted token (0: none; equality mode: the current value).
     pub fn highest(&self, key: &str) -> u64 {
         self.cells.get(key).map_or(0, |c| c.highest)
     }
@@ -157,5 +181,43 @@ mod tests {
             }
         );
         assert_eq!(r.read("other"), ReadValue::default());
+    }
+
+    #[test]
+    fn equality_rejects_replaced_values_but_cannot_tell_an_unseen_stale_one() {
+        let mut r = Resource::new(FenceMode::Equality);
+        assert_eq!(
+            r.write("k", 900, "a"),
+            WriteOutcome::Accepted { highest: 900 }
+        );
+        assert_eq!(
+            r.write("k", 900, "a2"),
+            WriteOutcome::Accepted { highest: 900 }
+        );
+        // A new holder's value replaces 900, which is now refused.
+        assert_eq!(
+            r.write("k", 17, "b"),
+            WriteOutcome::Accepted { highest: 17 }
+        );
+        assert_eq!(
+            r.write("k", 900, "a3"),
+            WriteOutcome::Rejected {
+                presented: 900,
+                highest: 17
+            }
+        );
+        // A former holder that never wrote (K23) presents an unseen value: accepted.
+        assert_eq!(
+            r.write("k", 5_000, "stale"),
+            WriteOutcome::Accepted { highest: 5_000 }
+        );
+        assert_eq!(r.read("k").value.as_deref(), Some("stale"));
+        assert_eq!(
+            r.write("k", 17, "b2"),
+            WriteOutcome::Rejected {
+                presented: 17,
+                highest: 5_000
+            }
+        );
     }
 }

@@ -186,6 +186,37 @@ pub enum LockServiceKind {
     /// `replicas` nodes `lease-1`..`lease-N` running Raft (tikv raft-rs); the token is the log
     /// index of the committed acquire.
     Raft,
+    /// `replicas` independent Redis-like nodes `redis-1`..`redis-N`, locked by the clients with
+    /// the Redlock algorithm (antirez; critiqued by Kleppmann 2016). See [`RedlockSpec`].
+    Redlock,
+}
+
+/// Where a Redlock client gets the token it presents to the resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenSource {
+    /// The lock's own random value: opaque, so no resource can order it (case K23).
+    Random,
+    /// `INCR` of a counter on `redis-1` after acquiring, as some client libraries do: monotonic
+    /// only while that one node keeps its data.
+    Counter,
+}
+
+/// The Redlock design's settings (`[lock_service]` with `kind = "redlock"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedlockSpec {
+    /// Clients re-check, once the replies are in, that validity = TTL - elapsed - drift
+    /// allowance is still positive (false: a client trusts any late majority, case K05).
+    pub recheck_elapsed: bool,
+    /// Clock drift allowance, ppm of the TTL (plus 2 ms), as the Redlock documentation has it.
+    pub drift_ppm: u64,
+    /// How long a client waits for the nodes' replies to one request, simulated ms.
+    pub node_timeout_ms: u64,
+    /// Where the token presented to the resource comes from.
+    pub token_source: TokenSource,
+    /// A restarted node stays unavailable this long, simulated ms (antirez's "delayed
+    /// restarts": one maximum TTL makes a crash without fsync safe, case K04).
+    pub restart_delay_ms: u64,
 }
 
 /// What a new Raft leader does to leases granted under earlier leaders.
@@ -222,14 +253,19 @@ pub struct LockServiceSpec {
     pub revoke_term_check: bool,
     /// Raft: what a new leader does to existing leases.
     pub leader_change: LeaderChangeMode,
+    /// Redlock's settings (`Some` exactly when `kind` is `redlock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redlock: Option<RedlockSpec>,
 }
 
 impl LockServiceSpec {
-    /// The lock service's node names: `lease-service`, or `lease-1`..`lease-N`.
+    /// The lock service's node names: `lease-service`, `lease-1`..`lease-N` (Raft) or
+    /// `redis-1`..`redis-N` (Redlock).
     pub fn nodes(&self) -> Vec<String> {
         match self.kind {
             LockServiceKind::Single => vec![LEASE_SERVICE_NODE.to_owned()],
             LockServiceKind::Raft => (1..=self.replicas).map(|i| format!("lease-{i}")).collect(),
+            LockServiceKind::Redlock => (1..=self.replicas).map(|i| format!("redis-{i}")).collect(),
         }
     }
 }
@@ -242,12 +278,15 @@ pub enum ResourceMode {
     Fenced,
     /// Accept every write (the counterexample).
     Unfenced,
+    /// Accept the current lock value and unseen ones, reject replaced ones: all a resource can
+    /// do with opaque random values (case K23).
+    Equality,
 }
 
 /// `[resource]`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResourceSpec {
-    /// Fenced or unfenced.
+    /// Fenced, unfenced or equality.
     pub mode: ResourceMode,
     /// The keys it serves; clients must use one of them.
     pub keys: Vec<String>,
@@ -357,12 +396,14 @@ pub enum NodeRole {
 }
 
 impl NodeRole {
-    /// The role of node `name`: `lease-service` and `lease-N` serve leases, `resource` is the
-    /// resource, anything else a client.
+    /// The role of node `name`: `lease-service`, `lease-N` and `redis-N` serve leases,
+    /// `resource` is the resource, anything else a client.
     pub fn of(name: &str) -> NodeRole {
-        let replica = name
-            .strip_prefix("lease-")
-            .is_some_and(|n| n.parse::<u64>().is_ok());
+        let numbered = |prefix: &str| {
+            name.strip_prefix(prefix)
+                .is_some_and(|n| n.parse::<u64>().is_ok())
+        };
+        let replica = numbered("lease-") || numbered("redis-");
         match name {
             LEASE_SERVICE_NODE => NodeRole::LeaseService,
             RESOURCE_NODE => NodeRole::Resource,

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use crate::model::{
     ExpectedVerdict, ExpiryClock, Fsync, LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent,
-    ResourceMode, TokenCounter,
+    ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -87,6 +87,11 @@ pub(crate) struct RawLockService {
     pub replicas: Option<Num>,
     pub revoke_term_check: Option<Spanned<bool>>,
     pub leader_change: Option<Spanned<LeaderChangeMode>>,
+    pub recheck_elapsed: Option<Spanned<bool>>,
+    pub drift_ppm: Option<Num>,
+    pub node_timeout_ms: Option<Num>,
+    pub token_source: Option<Spanned<TokenSource>>,
+    pub restart_delay_ms: Option<Num>,
 }
 
 #[derive(Deserialize, Default)]

@@ -312,57 +312,19 @@ fn resolve_lock_service(
         None => 0,
     };
     let kind = raw.and_then(|r| r.kind).unwrap_or(LockServiceKind::Single);
-    let replicas = match (kind, raw.and_then(|r| r.replicas.as_ref())) {
-        (LockServiceKind::Raft, Some(n)) if [3, 5].contains(n.get_ref()) => *n.get_ref() as u64,
-        (LockServiceKind::Raft, Some(n)) => {
-            return Err(cx.err(
-                n.span(),
-                "lock_service.replicas",
-                format!("expected 3 or 5 replicas, found {}", n.get_ref()),
-            ));
-        }
-        (LockServiceKind::Raft, None) => 3,
-        (LockServiceKind::Single, Some(n)) => {
-            return Err(cx.err(
-                n.span(),
-                "lock_service.replicas",
-                "only a kind = \"raft\" lock service has replicas",
-            ));
-        }
-        (LockServiceKind::Single, None) => 1,
-    };
-    // Each knob belongs to one design; a value the chosen design would ignore is a mistake.
+    let replicas = resolve_replicas(cx, kind, raw.and_then(|r| r.replicas.as_ref()))?;
     if let Some(r) = raw {
-        let (raft_only, single_only) = (
-            [
-                (
-                    "revoke_term_check",
-                    r.revoke_term_check.as_ref().map(|s| s.span()),
-                ),
-                ("leader_change", r.leader_change.as_ref().map(|s| s.span())),
-            ],
-            [
-                ("token_counter", r.token_counter.as_ref().map(|s| s.span())),
-                ("fsync", r.fsync.as_ref().map(|s| s.span())),
-                (
-                    "restart_grace_ms",
-                    r.restart_grace_ms.as_ref().map(|s| s.span()),
-                ),
-            ],
-        );
-        let misplaced = match kind {
-            LockServiceKind::Single => raft_only
-                .into_iter()
-                .find_map(|(f, s)| s.map(|s| (f, s, "raft"))),
-            LockServiceKind::Raft => single_only
-                .into_iter()
-                .find_map(|(f, s)| s.map(|s| (f, s, "single"))),
-        };
-        if let Some((field, span, owner)) = misplaced {
-            let m = format!("only a kind = \"{owner}\" lock service uses `{field}`");
-            return Err(cx.err(span, &format!("lock_service.{field}"), m));
-        }
+        refuse_misplaced_knobs(cx, kind, r)?;
     }
+    let redlock = match kind {
+        LockServiceKind::Redlock => Some(resolve_redlock(cx, raw)?),
+        _ => None,
+    };
+    // Redis judges key expiry by its wall clock; the other designs default to the safe clock.
+    let default_clock = match kind {
+        LockServiceKind::Redlock => ExpiryClock::Wall,
+        _ => ExpiryClock::Monotonic,
+    };
     Ok(LockServiceSpec {
         kind,
         replicas,
@@ -373,15 +335,139 @@ fn resolve_lock_service(
             .and_then(|r| r.leader_change.as_ref())
             .map_or(LeaderChangeMode::Extend, |s| *s.get_ref()),
         max_ttl_ms,
-        expiry_clock: raw
-            .and_then(|r| r.expiry_clock)
-            .unwrap_or(ExpiryClock::Monotonic),
+        expiry_clock: raw.and_then(|r| r.expiry_clock).unwrap_or(default_clock),
         token_counter: raw
             .and_then(|r| r.token_counter.as_ref())
             .map_or(TokenCounter::Durable, |s| *s.get_ref()),
         fsync: fsync.map_or(Fsync::Always, |f| *f.get_ref()),
         fsync_every_ms,
         restart_grace_ms,
+        redlock,
+    })
+}
+
+/// How many nodes the design runs: 1 for `single`, 3 or 5 Raft replicas (default 3), an odd
+/// number of Redlock nodes up to 7 (default 5, the Redlock documentation's choice).
+fn resolve_replicas(
+    cx: &Ctx,
+    kind: LockServiceKind,
+    raw: Option<&Num>,
+) -> Result<u64, ScenarioError> {
+    let (allowed, default): (&[i64], u64) = match kind {
+        LockServiceKind::Single => (&[], 1),
+        LockServiceKind::Raft => (&[3, 5], 3),
+        LockServiceKind::Redlock => (&[1, 3, 5, 7], 5),
+    };
+    let Some(n) = raw else { return Ok(default) };
+    let m = match kind {
+        _ if allowed.contains(n.get_ref()) => return Ok(*n.get_ref() as u64),
+        LockServiceKind::Single => {
+            "only a kind = \"raft\" or \"redlock\" lock service has replicas".to_owned()
+        }
+        LockServiceKind::Raft => format!("expected 3 or 5 replicas, found {}", n.get_ref()),
+        LockServiceKind::Redlock => {
+            format!("expected 1, 3, 5 or 7 Redlock nodes, found {}", n.get_ref())
+        }
+    };
+    Err(cx.err(n.span(), "lock_service.replicas", m))
+}
+
+/// A `[lock_service]` field, where it is in the file, and the designs that use it.
+type Knob<'a> = (&'a str, Option<Range<usize>>, &'a [LockServiceKind]);
+
+/// Each knob belongs to some designs; a value the chosen design would ignore is a mistake.
+fn refuse_misplaced_knobs(
+    cx: &Ctx,
+    kind: LockServiceKind,
+    r: &RawLockService,
+) -> Result<(), ScenarioError> {
+    use LockServiceKind::{Raft, Redlock, Single};
+    let num = |n: &Option<Num>| n.as_ref().map(|n| n.span());
+    let knobs: [Knob; 10] = [
+        (
+            "token_counter",
+            r.token_counter.as_ref().map(|s| s.span()),
+            &[Single],
+        ),
+        ("restart_grace_ms", num(&r.restart_grace_ms), &[Single]),
+        (
+            "fsync",
+            r.fsync.as_ref().map(|s| s.span()),
+            &[Single, Redlock],
+        ),
+        (
+            "revoke_term_check",
+            r.revoke_term_check.as_ref().map(|s| s.span()),
+            &[Raft],
+        ),
+        (
+            "leader_change",
+            r.leader_change.as_ref().map(|s| s.span()),
+            &[Raft],
+        ),
+        (
+            "recheck_elapsed",
+            r.recheck_elapsed.as_ref().map(|s| s.span()),
+            &[Redlock],
+        ),
+        ("drift_ppm", num(&r.drift_ppm), &[Redlock]),
+        ("node_timeout_ms", num(&r.node_timeout_ms), &[Redlock]),
+        (
+            "token_source",
+            r.token_source.as_ref().map(|s| s.span()),
+            &[Redlock],
+        ),
+        ("restart_delay_ms", num(&r.restart_delay_ms), &[Redlock]),
+    ];
+    for (field, span, owners) in knobs {
+        if let Some(span) = span.filter(|_| !owners.contains(&kind)) {
+            let names: Vec<String> = owners
+                .iter()
+                .map(|k| format!("\"{}\"", kind_name(*k)))
+                .collect();
+            let m = format!(
+                "only a kind = {} lock service uses `{field}`",
+                names.join(" or ")
+            );
+            return Err(cx.err(span, &format!("lock_service.{field}"), m));
+        }
+    }
+    Ok(())
+}
+
+fn kind_name(kind: LockServiceKind) -> &'static str {
+    match kind {
+        LockServiceKind::Single => "single",
+        LockServiceKind::Raft => "raft",
+        LockServiceKind::Redlock => "redlock",
+    }
+}
+
+/// `[lock_service]`'s Redlock settings, with the Redlock documentation's defaults.
+fn resolve_redlock(cx: &Ctx, raw: Option<&RawLockService>) -> Result<RedlockSpec, ScenarioError> {
+    let num =
+        |get: fn(&RawLockService) -> Option<&Num>, field: &str, default: u64, positive: bool| {
+            match raw.and_then(get) {
+                Some(n) if positive => cx.positive(n, &format!("lock_service.{field}")),
+                Some(n) => cx.non_negative(n, &format!("lock_service.{field}")),
+                None => Ok(default),
+            }
+        };
+    Ok(RedlockSpec {
+        recheck_elapsed: raw
+            .and_then(|r| r.recheck_elapsed.as_ref())
+            .is_none_or(|s| *s.get_ref()),
+        drift_ppm: num(|r| r.drift_ppm.as_ref(), "drift_ppm", 10_000, false)?,
+        node_timeout_ms: num(|r| r.node_timeout_ms.as_ref(), "node_timeout_ms", 50, true)?,
+        token_source: raw
+            .and_then(|r| r.token_source.as_ref())
+            .map_or(TokenSource::Random, |s| *s.get_ref()),
+        restart_delay_ms: num(
+            |r| r.restart_delay_ms.as_ref(),
+            "restart_delay_ms",
+            0,
+            false,
+        )?,
     })
 }
 

@@ -314,9 +314,10 @@ fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
 fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKind, ScenarioError> {
     let spanned = f.message.as_ref().expect("required");
     let message = *spanned.get_ref();
-    // The single service has no peers to send Raft messages or redirects to.
+    // The single service and Redis nodes have no peers to send Raft messages or redirects to.
     let single_raft = |s: &str| {
-        s == LEASE_SERVICE_NODE && matches!(message, MessageKind::Raft | MessageKind::Redirect)
+        (s == LEASE_SERVICE_NODE || s.starts_with("redis-"))
+            && matches!(message, MessageKind::Raft | MessageKind::Redirect)
     };
     if let Some(sender) = from.filter(|s| !message.sent_by(NodeRole::of(s)) || single_raft(s)) {
         let m = format!(

@@ -24,6 +24,7 @@ mod nemesis;
 mod raft_node;
 pub mod random_nemesis;
 pub mod recorder;
+mod redis_node;
 mod resource_node;
 mod runner;
 pub mod seeds;

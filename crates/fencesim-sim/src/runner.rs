@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencesim_history::{Header, History, FORMAT_VERSION};
+use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
 use fencesim_resource::{FenceMode, Resource};
 use fencesim_scenario::{
-    Action, LockServiceKind, ResourceMode, Scenario, LEASE_SERVICE_NODE, RESOURCE_NODE,
+    Action, LockServiceKind, ResourceMode, Scenario, TokenSource, LEASE_SERVICE_NODE, RESOURCE_NODE,
 };
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +19,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, lease_node, raft_node, resource_node};
+use crate::{client, lease_node, raft_node, redis_node, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +101,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
             scenario: scenario.name.clone(),
             seed,
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            token_order: token_order(scenario),
         },
         entries: recorder.take(),
     };
@@ -110,6 +111,15 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
         failure,
         net_stats,
         nemesis,
+    }
+}
+
+/// Redlock clients that present their lock's random value write opaque tokens, ordered only by
+/// when they were acquired; every other design hands out fencing tokens.
+fn token_order(scenario: &Scenario) -> TokenOrder {
+    match scenario.lock_service.redlock {
+        Some(r) if r.token_source == TokenSource::Random => TokenOrder::Acquisition,
+        _ => TokenOrder::Value,
     }
 }
 
@@ -183,6 +193,7 @@ async fn simulate(
     let mode = match scenario.resource.mode {
         ResourceMode::Fenced => FenceMode::Fenced,
         ResourceMode::Unfenced => FenceMode::Unfenced,
+        ResourceMode::Equality => FenceMode::Equality,
     };
     let world = Arc::new(World::new(
         scenario,
@@ -205,6 +216,12 @@ async fn simulate(
             for (index, name) in world.lease_nodes().iter().enumerate() {
                 let w = Arc::clone(&world);
                 start_node(name, move || raft_node::run(Arc::clone(&w), index));
+            }
+        }
+        LockServiceKind::Redlock => {
+            for (index, name) in world.lease_nodes().iter().enumerate() {
+                let w = Arc::clone(&world);
+                start_node(name, move || redis_node::run(Arc::clone(&w), index));
             }
         }
     }

@@ -14,6 +14,7 @@ use fencesim_scenario::{ExpiryClock, Scenario, LEASE_SERVICE_NODE};
 use crate::clock::{Clocks, LinearClock};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
+use crate::redis_node::RedisDisk;
 use crate::store::Store;
 use crate::transport::{Envelope, Network};
 
@@ -42,6 +43,8 @@ pub(crate) struct World {
     pub store: Mutex<Store>,
     /// The resource's state: durable (a database that syncs every write).
     pub resource: Mutex<Resource>,
+    /// Each Redis node's disk.
+    redis_disks: Mutex<BTreeMap<String, RedisDisk>>,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
     raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
     /// The single lease service's live leases as its events tell them: lock -> (holder, token).
@@ -81,6 +84,7 @@ impl World {
             store: Mutex::new(Store::default()),
             resource: Mutex::new(resource),
             raft_storage: Mutex::new(BTreeMap::new()),
+            redis_disks: Mutex::new(BTreeMap::new()),
             recorded_index: Mutex::new(0),
             leader: Mutex::new(None),
             live_leases: Mutex::new(BTreeMap::new()),
@@ -132,6 +136,12 @@ impl World {
         all.entry(node.to_owned())
             .or_insert_with(|| new_storage(peers))
             .clone()
+    }
+
+    /// Apply `f` to Redis node `node`'s disk (empty at first).
+    pub fn redis_disk<R>(&self, node: &str, f: impl FnOnce(&mut RedisDisk) -> R) -> R {
+        let mut disks = self.redis_disks.lock().expect("redis disks");
+        f(disks.entry(node.to_owned()).or_default())
     }
 
     /// True the first time any replica reports applying log `index` (entries apply in order).
@@ -253,6 +263,9 @@ impl World {
         if node == LEASE_SERVICE_NODE {
             self.store.lock().expect("store").crash();
             self.forget_lost_leases("lost: not on disk when the service crashed");
+        }
+        if let Some(disk) = self.redis_disks.lock().expect("redis disks").get_mut(node) {
+            disk.crash();
         }
         self.end_belief(node, "crashed");
         self.nemesis.forget_pauses(node);

@@ -30,6 +30,8 @@ use crate::seeds::{self, Stream};
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
 
+mod redlock;
+
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
 /// restart.
 pub(crate) async fn run(world: Arc<World>, index: usize) {
@@ -54,6 +56,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         process,
         lease_nodes,
         lease_target: 0,
+        lock_value: None,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -70,6 +73,8 @@ struct Client {
     /// The lock service's nodes (one, or the Raft replicas) and which one to ask.
     lease_nodes: Vec<String>,
     lease_target: usize,
+    /// Redlock: the random value of the lock held now (release and extend compare it).
+    lock_value: Option<u64>,
 }
 
 /// Where a request goes.
@@ -115,6 +120,9 @@ impl Client {
     }
 
     async fn acquire(&mut self) -> u64 {
+        if let Some(redlock) = self.world.scenario.lock_service.redlock {
+            return self.redlock_acquire(redlock).await;
+        }
         loop {
             self.safepoint(When::Before, NodeEvent::Acquire).await;
             let op = self.template(OpFn::Acquire, None, None);
@@ -186,6 +194,9 @@ impl Client {
 
     /// One keepalive; false only if the service answered that the lease is lost.
     async fn renew(&mut self, token: u64) -> bool {
+        if let Some(redlock) = self.world.scenario.lock_service.redlock {
+            return self.redlock_extend(redlock, token).await;
+        }
         self.safepoint(When::Before, NodeEvent::Renew).await;
         let op = self.template(OpFn::Renew, Some(token), None);
         let body = Message::Renew {
@@ -238,6 +249,9 @@ impl Client {
     }
 
     async fn release(&mut self, token: u64) {
+        if let Some(redlock) = self.world.scenario.lock_service.redlock {
+            return self.redlock_release(redlock, token).await;
+        }
         self.safepoint(When::Before, NodeEvent::Release).await;
         self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
@@ -332,7 +346,13 @@ impl Client {
     fn believe(&self, token: u64, sent_ms: i64) {
         let until =
             (sent_ms + self.spec.ttl_ms as i64).saturating_sub(self.spec.safety_margin_ms as i64);
-        let until = self.spec.validity_check.then_some(until);
+        self.believe_until(token, until);
+    }
+
+    /// Believe the lease with `token` valid until `until_ms` on the monotonic clock (or until
+    /// told otherwise when the client does not check validity).
+    fn believe_until(&self, token: u64, until_ms: i64) {
+        let until = self.spec.validity_check.then_some(until_ms);
         self.world
             .believe(&self.spec.name, &self.spec.lock, token, until);
     }
