@@ -42,6 +42,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("redlock-reply-delay-recheck"),
     bundle!("redlock-counter-token-crash"),
     bundle!("redlock-counter-token-fsync"),
+    bundle!("primary-backup-async-failover"),
+    bundle!("primary-backup-sync-failover"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

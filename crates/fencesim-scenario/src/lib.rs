@@ -23,8 +23,9 @@ pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
     ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, Fsync, LatencyRange, LeaderChangeMode,
     LinkLatency, LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec,
-    NodeEvent, NodeRole, Range64, RedlockSpec, ResourceMode, ResourceSpec, Scenario, SeedRange,
-    TokenCounter, TokenSource, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    NodeEvent, NodeRole, PrimaryBackupSpec, Range64, RedlockSpec, Replication, ResourceMode,
+    ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource, LEADER, LEASE_SERVICE_NODE,
+    RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation

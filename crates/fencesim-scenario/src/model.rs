@@ -189,6 +189,33 @@ pub enum LockServiceKind {
     /// `replicas` independent Redis-like nodes `redis-1`..`redis-N`, locked by the clients with
     /// the Redlock algorithm (antirez; critiqued by Kleppmann 2016). See [`RedlockSpec`].
     Redlock,
+    /// A primary `lease-1` and a backup `lease-2` that it replicates to, promoted when the
+    /// primary falls silent (Redis Sentinel, database-backed lock tables; case K06). See
+    /// [`PrimaryBackupSpec`].
+    PrimaryBackup,
+}
+
+/// How a primary-backup lock service replicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replication {
+    /// The primary answers at once and ships its state every `replication_lag_ms`: a failover
+    /// loses what the backup had not yet received (case K06).
+    Async,
+    /// The primary answers a change only after the backup has acknowledged it (Redis `WAIT`,
+    /// synchronous standby): a promoted backup has every lease a client was told of.
+    Sync,
+}
+
+/// The primary-backup design's settings (`kind = "primary-backup"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrimaryBackupSpec {
+    /// Asynchronous or synchronous replication.
+    pub replication: Replication,
+    /// The primary ships its whole table (which is also its heartbeat) this often, simulated ms.
+    pub replication_lag_ms: u64,
+    /// The backup promotes itself after hearing nothing from a primary for this long, ms.
+    pub failover_after_ms: u64,
 }
 
 /// Where a Redlock client gets the token it presents to the resource.
@@ -256,15 +283,20 @@ pub struct LockServiceSpec {
     /// Redlock's settings (`Some` exactly when `kind` is `redlock`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redlock: Option<RedlockSpec>,
+    /// Primary-backup settings (`Some` exactly when `kind` is `primary-backup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary_backup: Option<PrimaryBackupSpec>,
 }
 
 impl LockServiceSpec {
-    /// The lock service's node names: `lease-service`, `lease-1`..`lease-N` (Raft) or
-    /// `redis-1`..`redis-N` (Redlock).
+    /// The lock service's node names: `lease-service`, `lease-1`..`lease-N` (Raft; `lease-1`
+    /// and `lease-2` for primary-backup) or `redis-1`..`redis-N` (Redlock).
     pub fn nodes(&self) -> Vec<String> {
         match self.kind {
             LockServiceKind::Single => vec![LEASE_SERVICE_NODE.to_owned()],
-            LockServiceKind::Raft => (1..=self.replicas).map(|i| format!("lease-{i}")).collect(),
+            LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
+                (1..=self.replicas).map(|i| format!("lease-{i}")).collect()
+            }
             LockServiceKind::Redlock => (1..=self.replicas).map(|i| format!("redis-{i}")).collect(),
         }
     }
@@ -439,8 +471,11 @@ pub enum MessageKind {
     WriteReply,
     /// Between Raft replicas.
     Raft,
-    /// A Raft follower's answer to a client: ask the leader instead.
+    /// A Raft follower's or a backup's answer to a client: ask the leader instead.
     Redirect,
+    /// Primary-backup: the primary's table shipped to the backup (also its heartbeat), and the
+    /// backup's acknowledgement.
+    Replicate,
 }
 
 impl MessageKind {
@@ -451,7 +486,7 @@ impl MessageKind {
             NodeRole::Client => matches!(self, Acquire | Renew | Release | Read | Write),
             NodeRole::LeaseService => matches!(
                 self,
-                AcquireReply | RenewReply | ReleaseReply | Raft | Redirect
+                AcquireReply | RenewReply | ReleaseReply | Raft | Redirect | Replicate
             ),
             NodeRole::Resource => matches!(self, ReadReply | WriteReply),
         }
@@ -459,7 +494,7 @@ impl MessageKind {
 
     /// Every kind name, for error messages.
     pub const NAMES: &'static str = "acquire, acquire-reply, renew, renew-reply, release, \
-         release-reply, read, read-reply, write, write-reply, raft, redirect";
+         release-reply, read, read-reply, write, write-reply, raft, redirect, replicate";
 
     /// The name used in files.
     pub fn as_str(self) -> &'static str {
@@ -476,6 +511,7 @@ impl MessageKind {
             MessageKind::WriteReply => "write-reply",
             MessageKind::Raft => "raft",
             MessageKind::Redirect => "redirect",
+            MessageKind::Replicate => "replicate",
         }
     }
 }

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use crate::model::{
     ExpectedVerdict, ExpiryClock, Fsync, LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent,
-    ResourceMode, TokenCounter, TokenSource,
+    Replication, ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -92,6 +92,9 @@ pub(crate) struct RawLockService {
     pub node_timeout_ms: Option<Num>,
     pub token_source: Option<Spanned<TokenSource>>,
     pub restart_delay_ms: Option<Num>,
+    pub replication: Option<Spanned<Replication>>,
+    pub replication_lag_ms: Option<Num>,
+    pub failover_after_ms: Option<Num>,
 }
 
 #[derive(Deserialize, Default)]

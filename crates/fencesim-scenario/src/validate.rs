@@ -50,6 +50,8 @@ const DEFAULT_KEY: &str = "register";
 pub(crate) struct Ctx<'a> {
     source: &'a str,
     file: &'a str,
+    /// The lock service's design, once resolved (faults and holds depend on it).
+    pub kind: LockServiceKind,
 }
 
 impl Ctx<'_> {
@@ -130,7 +132,11 @@ pub(crate) fn resolve(
     file: &str,
     checked: Option<&[ViolationKind]>,
 ) -> Result<Scenario, ScenarioError> {
-    let cx = Ctx { source, file };
+    let cx = Ctx {
+        source,
+        file,
+        kind: LockServiceKind::Single,
+    };
     let name = raw.name.get_ref().trim().to_owned();
     if !valid_name(&name) || name.starts_with('.') {
         let m = format!("expected 1 to {MAX_NAME} letters, digits, '-', '_' or '.' (it names the output directory)");
@@ -153,6 +159,10 @@ pub(crate) fn resolve(
         None => DEFAULT_MAX_RECORDS,
     };
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
+    let cx = Ctx {
+        kind: lock_service.kind,
+        ..cx
+    };
     let resource = resolve_resource(&cx, &raw.resource)?;
     let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
     let lease_nodes = lock_service.nodes();
@@ -320,6 +330,10 @@ fn resolve_lock_service(
         LockServiceKind::Redlock => Some(resolve_redlock(cx, raw)?),
         _ => None,
     };
+    let primary_backup = match kind {
+        LockServiceKind::PrimaryBackup => Some(resolve_primary_backup(cx, raw)?),
+        _ => None,
+    };
     // Redis judges key expiry by its wall clock; the other designs default to the safe clock.
     let default_clock = match kind {
         LockServiceKind::Redlock => ExpiryClock::Wall,
@@ -343,6 +357,7 @@ fn resolve_lock_service(
         fsync_every_ms,
         restart_grace_ms,
         redlock,
+        primary_backup,
     })
 }
 
@@ -357,12 +372,19 @@ fn resolve_replicas(
         LockServiceKind::Single => (&[], 1),
         LockServiceKind::Raft => (&[3, 5], 3),
         LockServiceKind::Redlock => (&[1, 3, 5, 7], 5),
+        LockServiceKind::PrimaryBackup => (&[2], 2),
     };
     let Some(n) = raw else { return Ok(default) };
     let m = match kind {
         _ if allowed.contains(n.get_ref()) => return Ok(*n.get_ref() as u64),
         LockServiceKind::Single => {
-            "only a kind = \"raft\" or \"redlock\" lock service has replicas".to_owned()
+            "a kind = \"single\" lock service has one node; leave `replicas` out".to_owned()
+        }
+        LockServiceKind::PrimaryBackup => {
+            format!(
+                "a primary-backup service has 2 nodes, found {}",
+                n.get_ref()
+            )
         }
         LockServiceKind::Raft => format!("expected 3 or 5 replicas, found {}", n.get_ref()),
         LockServiceKind::Redlock => {
@@ -381,9 +403,9 @@ fn refuse_misplaced_knobs(
     kind: LockServiceKind,
     r: &RawLockService,
 ) -> Result<(), ScenarioError> {
-    use LockServiceKind::{Raft, Redlock, Single};
+    use LockServiceKind::{PrimaryBackup, Raft, Redlock, Single};
     let num = |n: &Option<Num>| n.as_ref().map(|n| n.span());
-    let knobs: [Knob; 10] = [
+    let knobs: [Knob; 13] = [
         (
             "token_counter",
             r.token_counter.as_ref().map(|s| s.span()),
@@ -418,6 +440,21 @@ fn refuse_misplaced_knobs(
             &[Redlock],
         ),
         ("restart_delay_ms", num(&r.restart_delay_ms), &[Redlock]),
+        (
+            "replication",
+            r.replication.as_ref().map(|s| s.span()),
+            &[PrimaryBackup],
+        ),
+        (
+            "replication_lag_ms",
+            num(&r.replication_lag_ms),
+            &[PrimaryBackup],
+        ),
+        (
+            "failover_after_ms",
+            num(&r.failover_after_ms),
+            &[PrimaryBackup],
+        ),
     ];
     for (field, span, owners) in knobs {
         if let Some(span) = span.filter(|_| !owners.contains(&kind)) {
@@ -440,7 +477,34 @@ fn kind_name(kind: LockServiceKind) -> &'static str {
         LockServiceKind::Single => "single",
         LockServiceKind::Raft => "raft",
         LockServiceKind::Redlock => "redlock",
+        LockServiceKind::PrimaryBackup => "primary-backup",
     }
+}
+
+/// `[lock_service]`'s primary-backup settings.
+fn resolve_primary_backup(
+    cx: &Ctx,
+    raw: Option<&RawLockService>,
+) -> Result<PrimaryBackupSpec, ScenarioError> {
+    let num = |n: Option<&Num>, field: &str, default: u64| match n {
+        Some(n) => cx.positive(n, &format!("lock_service.{field}")),
+        None => Ok(default),
+    };
+    Ok(PrimaryBackupSpec {
+        replication: raw
+            .and_then(|r| r.replication.as_ref())
+            .map_or(Replication::Async, |s| *s.get_ref()),
+        replication_lag_ms: num(
+            raw.and_then(|r| r.replication_lag_ms.as_ref()),
+            "replication_lag_ms",
+            1_000,
+        )?,
+        failover_after_ms: num(
+            raw.and_then(|r| r.failover_after_ms.as_ref()),
+            "failover_after_ms",
+            3_000,
+        )?,
+    })
 }
 
 /// `[lock_service]`'s Redlock settings, with the Redlock documentation's defaults.

@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
-use crate::model::{MessageKind, NodeEvent, NodeRole, LEADER, LEASE_SERVICE_NODE};
+use crate::model::{LockServiceKind, MessageKind, NodeEvent, NodeRole, LEADER, LEASE_SERVICE_NODE};
 use crate::raw::{RawFault, RawFaultKind};
 use crate::validate::Ctx;
 
@@ -314,10 +314,14 @@ fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
 fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKind, ScenarioError> {
     let spanned = f.message.as_ref().expect("required");
     let message = *spanned.get_ref();
-    // The single service and Redis nodes have no peers to send Raft messages or redirects to.
-    let single_raft = |s: &str| {
-        (s == LEASE_SERVICE_NODE || s.starts_with("redis-"))
-            && matches!(message, MessageKind::Raft | MessageKind::Redirect)
+    // Only Raft replicas send Raft messages; only replicas of some kind redirect; only
+    // primary-backup nodes replicate.
+    let replica_of = |s: &str, kind: LockServiceKind| cx.kind == kind && s.starts_with("lease-");
+    let single_raft = |s: &str| match message {
+        MessageKind::Raft => !replica_of(s, LockServiceKind::Raft),
+        MessageKind::Replicate => !replica_of(s, LockServiceKind::PrimaryBackup),
+        MessageKind::Redirect => s == LEASE_SERVICE_NODE || s.starts_with("redis-"),
+        _ => false,
     };
     if let Some(sender) = from.filter(|s| !message.sent_by(NodeRole::of(s)) || single_raft(s)) {
         let m = format!(

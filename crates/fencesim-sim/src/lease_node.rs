@@ -50,7 +50,9 @@ pub(crate) async fn run(world: Arc<World>) {
     }
     let inbox = world.inbox(NODE);
     loop {
-        reap(&world, &mut service).await;
+        if reap(&world, NODE, &mut service).await {
+            persist(&world, &service);
+        }
         let next = match service.next_expiry() {
             Some(at_ms) => {
                 let wait = world
@@ -69,8 +71,10 @@ pub(crate) async fn run(world: Arc<World>) {
             continue;
         };
         Nemesis::safepoint(&world, NODE, When::Before, event).await;
-        reap(&world, &mut service).await;
-        let (reply, decided) = handle(&world, &mut service, &env);
+        if reap(&world, NODE, &mut service).await {
+            persist(&world, &service);
+        }
+        let (reply, decided) = handle(&world, NODE, &mut service, &env);
         if decided.is_some() {
             persist(&world, &service);
         }
@@ -97,18 +101,18 @@ fn persist(world: &World, service: &LeaseService) {
         .write(service.table(), fsync, true_ns());
 }
 
-/// Expire every lease that is due, recording each, with an `after = "expire"` safepoint each.
-async fn reap(world: &Arc<World>, service: &mut LeaseService) {
-    let expired = service.expire_due(now_ms(world));
+/// Expire every lease of lock-service node `node` that is due, recording each, with an
+/// `after = "expire"` safepoint each. True if any expired (the table changed).
+pub(crate) async fn reap(world: &Arc<World>, node: &str, service: &mut LeaseService) -> bool {
+    let expired = service.expire_due(world.expiry_now_ms(node));
     if expired.is_empty() {
-        return;
+        return false;
     }
-    persist(world, service);
     let count = expired.len();
     for expired in expired {
         world.lease_ended(&expired.lock);
         world.event(Event {
-            node: NODE.to_owned(),
+            node: node.to_owned(),
             lock: Some(expired.lock),
             holder: Some(expired.lease.holder),
             token: Some(expired.lease.token),
@@ -117,11 +121,13 @@ async fn reap(world: &Arc<World>, service: &mut LeaseService) {
         });
     }
     for _ in 0..count {
-        Nemesis::safepoint(world, NODE, When::After, NodeEvent::Expire).await;
+        Nemesis::safepoint(world, node, When::After, NodeEvent::Expire).await;
     }
+    true
 }
 
-fn request_event(body: &Message) -> Option<NodeEvent> {
+/// The safepoint event of a client request to a lease service (`None`: not a request).
+pub(crate) fn request_event(body: &Message) -> Option<NodeEvent> {
     match body {
         Message::Acquire { .. } => Some(NodeEvent::Acquire),
         Message::Renew { .. } => Some(NodeEvent::Renew),
@@ -130,13 +136,15 @@ fn request_event(body: &Message) -> Option<NodeEvent> {
     }
 }
 
-/// Apply one request; returns the reply and the event it caused, if any.
-fn handle(
+/// Apply one request at lease-service node `node`; returns the reply and the event it caused,
+/// if any.
+pub(crate) fn handle(
     world: &World,
+    node: &str,
     service: &mut LeaseService,
     env: &Envelope,
 ) -> (Option<Message>, Option<NodeEvent>) {
-    let now = now_ms(world);
+    let now = world.expiry_now_ms(node);
     let holder = env.src.as_str();
     let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<u64>| {
         match kind {
@@ -145,7 +153,7 @@ fn handle(
             _ => {}
         }
         world.event(Event {
-            node: NODE.to_owned(),
+            node: node.to_owned(),
             lock: Some(lock.to_owned()),
             holder: Some(holder.to_owned()),
             token: Some(token),

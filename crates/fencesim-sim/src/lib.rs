@@ -21,6 +21,7 @@ pub mod clock;
 mod lease_node;
 pub mod message;
 mod nemesis;
+mod primary_backup_node;
 mod raft_node;
 pub mod random_nemesis;
 pub mod recorder;

@@ -1,7 +1,7 @@
 //! What nodes say to each other.
 
 use fencesim_lease::raft_replica::RaftMessage;
-use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+use fencesim_lease::{AcquireOutcome, LeaseTable, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
 
@@ -99,6 +99,15 @@ pub enum Message {
     },
     /// The counter's new value.
     RedisIncrReply(u64),
+    /// Primary-backup: the primary's whole table, shipped to the backup; also its heartbeat.
+    Replicate {
+        /// The sender's epoch (1 for the first primary, +1 at each promotion).
+        epoch: u64,
+        /// The primary's lease table.
+        table: LeaseTable,
+    },
+    /// The backup has the table of a [`Message::Replicate`].
+    ReplicateAck,
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
     /// so timers computed from it must be recomputed.
     ClockChanged,
@@ -131,6 +140,7 @@ impl Message {
             Message::RedisExtendReply(_) => MessageKind::RenewReply,
             Message::RedisDelete { .. } => MessageKind::Release,
             Message::RedisDeleteReply(_) => MessageKind::ReleaseReply,
+            Message::Replicate { .. } | Message::ReplicateAck => MessageKind::Replicate,
             Message::ClockChanged => panic!("a local signal has no network kind"),
         }
     }

@@ -19,7 +19,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, lease_node, raft_node, redis_node, resource_node};
+use crate::{client, lease_node, primary_backup_node, raft_node, redis_node, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,6 +222,14 @@ async fn simulate(
             for (index, name) in world.lease_nodes().iter().enumerate() {
                 let w = Arc::clone(&world);
                 start_node(name, move || redis_node::run(Arc::clone(&w), index));
+            }
+        }
+        LockServiceKind::PrimaryBackup => {
+            for (index, name) in world.lease_nodes().iter().enumerate() {
+                let w = Arc::clone(&world);
+                start_node(name, move || {
+                    primary_backup_node::run(Arc::clone(&w), index)
+                });
             }
         }
     }

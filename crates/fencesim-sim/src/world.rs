@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_channel::{Receiver, Sender};
 use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
+use fencesim_lease::LeaseTable;
 use fencesim_resource::Resource;
 use fencesim_scenario::{ExpiryClock, Scenario, LEASE_SERVICE_NODE};
 
@@ -155,7 +156,7 @@ impl World {
         }
     }
 
-    /// The single lease service granted `lock` to `holder` with `token`.
+    /// The single lease service (or a primary) granted `lock` to `holder` with `token`.
     pub fn lease_granted(&self, lock: &str, holder: &str, token: u64) {
         self.live_leases
             .lock()
@@ -163,7 +164,7 @@ impl World {
             .insert(lock.to_owned(), (holder.to_owned(), token));
     }
 
-    /// The single lease service ended the lease on `lock`.
+    /// The single lease service (or a primary) ended the lease on `lock`.
     pub fn lease_ended(&self, lock: &str) {
         self.live_leases.lock().expect("live leases").remove(lock);
     }
@@ -177,12 +178,18 @@ impl World {
             .lock()
             .expect("store")
             .recover(self.scenario.lock_service.token_counter);
+        self.forget_leases_missing_from(LEASE_SERVICE_NODE, &recovered, reason);
+    }
+
+    /// Lock-service node `node` now serves from `table` (recovered from disk, or a promoted
+    /// backup's copy): every live lease not in it is recorded as a `revoke` by `node`.
+    pub fn forget_leases_missing_from(&self, node: &str, table: &LeaseTable, reason: &str) {
         let lost: Vec<(String, String, u64)> = {
             let mut live = self.live_leases.lock().expect("live leases");
             let gone: Vec<String> = live
                 .iter()
                 .filter(|(lock, (_, token))| {
-                    recovered
+                    table
                         .get(*lock)
                         .and_then(|r| r.lease.as_ref())
                         .is_none_or(|l| l.token != *token)
@@ -195,7 +202,7 @@ impl World {
         };
         for (lock, holder, token) in lost {
             self.event(Event {
-                node: LEASE_SERVICE_NODE.to_owned(),
+                node: node.to_owned(),
                 lock: Some(lock),
                 holder: Some(holder),
                 token: Some(token),
