@@ -44,6 +44,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("redlock-counter-token-fsync"),
     bundle!("primary-backup-async-failover"),
     bundle!("primary-backup-sync-failover"),
+    bundle!("lease-record-own-duration"),
+    bundle!("lease-record-recorded-duration"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod async_replica;
+pub mod lease_record;
 pub mod raft_replica;
 pub mod replicated;
 mod service;

@@ -21,11 +21,11 @@ use fencesim_history::ViolationKind;
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
-    ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, Fsync, LatencyRange, LeaderChangeMode,
-    LinkLatency, LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec,
-    NodeEvent, NodeRole, PrimaryBackupSpec, Range64, RedlockSpec, Replication, ResourceMode,
-    ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource, LEADER, LEASE_SERVICE_NODE,
-    RESERVED_NODE_NAMES, RESOURCE_NODE,
+    ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LatencyRange,
+    LeaderChangeMode, LinkLatency, LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec,
+    NetworkSpec, NodeEvent, NodeRole, PrimaryBackupSpec, Range64, RedlockSpec, Replication,
+    ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource, LEADER,
+    LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation

@@ -193,6 +193,20 @@ pub enum LockServiceKind {
     /// primary falls silent (Redis Sentinel, database-backed lock tables; case K06). See
     /// [`PrimaryBackupSpec`].
     PrimaryBackup,
+    /// Leases as records in a linearizable compare-and-swap store on `lease-service`, with
+    /// expiry judged by the candidates (Kubernetes Lease objects, DynamoDB Lock Client; case
+    /// K11). The token is the record version at which the holder took it.
+    LeaseRecord,
+}
+
+/// Which duration a lease-record candidate waits before taking over a silent holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpiryJudgedBy {
+    /// The duration the holder recorded (correct).
+    RecordedDuration,
+    /// The candidate's own `ttl_ms`, whatever the holder recorded (case K11's defect).
+    OwnDuration,
 }
 
 /// How a primary-backup lock service replicates.
@@ -286,6 +300,10 @@ pub struct LockServiceSpec {
     /// Primary-backup settings (`Some` exactly when `kind` is `primary-backup`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub primary_backup: Option<PrimaryBackupSpec>,
+    /// Lease-record design: how candidates judge expiry (`Some` exactly when `kind` is
+    /// `lease-record`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_judged_by: Option<ExpiryJudgedBy>,
 }
 
 impl LockServiceSpec {
@@ -293,7 +311,9 @@ impl LockServiceSpec {
     /// and `lease-2` for primary-backup) or `redis-1`..`redis-N` (Redlock).
     pub fn nodes(&self) -> Vec<String> {
         match self.kind {
-            LockServiceKind::Single => vec![LEASE_SERVICE_NODE.to_owned()],
+            LockServiceKind::Single | LockServiceKind::LeaseRecord => {
+                vec![LEASE_SERVICE_NODE.to_owned()]
+            }
             LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
                 (1..=self.replicas).map(|i| format!("lease-{i}")).collect()
             }

@@ -6,8 +6,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::model::{
-    ExpectedVerdict, ExpiryClock, Fsync, LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent,
-    Replication, ResourceMode, TokenCounter, TokenSource,
+    ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode, LockServiceKind,
+    MessageKind, NodeEvent, Replication, ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -95,6 +95,7 @@ pub(crate) struct RawLockService {
     pub replication: Option<Spanned<Replication>>,
     pub replication_lag_ms: Option<Num>,
     pub failover_after_ms: Option<Num>,
+    pub expiry_judged_by: Option<Spanned<ExpiryJudgedBy>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -7,7 +7,9 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::model::*;
-use crate::model::{ExpiryClock, Fsync, LeaderChangeMode, LinkLatency, TokenCounter};
+use crate::model::{
+    ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode, LinkLatency, TokenCounter,
+};
 use crate::raw::*;
 use fencesim_history::ViolationKind;
 
@@ -330,6 +332,13 @@ fn resolve_lock_service(
         LockServiceKind::Redlock => Some(resolve_redlock(cx, raw)?),
         _ => None,
     };
+    let expiry_judged_by = match kind {
+        LockServiceKind::LeaseRecord => Some(
+            raw.and_then(|r| r.expiry_judged_by.as_ref())
+                .map_or(ExpiryJudgedBy::RecordedDuration, |s| *s.get_ref()),
+        ),
+        _ => None,
+    };
     let primary_backup = match kind {
         LockServiceKind::PrimaryBackup => Some(resolve_primary_backup(cx, raw)?),
         _ => None,
@@ -358,6 +367,7 @@ fn resolve_lock_service(
         restart_grace_ms,
         redlock,
         primary_backup,
+        expiry_judged_by,
     })
 }
 
@@ -373,12 +383,13 @@ fn resolve_replicas(
         LockServiceKind::Raft => (&[3, 5], 3),
         LockServiceKind::Redlock => (&[1, 3, 5, 7], 5),
         LockServiceKind::PrimaryBackup => (&[2], 2),
+        LockServiceKind::LeaseRecord => (&[], 1),
     };
     let Some(n) = raw else { return Ok(default) };
     let m = match kind {
         _ if allowed.contains(n.get_ref()) => return Ok(*n.get_ref() as u64),
-        LockServiceKind::Single => {
-            "a kind = \"single\" lock service has one node; leave `replicas` out".to_owned()
+        LockServiceKind::Single | LockServiceKind::LeaseRecord => {
+            "this lock service has one node; leave `replicas` out".to_owned()
         }
         LockServiceKind::PrimaryBackup => {
             format!(
@@ -403,9 +414,9 @@ fn refuse_misplaced_knobs(
     kind: LockServiceKind,
     r: &RawLockService,
 ) -> Result<(), ScenarioError> {
-    use LockServiceKind::{PrimaryBackup, Raft, Redlock, Single};
+    use LockServiceKind::{LeaseRecord, PrimaryBackup, Raft, Redlock, Single};
     let num = |n: &Option<Num>| n.as_ref().map(|n| n.span());
-    let knobs: [Knob; 13] = [
+    let knobs: [Knob; 14] = [
         (
             "token_counter",
             r.token_counter.as_ref().map(|s| s.span()),
@@ -455,6 +466,11 @@ fn refuse_misplaced_knobs(
             num(&r.failover_after_ms),
             &[PrimaryBackup],
         ),
+        (
+            "expiry_judged_by",
+            r.expiry_judged_by.as_ref().map(|s| s.span()),
+            &[LeaseRecord],
+        ),
     ];
     for (field, span, owners) in knobs {
         if let Some(span) = span.filter(|_| !owners.contains(&kind)) {
@@ -478,6 +494,7 @@ fn kind_name(kind: LockServiceKind) -> &'static str {
         LockServiceKind::Raft => "raft",
         LockServiceKind::Redlock => "redlock",
         LockServiceKind::PrimaryBackup => "primary-backup",
+        LockServiceKind::LeaseRecord => "lease-record",
     }
 }
 

@@ -1,5 +1,6 @@
 //! What nodes say to each other.
 
+use fencesim_lease::lease_record::{CasOutcome, LeaseRecord, Versioned};
 use fencesim_lease::raft_replica::RaftMessage;
 use fencesim_lease::{AcquireOutcome, LeaseTable, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::{ReadValue, WriteOutcome};
@@ -108,6 +109,31 @@ pub enum Message {
     },
     /// The backup has the table of a [`Message::Replicate`].
     ReplicateAck,
+    /// Lease-record design: read `lock`'s record.
+    RecordGet {
+        /// The lock.
+        lock: String,
+    },
+    /// The record as the store has it.
+    RecordGetReply(Versioned),
+    /// Lease-record design: swap `lock`'s record if it is still at `expected_version`.
+    RecordCas {
+        /// The lock.
+        lock: String,
+        /// The version the client read.
+        expected_version: u64,
+        /// The new record (`None`: release).
+        record: Option<LeaseRecord>,
+        /// What the swap is for, so that `hold` faults name it as acquire, renew or release.
+        purpose: MessageKind,
+    },
+    /// The store's answer.
+    RecordCasReply {
+        /// Swapped or not.
+        outcome: CasOutcome,
+        /// The request's purpose (the reply is its `-reply` kind).
+        purpose: MessageKind,
+    },
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
     /// so timers computed from it must be recomputed.
     ClockChanged,
@@ -141,6 +167,14 @@ impl Message {
             Message::RedisDelete { .. } => MessageKind::Release,
             Message::RedisDeleteReply(_) => MessageKind::ReleaseReply,
             Message::Replicate { .. } | Message::ReplicateAck => MessageKind::Replicate,
+            Message::RecordGet { .. } => MessageKind::Acquire,
+            Message::RecordGetReply(_) => MessageKind::AcquireReply,
+            Message::RecordCas { purpose, .. } => *purpose,
+            Message::RecordCasReply { purpose, .. } => match purpose {
+                MessageKind::Renew => MessageKind::RenewReply,
+                MessageKind::Release => MessageKind::ReleaseReply,
+                _ => MessageKind::AcquireReply,
+            },
             Message::ClockChanged => panic!("a local signal has no network kind"),
         }
     }

@@ -19,7 +19,9 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, lease_node, primary_backup_node, raft_node, redis_node, resource_node};
+use crate::{
+    client, lease_node, primary_backup_node, raft_node, record_node, redis_node, resource_node,
+};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,6 +225,10 @@ async fn simulate(
                 let w = Arc::clone(&world);
                 start_node(name, move || redis_node::run(Arc::clone(&w), index));
             }
+        }
+        LockServiceKind::LeaseRecord => {
+            let w = Arc::clone(&world);
+            start_node(LEASE_SERVICE_NODE, move || record_node::run(Arc::clone(&w)));
         }
         LockServiceKind::PrimaryBackup => {
             for (index, name) in world.lease_nodes().iter().enumerate() {

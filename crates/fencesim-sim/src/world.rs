@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
+use fencesim_lease::lease_record::RecordStore;
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_lease::LeaseTable;
 use fencesim_resource::Resource;
@@ -44,6 +45,8 @@ pub(crate) struct World {
     pub store: Mutex<Store>,
     /// The resource's state: durable (a database that syncs every write).
     pub resource: Mutex<Resource>,
+    /// The lease-record design's compare-and-swap store: durable (it syncs every swap).
+    pub record_store: Mutex<RecordStore>,
     /// Each Redis node's disk.
     redis_disks: Mutex<BTreeMap<String, RedisDisk>>,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
@@ -86,6 +89,7 @@ impl World {
             resource: Mutex::new(resource),
             raft_storage: Mutex::new(BTreeMap::new()),
             redis_disks: Mutex::new(BTreeMap::new()),
+            record_store: Mutex::new(RecordStore::new()),
             recorded_index: Mutex::new(0),
             leader: Mutex::new(None),
             live_leases: Mutex::new(BTreeMap::new()),

@@ -30,6 +30,7 @@ use crate::seeds::{self, Stream};
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
 
+mod lease_record;
 mod redlock;
 
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
@@ -57,6 +58,8 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         lease_nodes,
         lease_target: 0,
         lock_value: None,
+        candidate: None,
+        record_version: 0,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -75,6 +78,10 @@ struct Client {
     lease_target: usize,
     /// Redlock: the random value of the lock held now (release and extend compare it).
     lock_value: Option<u64>,
+    /// Lease-record design: the client's memory of the record, and the version it last
+    /// swapped in (renewals and the release swap on it).
+    candidate: Option<fencesim_lease::lease_record::Candidate>,
+    record_version: u64,
 }
 
 /// Where a request goes.
@@ -122,6 +129,9 @@ impl Client {
     async fn acquire(&mut self) -> u64 {
         if let Some(redlock) = self.world.scenario.lock_service.redlock {
             return self.redlock_acquire(redlock).await;
+        }
+        if let Some(judged_by) = self.world.scenario.lock_service.expiry_judged_by {
+            return self.record_acquire(judged_by).await;
         }
         loop {
             self.safepoint(When::Before, NodeEvent::Acquire).await;
@@ -197,6 +207,9 @@ impl Client {
         if let Some(redlock) = self.world.scenario.lock_service.redlock {
             return self.redlock_extend(redlock, token).await;
         }
+        if self.world.scenario.lock_service.expiry_judged_by.is_some() {
+            return self.record_renew(token).await;
+        }
         self.safepoint(When::Before, NodeEvent::Renew).await;
         let op = self.template(OpFn::Renew, Some(token), None);
         let body = Message::Renew {
@@ -252,6 +265,9 @@ impl Client {
         if let Some(redlock) = self.world.scenario.lock_service.redlock {
             return self.redlock_release(redlock, token).await;
         }
+        if self.world.scenario.lock_service.expiry_judged_by.is_some() {
+            return self.record_release(token).await;
+        }
         self.safepoint(When::Before, NodeEvent::Release).await;
         self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
@@ -280,6 +296,19 @@ impl Client {
     /// replica next time and return `None`. Late replies to earlier requests are skipped.
     async fn call(&mut self, dst: Dst, op: &OpTemplate, body: Message) -> Option<Message> {
         let invoke = self.world.op(op.record(OpType::Invoke));
+        self.exchange(dst, op, invoke, body).await
+    }
+
+    /// One request and its reply within operation `op`, invoked at history index `invoke`
+    /// (an operation may need several: the lease-record design reads, then swaps). Redirects,
+    /// timeouts and `info` as in [`Client::call`].
+    async fn exchange(
+        &mut self,
+        dst: Dst,
+        op: &OpTemplate,
+        invoke: u64,
+        body: Message,
+    ) -> Option<Message> {
         let deadline_ns = true_ns() + self.spec.timeout_ms * 1_000_000;
         loop {
             let to = match dst {

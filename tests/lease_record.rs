@@ -1,0 +1,91 @@
+//! Case K11 on the lease-record design: a candidate that judges a record by its own shorter
+//! duration takes over a healthy holder; one that reads the holder's duration waits.
+
+mod support;
+
+use fencesim::run::{evaluate, RunOptions};
+use fencesim::Scenario;
+use fencesim_history::{EventKind, History};
+
+fn load(name: &str) -> Scenario {
+    let path = support::root().join(format!("scenarios/{name}.toml"));
+    fencesim::load_scenario(&path).expect("bundled scenario loads")
+}
+
+fn opts() -> RunOptions {
+    RunOptions {
+        out: support::out_dir("lease-record"),
+        scenario_arg: "lease-record".into(),
+        check_determinism: false,
+        swarm: false,
+    }
+}
+
+fn history(name: &str, seed: u64) -> History {
+    let bytes = evaluate(&load(name), seed, &opts()).expect("runs").history;
+    fencesim_history::read_jsonl(&bytes[..]).expect("our own history parses")
+}
+
+/// `(event, holder, token, detail)` of the store's lease events.
+fn store_events(h: &History) -> Vec<(EventKind, String, u64, Option<String>)> {
+    h.events()
+        .filter(|e| e.node == "lease-service" && e.event != EventKind::Renew)
+        .map(|e| {
+            let holder = e.holder.clone().unwrap_or_default();
+            (e.event, holder, e.token.unwrap_or(0), e.detail.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn k11_own_duration_is_invalid_on_every_seed() {
+    support::assert_met_on_whole_range(&load("lease-record-own-duration"), &opts());
+}
+
+#[test]
+fn k11_recorded_duration_is_valid_on_every_seed() {
+    support::assert_met_on_whole_range(&load("lease-record-recorded-duration"), &opts());
+}
+
+#[test]
+fn the_impatient_candidate_takes_over_two_seconds_after_it_first_looked() {
+    let h = history("lease-record-own-duration", 0);
+    let events = store_events(&h);
+    let takeover = (
+        EventKind::Revoke,
+        "client-1".to_owned(),
+        1,
+        Some("taken over by client-2".to_owned()),
+    );
+    assert_eq!(events[1], takeover, "{events:?}");
+    assert_eq!(
+        events[2],
+        (EventKind::Grant, "client-2".to_owned(), 2, None)
+    );
+    // client-2 first read the record at about 1 s and took it at about 3 s, while client-1's
+    // renewal was not due before 4 s.
+    let grant_ms = h
+        .events()
+        .find(|e| e.event == EventKind::Grant && e.holder.as_deref() == Some("client-2"))
+        .map(|e| e.at.time_ns / 1_000_000)
+        .unwrap();
+    assert!((3_000..3_100).contains(&grant_ms), "{grant_ms}");
+}
+
+#[test]
+fn a_patient_candidate_waits_for_the_release_and_gets_a_higher_token() {
+    let h = history("lease-record-recorded-duration", 0);
+    let events = store_events(&h);
+    let kinds: Vec<_> = events.iter().map(|e| (e.0, e.1.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (EventKind::Grant, "client-1"),
+            (EventKind::Release, "client-1"),
+            (EventKind::Grant, "client-2"),
+            (EventKind::Release, "client-2"),
+        ]
+    );
+    // client-1's four renewals each bumped the version: client-2 took the record at 7.
+    assert_eq!((events[0].2, events[2].2), (1, 7));
+}
