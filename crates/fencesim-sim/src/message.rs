@@ -1,8 +1,9 @@
 //! What nodes say to each other.
 
 use fencesim_lease::lease_record::{CasOutcome, LeaseRecord, Versioned};
+use fencesim_lease::primary_backup::Shipment;
 use fencesim_lease::raft_replica::RaftMessage;
-use fencesim_lease::{AcquireOutcome, LeaseTable, ReleaseOutcome, RenewOutcome};
+use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
 
@@ -101,12 +102,7 @@ pub enum Message {
     /// The counter's new value.
     RedisIncrReply(u64),
     /// Primary-backup: the primary's whole table, shipped to the backup; also its heartbeat.
-    Replicate {
-        /// The sender's epoch (1 for the first primary, +1 at each promotion).
-        epoch: u64,
-        /// The primary's lease table.
-        table: LeaseTable,
-    },
+    Replicate(Shipment),
     /// The backup has the table of a [`Message::Replicate`].
     ReplicateAck,
     /// Lease-record design: read `lock`'s record.
@@ -166,7 +162,7 @@ impl Message {
             Message::RedisExtendReply(_) => MessageKind::RenewReply,
             Message::RedisDelete { .. } => MessageKind::Release,
             Message::RedisDeleteReply(_) => MessageKind::ReleaseReply,
-            Message::Replicate { .. } | Message::ReplicateAck => MessageKind::Replicate,
+            Message::Replicate(_) | Message::ReplicateAck => MessageKind::Replicate,
             Message::RecordGet { .. } => MessageKind::Acquire,
             Message::RecordGetReply(_) => MessageKind::AcquireReply,
             Message::RecordCas { purpose, .. } => *purpose,
