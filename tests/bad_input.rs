@@ -380,3 +380,114 @@ fn a_knob_the_chosen_design_would_ignore() {
         "only a kind = \"raft\" lock service uses `revoke_term_check`",
     );
 }
+
+#[test]
+fn a_redlock_of_four_nodes() {
+    assert_located(
+        "bad-redlock-nodes",
+        "[lock_service]",
+        "[lock_service]\nkind = \"redlock\"\nreplicas = 4",
+        "5:12",
+        "lock_service.replicas",
+        "expected 1, 3, 5 or 7 Redlock nodes, found 4",
+    );
+}
+
+#[test]
+fn a_redlock_knob_on_a_single_service() {
+    assert_located(
+        "bad-recheck",
+        "max_ttl_ms = 20000",
+        "max_ttl_ms = 20000\nrecheck_elapsed = false",
+        "5:19",
+        "lock_service.recheck_elapsed",
+        "only a kind = \"redlock\" lock service uses `recheck_elapsed`",
+    );
+}
+
+#[test]
+fn fsync_on_a_raft_service() {
+    assert_located(
+        "bad-fsync-raft",
+        "[lock_service]",
+        "[lock_service]\nkind = \"raft\"\nfsync = \"never\"",
+        "5:9",
+        "lock_service.fsync",
+        "only a kind = \"single\" or \"redlock\" lock service uses `fsync`",
+    );
+}
+
+#[test]
+fn a_zero_redlock_node_timeout() {
+    assert_located(
+        "bad-node-timeout",
+        "[lock_service]",
+        "[lock_service]\nkind = \"redlock\"\nnode_timeout_ms = 0",
+        "5:19",
+        "lock_service.node_timeout_ms",
+        "expected",
+    );
+}
+
+#[test]
+fn an_unknown_token_source() {
+    assert_located(
+        "bad-token-source",
+        "[lock_service]",
+        "[lock_service]\nkind = \"redlock\"\ntoken_source = \"sequence\"",
+        "5:16",
+        "token_source",
+        "unknown variant `sequence`",
+    );
+}
+
+#[test]
+fn a_primary_backup_of_three() {
+    assert_located(
+        "bad-pb-replicas",
+        "[lock_service]",
+        "[lock_service]\nkind = \"primary-backup\"\nreplicas = 3",
+        "5:12",
+        "lock_service.replicas",
+        "a primary-backup service has 2 nodes, found 3",
+    );
+}
+
+#[test]
+fn a_lease_record_knob_on_primary_backup() {
+    assert_located(
+        "bad-judged-by",
+        "[lock_service]",
+        "[lock_service]\nkind = \"primary-backup\"\nexpiry_judged_by = \"own-duration\"",
+        "5:20",
+        "lock_service.expiry_judged_by",
+        "only a kind = \"lease-record\" lock service uses `expiry_judged_by`",
+    );
+}
+
+#[test]
+fn a_replicate_hold_on_the_single_service() {
+    let hold = "[[faults]]\nkind = \"hold\"\nfrom = \"lease-service\"\nmessage = \"replicate\"\nduration_ms = 10\n[expect]";
+    let (code, stderr, file) = run_variant("bad-replicate-hold", "[expect]", hold);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {file}:"))
+            && stderr.contains("field `faults.message`")
+            && stderr.contains("never sends a \"replicate\" message"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_client_named_like_a_redis_node() {
+    let (code, stderr, file) = run_variant(
+        "bad-redis-name",
+        "name = \"client-1\"",
+        "name = \"redis-1\"",
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {file}:6:")) && stderr.contains("clients.name"),
+        "{stderr}"
+    );
+}
