@@ -60,6 +60,12 @@ impl SeedRun {
             }
         };
         let exposure = &r.unsafe_exposure;
+        if exposure.unmeasured {
+            return format!(
+                "{} seed {}: {what}; no lease events, so writes after lease end are not measured",
+                r.scenario.name, r.seed
+            );
+        }
         format!(
             "{} seed {}: {what}; {} write{} after lease end ({} accepted, {} rejected)",
             r.scenario.name,

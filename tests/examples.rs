@@ -51,5 +51,5 @@ fn every_curated_example_replays_to_the_same_verdict_and_history() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 4, "the four curated examples");
+    assert_eq!(seen, 9, "the nine curated examples");
 }

@@ -18,10 +18,17 @@ pub struct UnsafeExposure {
     pub rejected: u64,
     /// Writes whose client sent them (invoke) after their lease had already ended.
     pub sent_after_lease_end: u64,
+    /// True when the history has no lease events to measure against (Redlock: the clients
+    /// decide, no service grants), so the counts above say nothing. Left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unmeasured: bool,
 }
 
 pub(crate) fn measure(history: &History, leases: &Leases) -> UnsafeExposure {
-    let mut m = UnsafeExposure::default();
+    let mut m = UnsafeExposure {
+        unmeasured: leases.is_empty(),
+        ..UnsafeExposure::default()
+    };
     let writes = history
         .events()
         .filter(|e| matches!(e.event, EventKind::Accept | EventKind::Reject));

@@ -129,7 +129,8 @@ fn the_pause_counterexample_is_a_stale_write_with_both_witnesses() {
             writes_after_lease_end: 1,
             accepted: 1,
             rejected: 0,
-            sent_after_lease_end: 0
+            sent_after_lease_end: 0,
+            unmeasured: false
         }
     );
 }
@@ -152,7 +153,8 @@ fn a_rejected_stale_write_is_exposure_not_a_violation() {
             writes_after_lease_end: 1,
             accepted: 0,
             rejected: 1,
-            sent_after_lease_end: 1
+            sent_after_lease_end: 1,
+            unmeasured: false
         }
     );
 }
