@@ -11,8 +11,11 @@ mod exclusion;
 mod exposure;
 pub mod latency;
 mod leases;
+mod linearizable;
+mod mutation;
 mod order;
 mod progress;
+mod release;
 mod stale_write;
 mod tokens;
 
@@ -29,7 +32,7 @@ pub enum Verdict {
     Valid,
     /// At least one violation.
     Invalid,
-    /// A check gave up within its budget (none does yet).
+    /// No violation, but a check gave up within its budget (see [`CheckResult::unknown`]).
     Unknown,
 }
 
@@ -53,6 +56,9 @@ pub struct CheckResult {
     pub violations: Vec<Violation>,
     /// Writes that reached the resource after their lease had ended.
     pub unsafe_exposure: UnsafeExposure,
+    /// Why the verdict is unknown: each check that gave up within its budget, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
 }
 
 impl CheckResult {
@@ -65,33 +71,53 @@ impl CheckResult {
     }
 }
 
-/// The violation kinds this version checks; a scenario expecting any other could never pass.
-pub const CHECKED_KINDS: &[ViolationKind] = &[
-    ViolationKind::StaleWriteAccepted,
-    ViolationKind::TokenNotMonotonic,
-    ViolationKind::TokenReused,
-    ViolationKind::MutualExclusionService,
-    ViolationKind::MutualExclusionClient,
-    ViolationKind::NoProgressAfterHeal,
-];
+/// The violation kinds this version checks: all of them.
+pub const CHECKED_KINDS: &[ViolationKind] = &ViolationKind::ALL;
+
+/// Limits on the checks that search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckOptions {
+    /// Search steps the linearizability check may take per key before it gives up (the
+    /// verdict is then unknown).
+    pub linearizability_steps: u64,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            linearizability_steps: linearizable::DEFAULT_STEP_BUDGET,
+        }
+    }
+}
+
+/// Run every check on `history` with the default budgets.
+pub fn check(history: &History) -> CheckResult {
+    check_with(history, &CheckOptions::default())
+}
 
 /// Run every check on `history`.
-pub fn check(history: &History) -> CheckResult {
+pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let leases = leases::lease_intervals(history);
     let mut violations = Vec::new();
     violations.extend(stale_write::check(history, &leases));
     violations.extend(tokens::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));
+    violations.extend(release::check(history));
+    violations.extend(mutation::check_unfenced(history));
+    violations.extend(mutation::check_duplicates(history));
+    let (not_linearizable, unknown) = linearizable::check(history, options.linearizability_steps);
+    violations.extend(not_linearizable);
     violations.extend(progress::check(history));
-    let verdict = if violations.is_empty() {
-        Verdict::Valid
-    } else {
-        Verdict::Invalid
+    let verdict = match (violations.is_empty(), unknown.is_empty()) {
+        (false, _) => Verdict::Invalid,
+        (true, false) => Verdict::Unknown,
+        (true, true) => Verdict::Valid,
     };
     CheckResult {
         verdict,
         violations,
         unsafe_exposure: exposure::measure(history, &leases),
+        unknown,
     }
 }

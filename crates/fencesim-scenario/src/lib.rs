@@ -50,3 +50,25 @@ pub fn parse(
         toml::from_str(source).map_err(|e| ScenarioError::from_toml(&e, source, file))?;
     validate::resolve(raw, source, file, checked)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checker that lacks a kind makes an expectation of it undecidable: refused, located.
+    #[test]
+    fn an_expectation_no_checker_can_meet_is_refused() {
+        let source = "name = \"s\"\nduration_ms = 1000\n[[clients]]\nname = \"c\"\nttl_ms = 100\n\
+                      [expect]\nverdict = \"invalid\"\nviolations = [\"not-linearizable\"]\n";
+        let only = [ViolationKind::StaleWriteAccepted];
+        let err = parse(source, "s.toml", Some(&only))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "s.toml:8:15: field `expect.violations`: not-linearizable is not checked by this \
+             version of fencesim, so this expectation could never be decided"
+        );
+        assert!(parse(source, "s.toml", None).is_ok());
+    }
+}

@@ -57,6 +57,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         process,
         lease_nodes,
         lease_target: 0,
+        incarnation,
         lock_value: None,
         candidate: None,
         record_version: 0,
@@ -76,6 +77,8 @@ struct Client {
     /// The lock service's nodes (one, or the Raft replicas) and which one to ask.
     lease_nodes: Vec<String>,
     lease_target: usize,
+    /// Which start of the client this is (1, then one more after each restart).
+    incarnation: u64,
     /// Redlock: the random value of the lock held now (release and extend compare it).
     lock_value: Option<u64>,
     /// Lease-record design: the client's memory of the record, and the version it last
@@ -238,7 +241,12 @@ impl Client {
 
     async fn write(&mut self, token: u64, cycle: u64) {
         self.safepoint(When::Before, NodeEvent::Write).await;
-        let value = format!("{}/{cycle}", self.spec.name);
+        // The value names the unit of work, unique per client run: a restarted client starts
+        // its cycles again, as new work (`duplicate-execution` relies on this).
+        let value = match self.incarnation {
+            1 => format!("{}/{cycle}", self.spec.name),
+            n => format!("{}@{n}/{cycle}", self.spec.name),
+        };
         let op = self.template(OpFn::Write, Some(token), Some(value.clone()));
         let body = Message::Write {
             key: self.spec.key.clone(),
