@@ -45,10 +45,23 @@ pub(crate) fn lease_intervals(history: &History) -> Leases {
                 );
             }
             EventKind::Expire | EventKind::Release | EventKind::Revoke => {
-                let lease = by_lock_token
-                    .get(&(lock.clone(), token))
-                    .and_then(|k| leases.get_mut(k));
-                if let Some(lease) = lease.filter(|l| l.ended_at.is_none()) {
+                // The event's holder names the lease; when a token was handed out twice (after
+                // a failover or restore), (lock, token) alone would end the wrong one.
+                let open = |k: &(String, u64)| {
+                    leases
+                        .get(k)
+                        .is_some_and(|l| &l.lock == lock && l.ended_at.is_none())
+                };
+                let key = ev
+                    .holder
+                    .clone()
+                    .map(|h| (h, token))
+                    .filter(open)
+                    .or_else(|| by_lock_token.get(&(lock.clone(), token)).cloned());
+                if let Some(lease) = key
+                    .and_then(|k| leases.get_mut(&k))
+                    .filter(|l| l.ended_at.is_none())
+                {
                     lease.ended_at = Some(at);
                 }
             }

@@ -15,23 +15,41 @@ pub(crate) struct Acquisition<'a> {
     pub index: u64,
 }
 
-/// Every acquisition in history order.
+/// Every acquisition in history order. A client-decided acquisition is placed at its invoke:
+/// that is when its requests went out and the nodes set their keys, while its `ok` may come
+/// much later (a client paused with the replies in its buffer, case K05).
 pub(crate) fn acquisitions(history: &History) -> Vec<Acquisition<'_>> {
     let has_grants = history.events().any(|e| e.event == EventKind::Grant);
-    history
-        .entries
-        .iter()
-        .filter_map(|entry| match entry {
+    let mut invoked: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut found = Vec::new();
+    for entry in &history.entries {
+        match entry {
             Entry::Event(e) if has_grants && e.event == EventKind::Grant => {
-                Some((e.lock.as_deref()?, e.token?, e.at.index))
+                if let (Some(lock), Some(token)) = (e.lock.as_deref(), e.token) {
+                    found.push(Acquisition {
+                        lock,
+                        token,
+                        index: e.at.index,
+                    });
+                }
             }
-            Entry::Op(o) if !has_grants && o.f == OpFn::Acquire && o.op_type == OpType::Ok => {
-                Some((o.lock.as_deref()?, o.token?, o.at.index))
-            }
-            _ => None,
-        })
-        .map(|(lock, token, index)| Acquisition { lock, token, index })
-        .collect()
+            Entry::Op(o) if !has_grants && o.f == OpFn::Acquire => match o.op_type {
+                OpType::Invoke => {
+                    invoked.insert(o.process, o.at.index);
+                }
+                OpType::Ok => {
+                    if let (Some(lock), Some(token)) = (o.lock.as_deref(), o.token) {
+                        let index = invoked.get(&o.process).copied().unwrap_or(o.at.index);
+                        found.push(Acquisition { lock, token, index });
+                    }
+                }
+                OpType::Fail | OpType::Info => {}
+            },
+            _ => {}
+        }
+    }
+    found.sort_by_key(|a| a.index);
+    found
 }
 
 /// Tokens ranked so that a later lease has a higher rank.

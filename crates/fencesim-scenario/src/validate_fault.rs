@@ -226,7 +226,7 @@ pub(crate) fn resolve(
         },
         RawFaultKind::Restore => {
             let node = target.expect("required");
-            if node != LEASE_SERVICE_NODE {
+            if node != LEASE_SERVICE_NODE || cx.kind != LockServiceKind::Single {
                 return Err(cx.err(
                     f.node.as_ref().expect("required").span(),
                     "faults.node",
@@ -407,6 +407,21 @@ fn resolve_trigger(
         };
         let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
         let allowed = if field == "after" { after } else { before };
+        // Redis nodes expire keys lazily and the lease-record store never expires anything:
+        // neither reaches an `expire` of its own.
+        let never_expires = matches!(
+            cx.kind,
+            LockServiceKind::Redlock | LockServiceKind::LeaseRecord
+        );
+        let allowed: Vec<NodeEvent> = allowed
+            .iter()
+            .copied()
+            .filter(|e| {
+                !(never_expires
+                    && *e == NodeEvent::Expire
+                    && NodeRole::of(node) == NodeRole::LeaseService)
+            })
+            .collect();
         if !allowed.contains(ev.get_ref()) {
             let names: Vec<_> = allowed.iter().map(|e| e.as_str()).collect();
             let message = format!(

@@ -11,7 +11,7 @@ use fencesim_lease::lease_record::RecordStore;
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_lease::LeaseTable;
 use fencesim_resource::Resource;
-use fencesim_scenario::{ExpiryClock, Scenario, LEASE_SERVICE_NODE};
+use fencesim_scenario::{ExpiryClock, LockServiceKind, Scenario, LEASE_SERVICE_NODE};
 
 use crate::clock::{Clocks, LinearClock};
 use crate::nemesis::Nemesis;
@@ -271,7 +271,8 @@ impl World {
     /// the lease service loses its unsynced writes, and a client stops believing anything.
     pub fn crash(self: &Arc<Self>, node: &str) {
         self.net.set_down(node, true);
-        if node == LEASE_SERVICE_NODE {
+        if node == LEASE_SERVICE_NODE && self.scenario.lock_service.kind == LockServiceKind::Single
+        {
             self.store.lock().expect("store").crash();
             self.forget_lost_leases("lost: not on disk when the service crashed");
         }

@@ -55,7 +55,10 @@ impl Client {
                         Some(token) => {
                             self.lock_value = Some(value);
                             self.complete(&op, OpType::Ok, |o| o.token = Some(token));
-                            self.believe_until(token, valid_until_ms);
+                            self.believe_until(
+                                token,
+                                valid_until_ms - self.spec.safety_margin_ms as i64,
+                            );
                             self.safepoint(When::After, NodeEvent::Grant).await;
                             return token;
                         }
@@ -119,7 +122,7 @@ impl Client {
         let kept = match redlock.decide(self.world.mono_ms(&self.spec.name)) {
             Decision::Acquired { valid_until_ms, .. } => {
                 self.complete(&op, OpType::Ok, |_| {});
-                self.believe_until(token, valid_until_ms);
+                self.believe_until(token, valid_until_ms - self.spec.safety_margin_ms as i64);
                 true
             }
             _ => {
