@@ -494,3 +494,50 @@ fn a_client_named_like_a_redis_node() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_restore_of_the_lease_record_store() {
+    let restore = "[lock_service]\nkind = \"lease-record\"";
+    let fault = "[[faults]]\nkind = \"restore\"\nnode = \"lease-service\"\nat_ms = 10\nsnapshot_at_ms = 0\n[expect]";
+    let dir = out_dir("bad-record-restore");
+    let file = dir.join("bad.toml");
+    let toml = GOOD
+        .replacen("[lock_service]", restore, 1)
+        .replacen("[expect]", fault, 1);
+    std::fs::write(&file, toml).unwrap();
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("field `faults.node`") && stderr.contains("keeps backups to restore"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_expire_trigger_on_a_redis_node() {
+    let fault = "[[faults]]\nkind = \"pause\"\nnode = \"redis-1\"\nafter = \"expire\"\nduration_ms = 10\n[expect]";
+    let dir = out_dir("bad-redis-expire");
+    let file = dir.join("bad.toml");
+    let toml = GOOD
+        .replacen("[lock_service]", "[lock_service]\nkind = \"redlock\"", 1)
+        .replacen("[expect]", fault, 1);
+    std::fs::write(&file, toml).unwrap();
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("never reaches after \"expire\""),
+        "{stderr}"
+    );
+}
