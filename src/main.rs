@@ -76,6 +76,14 @@ enum Command {
     Check {
         /// The history file.
         history: PathBuf,
+        /// Print the whole result as one JSON object (verdict, violations, unknown reasons,
+        /// unsafe exposure) instead of lines of text.
+        #[arg(long)]
+        json: bool,
+        /// Search steps the linearizability check may take per key; past them the verdict is
+        /// unknown (exit 3).
+        #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_steps)]
+        linearizability_steps: u64,
     },
     /// Re-run the scenario and seed a report.json records (its resolved scenario is inside) and
     /// check that the history comes out byte-identical (exit 0) or not (exit 4).
@@ -116,7 +124,16 @@ fn main() -> ExitCode {
             jobs,
             shard,
         } => explore(&target, &seeds, jobs, shard.as_deref()),
-        Command::Check { history } => check(&history),
+        Command::Check {
+            history,
+            json,
+            linearizability_steps,
+        } => {
+            let options = fencesim_checker::CheckOptions {
+                linearizability_steps,
+            };
+            check(&history, json, &options)
+        }
         Command::List => list(),
         Command::Replay { report, out } => replay(&report, out),
         Command::Bench { seeds, jobs } => bench(seeds, jobs as usize),
@@ -334,6 +351,9 @@ fn print_seed(done: &SeedRun, expect: bool) {
             v.witnesses
         );
     }
+    for reason in &r.unknown {
+        say!("  unknown: {reason}");
+    }
     if expect {
         let word = if r.expectation.met { "met" } else { "NOT met" };
         let mut wanted: Vec<&str> = r
@@ -389,7 +409,7 @@ fn worse(a: u8, b: u8) -> u8 {
     }
 }
 
-fn check(path: &Path) -> u8 {
+fn check(path: &Path, json: bool, options: &fencesim_checker::CheckOptions) -> u8 {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) => {
@@ -404,8 +424,28 @@ fn check(path: &Path) -> u8 {
             return exit::BAD_INPUT;
         }
     };
-    let result = fencesim::check(&history);
+    let result = fencesim_checker::check_with(&history, options);
     let verdict = fencesim::report::verdict(&result, None);
+    if json {
+        let out = serde_json::json!({
+            "history": path.display().to_string(),
+            "verdict": verdict,
+            "violations": result.violations,
+            "unknown": result.unknown,
+            "unsafe_exposure": result.unsafe_exposure,
+        });
+        say!("{out}");
+    } else {
+        print_check(path, verdict, &result);
+    }
+    match verdict {
+        RunVerdict::Valid => exit::VALID,
+        RunVerdict::Unknown => exit::UNKNOWN,
+        _ => exit::VIOLATION,
+    }
+}
+
+fn print_check(path: &Path, verdict: RunVerdict, result: &fencesim_checker::CheckResult) {
     let n = result.violations.len();
     say!(
         "{}: {:?} ({n} violation{})",
@@ -421,10 +461,8 @@ fn check(path: &Path) -> u8 {
             v.witnesses
         );
     }
-    match verdict {
-        RunVerdict::Valid => exit::VALID,
-        RunVerdict::Unknown => exit::UNKNOWN,
-        _ => exit::VIOLATION,
+    for reason in &result.unknown {
+        say!("  unknown: {reason}");
     }
 }
 

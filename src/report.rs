@@ -85,6 +85,10 @@ pub struct Report {
     pub verdict: RunVerdict,
     /// Each violation with its witnesses and explanation.
     pub violations: Vec<Violation>,
+    /// Why the verdict is unknown: each check that gave up within its budget. Left out when
+    /// empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
     /// Writes that landed after their lease ended, and how many the fence caught.
     pub unsafe_exposure: UnsafeExposure,
     /// The expectation and whether it was met.

@@ -123,6 +123,7 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
         seed,
         verdict: report::verdict(&result, failure.as_ref()),
         violations: result.violations,
+        unknown: result.unknown,
         unsafe_exposure: result.unsafe_exposure,
         expectation: ExpectationResult {
             expected: scenario.expect.clone(),

@@ -178,3 +178,48 @@ fn replay_reruns_a_report_and_compares_its_history() {
         text(&o).1
     );
 }
+
+#[test]
+fn check_json_gives_the_verdict_and_witnesses_as_one_object() {
+    let path = support::root().join("reports/examples/pause-unfenced/0/history.jsonl");
+    let o = fencesim(&["check", path.to_str().unwrap(), "--json"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["verdict"], "invalid");
+    assert_eq!(v["violations"][0]["kind"], "stale-write-accepted");
+    assert_eq!(v["violations"][0]["witnesses"], serde_json::json!([118, 110]));
+    assert_eq!(v["unknown"], serde_json::json!([]));
+    assert_eq!(v["unsafe_exposure"]["accepted"], 1);
+}
+
+#[test]
+fn a_linearizability_search_out_of_budget_makes_a_valid_history_unknown() {
+    let out = out_dir("check-unknown");
+    let o = fencesim(&[
+        "run",
+        "pause-fenced",
+        "--seed",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let history = out.join("pause-fenced/0/history.jsonl");
+    let o = fencesim(&["check", history.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let o = fencesim(&[
+        "check",
+        history.to_str().unwrap(),
+        "--linearizability-steps",
+        "2",
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains(": Unknown (0 violations)"), "{stdout}");
+    assert!(
+        stdout.contains("unknown: linearizability of key \"register\""),
+        "{stdout}"
+    );
+}
