@@ -350,6 +350,9 @@ fn print_seed(done: &SeedRun, expect: bool) {
             v.explanation,
             v.witnesses
         );
+        if !v.chain.is_empty() {
+            say!("    chain: {}", v.chain.join(" -> "));
+        }
     }
     for reason in &r.unknown {
         say!("  unknown: {reason}");
@@ -460,6 +463,9 @@ fn print_check(path: &Path, verdict: RunVerdict, result: &fencesim_checker::Chec
             v.explanation,
             v.witnesses
         );
+        if !v.chain.is_empty() {
+            say!("    chain: {}", v.chain.join(" -> "));
+        }
     }
     for reason in &result.unknown {
         say!("  unknown: {reason}");

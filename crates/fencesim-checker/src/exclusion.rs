@@ -89,6 +89,7 @@ fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Viol
                 String::new()
             };
             out.push(Violation {
+                chain: Vec::new(),
                 kind,
                 witnesses,
                 explanation: format!(

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 mod exclusion;
+mod explain;
 mod exposure;
 pub mod latency;
 mod leases;
@@ -45,6 +46,10 @@ pub struct Violation {
     pub witnesses: Vec<u64>,
     /// How the witnesses connect, in words.
     pub explanation: String,
+    /// The causal chain behind it, one short phrase per step in history order (faults,
+    /// grants, expiries, writes), from a graph of the history's events. Left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
 }
 
 /// Everything the checker concluded.
@@ -109,6 +114,10 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let (not_linearizable, unknown) = linearizable::check(history, options.linearizability_steps);
     violations.extend(not_linearizable);
     violations.extend(progress::check(history));
+    let graph = explain::CausalGraph::build(history);
+    for v in &mut violations {
+        v.chain = graph.chain(&v.witnesses);
+    }
     let verdict = match (violations.is_empty(), unknown.is_empty()) {
         (false, _) => Verdict::Invalid,
         (true, false) => Verdict::Unknown,

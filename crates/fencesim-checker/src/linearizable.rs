@@ -64,6 +64,7 @@ pub(crate) fn check(history: &History, budget: u64) -> (Vec<Violation>, Vec<Stri
         match search(&ops, budget) {
             KeyVerdict::Linearizable => {}
             KeyVerdict::Not { invoked, returned } => violations.push(Violation {
+                chain: Vec::new(),
                 kind: ViolationKind::NotLinearizable,
                 witnesses: [invoked, returned]
                     .into_iter()

@@ -28,6 +28,7 @@ pub(crate) fn check_unfenced(history: &History) -> Vec<Violation> {
             let key = e.key.as_deref().filter(|k| fenced.contains(k))?;
             let by = e.holder.as_deref().unwrap_or("an unknown writer");
             Some(Violation {
+                chain: Vec::new(),
                 kind: ViolationKind::UnfencedMutation,
                 witnesses: vec![e.at.index],
                 explanation: format!(
@@ -56,6 +57,7 @@ pub(crate) fn check_duplicates(history: &History) -> Vec<Violation> {
         };
         match first.get(&(key, value)) {
             Some(&(at, first_op)) if first_op != op => violations.push(Violation {
+                chain: Vec::new(),
                 kind: ViolationKind::DuplicateExecution,
                 witnesses: vec![e.at.index, at],
                 explanation: format!(

@@ -26,6 +26,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
                 .ops()
                 .any(|op| op.op_type == OpType::Invoke && op.at.index > heal.at.index && op.at.time_ns <= until);
             (demand && !progressed).then(|| Violation {
+                chain: Vec::new(),
                 kind: ViolationKind::NoProgressAfterHeal,
                 witnesses: vec![heal.at.index],
                 explanation: format!(

@@ -63,6 +63,7 @@ fn violation(
     witnesses.extend(op);
     witnesses.extend(lease.map(|l| l.2));
     Violation {
+        chain: Vec::new(),
         kind: ViolationKind::ReleaseByNonHolder,
         witnesses,
         explanation: format!(

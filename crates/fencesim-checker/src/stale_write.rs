@@ -105,6 +105,7 @@ fn violation(
         }
     }
     Violation {
+        chain: Vec::new(),
         kind: ViolationKind::StaleWriteAccepted,
         witnesses: vec![stale.at.index, higher.event.at.index],
         explanation,

@@ -21,6 +21,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
         let tokens = granted.entry(lock).or_default();
         if let Some(&earlier) = tokens.get(&token) {
             violations.push(Violation {
+                chain: Vec::new(),
                 kind: ViolationKind::TokenReused,
                 witnesses: vec![index, earlier],
                 explanation: format!(
@@ -32,6 +33,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
             tokens.last_key_value().filter(|(t, _)| **t > token)
         {
             violations.push(Violation {
+                chain: Vec::new(),
                 kind: ViolationKind::TokenNotMonotonic,
                 witnesses: vec![index, higher_at],
                 explanation: format!(

@@ -1,0 +1,233 @@
+//! Causal chains: why a violation happened, in plain words, from a graph of the history's
+//! events.
+//!
+//! The graph (petgraph) has an edge from each event to the events it made possible:
+//! - a fault's start to its end, and to the first lease end of the node it hit (a paused holder's
+//!   lease expiring, a service whose clock jumped expiring a lease) while it lasted;
+//! - a grant to the end of that lease (expire, release, revoke), to the writes made under it
+//!   (accept, reject) and to its holder's belief;
+//! - a lease end to the next grant of the same lock (the lock was free);
+//! - a fault's end to the first write of the node it hit that landed after it (a paused
+//!   writer's write, a held message), and a lock service's crash or restore to its next grant;
+//! - a held message's hold to the write it carried.
+//!
+//! A violation's chain is its witnesses and their ancestors a few steps back, in history order,
+//! each told as one short phrase, the way Jepsen and Elle tell an anomaly's cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fencesim_history::{Event, EventKind, History, Phase};
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::{Bfs, Reversed};
+
+/// How many steps back from a witness the chain looks.
+const DEPTH: usize = 4;
+/// The most steps a chain tells.
+const MAX_STEPS: usize = 8;
+
+/// Events linked by cause.
+pub(crate) struct CausalGraph<'h> {
+    graph: DiGraph<&'h Event, ()>,
+    by_index: BTreeMap<u64, NodeIndex>,
+}
+
+/// Whether an event is part of the story a chain tells.
+fn relevant(e: &Event) -> bool {
+    match e.event {
+        EventKind::Grant
+        | EventKind::Expire
+        | EventKind::Release
+        | EventKind::Revoke
+        | EventKind::Accept
+        | EventKind::Reject
+        | EventKind::Leader => true,
+        EventKind::Belief => e.phase == Some(Phase::Start),
+        k => k.is_nemesis() && e.target.is_some(),
+    }
+}
+
+fn is_lease_end(e: &Event) -> bool {
+    matches!(
+        e.event,
+        EventKind::Expire | EventKind::Release | EventKind::Revoke
+    )
+}
+
+fn is_write(e: &Event) -> bool {
+    matches!(e.event, EventKind::Accept | EventKind::Reject)
+}
+
+impl<'h> CausalGraph<'h> {
+    /// The graph of `history`'s events.
+    pub fn build(history: &'h History) -> Self {
+        let mut graph = DiGraph::new();
+        let mut by_index = BTreeMap::new();
+        let events: Vec<&Event> = history.events().filter(|e| relevant(e)).collect();
+        for e in &events {
+            by_index.insert(e.at.index, graph.add_node(*e));
+        }
+        let mut g = CausalGraph { graph, by_index };
+        g.link_leases(&events);
+        g.link_faults(&events);
+        g
+    }
+
+    fn link(&mut self, from: &Event, to: &Event) {
+        let (a, b) = (self.by_index[&from.at.index], self.by_index[&to.at.index]);
+        self.graph.update_edge(a, b, ());
+    }
+
+    /// Grants to their ends, writes and beliefs; lease ends to the lock's next grant.
+    fn link_leases(&mut self, events: &[&'h Event]) {
+        let mut grants: BTreeMap<(&str, u64), &Event> = BTreeMap::new();
+        let mut last_end: BTreeMap<&str, &Event> = BTreeMap::new();
+        for e in events {
+            let holder = e.holder.as_deref().unwrap_or_default();
+            match (e.event, e.token) {
+                (EventKind::Grant, Some(t)) => {
+                    if let Some(end) = e.lock.as_deref().and_then(|l| last_end.get(l)) {
+                        self.link(end, e);
+                    }
+                    grants.insert((holder, t), e);
+                }
+                (_, Some(t)) if is_lease_end(e) || is_write(e) || e.event == EventKind::Belief => {
+                    if let Some(grant) = grants.get(&(holder, t)).copied() {
+                        self.link(grant, e);
+                    }
+                    if is_lease_end(e) {
+                        if let Some(lock) = e.lock.as_deref() {
+                            last_end.insert(lock, e);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Fault starts to their ends and to what they caused.
+    fn link_faults(&mut self, events: &[&'h Event]) {
+        for (i, start) in events.iter().enumerate() {
+            if !start.event.is_nemesis() || start.phase != Some(Phase::Start) {
+                continue;
+            }
+            let target = start.target.as_deref().unwrap_or_default();
+            let later = &events[i + 1..];
+            let end = later.iter().find(|e| {
+                e.event == start.event && e.phase == Some(Phase::End) && e.target == start.target
+            });
+            if let Some(end) = end {
+                self.link(start, end);
+            }
+            // An instantaneous fault (a clock jump) acts after its end; others while they last.
+            let instant = end.is_some_and(|e| e.at.time_ns == start.at.time_ns);
+            let until = end.filter(|_| !instant).map_or(u64::MAX, |e| e.at.index);
+            let touches = |e: &&&Event| e.node == target || e.holder.as_deref() == Some(target);
+            if let Some(ended) = later
+                .iter()
+                .take_while(|e| e.at.index < until)
+                .filter(touches)
+                .find(|e| is_lease_end(e))
+            {
+                self.link(start, ended);
+            }
+            let Some(end) = end.filter(|_| !instant) else {
+                continue;
+            };
+            // A lock service that lost state (crash, restore) grants again after it restarts.
+            if matches!(start.event, EventKind::Crash | EventKind::Restore) {
+                if let Some(grant) = later
+                    .iter()
+                    .filter(|e| e.at.index > end.at.index && e.event == EventKind::Grant)
+                    .find(|e| e.node == target)
+                {
+                    self.link(end, grant);
+                }
+            }
+            let carried = |e: &&&Event| match start.event {
+                EventKind::Hold => start.op.is_some() && e.op == start.op,
+                _ => e.holder.as_deref() == Some(target),
+            };
+            if let Some(write) = later
+                .iter()
+                .filter(|e| e.at.index > end.at.index && is_write(e))
+                .find(carried)
+            {
+                self.link(end, write);
+            }
+        }
+    }
+
+    /// The chain behind `witnesses`: each step one phrase, in history order.
+    pub fn chain(&self, witnesses: &[u64]) -> Vec<String> {
+        let mut picked: BTreeSet<u64> = BTreeSet::new();
+        let reversed = Reversed(&self.graph);
+        for w in witnesses {
+            let Some(&start) = self.by_index.get(w) else {
+                continue;
+            };
+            let mut depth: BTreeMap<NodeIndex, usize> = BTreeMap::from([(start, 0)]);
+            let mut bfs = Bfs::new(reversed, start);
+            while let Some(n) = bfs.next(reversed) {
+                let d = depth[&n];
+                picked.insert(self.graph[n].at.index);
+                for parent in self
+                    .graph
+                    .neighbors_directed(n, petgraph::Direction::Incoming)
+                {
+                    depth.entry(parent).or_insert(d + 1);
+                }
+                if d >= DEPTH {
+                    break;
+                }
+            }
+        }
+        // Keep the witnesses and the steps nearest to them.
+        let steps: Vec<u64> = picked.into_iter().collect();
+        let skip = steps.len().saturating_sub(MAX_STEPS);
+        steps[skip..]
+            .iter()
+            .map(|i| phrase(self.graph[self.by_index[i]]))
+            .collect()
+    }
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.1} s", ns as f64 / 1e9)
+}
+
+/// One step of a chain, in words.
+fn phrase(e: &Event) -> String {
+    let at = secs(e.at.time_ns);
+    let who = e.holder.as_deref().unwrap_or("?");
+    let token = e.token.map_or(String::new(), |t| format!(" {t}"));
+    let target = e.target.as_deref().unwrap_or("?");
+    let detail = e
+        .detail
+        .as_deref()
+        .map_or(String::new(), |d| format!(" ({d})"));
+    match (e.event, e.phase) {
+        (EventKind::Grant, _) => format!("{who} was granted token{token} at {at}"),
+        (EventKind::Expire, _) => format!("{who}'s lease (token{token}) expired at {at}"),
+        (EventKind::Release, _) => format!("{who} released token{token} at {at}"),
+        (EventKind::Revoke, _) => {
+            format!("{who}'s lease (token{token}) was revoked at {at}{detail}")
+        }
+        (EventKind::Accept, _) => format!("{who}'s write with token{token} was accepted at {at}"),
+        (EventKind::Reject, _) => format!("{who}'s write with token{token} was rejected at {at}"),
+        (EventKind::Belief, _) => format!("{who} believed it held token{token} from {at}"),
+        (EventKind::Leader, _) => format!("{} became leader at {at}{detail}", e.node),
+        (EventKind::Pause, Some(Phase::Start)) => format!("{target} paused at {at}{detail}"),
+        (EventKind::Pause, _) => format!("{target} resumed at {at}"),
+        (EventKind::Crash, Some(Phase::Start)) => format!("{target} crashed at {at}"),
+        (EventKind::Crash, _) => format!("{target} restarted at {at}"),
+        (EventKind::Hold, Some(Phase::Start)) => {
+            format!("the network held a message at {at}{detail}")
+        }
+        (EventKind::Hold, _) => format!("the held message was delivered at {at}"),
+        (EventKind::Partition, Some(Phase::Start)) => format!("{target} was cut off at {at}"),
+        (EventKind::Partition, _) => format!("{target}'s partition healed at {at}"),
+        (kind, Some(Phase::End)) => format!("{} on {target} ended at {at}", kind.as_str()),
+        (kind, _) => format!("{} on {target} at {at}{detail}", kind.as_str()),
+    }
+}
