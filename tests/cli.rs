@@ -189,8 +189,29 @@ fn check_json_gives_the_verdict_and_witnesses_as_one_object() {
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["verdict"], "invalid");
     assert_eq!(v["violations"][0]["kind"], "stale-write-accepted");
-    assert_eq!(v["violations"][0]["witnesses"], serde_json::json!([118, 110]));
+    assert_eq!(
+        v["violations"][0]["witnesses"],
+        serde_json::json!([118, 110])
+    );
     assert_eq!(v["unknown"], serde_json::json!([]));
+    let chain: Vec<&str> = v["violations"][0]["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            "client-1 was granted token 1 at 0.0 s",
+            "client-1 paused at 1.0 s (frozen for 15000 ms)",
+            "client-1's lease (token 1) expired at 10.0 s",
+            "client-2 was granted token 2 at 10.2 s",
+            "client-2's write with token 2 was accepted at 11.2 s",
+            "client-1 resumed at 16.0 s",
+            "client-1's write with token 1 was accepted at 16.0 s",
+        ]
+    );
     assert_eq!(v["unsafe_exposure"]["accepted"], 1);
 }
 
