@@ -23,3 +23,240 @@ impl Stopwatch {
         self.started.elapsed().as_secs_f64()
     }
 }
+
+/// Synthetic histories for measuring the checker: shaped like the simulator's, generated
+/// without simulating, so their size is whatever the benchmark asks for.
+pub mod synthetic {
+    use fencesim_history::{
+        Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Phase, Stamp,
+    };
+
+    /// SplitMix64's output function: a deterministic stream of choices from a counter.
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    struct Builder {
+        entries: Vec<Entry>,
+    }
+
+    impl Builder {
+        fn stamp(&self) -> Stamp {
+            let index = self.entries.len() as u64;
+            Stamp {
+                index,
+                time_ns: index * 1_000_000,
+                mono_ms: index as i64,
+                wall_ms: index as i64,
+            }
+        }
+
+        fn event(&mut self, kind: EventKind, fill: impl FnOnce(&mut Event)) -> u64 {
+            let mut e = Event {
+                at: self.stamp(),
+                node: "lease-service".into(),
+                ..Event::new(kind)
+            };
+            fill(&mut e);
+            self.entries.push(Entry::Event(e));
+            self.entries.len() as u64 - 1
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        fn op(
+            &mut self,
+            process: u64,
+            op_type: OpType,
+            f: OpFn,
+            token: Option<u64>,
+            value: Option<String>,
+        ) -> u64 {
+            let (lock, key) = match f {
+                OpFn::Read | OpFn::Write => (None, Some("k".to_owned())),
+                _ => (Some("l".to_owned()), None),
+            };
+            let op = Op {
+                at: self.stamp(),
+                process,
+                node: format!("client-{process}"),
+                op_type,
+                f,
+                lock,
+                key,
+                token,
+                value,
+                error: None,
+            };
+            self.entries.push(Entry::Op(op));
+            self.entries.len() as u64 - 1
+        }
+
+        fn finish(self, scenario: &str) -> History {
+            History {
+                header: Header {
+                    format_version: fencesim_history::FORMAT_VERSION,
+                    scenario: scenario.into(),
+                    seed: 0,
+                    tool_version: env!("CARGO_PKG_VERSION").into(),
+                    token_order: Default::default(),
+                },
+                entries: self.entries,
+            }
+        }
+    }
+
+    /// A correct history of `cycles` lock cycles by three clients in turn, 12 records each:
+    /// acquire (invoke, grant, ok, belief), write (invoke, accept, ok), read (invoke, ok),
+    /// release (invoke, release, belief end). Every check has work to do and finds nothing.
+    pub fn sequential_history(cycles: u64) -> History {
+        let mut b = Builder {
+            entries: Vec::with_capacity(cycles as usize * 12),
+        };
+        for token in 1..=cycles {
+            let p = token % 3;
+            let holder = format!("client-{p}");
+            let lease = |e: &mut Event| {
+                e.lock = Some("l".into());
+                e.holder = Some(holder.clone());
+                e.token = Some(token);
+            };
+            let invoke = b.op(p, OpType::Invoke, OpFn::Acquire, None, None);
+            b.event(EventKind::Grant, |e| {
+                lease(e);
+                e.op = Some(invoke);
+            });
+            b.op(p, OpType::Ok, OpFn::Acquire, Some(token), None);
+            b.event(EventKind::Belief, |e| {
+                lease(e);
+                e.node = holder.clone();
+                e.phase = Some(Phase::Start);
+            });
+            let value = format!("{holder}/{token}");
+            let w = b.op(
+                p,
+                OpType::Invoke,
+                OpFn::Write,
+                Some(token),
+                Some(value.clone()),
+            );
+            b.event(EventKind::Accept, |e| {
+                e.node = "resource".into();
+                e.key = Some("k".into());
+                e.holder = Some(holder.clone());
+                e.token = Some(token);
+                e.highest = Some(token);
+                e.op = Some(w);
+            });
+            b.op(p, OpType::Ok, OpFn::Write, Some(token), Some(value.clone()));
+            b.op(p, OpType::Invoke, OpFn::Read, None, None);
+            b.op(p, OpType::Ok, OpFn::Read, Some(token), Some(value));
+            let r = b.op(p, OpType::Invoke, OpFn::Release, Some(token), None);
+            b.event(EventKind::Release, |e| {
+                lease(e);
+                e.op = Some(r);
+            });
+            b.event(EventKind::Belief, |e| {
+                lease(e);
+                e.node = holder.clone();
+                e.phase = Some(Phase::End);
+            });
+        }
+        b.finish("synthetic-sequential")
+    }
+
+    /// A linearizable history of `ops` reads and writes on one key by `processes` concurrent
+    /// processes: at each step a random process invokes (if idle) or completes (if busy), and
+    /// its operation takes effect at its completion. `info_per_mille` of the writes end `info`
+    /// instead (half of them having taken effect). `seed` picks the interleaving.
+    pub fn concurrent_register_history(
+        ops: u64,
+        processes: u64,
+        info_per_mille: u64,
+        seed: u64,
+    ) -> History {
+        let mut b = Builder {
+            entries: Vec::with_capacity(ops as usize * 2),
+        };
+        let mut busy: Vec<Option<(OpFn, Option<String>)>> = vec![None; processes as usize];
+        let mut current: Option<String> = None;
+        let (mut invoked, mut n) = (0u64, seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        while invoked < ops || busy.iter().any(Option::is_some) {
+            n = mix(n);
+            let p = (n % processes) as usize;
+            match busy[p].take() {
+                None if invoked < ops => {
+                    invoked += 1;
+                    let (f, value) = if mix(n).is_multiple_of(2) {
+                        (OpFn::Write, Some(format!("v{invoked}")))
+                    } else {
+                        (OpFn::Read, None)
+                    };
+                    b.op(p as u64, OpType::Invoke, f, None, value.clone());
+                    busy[p] = Some((f, value));
+                }
+                None => {}
+                Some((OpFn::Write, value)) => {
+                    let roll = mix(n ^ 0xA5A5) % 1000;
+                    if roll < info_per_mille {
+                        if roll.is_multiple_of(2) {
+                            current.clone_from(&value);
+                        }
+                        b.op(p as u64, OpType::Info, OpFn::Write, None, value);
+                    } else {
+                        current.clone_from(&value);
+                        b.op(p as u64, OpType::Ok, OpFn::Write, None, value);
+                    }
+                }
+                Some((f, _)) => {
+                    b.op(p as u64, OpType::Ok, f, None, current.clone());
+                }
+            }
+        }
+        b.finish("synthetic-register")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::synthetic::{concurrent_register_history, sequential_history};
+    use fencesim_history::{Entry, OpFn, OpType, ViolationKind};
+
+    #[test]
+    fn the_synthetic_histories_are_correct_by_construction() {
+        assert_eq!(sequential_history(500).entries.len(), 6_000);
+        assert_eq!(
+            fencesim_checker::check(&sequential_history(500)).kinds(),
+            []
+        );
+        for seed in 0..5 {
+            let h = concurrent_register_history(2_000, 10, 10, seed);
+            let result = fencesim_checker::check(&h);
+            assert_eq!(
+                result.verdict,
+                fencesim_checker::Verdict::Valid,
+                "seed {seed}: {:?}",
+                result.violations
+            );
+        }
+    }
+
+    #[test]
+    fn a_read_of_an_overwritten_value_in_a_concurrent_history_is_caught() {
+        let mut h = concurrent_register_history(2_000, 10, 0, 7);
+        // The last read returns the value of the very first write instead.
+        let first = h
+            .ops()
+            .find(|o| o.f == OpFn::Write)
+            .and_then(|o| o.value.clone());
+        let last_read = h.entries.iter_mut().rev().find_map(|e| match e {
+            Entry::Op(o) if o.f == OpFn::Read && o.op_type == OpType::Ok => Some(o),
+            _ => None,
+        });
+        last_read.expect("a completed read").value = first;
+        let result = fencesim_checker::check(&h);
+        assert_eq!(result.kinds(), [ViolationKind::NotLinearizable]);
+    }
+}

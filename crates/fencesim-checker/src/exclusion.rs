@@ -104,7 +104,7 @@ fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Viol
 
 pub(crate) fn check_service(leases: &Leases) -> Vec<Violation> {
     let intervals: Vec<Interval> = leases
-        .values()
+        .iter()
         .map(|l| Interval {
             lock: l.lock.clone(),
             holder: l.holder.clone(),
@@ -122,28 +122,30 @@ pub(crate) fn check_service(leases: &Leases) -> Vec<Violation> {
 
 pub(crate) fn check_client(history: &History) -> Vec<Violation> {
     // Open beliefs per client; a start while one is open for the same token extends it.
-    let mut open: BTreeMap<&str, Interval> = BTreeMap::new();
+    // A client's open belief per lock: a client may hold several locks at once.
+    let mut open: BTreeMap<(&str, &str), Interval> = BTreeMap::new();
     let mut done = Vec::new();
     for ev in history.events().filter(|e| e.event == EventKind::Belief) {
         let at = (ev.at.index, ev.at.time_ns);
         let client = ev.node.as_str();
+        let Some(lock) = ev.lock.as_deref() else {
+            continue;
+        };
         match ev.phase {
             Some(Phase::Start) => {
-                let (Some(lock), Some(token)) = (&ev.lock, ev.token) else {
+                let Some(token) = ev.token else {
                     continue;
                 };
-                let same = open
-                    .get(client)
-                    .is_some_and(|i| i.token == token && &i.lock == lock);
+                let same = open.get(&(client, lock)).is_some_and(|i| i.token == token);
                 if !same {
-                    if let Some(mut prev) = open.remove(client) {
+                    if let Some(mut prev) = open.remove(&(client, lock)) {
                         prev.end = Some(at);
                         done.push(prev);
                     }
                     open.insert(
-                        client,
+                        (client, lock),
                         Interval {
-                            lock: lock.clone(),
+                            lock: lock.to_owned(),
                             holder: client.to_owned(),
                             token,
                             start: at,
@@ -153,7 +155,7 @@ pub(crate) fn check_client(history: &History) -> Vec<Violation> {
                 }
             }
             Some(Phase::End) => {
-                if let Some(mut i) = open.remove(client) {
+                if let Some(mut i) = open.remove(&(client, lock)) {
                     i.end = Some(at);
                     done.push(i);
                 }

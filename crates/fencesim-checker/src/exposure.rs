@@ -33,7 +33,12 @@ pub(crate) fn measure(history: &History, leases: &Leases) -> UnsafeExposure {
         .events()
         .filter(|e| matches!(e.event, EventKind::Accept | EventKind::Reject));
     for ev in writes {
-        let Some(lease) = ev.holder.clone().zip(ev.token).and_then(|k| leases.get(&k)) else {
+        let Some(lease) = ev
+            .holder
+            .as_deref()
+            .zip(ev.token)
+            .and_then(|(h, t)| leases.for_write(h, t))
+        else {
             continue;
         };
         let Some((_, ended_ns)) = lease.ended_at else {

@@ -1,5 +1,5 @@
 //! Lease intervals as the lock service recorded them: from a grant to the expire, release or
-//! revoke of the same lock and token, in true time.
+//! revoke of the same lock, holder and token, in true time.
 
 use std::collections::BTreeMap;
 
@@ -17,13 +17,37 @@ pub(crate) struct LeaseInterval {
     pub ended_at: Option<(u64, u64)>,
 }
 
-/// Lease intervals keyed by (holder, token): how a resource event (which knows the writer and
-/// its token, not the lock) finds the lease it was written under.
-pub(crate) type Leases = BTreeMap<(String, u64), LeaseInterval>;
+/// Every lease, keyed by (lock, holder, token); a holder may hold the same token on two locks.
+#[derive(Debug, Default)]
+pub(crate) struct Leases {
+    by_lease: BTreeMap<(String, String, u64), LeaseInterval>,
+    /// (holder, token) to the lock of its latest grant, for [`Leases::for_write`].
+    by_writer: BTreeMap<(String, u64), String>,
+}
+
+impl Leases {
+    /// Every lease, in (lock, holder, token) order.
+    pub fn iter(&self) -> impl Iterator<Item = &LeaseInterval> {
+        self.by_lease.values()
+    }
+
+    /// Whether the history showed no lease at all.
+    pub fn is_empty(&self) -> bool {
+        self.by_lease.is_empty()
+    }
+
+    /// The lease a write by `holder` with `token` was made under, as a resource event (which
+    /// does not know the lock) can find it: the one granted last, if several match.
+    pub fn for_write(&self, holder: &str, token: u64) -> Option<&LeaseInterval> {
+        let lock = self.by_writer.get(&(holder.to_owned(), token))?;
+        self.by_lease.get(&(lock.clone(), holder.to_owned(), token))
+    }
+}
 
 pub(crate) fn lease_intervals(history: &History) -> Leases {
-    let mut leases: Leases = BTreeMap::new();
-    let mut by_lock_token: BTreeMap<(String, u64), (String, u64)> = BTreeMap::new();
+    let mut leases = Leases::default();
+    // Per (lock, token), the holder it was granted to last: what an end without a holder ends.
+    let mut granted_to: BTreeMap<(String, u64), String> = BTreeMap::new();
     for ev in history.events() {
         let (Some(lock), Some(token)) = (&ev.lock, ev.token) else {
             continue;
@@ -32,34 +56,30 @@ pub(crate) fn lease_intervals(history: &History) -> Leases {
         match ev.event {
             EventKind::Grant => {
                 let holder = ev.holder.clone().unwrap_or_default();
-                by_lock_token.insert((lock.clone(), token), (holder.clone(), token));
-                leases.insert(
-                    (holder.clone(), token),
-                    LeaseInterval {
-                        lock: lock.clone(),
-                        holder,
-                        token,
-                        granted_at: at,
-                        ended_at: None,
-                    },
-                );
+                granted_to.insert((lock.clone(), token), holder.clone());
+                let lease = LeaseInterval {
+                    lock: lock.clone(),
+                    holder: holder.clone(),
+                    token,
+                    granted_at: at,
+                    ended_at: None,
+                };
+                leases
+                    .by_writer
+                    .insert((holder.clone(), token), lock.clone());
+                leases.by_lease.insert((lock.clone(), holder, token), lease);
             }
             EventKind::Expire | EventKind::Release | EventKind::Revoke => {
                 // The event's holder names the lease; when a token was handed out twice (after
-                // a failover or restore), (lock, token) alone would end the wrong one.
-                let open = |k: &(String, u64)| {
-                    leases
-                        .get(k)
-                        .is_some_and(|l| &l.lock == lock && l.ended_at.is_none())
-                };
-                let key = ev
+                // a failover or restore), (lock, token) alone could end the wrong one.
+                let holder = ev
                     .holder
                     .clone()
-                    .map(|h| (h, token))
-                    .filter(open)
-                    .or_else(|| by_lock_token.get(&(lock.clone(), token)).cloned());
-                if let Some(lease) = key
-                    .and_then(|k| leases.get_mut(&k))
+                    .or_else(|| granted_to.get(&(lock.clone(), token)).cloned())
+                    .unwrap_or_default();
+                if let Some(lease) = leases
+                    .by_lease
+                    .get_mut(&(lock.clone(), holder, token))
                     .filter(|l| l.ended_at.is_none())
                 {
                     lease.ended_at = Some(at);

@@ -114,9 +114,12 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let (not_linearizable, unknown) = linearizable::check(history, options.linearizability_steps);
     violations.extend(not_linearizable);
     violations.extend(progress::check(history));
-    let graph = explain::CausalGraph::build(history);
-    for v in &mut violations {
-        v.chain = graph.chain(&v.witnesses);
+    // The graph costs as much as a check: build it only when there is something to explain.
+    if !violations.is_empty() {
+        let graph = explain::CausalGraph::build(history);
+        for v in &mut violations {
+            v.chain = graph.chain(&v.witnesses);
+        }
     }
     let verdict = match (violations.is_empty(), unknown.is_empty()) {
         (false, _) => Verdict::Invalid,

@@ -22,13 +22,16 @@ use crate::Violation;
 /// Search steps allowed per key before the verdict is unknown.
 pub const DEFAULT_STEP_BUDGET: u64 = 10_000_000;
 
+/// A written value, interned: the search compares and copies numbers, not strings.
+type Value = u32;
+
 /// The register operation one client operation performed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Action {
     /// Read and saw this value (`None`: never written).
-    Read(Option<String>),
+    Read(Option<Value>),
     /// Wrote this value.
-    Write(String),
+    Write(Value),
 }
 
 /// A completed or pending operation on one key, with its place in real time.
@@ -87,15 +90,27 @@ pub(crate) fn check(history: &History, budget: u64) -> (Vec<Violation>, Vec<Stri
     (violations, unknown)
 }
 
+/// Interned values: each distinct string gets the next number.
+#[derive(Default)]
+struct Values<'h>(BTreeMap<&'h str, Value>);
+
+impl<'h> Values<'h> {
+    fn id(&mut self, value: Option<&'h str>) -> Value {
+        let next = self.0.len() as Value;
+        *self.0.entry(value.unwrap_or_default()).or_insert(next)
+    }
+}
+
 /// The register operations of each key, pairing each invoke with its process's completion.
 fn per_key(history: &History) -> BTreeMap<String, Vec<KeyOp>> {
+    let mut values = Values::default();
     let mut pending: BTreeMap<u64, &Op> = BTreeMap::new();
     let mut keys: BTreeMap<String, Vec<KeyOp>> = BTreeMap::new();
     let relevant = |op: &Op| matches!(op.f, OpFn::Read | OpFn::Write) && op.key.is_some();
     for op in history.ops().filter(|o| relevant(o)) {
         if op.op_type == OpType::Invoke {
             if let Some(orphan) = pending.insert(op.process, op) {
-                push_pending(&mut keys, orphan);
+                push_pending(&mut keys, &mut values, orphan);
             }
             continue;
         }
@@ -104,10 +119,12 @@ fn per_key(history: &History) -> BTreeMap<String, Vec<KeyOp>> {
         };
         let key = invoke.key.clone().unwrap_or_default();
         let action = match (invoke.f, op.op_type) {
-            (OpFn::Read, OpType::Ok) => Action::Read(op.value.clone()),
-            (OpFn::Write, OpType::Ok) => Action::Write(invoke.value.clone().unwrap_or_default()),
+            (OpFn::Read, OpType::Ok) => {
+                Action::Read(op.value.as_deref().map(|v| values.id(Some(v))))
+            }
+            (OpFn::Write, OpType::Ok) => Action::Write(values.id(invoke.value.as_deref())),
             (OpFn::Write, OpType::Info) => {
-                push_pending(&mut keys, invoke);
+                push_pending(&mut keys, &mut values, invoke);
                 continue;
             }
             // A failed write did not happen; a failed or unknown read saw nothing.
@@ -120,20 +137,24 @@ fn per_key(history: &History) -> BTreeMap<String, Vec<KeyOp>> {
         });
     }
     for invoke in pending.into_values() {
-        push_pending(&mut keys, invoke);
+        push_pending(&mut keys, &mut values, invoke);
     }
     keys
 }
 
 /// A write whose outcome is unknown: it may take effect at any time after its invoke.
-fn push_pending(keys: &mut BTreeMap<String, Vec<KeyOp>>, invoke: &Op) {
+fn push_pending<'h>(
+    keys: &mut BTreeMap<String, Vec<KeyOp>>,
+    values: &mut Values<'h>,
+    invoke: &'h Op,
+) {
     if invoke.f != OpFn::Write {
         return;
     }
     keys.entry(invoke.key.clone().unwrap_or_default())
         .or_default()
         .push(KeyOp {
-            action: Action::Write(invoke.value.clone().unwrap_or_default()),
+            action: Action::Write(values.id(invoke.value.as_deref())),
             invoked: invoke.at.index,
             returned: u64::MAX,
         });
@@ -209,35 +230,48 @@ fn relink(list: &mut [Node], at: usize) {
     }
 }
 
-/// A set of linearized operations, as a bitset.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Linearized(Vec<u64>);
+/// A set of linearized operations, as a 128-bit Zobrist hash: the XOR of a fixed random key per
+/// operation. Adding or removing an operation is one XOR, and the memo stores 16 bytes per
+/// entry instead of a bitset as long as the history. Two different sets share a hash with
+/// probability 2^-128 per pair (below 10^-24 for 10^7 memo entries); a shared hash could only
+/// prune a branch, never make a non-linearizable history pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Linearized(u128);
 
 impl Linearized {
-    fn new(n: usize) -> Self {
-        Linearized(vec![0; n.div_ceil(64)])
-    }
-    fn flip(&mut self, i: usize) {
-        self.0[i / 64] ^= 1 << (i % 64);
+    fn flip(&mut self, op: usize) {
+        self.0 ^= zobrist(op);
     }
 }
 
+/// Operation `op`'s key: SplitMix64 outputs of two counters.
+fn zobrist(op: usize) -> u128 {
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let i = op as u64;
+    (u128::from(mix(2 * i)) << 64) | u128::from(mix(2 * i + 1))
+}
+
 /// Apply `action` to the register holding `state`: the new state if the action is possible.
-fn step(state: &Option<String>, action: &Action) -> Option<Option<String>> {
+fn step(state: Option<Value>, action: &Action) -> Option<Option<Value>> {
     match action {
-        Action::Read(seen) => (seen == state).then(|| state.clone()),
-        Action::Write(value) => Some(Some(value.clone())),
+        Action::Read(seen) => (*seen == state).then_some(state),
+        Action::Write(value) => Some(Some(*value)),
     }
 }
 
 /// The WGL search with memoization over one key's operations.
 fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
     let mut list = build_list(ops);
-    let mut linearized = Linearized::new(ops.len());
-    let mut seen: BTreeSet<(Linearized, Option<String>)> = BTreeSet::new();
-    let mut state: Option<String> = None;
+    let mut linearized = Linearized::default();
+    let mut seen: BTreeSet<(Linearized, Option<Value>)> = BTreeSet::new();
+    let mut state: Option<Value> = None;
     // (call position, state before it) of every operation linearized so far.
-    let mut stack: Vec<(usize, Option<String>)> = Vec::new();
+    let mut stack: Vec<(usize, Option<Value>)> = Vec::new();
     let mut entry = list[HEAD].next;
     let mut steps = 0u64;
     // The operation that blocked the longest partial linearization: the witness, as Porcupine
@@ -250,9 +284,9 @@ fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
         }
         let node = list[entry];
         if node.is_call {
-            if let Some(next_state) = step(&state, &ops[node.op].action) {
+            if let Some(next_state) = step(state, &ops[node.op].action) {
                 linearized.flip(node.op);
-                if seen.insert((linearized.clone(), next_state.clone())) {
+                if seen.insert((linearized, next_state)) {
                     stack.push((entry, std::mem::replace(&mut state, next_state)));
                     unlink(&mut list, entry);
                     unlink(&mut list, node.partner);
@@ -290,9 +324,14 @@ fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
 mod tests {
     use super::*;
 
+    /// A test value's number: its first letter's offset from 'a' (digits for the budget test).
+    fn id(v: &str) -> Value {
+        v.parse().unwrap_or_else(|_| u32::from(v.as_bytes()[0]))
+    }
+
     fn read(v: Option<&str>, invoked: u64, returned: u64) -> KeyOp {
         KeyOp {
-            action: Action::Read(v.map(str::to_owned)),
+            action: Action::Read(v.map(id)),
             invoked,
             returned,
         }
@@ -300,7 +339,7 @@ mod tests {
 
     fn write(v: &str, invoked: u64, returned: u64) -> KeyOp {
         KeyOp {
-            action: Action::Write(v.to_owned()),
+            action: Action::Write(id(v)),
             invoked,
             returned,
         }

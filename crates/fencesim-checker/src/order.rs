@@ -12,7 +12,10 @@ use fencesim_history::{Entry, EventKind, History, OpFn, OpType, TokenOrder};
 pub(crate) struct Acquisition<'a> {
     pub lock: &'a str,
     pub token: u64,
+    /// Where it falls in true time: the grant, or the client's acquire invoke.
     pub index: u64,
+    /// The record that shows the token (the grant, or the acquire `ok`), for witnesses.
+    pub record: u64,
 }
 
 /// Every acquisition in history order. A client-decided acquisition is placed at its invoke:
@@ -30,6 +33,7 @@ pub(crate) fn acquisitions(history: &History) -> Vec<Acquisition<'_>> {
                         lock,
                         token,
                         index: e.at.index,
+                        record: e.at.index,
                     });
                 }
             }
@@ -40,7 +44,12 @@ pub(crate) fn acquisitions(history: &History) -> Vec<Acquisition<'_>> {
                 OpType::Ok => {
                     if let (Some(lock), Some(token)) = (o.lock.as_deref(), o.token) {
                         let index = invoked.get(&o.process).copied().unwrap_or(o.at.index);
-                        found.push(Acquisition { lock, token, index });
+                        found.push(Acquisition {
+                            lock,
+                            token,
+                            index,
+                            record: o.at.index,
+                        });
                     }
                 }
                 OpType::Fail | OpType::Info => {}

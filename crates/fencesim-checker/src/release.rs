@@ -23,7 +23,9 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
                 live.insert(lock, (holder, token, ev.at.index));
             }
             EventKind::Expire | EventKind::Revoke
-                if live.get(lock).is_some_and(|l| l.1 == token) =>
+                if live
+                    .get(lock)
+                    .is_some_and(|l| (l.0, l.1) == (holder, token)) =>
             {
                 live.remove(lock);
             }
@@ -32,11 +34,16 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
                     Some(Entry::Op(op)) => Some(op.node.as_str()),
                     _ => None,
                 });
-                let lease = live.remove(lock);
+                let lease = live.get(lock).copied();
                 let wrong_lease = lease.is_none_or(|(h, t, _)| (h, t) != (holder, token));
                 let wrong_caller = caller.is_some_and(|c| c != holder);
                 if wrong_lease || wrong_caller {
                     violations.push(violation(lock, ev.at.index, caller, lease, ev.op));
+                }
+                // The released lease, if it is the live one, has ended; a release of some other
+                // lease does not end the live one.
+                if !wrong_lease {
+                    live.remove(lock);
                 }
             }
             _ => {}

@@ -80,9 +80,9 @@ fn violation(
     );
     let lease = stale
         .holder
-        .clone()
+        .as_deref()
         .zip(stale.token)
-        .and_then(|k| leases.get(&k));
+        .and_then(|(h, t)| leases.for_write(h, t));
     if ranks.by_acquisition() {
         // Opaque values: say when each was acquired, the only order they have.
         let at = |t: Option<u64>| t.and_then(|t| ranks.rank(t)).unwrap_or_default();

@@ -17,7 +17,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
     let mut granted: BTreeMap<&str, BTreeMap<u64, u64>> = BTreeMap::new();
     let mut violations = Vec::new();
     for acq in acquisitions(history) {
-        let (lock, token, index) = (acq.lock, acq.token, acq.index);
+        let (lock, token, index) = (acq.lock, acq.token, acq.record);
         let tokens = granted.entry(lock).or_default();
         if let Some(&earlier) = tokens.get(&token) {
             violations.push(Violation {
