@@ -435,6 +435,7 @@ fn check(path: &Path, json: bool, options: &fencesim_checker::CheckOptions) -> u
             "verdict": verdict,
             "violations": result.violations,
             "unknown": result.unknown,
+            "not_checked": result.not_checked,
             "unsafe_exposure": result.unsafe_exposure,
         });
         say!("{out}");
@@ -469,6 +470,9 @@ fn print_check(path: &Path, verdict: RunVerdict, result: &fencesim_checker::Chec
     }
     for reason in &result.unknown {
         say!("  unknown: {reason}");
+    }
+    for lacked in &result.not_checked {
+        say!("  not checked: {lacked}");
     }
 }
 

@@ -89,6 +89,9 @@ pub struct Report {
     /// empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<String>,
+    /// Checks the history gave nothing to judge, and what each lacked. Left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_checked: Vec<String>,
     /// Writes that landed after their lease ended, and how many the fence caught.
     pub unsafe_exposure: UnsafeExposure,
     /// The expectation and whether it was met.

@@ -124,6 +124,7 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
         verdict: report::verdict(&result, failure.as_ref()),
         violations: result.violations,
         unknown: result.unknown,
+        not_checked: result.not_checked,
         unsafe_exposure: result.unsafe_exposure,
         expectation: ExpectationResult {
             expected: scenario.expect.clone(),

@@ -244,3 +244,34 @@ fn a_linearizability_search_out_of_budget_makes_a_valid_history_unknown() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_history_of_client_operations_only_says_which_checks_it_could_not_run() {
+    let source = support::root().join("reports/examples/pause-unfenced/0/history.jsonl");
+    let text_in = std::fs::read_to_string(source).unwrap();
+    let ops_only: Vec<&str> = text_in
+        .lines()
+        .filter(|l| !l.contains("\"record\":\"event\""))
+        .collect();
+    let dir = out_dir("ops-only");
+    let file = dir.join("history.jsonl");
+    // Indexes must stay consecutive: renumber the remaining records.
+    let mut renumbered = vec![ops_only[0].to_owned()];
+    for (i, line) in ops_only[1..].iter().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["index"] = serde_json::json!(i);
+        renumbered.push(v.to_string());
+    }
+    std::fs::write(&file, renumbered.join("\n") + "\n").unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    for lacked in [
+        "not checked: stale-write-accepted: no accept events from a resource",
+        "not checked: mutual-exclusion-service: no grant events from a lock service",
+        "not checked: mutual-exclusion-client: no belief events from clients",
+    ] {
+        assert!(stdout.contains(lacked), "{stdout}");
+    }
+    assert!(!stdout.contains("not-linearizable:"), "{stdout}");
+}

@@ -64,6 +64,65 @@ pub struct CheckResult {
     /// Why the verdict is unknown: each check that gave up within its budget, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<String>,
+    /// Checks the history gave nothing to judge, each with what it lacked (a history of client
+    /// operations only, converted from a real system, has no service events). Left out when
+    /// empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_checked: Vec<String>,
+}
+
+/// The checks that found nothing to look at in `history`, and what they needed.
+fn not_run(history: &History) -> Vec<String> {
+    use fencesim_history::{EventKind as K, OpFn};
+    let has = |kinds: &[K]| history.events().any(|e| kinds.contains(&e.event));
+    let has_op = |fs: &[OpFn]| history.ops().any(|o| fs.contains(&o.f));
+    let needs: [(ViolationKind, bool, &str); 8] = [
+        (
+            ViolationKind::StaleWriteAccepted,
+            has(&[K::Accept]),
+            "no accept events from a resource",
+        ),
+        (
+            ViolationKind::TokenReused,
+            has(&[K::Grant]) || has_op(&[OpFn::Acquire]),
+            "no grants and no acquire operations",
+        ),
+        (
+            ViolationKind::MutualExclusionService,
+            has(&[K::Grant]),
+            "no grant events from a lock service",
+        ),
+        (
+            ViolationKind::MutualExclusionClient,
+            has(&[K::Belief]),
+            "no belief events from clients",
+        ),
+        (
+            ViolationKind::ReleaseByNonHolder,
+            has(&[K::Release]),
+            "no release events from a lock service",
+        ),
+        (
+            ViolationKind::UnfencedMutation,
+            has(&[K::Accept]),
+            "no accept events from a resource",
+        ),
+        (
+            ViolationKind::DuplicateExecution,
+            has(&[K::Accept]),
+            "no accept events from a resource",
+        ),
+        (
+            ViolationKind::NotLinearizable,
+            has_op(&[OpFn::Read, OpFn::Write]),
+            "no read or write operations",
+        ),
+    ];
+    needs
+        .into_iter()
+        .filter(|(_, present, _)| !present)
+        .map(|(kind, _, lacked)| format!("{kind}: {lacked}"))
+        .collect()
 }
 
 impl CheckResult {
@@ -131,5 +190,6 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
         violations,
         unsafe_exposure: exposure::measure(history, &leases),
         unknown,
+        not_checked: not_run(history),
     }
 }
