@@ -80,10 +80,25 @@ enum Command {
         /// unsafe exposure) instead of lines of text.
         #[arg(long)]
         json: bool,
+        /// The history's format: fencesim's JSON Lines, or Jepsen's EDN (one operation map per
+        /// line, as history.edn).
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Jsonl)]
+        format: HistoryFormat,
         /// Search steps the linearizability check may take per key; past them the verdict is
         /// unknown (exit 3).
         #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_steps)]
         linearizability_steps: u64,
+    },
+    /// Write a history.jsonl in another format, for other tools (Jepsen's Knossos and Elle).
+    Export {
+        /// The history file (JSON Lines).
+        history: PathBuf,
+        /// The format to write.
+        #[arg(long, value_enum, default_value_t = ExportFormat::JepsenEdn)]
+        format: ExportFormat,
+        /// Where to write (default: standard output).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
     /// Re-run the scenario and seed a report.json records (its resolved scenario is inside) and
     /// check that the history comes out byte-identical (exit 0) or not (exit 4).
@@ -127,13 +142,19 @@ fn main() -> ExitCode {
         Command::Check {
             history,
             json,
+            format,
             linearizability_steps,
         } => {
             let options = fencesim_checker::CheckOptions {
                 linearizability_steps,
             };
-            check(&history, json, &options)
+            check(&history, format, json, &options)
         }
+        Command::Export {
+            history,
+            format: ExportFormat::JepsenEdn,
+            out,
+        } => export(&history, out.as_deref()),
         Command::List => list(),
         Command::Replay { report, out } => replay(&report, out),
         Command::Bench { seeds, jobs } => bench(seeds, jobs as usize),
@@ -412,20 +433,71 @@ fn worse(a: u8, b: u8) -> u8 {
     }
 }
 
-fn check(path: &Path, json: bool, options: &fencesim_checker::CheckOptions) -> u8 {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
+/// History file formats `check` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum HistoryFormat {
+    /// fencesim's JSON Lines (docs/history-format.md).
+    Jsonl,
+    /// Jepsen's EDN operations, one map per line.
+    JepsenEdn,
+}
+
+/// Formats `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    /// Jepsen's EDN operations, one map per line.
+    JepsenEdn,
+}
+
+/// Read a history in `format`, or print why not (file and line) and return `None`.
+fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesim::History> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("error: {}: cannot open history: {e}", path.display());
-            return exit::BAD_INPUT;
+            return None;
         }
     };
-    let history = match fencesim_history::read_jsonl(std::io::BufReader::new(file)) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
-            return exit::BAD_INPUT;
+    let read = match format {
+        HistoryFormat::Jsonl => fencesim_history::read_jsonl(text.as_bytes()),
+        HistoryFormat::JepsenEdn => {
+            let name = path
+                .file_stem()
+                .map_or("jepsen".into(), |s| s.to_string_lossy());
+            fencesim_history::read_jepsen_edn(&text, &name)
         }
+    };
+    read.map_err(|e| eprintln!("error: {}: {e}", path.display()))
+        .ok()
+}
+
+fn export(path: &Path, out: Option<&Path>) -> u8 {
+    let Some(history) = load_history(path, HistoryFormat::Jsonl) else {
+        return exit::BAD_INPUT;
+    };
+    let written = match out {
+        Some(file) => std::fs::File::create(file)
+            .and_then(|f| fencesim_history::write_jepsen_edn(&history, std::io::BufWriter::new(f))),
+        None => fencesim_history::write_jepsen_edn(&history, std::io::stdout().lock()),
+    };
+    match written {
+        Ok(()) => exit::VALID,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::VALID,
+        Err(e) => {
+            eprintln!("error: cannot write the export: {e}");
+            exit::BAD_INPUT
+        }
+    }
+}
+
+fn check(
+    path: &Path,
+    format: HistoryFormat,
+    json: bool,
+    options: &fencesim_checker::CheckOptions,
+) -> u8 {
+    let Some(history) = load_history(path, format) else {
+        return exit::BAD_INPUT;
     };
     let result = fencesim_checker::check_with(&history, options);
     let verdict = fencesim::report::verdict(&result, None);

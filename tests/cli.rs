@@ -275,3 +275,97 @@ fn a_history_of_client_operations_only_says_which_checks_it_could_not_run() {
     }
     assert!(!stdout.contains("not-linearizable:"), "{stdout}");
 }
+
+#[test]
+fn export_to_jepsen_edn_and_check_it_back() {
+    let source = support::root().join("reports/examples/pause-unfenced/0/history.jsonl");
+    let dir = out_dir("export-edn");
+    let edn = dir.join("history.edn");
+    let o = fencesim(&[
+        "export",
+        source.to_str().unwrap(),
+        "--format",
+        "jepsen-edn",
+        "--out",
+        edn.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let written = std::fs::read_to_string(&edn).unwrap();
+    let first = written.lines().next().unwrap();
+    assert_eq!(
+        first,
+        "{:f :acquire :index 0 :node \"client-1\" :process 0 :time 58 :type :invoke :value [\"lock\" nil]}"
+    );
+    assert!(
+        written.contains(":f :start-pause :index 18 :process :nemesis"),
+        "{written}"
+    );
+    let o = fencesim(&[
+        "check",
+        edn.to_str().unwrap(),
+        "--format",
+        "jepsen-edn",
+        "--json",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["verdict"], "valid");
+    assert!(v["not_checked"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!(
+            "stale-write-accepted: no accept events from a resource"
+        )));
+}
+
+#[test]
+fn a_bad_jepsen_history_is_located() {
+    let dir = out_dir("bad-edn");
+    let edn = dir.join("bad.edn");
+    std::fs::write(
+        &edn,
+        "{:type :invoke, :f :write, :value 1, :process 0}\n{:type :ok, :f :cas, :value [1 2], :process 0}\n",
+    )
+    .unwrap();
+    let o = fencesim(&["check", edn.to_str().unwrap(), "--format", "jepsen-edn"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: line 2: field :f: expected :acquire, :renew, :release, :read or :write, found :cas\n",
+            edn.display()
+        )
+    );
+}
+
+/// docs/history.schema.json names every event kind and operation field the writer uses.
+#[test]
+fn the_history_schema_lists_every_event_kind() {
+    let schema = support::json(&support::root().join("docs/history.schema.json"));
+    let kinds: Vec<&str> = schema["$defs"]["event"]["properties"]["event"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    let source = std::fs::read_to_string(
+        support::root().join("reports/examples/raft-k08-revoke-unchecked/0/history.jsonl"),
+    )
+    .unwrap();
+    for line in source.lines().skip(1) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let def = &schema["$defs"][v["record"].as_str().unwrap()]["properties"];
+        for field in v.as_object().unwrap().keys() {
+            assert!(
+                def.get(field).is_some(),
+                "{field} is not in the schema: {line}"
+            );
+        }
+        if let Some(kind) = v["event"].as_str() {
+            assert!(kinds.contains(&kind), "{kind}");
+        }
+    }
+    assert_eq!(kinds.len(), 25);
+}

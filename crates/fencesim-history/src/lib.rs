@@ -8,10 +8,12 @@
 //! depends on this crate only, so a history recorded from a real system can be checked too.
 #![deny(missing_docs)]
 
+mod jepsen_edn;
 mod jsonl;
 mod record;
 mod violation;
 
+pub use jepsen_edn::{read_jepsen_edn, write_jepsen_edn};
 pub use jsonl::{read_jsonl, write_jsonl, HistoryError};
 pub use record::{
     Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
