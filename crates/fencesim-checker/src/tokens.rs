@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use fencesim_history::{History, TokenOrder, ViolationKind};
+use fencesim_history::{EventKind, History, Phase, TokenOrder, ViolationKind};
 
 use crate::order::acquisitions;
 use crate::Violation;
@@ -25,8 +25,9 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
                 kind: ViolationKind::TokenReused,
                 witnesses: vec![index, earlier],
                 explanation: format!(
-                    "lock {lock:?}: token {token} granted at index {} was already granted at index {earlier}",
-                    index
+                    "lock {lock:?}: token {token} granted at index {} was already granted at index {earlier}{}",
+                    index,
+                    cause(history, earlier, index)
                 ),
             });
         } else if let Some((&higher, &higher_at)) =
@@ -37,12 +38,38 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
                 kind: ViolationKind::TokenNotMonotonic,
                 witnesses: vec![index, higher_at],
                 explanation: format!(
-                    "lock {lock:?}: token {token} granted at index {} after the higher token {higher} at index {higher_at}",
-                    index
+                    "lock {lock:?}: token {token} granted at index {} after the higher token {higher} at index {higher_at}{}",
+                    index,
+                    cause(history, higher_at, index)
                 ),
             });
         }
         tokens.entry(token).or_insert(index);
     }
     violations
+}
+
+/// What, between two grants, can send a token counter back: a restart, a restore from backup
+/// or a change of leader (failover), named as such; empty if none is in the history.
+fn cause(history: &History, from: u64, to: u64) -> String {
+    let between = history
+        .events()
+        .filter(|e| e.at.index > from && e.at.index < to);
+    let causes: Vec<String> = between
+        .filter_map(|e| {
+            let who = e.target.as_deref().unwrap_or(&e.node);
+            let what = match (e.event, e.phase) {
+                (EventKind::Crash, Some(Phase::End)) | (EventKind::Restart, _) => "restarted",
+                (EventKind::Restore, Some(Phase::Start) | None) => "was restored from a backup",
+                (EventKind::Leader, _) => "became leader (failover)",
+                _ => return None,
+            };
+            Some(format!("{who} {what} at index {}", e.at.index))
+        })
+        .collect();
+    if causes.is_empty() {
+        String::new()
+    } else {
+        format!(", after {}", causes.join(", "))
+    }
 }
