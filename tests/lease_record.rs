@@ -89,3 +89,30 @@ fn a_patient_candidate_waits_for_the_release_and_gets_a_higher_token() {
     // client-1's four renewals each bumped the version: client-2 took the record at 7.
     assert_eq!((events[0].2, events[2].2), (1, 7));
 }
+
+/// Found by a review: a restarted client found its own name in the record and took it over.
+/// The takeover is a new lease with a new token (2), so the crashed run's late write with
+/// token 1 is rejected by the fence.
+#[test]
+fn a_restarted_holder_taking_its_own_record_gets_a_new_token() {
+    let path = support::root().join("tests/fixtures/lease-record-restarted-holder.toml");
+    let scenario = fencesim::load_scenario(&path).expect("fixture loads");
+    let bytes = evaluate(&scenario, 0, &opts()).unwrap().history;
+    let h = fencesim_history::read_jsonl(&bytes[..]).unwrap();
+    let events = store_events(&h);
+    assert_eq!(
+        events.iter().map(|e| (e.0, e.2)).collect::<Vec<_>>(),
+        [
+            (EventKind::Grant, 1),
+            (EventKind::Revoke, 1),
+            (EventKind::Grant, 2),
+            (EventKind::Release, 2)
+        ]
+    );
+    let late: Vec<_> = h
+        .events()
+        .filter(|e| e.event == EventKind::Reject)
+        .map(|e| (e.token, e.highest))
+        .collect();
+    assert_eq!(late, [(Some(1), Some(2))]);
+}

@@ -147,3 +147,21 @@ fn a_redlock_run_is_byte_identical_when_repeated() {
     assert_eq!(a.history, b.history);
     assert_ne!(a.history, evaluate(&scenario, 6, &opts()).unwrap().history);
 }
+
+/// Found by a review: counter tokens on the K05 schedule. client-1 invoked first but took its
+/// token from the counter after client-2 did; overlapping acquisitions are not ordered, so the
+/// only violation is the overlap of beliefs, not a token going backwards.
+#[test]
+fn k05_with_counter_tokens_is_an_overlap_not_a_token_going_back() {
+    let (_, text) = fencesim::bundled::find("redlock-reply-delay-no-recheck").unwrap();
+    let text = text
+        .replace(
+            "recheck_elapsed = false",
+            "recheck_elapsed = false\ntoken_source = \"counter\"",
+        )
+        .replace("mode = \"unfenced\"", "mode = \"fenced\"");
+    let scenario = fencesim::parse_scenario(&text, "k05-counter.toml").unwrap();
+    let report = evaluate(&scenario, 0, &opts()).unwrap().report;
+    let kinds: Vec<_> = report.violations.iter().map(|v| v.kind).collect();
+    assert_eq!(kinds, [fencesim::ViolationKind::MutualExclusionClient]);
+}

@@ -16,7 +16,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
         .filter_map(|heal| {
             let window_ms = heal.window_ms?;
             let from = heal.at.time_ns;
-            let until = from.saturating_add(window_ms * 1_000_000);
+            let until = from.saturating_add(window_ms.saturating_mul(1_000_000));
             let progressed = history
                 .events()
                 .any(|e| e.event == EventKind::Accept && e.at.index > heal.at.index && e.at.time_ns <= until);

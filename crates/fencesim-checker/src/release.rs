@@ -10,40 +10,41 @@ use fencesim_history::{Entry, EventKind, History, ViolationKind};
 use crate::Violation;
 
 pub(crate) fn check(history: &History) -> Vec<Violation> {
-    // Per lock, the live lease by the service's events: (holder, token, grant index).
-    let mut live: BTreeMap<&str, (&str, u64, u64)> = BTreeMap::new();
+    // Per lock, the open leases by the service's events, oldest first: (holder, token, grant
+    // index). Usually one; two primaries of a split brain may each have one open.
+    let mut open: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();
     let mut violations = Vec::new();
     for ev in history.events() {
         let (Some(lock), Some(token)) = (ev.lock.as_deref(), ev.token) else {
             continue;
         };
         let holder = ev.holder.as_deref().unwrap_or_default();
+        let leases = open.entry(lock).or_default();
+        let position = leases.iter().position(|l| (l.0, l.1) == (holder, token));
         match ev.event {
-            EventKind::Grant => {
-                live.insert(lock, (holder, token, ev.at.index));
-            }
-            EventKind::Expire | EventKind::Revoke
-                if live
-                    .get(lock)
-                    .is_some_and(|l| (l.0, l.1) == (holder, token)) =>
-            {
-                live.remove(lock);
+            EventKind::Grant => leases.push((holder, token, ev.at.index)),
+            EventKind::Expire | EventKind::Revoke => {
+                if let Some(p) = position {
+                    leases.remove(p);
+                }
             }
             EventKind::Release => {
                 let caller = ev.op.and_then(|i| match history.entries.get(i as usize) {
                     Some(Entry::Op(op)) => Some(op.node.as_str()),
                     _ => None,
                 });
-                let lease = live.get(lock).copied();
-                let wrong_lease = lease.is_none_or(|(h, t, _)| (h, t) != (holder, token));
                 let wrong_caller = caller.is_some_and(|c| c != holder);
-                if wrong_lease || wrong_caller {
-                    violations.push(violation(lock, ev.at.index, caller, lease, ev.op));
-                }
-                // The released lease, if it is the live one, has ended; a release of some other
-                // lease does not end the live one.
-                if !wrong_lease {
-                    live.remove(lock);
+                match position {
+                    // The caller's own open lease ended: what a release is for.
+                    Some(p) if !wrong_caller => {
+                        leases.remove(p);
+                    }
+                    // Someone else's lease, or one not open: the latest open lease is the one
+                    // at risk (it stays open: the service did not say it ended).
+                    _ => {
+                        let live = leases.last().copied();
+                        violations.push(violation(lock, ev.at.index, caller, live, ev.op));
+                    }
                 }
             }
             _ => {}

@@ -6,47 +6,95 @@ use std::collections::BTreeMap;
 
 use fencesim_history::{EventKind, History, Phase, TokenOrder, ViolationKind};
 
-use crate::order::acquisitions;
+use crate::order::{acquisitions, Acquisition};
 use crate::Violation;
 
 pub(crate) fn check(history: &History) -> Vec<Violation> {
     if history.header.token_order == TokenOrder::Acquisition {
         return Vec::new();
     }
-    // Per lock: every token granted so far (with its grant index), and the highest one.
-    let mut granted: BTreeMap<&str, BTreeMap<u64, u64>> = BTreeMap::new();
+    let mut by_lock: BTreeMap<&str, Vec<Acquisition>> = BTreeMap::new();
+    for a in acquisitions(history) {
+        by_lock.entry(a.lock).or_default().push(a);
+    }
     let mut violations = Vec::new();
-    for acq in acquisitions(history) {
-        let (lock, token, index) = (acq.lock, acq.token, acq.record);
-        let tokens = granted.entry(lock).or_default();
-        if let Some(&earlier) = tokens.get(&token) {
-            violations.push(Violation {
+    for (lock, acquired) in by_lock {
+        violations.extend(reused(history, lock, &acquired));
+        violations.extend(backwards(history, lock, acquired));
+    }
+    violations.sort_by_key(|v| v.witnesses.first().copied());
+    violations
+}
+
+/// A token handed out twice, in whatever order: the later record and the first.
+fn reused(history: &History, lock: &str, acquired: &[Acquisition]) -> Vec<Violation> {
+    let mut by_record: Vec<&Acquisition> = acquired.iter().collect();
+    by_record.sort_by_key(|a| a.record);
+    let mut first: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for a in by_record {
+        match first.get(&a.token) {
+            Some(&earlier) => out.push(Violation {
                 chain: Vec::new(),
                 kind: ViolationKind::TokenReused,
-                witnesses: vec![index, earlier],
+                witnesses: vec![a.record, earlier],
                 explanation: format!(
-                    "lock {lock:?}: token {token} granted at index {} was already granted at index {earlier}{}",
-                    index,
-                    cause(history, earlier, index)
+                    "lock {lock:?}: token {} granted at index {} was already granted at index {earlier}{}",
+                    a.token,
+                    a.record,
+                    cause(history, earlier, a.record)
                 ),
-            });
-        } else if let Some((&higher, &higher_at)) =
-            tokens.last_key_value().filter(|(t, _)| **t > token)
-        {
-            violations.push(Violation {
+            }),
+            None => {
+                first.insert(a.token, a.record);
+            }
+        }
+    }
+    out
+}
+
+/// A lower token acquired after a higher one in real time: the higher one's record came before
+/// the lower one's acquisition began. A service's grants are instants, so this is history
+/// order; clients' acquisitions (no grants: the token came from a counter) span invoke to `ok`,
+/// and two that overlap are not ordered, as linearizability orders operations.
+fn backwards(history: &History, lock: &str, mut acquired: Vec<Acquisition>) -> Vec<Violation> {
+    let mut finished: Vec<(u64, u64)> = acquired.iter().map(|a| (a.record, a.token)).collect();
+    finished.sort_unstable();
+    let mut first_record: BTreeMap<u64, u64> = BTreeMap::new();
+    for &(record, token) in &finished {
+        first_record.entry(token).or_insert(record);
+    }
+    acquired.sort_by_key(|a| (a.index, a.record));
+    let mut done = finished.iter().peekable();
+    // The highest token among acquisitions finished so far, and its record.
+    let mut highest: Option<(u64, u64)> = None;
+    let mut out = Vec::new();
+    for a in acquired {
+        while let Some(&&(record, token)) = done.peek().filter(|(r, _)| *r < a.index) {
+            if highest.is_none_or(|(t, _)| token > t) {
+                highest = Some((token, record));
+            }
+            done.next();
+        }
+        if let Some((higher, higher_at)) = highest.filter(|(t, _)| *t > a.token) {
+            // A token seen before is reuse, reported as such.
+            if first_record.get(&a.token).is_some_and(|&r| r < a.record) {
+                continue;
+            }
+            out.push(Violation {
                 chain: Vec::new(),
                 kind: ViolationKind::TokenNotMonotonic,
-                witnesses: vec![index, higher_at],
+                witnesses: vec![a.record, higher_at],
                 explanation: format!(
-                    "lock {lock:?}: token {token} granted at index {} after the higher token {higher} at index {higher_at}{}",
-                    index,
-                    cause(history, higher_at, index)
+                    "lock {lock:?}: token {} granted at index {} after the higher token {higher} at index {higher_at}{}",
+                    a.token,
+                    a.record,
+                    cause(history, higher_at, a.record)
                 ),
             });
         }
-        tokens.entry(token).or_insert(index);
     }
-    violations
+    out
 }
 
 /// What, between two grants, can send a token counter back: a restart, a restore from backup

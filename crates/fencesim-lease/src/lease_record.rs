@@ -72,12 +72,16 @@ impl RecordStore {
         self.records.get(lock).cloned().unwrap_or_default()
     }
 
-    /// Replace `lock`'s record by `record` if it is still at `expected_version`.
+    /// Replace `lock`'s record by `record` if it is still at `expected_version`. `takeover`:
+    /// the swap starts a new lease (a candidate taking the record, even one that finds its own
+    /// name in it after a restart), so its token is the new version; otherwise a swap by the
+    /// same holder is a renewal and keeps the token.
     pub fn cas(
         &mut self,
         lock: &str,
         expected_version: u64,
         record: Option<LeaseRecord>,
+        takeover: bool,
     ) -> CasOutcome {
         let current = self.records.entry(lock.to_owned()).or_default();
         if current.version != expected_version {
@@ -87,7 +91,7 @@ impl RecordStore {
         }
         let version = current.version + 1;
         let same_holder = match (&current.record, &record) {
-            (Some(old), Some(new)) => old.holder == new.holder,
+            (Some(old), Some(new)) => old.holder == new.holder && !takeover,
             _ => false,
         };
         // A new holder's token is this version; a release keeps the last holder's.
@@ -193,23 +197,29 @@ mod tests {
             version,
             acquired_version,
         };
-        assert_eq!(s.cas("l", 0, record("a", 10_000)), swapped(1, 1));
+        assert_eq!(s.cas("l", 0, record("a", 10_000), true), swapped(1, 1));
         assert_eq!(
-            s.cas("l", 1, record("a", 10_000)),
+            s.cas("l", 1, record("a", 10_000), false),
             swapped(2, 1),
             "a renewal"
         );
         assert!(matches!(
-            s.cas("l", 1, record("b", 2_000)),
+            s.cas("l", 1, record("b", 2_000), true),
             CasOutcome::Conflict { .. }
         ));
         assert_eq!(
-            s.cas("l", 2, record("b", 2_000)),
+            s.cas("l", 2, record("b", 2_000), true),
             swapped(3, 3),
             "a takeover"
         );
-        assert_eq!(s.cas("l", 3, None), swapped(4, 3), "a release");
+        assert_eq!(s.cas("l", 3, None, false), swapped(4, 3), "a release");
         assert_eq!(s.get("l").record, None);
+        assert_eq!(s.cas("l", 4, record("b", 2_000), true), swapped(5, 5));
+        assert_eq!(
+            s.cas("l", 5, record("b", 2_000), true),
+            swapped(6, 6),
+            "b again, after a restart"
+        );
     }
 
     #[test]

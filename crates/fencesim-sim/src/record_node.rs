@@ -56,7 +56,8 @@ fn handle(world: &World, env: &Envelope) -> (Message, Option<NodeEvent>) {
             let (before, outcome) = {
                 let mut store = world.record_store.lock().expect("record store");
                 let before = store.get(lock);
-                let outcome = store.cas(lock, *expected_version, record.clone());
+                let takeover = *purpose == MessageKind::Acquire;
+                let outcome = store.cas(lock, *expected_version, record.clone(), takeover);
                 (before, outcome)
             };
             let after = match &outcome {
@@ -104,7 +105,10 @@ fn record_swap(
     };
     let previous = before.record.as_ref().map(|r| r.holder.as_str());
     match (previous, record) {
-        (Some(old), Some(new)) if old == new.holder => {
+        // The holder swapped its own record and kept its token: a renewal.
+        (Some(old), Some(new))
+            if old == new.holder && acquired_version == before.acquired_version =>
+        {
             event(EventKind::Renew, old, acquired_version, None);
             NodeEvent::Renew
         }
