@@ -1,9 +1,12 @@
 //! `release-by-non-holder`: a release took effect for a lock its caller did not hold (case K19:
 //! an unconditional delete frees the next holder's lock). Releases must be a compare-and-delete
 //! on the holder's token; the service's `release` events say whose lease ended, and the
-//! operation each answers says who asked.
+//! operation each answers says who asked. A release is a violation if its caller is not the
+//! released lease's holder, or if that lease was never granted on the lock. A holder ending its
+//! own lease late (after an expiry, or after a new primary revoked it while the old one still
+//! honoured it) ends nothing of anyone else's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fencesim_history::{Entry, EventKind, History, ViolationKind};
 
@@ -13,6 +16,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
     // Per lock, the open leases by the service's events, oldest first: (holder, token, grant
     // index). Usually one; two primaries of a split brain may each have one open.
     let mut open: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();
+    let mut granted: BTreeSet<(&str, &str, u64)> = BTreeSet::new();
     let mut violations = Vec::new();
     for ev in history.events() {
         let (Some(lock), Some(token)) = (ev.lock.as_deref(), ev.token) else {
@@ -22,7 +26,10 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
         let leases = open.entry(lock).or_default();
         let position = leases.iter().position(|l| (l.0, l.1) == (holder, token));
         match ev.event {
-            EventKind::Grant => leases.push((holder, token, ev.at.index)),
+            EventKind::Grant => {
+                granted.insert((lock, holder, token));
+                leases.push((holder, token, ev.at.index));
+            }
             EventKind::Expire | EventKind::Revoke => {
                 if let Some(p) = position {
                     leases.remove(p);
@@ -34,18 +41,18 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
                     _ => None,
                 });
                 let wrong_caller = caller.is_some_and(|c| c != holder);
-                match position {
-                    // The caller's own open lease ended: what a release is for.
-                    Some(p) if !wrong_caller => {
-                        leases.remove(p);
-                    }
-                    // Someone else's lease, or one not open: the latest open lease is the one
-                    // at risk (it stays open: the service did not say it ended).
-                    _ => {
-                        let live = leases.last().copied();
-                        violations.push(violation(lock, ev.at.index, caller, live, ev.op));
-                    }
+                let never_granted = !granted.contains(&(lock, holder, token));
+                if wrong_caller || never_granted {
+                    // The latest open lease is the one at risk (it stays open: the service did
+                    // not say it ended).
+                    let live = leases.last().copied();
+                    violations.push(violation(lock, ev.at.index, caller, live, ev.op));
+                } else if let Some(p) = position {
+                    leases.remove(p);
                 }
+                // A holder's release of its own lease that had already ended (expired, or
+                // revoked by a new primary while the old one still honoured it) ends nothing
+                // that is someone else's: not this check's business.
             }
             _ => {}
         }

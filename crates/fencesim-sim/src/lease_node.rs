@@ -110,7 +110,7 @@ pub(crate) async fn reap(world: &Arc<World>, node: &str, service: &mut LeaseServ
     }
     let count = expired.len();
     for expired in expired {
-        world.lease_ended(&expired.lock);
+        world.lease_ended(node, &expired.lock);
         world.event(Event {
             node: node.to_owned(),
             lock: Some(expired.lock),
@@ -148,8 +148,8 @@ pub(crate) fn handle(
     let holder = env.src.as_str();
     let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<u64>| {
         match kind {
-            EventKind::Grant => world.lease_granted(lock, holder, token),
-            EventKind::Release => world.lease_ended(lock),
+            EventKind::Grant => world.lease_granted(node, lock, holder, token),
+            EventKind::Release => world.lease_ended(node, lock),
             _ => {}
         }
         world.event(Event {

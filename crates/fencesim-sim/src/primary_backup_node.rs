@@ -130,9 +130,11 @@ impl Node {
                     Received::Ignored => {}
                     Received::Adopted { stepped_down } => {
                         if stepped_down {
+                            // This node stops honouring the leases it granted; those the new
+                            // primary's table has are the new primary's from now on.
                             let table = self.replica.service().table().clone();
-                            self.world.forget_leases_missing_from(
-                                &env.src,
+                            self.world.hand_over_leases(
+                                [&self.name, &env.src, &self.name],
                                 &table,
                                 "lost: the primary that granted it stepped down",
                             );
@@ -186,8 +188,8 @@ impl Node {
             ..Event::new(EventKind::Leader)
         });
         let table = self.replica.service().table().clone();
-        self.world.forget_leases_missing_from(
-            &self.name,
+        self.world.hand_over_leases(
+            [&self.peer, &self.name, &self.name],
             &table,
             "lost in failover: not replicated to the backup",
         );

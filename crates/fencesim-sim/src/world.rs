@@ -53,7 +53,8 @@ pub(crate) struct World {
     raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
     /// The single lease service's live leases as its events tell them: lock -> (holder, token).
     /// A crash or restore can make the service forget a lease; this is how the history learns.
-    live_leases: Mutex<BTreeMap<String, (String, u64)>>,
+    /// Keyed by (node, lock): two primary-backup primaries may each honour a lease at once.
+    live_leases: Mutex<BTreeMap<(String, String), (String, u64)>>,
     /// The Raft leader of the highest term seen so far: (term, node).
     leader: Mutex<Option<(u64, String)>>,
     /// The highest log index whose effects are in the history: every replica applies every
@@ -160,17 +161,21 @@ impl World {
         }
     }
 
-    /// The single lease service (or a primary) granted `lock` to `holder` with `token`.
-    pub fn lease_granted(&self, lock: &str, holder: &str, token: u64) {
+    /// Lock-service node `node` (the single service, or a primary) granted `lock` to `holder`
+    /// with `token`.
+    pub fn lease_granted(&self, node: &str, lock: &str, holder: &str, token: u64) {
+        self.live_leases.lock().expect("live leases").insert(
+            (node.to_owned(), lock.to_owned()),
+            (holder.to_owned(), token),
+        );
+    }
+
+    /// Lock-service node `node` ended its lease on `lock`.
+    pub fn lease_ended(&self, node: &str, lock: &str) {
         self.live_leases
             .lock()
             .expect("live leases")
-            .insert(lock.to_owned(), (holder.to_owned(), token));
-    }
-
-    /// The single lease service (or a primary) ended the lease on `lock`.
-    pub fn lease_ended(&self, lock: &str) {
-        self.live_leases.lock().expect("live leases").remove(lock);
+            .remove(&(node.to_owned(), lock.to_owned()));
     }
 
     /// After the lease service lost state (a crash, a restore): every lease it can no longer
@@ -182,31 +187,43 @@ impl World {
             .lock()
             .expect("store")
             .recover(self.scenario.lock_service.token_counter);
-        self.forget_leases_missing_from(LEASE_SERVICE_NODE, &recovered, reason);
+        let node = LEASE_SERVICE_NODE;
+        self.hand_over_leases([node, node, node], &recovered, reason);
     }
 
-    /// Lock-service node `node` now serves from `table` (recovered from disk, or a promoted
-    /// backup's copy): every live lease not in it is recorded as a `revoke` by `node`.
-    pub fn forget_leases_missing_from(&self, node: &str, table: &LeaseTable, reason: &str) {
+    /// `[from, to, by]`: the leases node `from` honoured are now `to`'s to serve from `table`
+    /// (a restart from disk: `from` = `to`; a promoted backup taking over the old primary's; a
+    /// primary stepping down to the new one's table). Each one `table` lacks has ended,
+    /// recorded as a `revoke` by node `by` (the one that decided it); the others are `to`'s
+    /// from now on.
+    pub fn hand_over_leases(&self, [from, to, by]: [&str; 3], table: &LeaseTable, reason: &str) {
         let lost: Vec<(String, String, u64)> = {
             let mut live = self.live_leases.lock().expect("live leases");
-            let gone: Vec<String> = live
-                .iter()
-                .filter(|(lock, (_, token))| {
-                    table
-                        .get(*lock)
-                        .and_then(|r| r.lease.as_ref())
-                        .is_none_or(|l| l.token != *token)
-                })
-                .map(|(lock, _)| lock.clone())
+            let theirs: Vec<(String, String)> = live
+                .keys()
+                .filter(|(node, _)| node == from)
+                .cloned()
                 .collect();
-            gone.into_iter()
-                .filter_map(|lock| live.remove(&lock).map(|(h, t)| (lock, h, t)))
-                .collect()
+            let mut lost = Vec::new();
+            for key in theirs {
+                let Some((holder, token)) = live.remove(&key) else {
+                    continue;
+                };
+                let kept = table
+                    .get(&key.1)
+                    .and_then(|r| r.lease.as_ref())
+                    .is_some_and(|l| l.token == token && l.holder == holder);
+                if kept {
+                    live.insert((to.to_owned(), key.1), (holder, token));
+                } else {
+                    lost.push((key.1, holder, token));
+                }
+            }
+            lost
         };
         for (lock, holder, token) in lost {
             self.event(Event {
-                node: node.to_owned(),
+                node: by.to_owned(),
                 lock: Some(lock),
                 holder: Some(holder),
                 token: Some(token),
