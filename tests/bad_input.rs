@@ -541,3 +541,39 @@ fn an_expire_trigger_on_a_redis_node() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_failover_quicker_than_the_shipments() {
+    assert_located(
+        "bad-failover",
+        "[lock_service]",
+        "[lock_service]\nkind = \"primary-backup\"\nreplication_lag_ms = 1000\nfailover_after_ms = 500",
+        "6:21",
+        "lock_service.failover_after_ms",
+        "must be greater than replication_lag_ms (1000 ms)",
+    );
+}
+
+#[test]
+fn a_drift_allowance_of_the_whole_ttl() {
+    assert_located(
+        "bad-drift",
+        "[lock_service]",
+        "[lock_service]\nkind = \"redlock\"\ndrift_ppm = 1000000",
+        "5:13",
+        "lock_service.drift_ppm",
+        "expected less than 1000000 ppm",
+    );
+}
+
+#[test]
+fn a_hold_all_of_raft_messages_without_raft() {
+    let fault = "[[faults]]\nkind = \"hold-all\"\nmessage = \"raft\"\nat_ms = 10\nduration_ms = 10\n[expect]";
+    let (code, stderr, _) = run_variant("bad-hold-all", "[expect]", fault);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("field `faults.message`")
+            && stderr.contains("no node of this lock service sends a \"raft\" message"),
+        "{stderr}"
+    );
+}

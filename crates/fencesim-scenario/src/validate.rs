@@ -507,21 +507,52 @@ fn resolve_primary_backup(
         Some(n) => cx.positive(n, &format!("lock_service.{field}")),
         None => Ok(default),
     };
+    let replication_lag_ms = num(
+        raw.and_then(|r| r.replication_lag_ms.as_ref()),
+        "replication_lag_ms",
+        1_000,
+    )?;
+    let failover = raw.and_then(|r| r.failover_after_ms.as_ref());
+    let failover_after_ms = num(failover, "failover_after_ms", 3_000)?;
+    if failover_after_ms <= replication_lag_ms {
+        let m = format!(
+            "must be greater than replication_lag_ms ({replication_lag_ms} ms): a backup would \
+             promote itself between two shipments"
+        );
+        // Point at whichever of the two the file set (the default of the other is implied).
+        let span = failover
+            .map(|n| n.span())
+            .or_else(|| {
+                raw.and_then(|r| r.replication_lag_ms.as_ref())
+                    .map(|n| n.span())
+            })
+            .unwrap_or(0..0);
+        return Err(cx.err(span, "lock_service.failover_after_ms", m));
+    }
     Ok(PrimaryBackupSpec {
         replication: raw
             .and_then(|r| r.replication.as_ref())
             .map_or(Replication::Async, |s| *s.get_ref()),
-        replication_lag_ms: num(
-            raw.and_then(|r| r.replication_lag_ms.as_ref()),
-            "replication_lag_ms",
-            1_000,
-        )?,
-        failover_after_ms: num(
-            raw.and_then(|r| r.failover_after_ms.as_ref()),
-            "failover_after_ms",
-            3_000,
-        )?,
+        replication_lag_ms,
+        failover_after_ms,
     })
+}
+
+/// Redlock's clock drift allowance, ppm of the TTL: below 10^6, since at 10^6 the allowance is
+/// the whole TTL and no client could ever hold the lock.
+fn drift_ppm(cx: &Ctx, raw: Option<&RawLockService>) -> Result<u64, ScenarioError> {
+    match raw.and_then(|r| r.drift_ppm.as_ref()) {
+        Some(n) if *n.get_ref() >= 1_000_000 => Err(cx.err(
+            n.span(),
+            "lock_service.drift_ppm",
+            format!(
+                "expected less than 1000000 ppm, found {}: the allowance would be the whole TTL",
+                n.get_ref()
+            ),
+        )),
+        Some(n) => cx.non_negative(n, "lock_service.drift_ppm"),
+        None => Ok(10_000),
+    }
 }
 
 /// `[lock_service]`'s Redlock settings, with the Redlock documentation's defaults.
@@ -538,7 +569,7 @@ fn resolve_redlock(cx: &Ctx, raw: Option<&RawLockService>) -> Result<RedlockSpec
         recheck_elapsed: raw
             .and_then(|r| r.recheck_elapsed.as_ref())
             .is_none_or(|s| *s.get_ref()),
-        drift_ppm: num(|r| r.drift_ppm.as_ref(), "drift_ppm", 10_000, false)?,
+        drift_ppm: drift_ppm(cx, raw)?,
         node_timeout_ms: num(|r| r.node_timeout_ms.as_ref(), "node_timeout_ms", 50, true)?,
         token_source: raw
             .and_then(|r| r.token_source.as_ref())

@@ -235,6 +235,10 @@ pub(crate) fn resolve(
             }
             let snapshot = f.snapshot_at_ms.as_ref().expect("required");
             let snapshot_at_ms = cx.non_negative(snapshot, "faults.snapshot_at_ms")?;
+            if snapshot_at_ms > run_ms {
+                let m = format!("a backup from {snapshot_at_ms} ms is after the run ends at {run_ms} ms: it never exists");
+                return Err(cx.err(snapshot.span(), "faults.snapshot_at_ms", m));
+            }
             if let Trigger::At { at_ms } = trigger {
                 if snapshot_at_ms > at_ms {
                     let m = format!("a backup from {snapshot_at_ms} ms cannot be restored at {at_ms} ms: it does not exist yet");
@@ -323,6 +327,24 @@ fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKin
         MessageKind::Redirect => s == LEASE_SERVICE_NODE || s.starts_with("redis-"),
         _ => false,
     };
+    // Without a sender, some node of this design must send the kind.
+    let nobody = from.is_none()
+        && match message {
+            MessageKind::Raft => cx.kind != LockServiceKind::Raft,
+            MessageKind::Replicate => cx.kind != LockServiceKind::PrimaryBackup,
+            MessageKind::Redirect => !matches!(
+                cx.kind,
+                LockServiceKind::Raft | LockServiceKind::PrimaryBackup
+            ),
+            _ => false,
+        };
+    if nobody {
+        let m = format!(
+            "no node of this lock service sends a {:?} message, so this hold would never match",
+            message.as_str()
+        );
+        return Err(cx.err(spanned.span(), "faults.message", m));
+    }
     if let Some(sender) = from.filter(|s| !message.sent_by(NodeRole::of(s)) || single_raft(s)) {
         let m = format!(
             "node {sender:?} never sends a {:?} message, so this hold would never match",
@@ -425,7 +447,7 @@ fn resolve_trigger(
         if !allowed.contains(ev.get_ref()) {
             let names: Vec<_> = allowed.iter().map(|e| e.as_str()).collect();
             let message = format!(
-                "node {node:?} never reaches {field} {:?}; it can be paused {field} {}",
+                "node {node:?} never reaches {field} {:?}; its safepoints {field} events are {}",
                 ev.get_ref().as_str(),
                 names.join(", ")
             );
