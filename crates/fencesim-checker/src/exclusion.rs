@@ -16,15 +16,15 @@ use crate::Violation;
 
 /// One holder's interval on one lock: `[start, end)` in true ns, with the records that bound it.
 #[derive(Clone, Debug)]
-struct Interval {
-    lock: String,
-    holder: String,
+struct Interval<'h> {
+    lock: &'h str,
+    holder: &'h str,
     token: u64,
     start: (u64, u64),
     end: Option<(u64, u64)>,
 }
 
-impl Interval {
+impl Interval<'_> {
     fn end_ns(&self) -> u64 {
         self.end.map_or(u64::MAX, |(_, t)| t)
     }
@@ -37,7 +37,7 @@ impl Interval {
 fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Violation> {
     let mut by_lock: BTreeMap<&str, Vec<&Interval>> = BTreeMap::new();
     for i in intervals {
-        by_lock.entry(&i.lock).or_default().push(i);
+        by_lock.entry(i.lock).or_default().push(i);
     }
     let mut out = Vec::new();
     for (lock, mut list) in by_lock {
@@ -106,8 +106,8 @@ pub(crate) fn check_service(leases: &Leases) -> Vec<Violation> {
     let intervals: Vec<Interval> = leases
         .iter()
         .map(|l| Interval {
-            lock: l.lock.clone(),
-            holder: l.holder.clone(),
+            lock: l.lock,
+            holder: l.holder,
             token: l.token,
             start: l.granted_at,
             end: l.ended_at,
@@ -145,8 +145,8 @@ pub(crate) fn check_client(history: &History) -> Vec<Violation> {
                     open.insert(
                         (client, lock),
                         Interval {
-                            lock: lock.to_owned(),
-                            holder: client.to_owned(),
+                            lock,
+                            holder: client,
                             token,
                             start: at,
                             end: None,

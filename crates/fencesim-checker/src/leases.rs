@@ -7,9 +7,9 @@ use fencesim_history::{EventKind, History};
 
 /// One lease as the service's events describe it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LeaseInterval {
-    pub lock: String,
-    pub holder: String,
+pub(crate) struct LeaseInterval<'h> {
+    pub lock: &'h str,
+    pub holder: &'h str,
     pub token: u64,
     /// Index and true time of the grant event.
     pub granted_at: (u64, u64),
@@ -19,15 +19,15 @@ pub(crate) struct LeaseInterval {
 
 /// Every lease, keyed by (lock, holder, token); a holder may hold the same token on two locks.
 #[derive(Debug, Default)]
-pub(crate) struct Leases {
-    by_lease: BTreeMap<(String, String, u64), LeaseInterval>,
+pub(crate) struct Leases<'h> {
+    by_lease: BTreeMap<(&'h str, &'h str, u64), LeaseInterval<'h>>,
     /// (holder, token) to the lock of its latest grant, for [`Leases::for_write`].
-    by_writer: BTreeMap<(String, u64), String>,
+    by_writer: BTreeMap<(&'h str, u64), &'h str>,
 }
 
-impl Leases {
+impl<'h> Leases<'h> {
     /// Every lease, in (lock, holder, token) order.
-    pub fn iter(&self) -> impl Iterator<Item = &LeaseInterval> {
+    pub fn iter(&self) -> impl Iterator<Item = &LeaseInterval<'h>> {
         self.by_lease.values()
     }
 
@@ -38,54 +38,52 @@ impl Leases {
 
     /// The lease a write by `holder` with `token` was made under, as a resource event (which
     /// does not know the lock) can find it: the one granted last, if several match.
-    pub fn for_write(&self, holder: &str, token: u64) -> Option<&LeaseInterval> {
-        let lock = self.by_writer.get(&(holder.to_owned(), token))?;
-        self.by_lease.get(&(lock.clone(), holder.to_owned(), token))
+    pub fn for_write(&self, holder: &'h str, token: u64) -> Option<&LeaseInterval<'h>> {
+        let lock = self.by_writer.get(&(holder, token))?;
+        self.by_lease.get(&(*lock, holder, token))
     }
 }
 
-pub(crate) fn lease_intervals(history: &History) -> Leases {
+pub(crate) fn lease_intervals(history: &History) -> Leases<'_> {
     let mut leases = Leases::default();
     // Per (lock, token), the holder it was granted to last: what an end without a holder ends.
-    let mut granted_to: BTreeMap<(String, u64), String> = BTreeMap::new();
+    let mut granted_to: BTreeMap<(&str, u64), &str> = BTreeMap::new();
     for ev in history.events() {
-        let (Some(lock), Some(token)) = (&ev.lock, ev.token) else {
+        let lease_event = matches!(
+            ev.event,
+            EventKind::Grant | EventKind::Expire | EventKind::Release | EventKind::Revoke
+        );
+        let (Some(lock), Some(token), true) = (ev.lock.as_deref(), ev.token, lease_event) else {
             continue;
         };
         let at = (ev.at.index, ev.at.time_ns);
-        match ev.event {
-            EventKind::Grant => {
-                let holder = ev.holder.clone().unwrap_or_default();
-                granted_to.insert((lock.clone(), token), holder.clone());
-                let lease = LeaseInterval {
-                    lock: lock.clone(),
-                    holder: holder.clone(),
-                    token,
-                    granted_at: at,
-                    ended_at: None,
-                };
-                leases
-                    .by_writer
-                    .insert((holder.clone(), token), lock.clone());
-                leases.by_lease.insert((lock.clone(), holder, token), lease);
-            }
-            EventKind::Expire | EventKind::Release | EventKind::Revoke => {
-                // The event's holder names the lease; when a token was handed out twice (after
-                // a failover or restore), (lock, token) alone could end the wrong one.
-                let holder = ev
-                    .holder
-                    .clone()
-                    .or_else(|| granted_to.get(&(lock.clone(), token)).cloned())
-                    .unwrap_or_default();
-                if let Some(lease) = leases
-                    .by_lease
-                    .get_mut(&(lock.clone(), holder, token))
-                    .filter(|l| l.ended_at.is_none())
-                {
-                    lease.ended_at = Some(at);
-                }
-            }
-            _ => {}
+        if ev.event == EventKind::Grant {
+            let holder = ev.holder.as_deref().unwrap_or_default();
+            granted_to.insert((lock, token), holder);
+            let lease = LeaseInterval {
+                lock,
+                holder,
+                token,
+                granted_at: at,
+                ended_at: None,
+            };
+            leases.by_writer.insert((holder, token), lock);
+            leases.by_lease.insert((lock, holder, token), lease);
+            continue;
+        }
+        // The event's holder names the lease; when a token was handed out twice (after a
+        // failover or restore), (lock, token) alone could end the wrong one.
+        let holder = ev
+            .holder
+            .as_deref()
+            .or_else(|| granted_to.get(&(lock, token)).copied())
+            .unwrap_or_default();
+        if let Some(lease) = leases
+            .by_lease
+            .get_mut(&(lock, holder, token))
+            .filter(|l| l.ended_at.is_none())
+        {
+            lease.ended_at = Some(at);
         }
     }
     leases

@@ -19,7 +19,11 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
     let mut granted: BTreeSet<(&str, &str, u64)> = BTreeSet::new();
     let mut violations = Vec::new();
     for ev in history.events() {
-        let (Some(lock), Some(token)) = (ev.lock.as_deref(), ev.token) else {
+        let lease_event = matches!(
+            ev.event,
+            EventKind::Grant | EventKind::Expire | EventKind::Release | EventKind::Revoke
+        );
+        let (Some(lock), Some(token), true) = (ev.lock.as_deref(), ev.token, lease_event) else {
             continue;
         };
         let holder = ev.holder.as_deref().unwrap_or_default();
