@@ -40,6 +40,9 @@ impl SeedRun {
         let r = &self.report;
         let what = match r.verdict {
             RunVerdict::Valid => "valid".to_owned(),
+            RunVerdict::Unknown if r.violations.is_empty() => {
+                format!("UNKNOWN ({})", r.unknown.join("; "))
+            }
             RunVerdict::Invalid | RunVerdict::Unknown => {
                 let mut kinds: Vec<_> = r.violations.iter().map(|v| v.kind.as_str()).collect();
                 kinds.dedup();
