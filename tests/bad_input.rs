@@ -22,10 +22,20 @@ verdict = "valid"
 
 /// Write `GOOD` with `from` replaced by `to`, run it, and return (exit code, stderr, path).
 fn run_variant(test: &str, from: &str, to: &str) -> (Option<i32>, String, String) {
-    assert!(GOOD.contains(from), "{from}");
+    run_edited(test, &[(from, to)])
+}
+
+/// Write `GOOD` with each `(from, to)` replacement made once, run it, and return (exit code,
+/// stderr, path).
+fn run_edited(test: &str, edits: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut toml = GOOD.to_owned();
+    for (from, to) in edits {
+        assert!(toml.contains(from), "{from}");
+        toml = toml.replacen(from, to, 1);
+    }
     let dir = out_dir(test);
     let file = dir.join("bad.toml");
-    std::fs::write(&file, GOOD.replacen(from, to, 1)).unwrap();
+    std::fs::write(&file, toml).unwrap();
     let o = fencesim(&[
         "run",
         file.to_str().unwrap(),
@@ -499,20 +509,11 @@ fn a_client_named_like_a_redis_node() {
 fn a_restore_of_the_lease_record_store() {
     let restore = "[lock_service]\nkind = \"lease-record\"";
     let fault = "[[faults]]\nkind = \"restore\"\nnode = \"lease-service\"\nat_ms = 10\nsnapshot_at_ms = 0\n[expect]";
-    let dir = out_dir("bad-record-restore");
-    let file = dir.join("bad.toml");
-    let toml = GOOD
-        .replacen("[lock_service]", restore, 1)
-        .replacen("[expect]", fault, 1);
-    std::fs::write(&file, toml).unwrap();
-    let o = fencesim(&[
-        "run",
-        file.to_str().unwrap(),
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    let (_, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let (code, stderr, _) = run_edited(
+        "bad-record-restore",
+        &[("[lock_service]", restore), ("[expect]", fault)],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("field `faults.node`") && stderr.contains("keeps backups to restore"),
         "{stderr}"
@@ -522,20 +523,14 @@ fn a_restore_of_the_lease_record_store() {
 #[test]
 fn an_expire_trigger_on_a_redis_node() {
     let fault = "[[faults]]\nkind = \"pause\"\nnode = \"redis-1\"\nafter = \"expire\"\nduration_ms = 10\n[expect]";
-    let dir = out_dir("bad-redis-expire");
-    let file = dir.join("bad.toml");
-    let toml = GOOD
-        .replacen("[lock_service]", "[lock_service]\nkind = \"redlock\"", 1)
-        .replacen("[expect]", fault, 1);
-    std::fs::write(&file, toml).unwrap();
-    let o = fencesim(&[
-        "run",
-        file.to_str().unwrap(),
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    let (_, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let (code, stderr, _) = run_edited(
+        "bad-redis-expire",
+        &[
+            ("[lock_service]", "[lock_service]\nkind = \"redlock\""),
+            ("[expect]", fault),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("never reaches after \"expire\""),
         "{stderr}"

@@ -49,10 +49,7 @@ pub(crate) fn lease_intervals(history: &History) -> Leases<'_> {
     // Per (lock, token), the holder it was granted to last: what an end without a holder ends.
     let mut granted_to: BTreeMap<(&str, u64), &str> = BTreeMap::new();
     for ev in history.events() {
-        let lease_event = matches!(
-            ev.event,
-            EventKind::Grant | EventKind::Expire | EventKind::Release | EventKind::Revoke
-        );
+        let lease_event = ev.event.is_lease_change();
         let (Some(lock), Some(token), true) = (ev.lock.as_deref(), ev.token, lease_event) else {
             continue;
         };

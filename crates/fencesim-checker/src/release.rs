@@ -19,10 +19,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
     let mut granted: BTreeSet<(&str, &str, u64)> = BTreeSet::new();
     let mut violations = Vec::new();
     for ev in history.events() {
-        let lease_event = matches!(
-            ev.event,
-            EventKind::Grant | EventKind::Expire | EventKind::Release | EventKind::Revoke
-        );
+        let lease_event = ev.event.is_lease_change();
         let (Some(lock), Some(token), true) = (ev.lock.as_deref(), ev.token, lease_event) else {
             continue;
         };

@@ -205,6 +205,14 @@ impl EventKind {
         }
     }
 
+    /// Whether this kind starts or ends a lease (grant, expire, release, revoke).
+    pub fn is_lease_change(self) -> bool {
+        matches!(
+            self,
+            EventKind::Grant | EventKind::Expire | EventKind::Release | EventKind::Revoke
+        )
+    }
+
     /// Whether the nemesis (not a service or client) records this kind.
     pub fn is_nemesis(self) -> bool {
         !matches!(
