@@ -109,31 +109,30 @@ pub fn write_jepsen_edn(history: &History, mut out: impl Write) -> io::Result<()
     out.flush()
 }
 
-/// Read a Jepsen EDN history (one operation map per line; a whole-file vector's brackets on
-/// the first and last lines are allowed). `name` becomes the header's scenario. Entries are
+/// Read a Jepsen EDN history: operation maps (or tagged records of them), any number per line,
+/// as loose values or inside a whole-file vector whose brackets may sit on the first and last
+/// lines. An operation may not span lines. `name` becomes the header's scenario. Entries are
 /// numbered in file order; `:time` (ns) is kept when present.
 pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> {
     let mut entries = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let trimmed = line
-            .trim()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .trim();
-        if trimmed.is_empty() {
-            continue;
-        }
         let err = |message: String| HistoryError::Parse {
             line: i + 1,
             message,
         };
-        let value = edn_format::parse_str(trimmed).map_err(|e| err(format!("not EDN: {e:?}")))?;
-        let Value::Map(map) = value else {
-            return Err(err("expected an operation map {:type ... :f ...}".into()));
-        };
-        let index = entries.len() as u64;
-        if let Some(op) = read_op(&map, index).map_err(err)? {
-            entries.push(Entry::Op(op));
+        for value in line_values(line).map_err(err)? {
+            let map = match value {
+                Value::Map(map) => map,
+                Value::TaggedElement(_, inner) => match *inner {
+                    Value::Map(map) => map,
+                    other => return Err(err(not_an_op(&other))),
+                },
+                other => return Err(err(not_an_op(&other))),
+            };
+            let index = entries.len() as u64;
+            if let Some(op) = read_op(&map, index).map_err(err)? {
+                entries.push(Entry::Op(op));
+            }
         }
     }
     Ok(History {
@@ -146,6 +145,37 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
         },
         entries,
     })
+}
+
+fn not_an_op(v: &Value) -> String {
+    format!(
+        "expected an operation map {{:type ... :f ...}}, found {}",
+        edn_format::emit_str(v)
+    )
+}
+
+/// Every EDN value on one line, with a whole-file vector opened or closed on it taken apart.
+fn line_values(line: &str) -> Result<Vec<Value>, String> {
+    let parse = |text: &str| -> Result<Vec<Value>, edn_format::ParserError> {
+        edn_format::Parser::from_str(text, edn_format::ParserOptions::default()).collect()
+    };
+    let trimmed = line.trim();
+    let values = match parse(trimmed) {
+        Ok(values) => values,
+        // The first or last line of a whole-file vector spread over several lines.
+        Err(first) => {
+            let opened = trimmed.strip_prefix('[').unwrap_or(trimmed);
+            let inner = opened.strip_suffix(']').unwrap_or(opened);
+            parse(inner).map_err(|_| format!("not EDN: {first}"))?
+        }
+    };
+    Ok(values
+        .into_iter()
+        .flat_map(|v| match v {
+            Value::Vector(items) => items,
+            other => vec![other],
+        })
+        .collect())
 }
 
 fn get<'m>(map: &'m BTreeMap<Value, Value>, key: &str) -> Option<&'m Value> {
