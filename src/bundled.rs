@@ -46,6 +46,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("primary-backup-sync-failover"),
     bundle!("lease-record-own-duration"),
     bundle!("lease-record-recorded-duration"),
+    bundle!("bench-reference"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (file name, text).

@@ -120,6 +120,10 @@ enum Command {
         /// Worker threads (default: 1, so that seeds/s is per core).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
         jobs: u64,
+        /// A run of seconds that proves the measurements work: one seed per scenario, one
+        /// round of the ratio, small synthetic histories.
+        #[arg(long)]
+        quick: bool,
     },
 }
 
@@ -157,7 +161,7 @@ fn main() -> ExitCode {
         } => export(&history, out.as_deref()),
         Command::List => list(),
         Command::Replay { report, out } => replay(&report, out),
-        Command::Bench { seeds, jobs } => bench(seeds, jobs as usize),
+        Command::Bench { seeds, jobs, quick } => bench(seeds, jobs as usize, quick),
     };
     ExitCode::from(code)
 }
@@ -576,7 +580,8 @@ fn list() -> u8 {
 }
 
 /// `bench`: every bundled scenario over `seeds` seeds, nothing written.
-fn bench(seeds: u64, jobs: usize) -> u8 {
+fn bench(seeds: u64, jobs: usize, quick: bool) -> u8 {
+    let seeds = if quick { 1 } else { seeds };
     use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
     let opts = RunOptions {
         out: PathBuf::new(),
@@ -640,19 +645,69 @@ fn bench(seeds: u64, jobs: usize) -> u8 {
             pair(election)
         );
     }
-    bench_checker()
+    let ratio = bench_ratio(if quick { 1 } else { 5 });
+    if ratio != exit::VALID {
+        return ratio;
+    }
+    bench_checker(quick)
+}
+
+/// Cost per simulated message of the reference scenario (recorded and checked) against raw
+/// madsim carrying as many plain requests and replies between as many nodes, run interleaved
+/// `rounds` times; prints each and the line `ratio X`, the median fencesim/raw ratio.
+fn bench_ratio(rounds: u64) -> u8 {
+    let Some((_, text)) = bundled::find("bench-reference") else {
+        return exit::SIM_FAILED;
+    };
+    let Ok(scenario) = fencesim::parse_scenario(text, "bench-reference.toml") else {
+        return exit::SIM_FAILED;
+    };
+    let opts = RunOptions {
+        out: PathBuf::new(),
+        scenario_arg: String::new(),
+        check_determinism: false,
+        swarm: false,
+    };
+    let mut ratios = Vec::new();
+    for seed in 0..rounds {
+        let clock = fencesim::bench::Stopwatch::start();
+        let Ok(done) = fencesim::run::evaluate(&scenario, seed, &opts) else {
+            return exit::SIM_FAILED;
+        };
+        let fencesim_us = clock.seconds() * 1e6 / done.report.network.sent.max(1) as f64;
+        // The reference has two servers (lease service, resource) and three clients.
+        let per_client = done.report.network.sent / 6;
+        let clock = fencesim::bench::Stopwatch::start();
+        let raw_messages = fencesim_sim::raw_rpc::run(seed, 2, 3, per_client);
+        let raw_us = clock.seconds() * 1e6 / raw_messages.max(1) as f64;
+        say!(
+            "ratio round {seed}: fencesim {:.2} us/message ({} messages), raw madsim {:.2} us/message ({raw_messages} messages)",
+            fencesim_us,
+            done.report.network.sent,
+            raw_us
+        );
+        ratios.push(fencesim_us / raw_us.max(1e-9));
+    }
+    ratios.sort_by(f64::total_cmp);
+    say!("ratio {:.2}", ratios[ratios.len() / 2]);
+    exit::VALID
 }
 
 /// The checker alone, on synthetic histories of the sizes issue 6 names: every check on a
 /// 1,000,000-record history, and linearizability on 10,000 operations from 10 processes.
-fn bench_checker() -> u8 {
+fn bench_checker(quick: bool) -> u8 {
     use fencesim::bench::synthetic::{concurrent_register_history, sequential_history};
+    let (records, ops) = if quick {
+        (100_000, 1_000)
+    } else {
+        (1_000_000, 10_000)
+    };
     let timed = |history: &fencesim::History| {
         let clock = fencesim::bench::Stopwatch::start();
         let result = fencesim::check(history);
         (clock.seconds(), result)
     };
-    let long = sequential_history(1_000_000 / 12);
+    let long = sequential_history(records / 12);
     let (seconds, result) = timed(&long);
     say!(
         "checker: every check on {} records: {seconds:.2} s ({:.0} records/s), {:?}",
@@ -660,10 +715,10 @@ fn bench_checker() -> u8 {
         long.entries.len() as f64 / seconds.max(1e-9),
         result.verdict
     );
-    let concurrent = concurrent_register_history(10_000, 10, 10, 1);
+    let concurrent = concurrent_register_history(ops, 10, 10, 1);
     let (seconds, result) = timed(&concurrent);
     say!(
-        "checker: linearizability of 10000 operations from 10 processes (1% of writes info): {seconds:.2} s, {:?}",
+        "checker: linearizability of {ops} operations from 10 processes (1% of writes info): {seconds:.2} s, {:?}",
         result.verdict
     );
     if result.verdict == fencesim::Verdict::Valid {

@@ -218,3 +218,8 @@ fn raft_k08_revoke_unchecked_meets_its_expectation_on_every_seed() {
 fn raft_k08_revoke_checked_meets_its_expectation_on_every_seed() {
     expect_met_on_range("raft-k08-revoke-checked.toml");
 }
+
+#[test]
+fn the_bench_reference_is_valid_on_every_seed() {
+    expect_met_on_range("bench-reference.toml");
+}

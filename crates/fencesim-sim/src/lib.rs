@@ -24,6 +24,7 @@ mod nemesis;
 mod primary_backup_node;
 mod raft_node;
 pub mod random_nemesis;
+pub mod raw_rpc;
 mod record_node;
 pub mod recorder;
 mod redis_node;
