@@ -65,7 +65,6 @@ pub mod synthetic {
             self.entries.len() as u64 - 1
         }
 
-        #[allow(clippy::too_many_arguments)]
         fn op(
             &mut self,
             process: u64,

@@ -21,6 +21,7 @@ fn addr(group: u8, i: usize) -> SocketAddr {
 /// servers, each waiting for its reply, under madsim seeded from `seed`. Returns the number of
 /// messages sent (requests and replies). Runs on a fresh thread, as fencesim's runs do.
 pub fn run(seed: u64, servers: usize, clients: usize, requests: u64) -> u64 {
+    // Outside any simulation, as in `runner::run`: madsim's runtime is per thread.
     #[allow(clippy::disallowed_methods)]
     let joined = std::thread::spawn(move || {
         let rt = madsim::runtime::Runtime::with_seed_and_config(
