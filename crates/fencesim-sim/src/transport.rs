@@ -112,7 +112,7 @@ struct NetState {
     holds: Vec<HoldRule>,
     rules: Vec<(u64, Rule)>,
     down: BTreeSet<String>,
-    sent: BTreeMap<(String, MessageKind), u64>,
+    sent: BTreeMap<String, BTreeMap<MessageKind, u64>>,
     next_id: u64,
     in_flight: u64,
     stats: NetStats,
@@ -306,7 +306,12 @@ impl Network {
         let id = st.next_id;
         st.next_id += 1;
         st.stats.sent += 1;
-        let count = st.sent.entry((src.to_owned(), kind)).or_insert(0);
+        // Looked up by `&str` first: a sender's name is allocated once, not per message.
+        let per_kind = match st.sent.get_mut(src) {
+            Some(per_kind) => per_kind,
+            None => st.sent.entry(src.to_owned()).or_default(),
+        };
+        let count = per_kind.entry(kind).or_insert(0);
         *count += 1;
         let nth = *count;
         if st.blocked(src, dst) {
@@ -341,8 +346,14 @@ impl Network {
             op,
             body,
         };
+        // Copies in order; the last takes the envelope itself.
+        let mut flights = flights;
+        let last = flights.pop();
         for flight in flights {
             self.fly(env.clone(), flight);
+        }
+        if let Some(flight) = last {
+            self.fly(env, flight);
         }
         id
     }
