@@ -24,6 +24,13 @@ impl Stopwatch {
     }
 }
 
+/// This process's peak resident memory so far, KiB (Linux's `VmHWM`; `None` elsewhere).
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Synthetic histories for measuring the checker: shaped like the simulator's, generated
 /// without simulating, so their size is whatever the benchmark asks for.
 pub mod synthetic {

@@ -649,7 +649,63 @@ fn bench(seeds: u64, jobs: usize, quick: bool) -> u8 {
     if ratio != exit::VALID {
         return ratio;
     }
+    let sweeps = bench_sweeps(quick);
+    if sweeps != exit::VALID {
+        return sweeps;
+    }
     bench_checker(quick)
+}
+
+/// Explore throughput with 1 and 2 jobs on the random nemesis, and peak memory along a long
+/// sweep of a cheap scenario: it must not grow with the number of seeds.
+fn bench_sweeps(quick: bool) -> u8 {
+    let opts = RunOptions {
+        out: PathBuf::new(),
+        scenario_arg: String::new(),
+        check_determinism: false,
+        swarm: false,
+    };
+    let load =
+        |name: &str| bundled::find(name).and_then(|(f, t)| fencesim::parse_scenario(t, f).ok());
+    let (Some(nemesis), Some(cheap)) = (load("random-nemesis-fenced"), load("pause-fenced")) else {
+        return exit::SIM_FAILED;
+    };
+    let seeds: Vec<u64> = (0..if quick { 4 } else { 200 }).collect();
+    let mut rates = Vec::new();
+    for jobs in [1, 2] {
+        let clock = fencesim::bench::Stopwatch::start();
+        if sweep(&nemesis, &seeds, jobs, &opts, |_| Ok(())).is_err() {
+            return exit::SIM_FAILED;
+        }
+        let rate = seeds.len() as f64 / clock.seconds().max(1e-9);
+        say!(
+            "explore random-nemesis-fenced, {} seeds, {jobs} job(s): {rate:.1} seeds/s",
+            seeds.len()
+        );
+        rates.push(rate);
+    }
+    say!(
+        "explore speedup with 2 jobs: {:.2}",
+        rates[1] / rates[0].max(1e-9)
+    );
+    let (total, step) = if quick {
+        (200u64, 100u64)
+    } else {
+        (100_000, 20_000)
+    };
+    for start in (0..total).step_by(step as usize) {
+        let chunk: Vec<u64> = (start..start + step).collect();
+        if sweep(&cheap, &chunk, 2, &opts, |_| Ok(())).is_err() {
+            return exit::SIM_FAILED;
+        }
+        say!(
+            "peak RSS after {} seeds of pause-fenced: {}",
+            start + step,
+            fencesim::bench::peak_rss()
+                .map_or("unavailable".to_owned(), |kb| format!("{} MiB", kb / 1024))
+        );
+    }
+    exit::VALID
 }
 
 /// Cost per simulated message of the reference scenario (recorded and checked) against raw
