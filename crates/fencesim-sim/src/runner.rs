@@ -270,6 +270,15 @@ async fn simulate(
         madsim::time::sleep(Duration::from_millis(10)).await;
     }
     *stats.lock().expect("stats") = world.net.stats();
+    // End every node's tasks before the runtime goes: madsim does not free tasks still pending
+    // when it is dropped (servers waiting for requests, timers), so without this each seed would
+    // leak them and a long sweep's memory would grow with the number of seeds.
+    let handle = madsim::runtime::Handle::current();
+    for node in world.scenario.node_names() {
+        handle.kill(node.as_str());
+    }
+    handle.kill(crate::transport::NEMESIS_NODE);
+    handle.kill(crate::transport::NETWORK_NODE);
 }
 
 /// Create node `name` whose main task is `init()`, run again by madsim on every restart.
