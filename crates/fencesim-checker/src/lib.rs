@@ -73,9 +73,18 @@ pub struct CheckResult {
 
 /// The checks that found nothing to look at in `history`, and what they needed.
 fn not_run(history: &History) -> Vec<String> {
-    use fencesim_history::{EventKind as K, OpFn};
-    let has = |kinds: &[K]| history.events().any(|e| kinds.contains(&e.event));
-    let has_op = |fs: &[OpFn]| history.ops().any(|o| fs.contains(&o.f));
+    use fencesim_history::{Entry, EventKind as K, OpFn};
+    use std::collections::BTreeSet;
+    // One pass over the history for every check's needs (this runs on every seed).
+    let (mut events, mut fns) = (BTreeSet::new(), BTreeSet::new());
+    for entry in &history.entries {
+        match entry {
+            Entry::Event(e) => events.insert(e.event),
+            Entry::Op(o) => fns.insert(o.f),
+        };
+    }
+    let has = |kinds: &[K]| kinds.iter().any(|k| events.contains(k));
+    let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns.contains(f));
     let needs: [(ViolationKind, bool, &str); 8] = [
         (
             ViolationKind::StaleWriteAccepted,

@@ -18,23 +18,33 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
         by_lock.entry(a.lock).or_default().push(a);
     }
     let mut violations = Vec::new();
-    for (lock, acquired) in by_lock {
-        violations.extend(reused(history, lock, &acquired));
-        violations.extend(backwards(history, lock, acquired));
+    for (lock, mut acquired) in by_lock {
+        acquired.sort_by_key(|a| a.record);
+        // Where each token first appears: what reuse is measured against, in both checks.
+        let mut first_record: BTreeMap<u64, u64> = BTreeMap::new();
+        for a in &acquired {
+            first_record.entry(a.token).or_insert(a.record);
+        }
+        violations.extend(reused(history, lock, &acquired, &first_record));
+        violations.extend(backwards(history, lock, acquired, &first_record));
     }
     violations.sort_by_key(|v| v.witnesses.first().copied());
     violations
 }
 
-/// A token handed out twice, in whatever order: the later record and the first.
-fn reused(history: &History, lock: &str, acquired: &[Acquisition]) -> Vec<Violation> {
-    let mut by_record: Vec<&Acquisition> = acquired.iter().collect();
-    by_record.sort_by_key(|a| a.record);
-    let mut first: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut out = Vec::new();
-    for a in by_record {
-        match first.get(&a.token) {
-            Some(&earlier) => out.push(Violation {
+/// A token handed out twice, in whatever order: the later record and the first. `acquired` is
+/// in record order.
+fn reused(
+    history: &History,
+    lock: &str,
+    acquired: &[Acquisition],
+    first_record: &BTreeMap<u64, u64>,
+) -> Vec<Violation> {
+    acquired
+        .iter()
+        .filter_map(|a| {
+            let earlier = *first_record.get(&a.token).filter(|&&r| r < a.record)?;
+            Some(Violation {
                 chain: Vec::new(),
                 kind: ViolationKind::TokenReused,
                 witnesses: vec![a.record, earlier],
@@ -44,26 +54,23 @@ fn reused(history: &History, lock: &str, acquired: &[Acquisition]) -> Vec<Violat
                     a.record,
                     cause(history, earlier, a.record)
                 ),
-            }),
-            None => {
-                first.insert(a.token, a.record);
-            }
-        }
-    }
-    out
+            })
+        })
+        .collect()
 }
 
 /// A lower token acquired after a higher one in real time: the higher one's record came before
 /// the lower one's acquisition began. A service's grants are instants, so this is history
 /// order; clients' acquisitions (no grants: the token came from a counter) span invoke to `ok`,
 /// and two that overlap are not ordered, as linearizability orders operations.
-fn backwards(history: &History, lock: &str, mut acquired: Vec<Acquisition>) -> Vec<Violation> {
-    let mut finished: Vec<(u64, u64)> = acquired.iter().map(|a| (a.record, a.token)).collect();
-    finished.sort_unstable();
-    let mut first_record: BTreeMap<u64, u64> = BTreeMap::new();
-    for &(record, token) in &finished {
-        first_record.entry(token).or_insert(record);
-    }
+fn backwards(
+    history: &History,
+    lock: &str,
+    mut acquired: Vec<Acquisition>,
+    first_record: &BTreeMap<u64, u64>,
+) -> Vec<Violation> {
+    // `acquired` comes in record order: the order acquisitions finished in.
+    let finished: Vec<(u64, u64)> = acquired.iter().map(|a| (a.record, a.token)).collect();
     acquired.sort_by_key(|a| (a.index, a.record));
     let mut done = finished.iter().peekable();
     // The highest token among acquisitions finished so far, and its record.
@@ -100,9 +107,13 @@ fn backwards(history: &History, lock: &str, mut acquired: Vec<Acquisition>) -> V
 /// What, between two grants, can send a token counter back: a restart, a restore from backup
 /// or a change of leader (failover), named as such; empty if none is in the history.
 fn cause(history: &History, from: u64, to: u64) -> String {
-    let between = history
-        .events()
-        .filter(|e| e.at.index > from && e.at.index < to);
+    // Entries are numbered by position, so the records between are a slice.
+    let start = (from as usize + 1).min(history.entries.len());
+    let end = (to as usize).clamp(start, history.entries.len());
+    let between = history.entries[start..end].iter().filter_map(|e| match e {
+        fencesim_history::Entry::Event(ev) => Some(ev),
+        fencesim_history::Entry::Op(_) => None,
+    });
     let causes: Vec<String> = between
         .filter_map(|e| {
             let who = e.target.as_deref().unwrap_or(&e.node);
