@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod bundled;
 pub mod expectation;
+pub mod explore;
 pub mod report;
 pub mod run;
 

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use fencesim::run::{default_jobs, sweep, write, RunOptions, SeedRun};
+use fencesim::explore::{ExploreSummary, SeedOutcome};
+use fencesim::run::{default_jobs, sweep, sweep_until, write, Evaluated, RunOptions, SeedRun};
+
+mod progress;
 use fencesim::{bundled, exit, report::RunVerdict, Scenario};
 
 /// Print a line to stdout, ignoring a closed pipe (`fencesim run ... | head -1`): the exit
@@ -58,19 +61,42 @@ enum Command {
         #[arg(long)]
         expect: bool,
     },
-    /// Run many seeds in parallel; write files only for seeds that miss the expectation.
+    /// Run many seeds in parallel until the first counterexample (a seed that misses the
+    /// scenario's expectation); write files only for counterexamples and a summary.
     Explore {
-        #[command(flatten)]
-        target: Target,
+        /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
+        #[arg(required_unless_present = "merge")]
+        scenario: Option<String>,
         /// The seeds, `A..B` (half-open).
-        #[arg(long)]
-        seeds: String,
+        #[arg(long, required_unless_present = "merge")]
+        seeds: Option<String>,
+        /// Output root; counterexamples go to DIR/<scenario name>/<seed>/, the summary to
+        /// DIR/<scenario name>/explore-summary.json.
+        #[arg(long, value_name = "DIR", default_value = "reports/runs")]
+        out: PathBuf,
         /// Worker threads (default: one per core).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
         jobs: Option<u64>,
         /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines.
         #[arg(long)]
         shard: Option<String>,
+        /// Run every seed instead of stopping at the first counterexample.
+        #[arg(long)]
+        keep_going: bool,
+        /// No progress on stderr.
+        #[arg(long)]
+        quiet: bool,
+        /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Force swarm mode on the scenario's random nemesis.
+        #[arg(long)]
+        swarm: bool,
+        /// Join the explore-summary files of a sweep's shards and print the whole sweep's
+        /// summary instead of running anything.
+        #[arg(long, num_args = 1.., value_name = "SUMMARY",
+              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism"])]
+        merge: Vec<PathBuf>,
     },
     /// Check a history.jsonl file (recorded by fencesim or converted from a real system).
     Check {
@@ -138,11 +164,36 @@ fn main() -> ExitCode {
             expect,
         } => run(&target, seed, expect),
         Command::Explore {
-            target,
+            scenario,
             seeds,
+            out,
             jobs,
             shard,
-        } => explore(&target, &seeds, jobs, shard.as_deref()),
+            keep_going,
+            quiet,
+            check_determinism,
+            swarm,
+            merge,
+        } => {
+            if !merge.is_empty() {
+                merge_summaries(&merge)
+            } else {
+                let target = Target {
+                    scenario: scenario.unwrap_or_default(),
+                    out,
+                    check_determinism,
+                    swarm,
+                };
+                let sweep = ExploreArgs {
+                    seeds: seeds.unwrap_or_default(),
+                    jobs: jobs.map_or_else(default_jobs, |j| j as usize),
+                    shard,
+                    keep_going,
+                    quiet,
+                };
+                explore(&target, &sweep)
+            }
+        }
         Command::Check {
             history,
             json,
@@ -273,57 +324,136 @@ fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
     worst
 }
 
-/// `explore`: many seeds in parallel, files only for seeds that miss the expectation.
-fn explore(target: &Target, seeds: &str, jobs: Option<u64>, shard: Option<&str>) -> u8 {
+/// How `explore` sweeps.
+struct ExploreArgs {
+    seeds: String,
+    jobs: usize,
+    shard: Option<String>,
+    keep_going: bool,
+    quiet: bool,
+}
+
+/// `explore`: many seeds in parallel until the first counterexample (or all of them with
+/// `--keep-going`); files only for counterexamples, and a summary.
+fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     let (scenario, opts) = match prepare(target) {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let seeds = match select_seeds(seeds, shard) {
+    let seeds = match select_seeds(&args.seeds, args.shard.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
+    let progress = progress::Progress::new(seeds.len() as u64, args.quiet);
     let clock = fencesim::bench::Stopwatch::start();
-    let handle = |done: fencesim::run::Evaluated| -> std::io::Result<Option<SeedRun>> {
-        if done.report.expectation.met {
-            Ok(None)
-        } else {
-            write(&opts.out, done).map(Some)
-        }
+    // With --keep-going every counterexample is written as it is found, so histories do not
+    // pile up in memory; otherwise the few found are written after the sweep, once it is known
+    // which of them come before the first (workers may finish later seeds first).
+    let handle = |done: Evaluated| -> std::io::Result<(SeedOutcome, Option<Written>)> {
+        let outcome = SeedOutcome::of(&done.report);
+        progress.seed_done(!outcome.met);
+        let kept = match (outcome.met, args.keep_going) {
+            (true, _) => None,
+            (false, true) => Some(Written::Done(Box::new(write(&opts.out, done)?))),
+            (false, false) => Some(Written::Pending(Box::new(done))),
+        };
+        Ok((outcome, kept))
     };
-    let missed = match sweep(
+    let stop = |(outcome, _): &(SeedOutcome, Option<Written>)| !args.keep_going && !outcome.met;
+    let results = sweep_until(&scenario, &seeds, args.jobs, &opts, handle, stop);
+    progress.finish();
+    let seconds = clock.seconds();
+    let (outcomes, kept): (Vec<SeedOutcome>, Vec<Option<Written>>) = match results {
+        Ok(r) => r.into_iter().unzip(),
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    let stopped_early = outcomes.len() < seeds.len();
+    let mut worst = exit::VALID;
+    for written in kept.into_iter().flatten() {
+        let done = match written {
+            Written::Done(run) => *run,
+            Written::Pending(done) => match write(&opts.out, *done) {
+                Ok(run) => run,
+                Err(e) => return unwritable(&opts.out, &e),
+            },
+        };
+        print_seed(&done, true);
+        worst = worse(worst, seed_exit_code(&done.report, true));
+    }
+    let summary = ExploreSummary::tally(
         &scenario,
-        &seeds,
-        jobs.map_or_else(default_jobs, |j| j as usize),
-        &opts,
-        handle,
-    ) {
-        Ok(results) => results.into_iter().flatten().collect::<Vec<_>>(),
+        &args.seeds,
+        args.shard.as_deref(),
+        &outcomes,
+        stopped_early,
+        seconds,
+    );
+    for line in summary.lines() {
+        say!("{line}");
+    }
+    let path = opts
+        .out
+        .join(&scenario.name)
+        .join(ExploreSummary::file_name(args.shard.as_deref()));
+    if let Err(e) = summary.write(&path) {
+        return unwritable(&opts.out, &e);
+    }
+    say!("summary: {}", path.display());
+    worst
+}
+
+/// A counterexample's files: written during the sweep, or still to write.
+enum Written {
+    Done(Box<SeedRun>),
+    Pending(Box<Evaluated>),
+}
+
+fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
+    eprintln!(
+        "error: cannot write the run's output under {}: {e}",
+        out.display()
+    );
+    exit::BAD_INPUT
+}
+
+/// `explore --merge`: join shard summaries and print the whole sweep's. Exits as `explore`
+/// would have on the whole sweep: 4 if a simulation failed, else 1 if a seed missed the
+/// expectation, else 0.
+fn merge_summaries(paths: &[PathBuf]) -> u8 {
+    let mut parts = Vec::new();
+    for path in paths {
+        match ExploreSummary::read(path) {
+            Ok(s) => parts.push((path.display().to_string(), s)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::BAD_INPUT;
+            }
+        }
+    }
+    let merged = match ExploreSummary::merge(&parts) {
+        Ok(m) => m,
         Err(e) => {
-            eprintln!(
-                "error: cannot write the run's output under {}: {e}",
-                opts.out.display()
-            );
+            eprintln!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
-    let seconds = clock.seconds();
-    let mut worst = exit::VALID;
-    for done in &missed {
-        print_seed(done, true);
-        worst = worse(worst, seed_exit_code(&done.report, true));
+    for line in merged.lines() {
+        say!("{line}");
     }
-    say!(
-        "{}: expectation met on {}/{} seeds in {seconds:.1} s ({:.0} seeds/s)",
-        scenario.name,
-        seeds.len() - missed.len(),
-        seeds.len(),
-        seeds.len() as f64 / seconds.max(1e-9)
-    );
-    worst
+    let missing = merged.missing_shards();
+    if !missing.is_empty() {
+        say!("  missing shards: {}", missing.join(", "));
+    }
+    if merged.failed > 0 {
+        exit::SIM_FAILED
+    } else if merged.counterexample_count > 0 {
+        exit::VIOLATION
+    } else {
+        exit::VALID
+    }
 }
 
 /// The most seeds one `explore` takes (split larger sweeps across shards).

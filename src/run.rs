@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use fencesim_history::write_jsonl;
@@ -194,21 +194,51 @@ pub fn sweep<T: Send>(
     opts: &RunOptions,
     handle: impl Fn(Evaluated) -> std::io::Result<T> + Sync,
 ) -> std::io::Result<Vec<T>> {
+    sweep_until(scenario, seeds, jobs, opts, handle, |_| false)
+}
+
+/// [`sweep`], stopping at the first seed (in `seeds` order) whose result `stop` accepts.
+///
+/// Workers claim seeds in order, so when one finds a stopping seed every earlier seed has been
+/// claimed; they finish, no new seed is claimed, and the results are cut after the first
+/// stopping seed. The returned list is therefore the same whatever `jobs` is: every seed up
+/// to and including the first stopping one, or all of them.
+pub fn sweep_until<T: Send>(
+    scenario: &Scenario,
+    seeds: &[u64],
+    jobs: usize,
+    opts: &RunOptions,
+    handle: impl Fn(Evaluated) -> std::io::Result<T> + Sync,
+    stop: impl Fn(&T) -> bool + Sync,
+) -> std::io::Result<Vec<T>> {
     let next = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
     let results: Mutex<Vec<(usize, std::io::Result<T>)>> = Mutex::new(Vec::new());
     // Worker threads sit outside any simulation; each only calls into `evaluate`.
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { break };
                 let result = evaluate(scenario, seed, opts).and_then(&handle);
+                if result.as_ref().map_or(true, &stop) {
+                    stopped.store(true, Ordering::Relaxed);
+                }
                 results.lock().expect("sweep results").push((i, result));
             });
         }
     });
     let mut results = results.into_inner().expect("sweep results");
     results.sort_by_key(|(i, _)| *i);
+    let first_stop = results
+        .iter()
+        .position(|(_, r)| r.as_ref().map_or(true, &stop));
+    if let Some(cut) = first_stop {
+        results.truncate(cut + 1);
+    }
     results.into_iter().map(|(_, r)| r).collect()
 }
 

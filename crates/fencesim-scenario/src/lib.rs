@@ -23,9 +23,9 @@ pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
     ClientSpec, Expectation, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LatencyRange,
     LeaderChangeMode, LinkLatency, LockServiceKind, LockServiceSpec, MessageKind, NemesisSpec,
-    NetworkSpec, NodeEvent, NodeRole, PrimaryBackupSpec, Range64, RedlockSpec, Replication,
-    ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource, LEADER,
-    LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    NetworkSpec, NodeEvent, NodeRole, Placement, PrimaryBackupSpec, Range64, RedlockSpec,
+    Replication, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource,
+    LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation

@@ -59,6 +59,9 @@ pub struct NemesisSpec {
     pub kinds: Vec<String>,
     /// Swarm mode: each seed uses a random non-empty subset of `kinds` and narrows the ranges.
     pub swarm: bool,
+    /// Where node-bound faults land: at uniformly drawn times, or in hazard windows.
+    #[serde(default, skip_serializing_if = "Placement::is_uniform")]
+    pub placement: Placement,
     /// Nodes faults may target (node-bound kinds).
     pub targets: Vec<String>,
     /// When the first fault may start, simulated ms.
@@ -85,6 +88,30 @@ pub struct NemesisSpec {
     pub latency_ms: LatencyRange,
     /// Reorder windows, ms.
     pub reorder_window_ms: LatencyRange,
+}
+
+/// Where the random nemesis places its node-bound faults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// At times drawn uniformly from the fault intervals (Jepsen's nemesis schedules).
+    #[default]
+    Uniform,
+    /// Aimed at hazard windows, by triggering on node events instead of times: a client is
+    /// paused, crashed or isolated after a grant or just before its write (it holds a lease
+    /// it has not used yet, Kleppmann 2016); a lease node is crashed, paused or has its clock
+    /// moved right after a grant (the lease's expiry is then judged across the fault); and a
+    /// message hold catches a client's write or a service's acquire or renew reply in flight.
+    /// Loss, duplication, reordering, latency and majority/minority partitions stay uniform.
+    Targeted,
+}
+
+impl Placement {
+    /// Whether this is the default, uniform placement (left out of reports, so reports of
+    /// scenarios that do not use it are unchanged).
+    pub fn is_uniform(&self) -> bool {
+        *self == Placement::Uniform
+    }
 }
 
 /// A signed range, both ends inclusive.

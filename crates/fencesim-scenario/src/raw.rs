@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use crate::model::{
     ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode, LockServiceKind,
-    MessageKind, NodeEvent, Replication, ResourceMode, TokenCounter, TokenSource,
+    MessageKind, NodeEvent, Placement, Replication, ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -40,6 +40,7 @@ pub(crate) struct RawScenario {
 pub(crate) struct RawNemesis {
     pub kinds: Spanned<Vec<Spanned<RawFaultKind>>>,
     pub swarm: Option<bool>,
+    pub placement: Option<Placement>,
     pub targets: Option<Spanned<Vec<Spanned<String>>>>,
     pub start_ms: Option<Num>,
     pub interval_ms: Option<Pair>,

@@ -160,6 +160,7 @@ pub(crate) fn resolve(
     Ok(NemesisSpec {
         kinds,
         swarm: n.swarm.unwrap_or(false),
+        placement: n.placement.unwrap_or_default(),
         targets,
         start_ms: match &n.start_ms {
             Some(s) if *s.get_ref() >= heal_at_ms as i64 => {

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +50,9 @@ pub(crate) struct Nemesis {
     next_activation: Mutex<u64>,
     /// Strobes whose flip is on (their wall-clock step is in force).
     strobes_on: Mutex<BTreeSet<u64>>,
+    /// Set by the final heal: no fault starts after it (an event-triggered fault whose
+    /// occurrence comes late would otherwise break the recovery window).
+    healed: AtomicBool,
     carrier: madsim::runtime::NodeHandle,
 }
 
@@ -85,6 +89,7 @@ impl Nemesis {
             active: Mutex::new(BTreeMap::new()),
             next_activation: Mutex::new(0),
             strobes_on: Mutex::new(BTreeSet::new()),
+            healed: AtomicBool::new(false),
             carrier,
         }
     }
@@ -203,6 +208,9 @@ impl Nemesis {
 
 /// Begin fault `id`; if it lasts, schedule its undoing.
 fn start(world: &Arc<World>, id: usize) {
+    if world.nemesis.healed.load(Ordering::Relaxed) {
+        return;
+    }
     let mut fault = world.scenario.faults[id].clone();
     if fault.action.node() == Some(LEADER) {
         // Resolved now: the replica that leads at this moment (the first one if none does yet).
@@ -467,8 +475,10 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
 
 /// End every fault: network rules, pauses, crashes, clock offsets and drift.
 fn final_heal(world: &Arc<World>) {
+    world.nemesis.healed.store(true, Ordering::Relaxed);
     let now = true_ns();
     world.net.clear_rules();
+    world.net.disarm_holds();
     world.nemesis.pauses.lock().expect("pauses").clear();
     for node in world.scenario.node_names() {
         madsim::runtime::Handle::current().resume(node.as_str());

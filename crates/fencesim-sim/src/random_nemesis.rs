@@ -7,7 +7,8 @@
 //! final heal), so they go through the same mechanics, and the plan is part of the report.
 
 use fencesim_scenario::{
-    Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NemesisSpec, Range64, Scenario, Trigger,
+    Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent, NodeRole,
+    Placement, Range64, Scenario, Trigger, LEADER,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -61,7 +62,11 @@ pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64) -> NemesisPlan {
         let length = draw(&mut rng, duration_ms).min(room);
         let kind = kinds.choose(&mut rng).expect("at least one kind").clone();
         if length > 0 {
-            faults.push(fault(&kind, t, length, spec, &nodes, &mut rng));
+            let drawn = fault(&kind, t, length, spec, &nodes, &mut rng);
+            faults.push(match spec.placement {
+                Placement::Uniform => drawn,
+                Placement::Targeted => aim(drawn, scenario, &mut rng),
+            });
         }
         t += draw(&mut rng, interval_ms);
     }
@@ -203,4 +208,85 @@ fn partition(nodes: &[String], node: &str, rng: &mut Xoshiro256PlusPlus) -> Cut 
     shuffled.shuffle(rng);
     let minority = shuffled.split_off(nodes.len() / 2 + 1);
     Cut::Groups(vec![shuffled, minority])
+}
+
+/// Move a uniformly drawn fault into a hazard window ([`Placement::Targeted`]): a trigger on
+/// the target's own events replaces the drawn time, and a hold of every message of a kind
+/// becomes a hold of one write or reply. The occurrence aimed at is the one due about when
+/// the uniform draw would have struck, so targeted faults still spread over the run. Faults
+/// with no node to aim at keep their time.
+fn aim(drawn: Fault, scenario: &Scenario, rng: &mut Xoshiro256PlusPlus) -> Fault {
+    let Trigger::At { at_ms } = drawn.trigger else {
+        return drawn;
+    };
+    if let Action::HoldAll { .. } = drawn.action {
+        return hold_one(drawn, scenario, at_ms, rng);
+    }
+    let Some(node) = drawn.action.node().filter(|n| *n != LEADER) else {
+        return drawn;
+    };
+    let role = NodeRole::of(node);
+    let event = match (&drawn.action, role) {
+        // Between the grant and the write: the lease is held but not used yet.
+        (Action::Pause { .. } | Action::Crash { .. }, NodeRole::Client) => {
+            *[NodeEvent::Write, NodeEvent::Write, NodeEvent::Renew]
+                .choose(rng)
+                .expect("non-empty")
+        }
+        (_, NodeRole::Resource) => NodeEvent::Accept,
+        // A client's clock or links right after a grant; a lease node right after it grants,
+        // so the lease's expiry is judged across the fault.
+        _ => NodeEvent::Grant,
+    };
+    let before = matches!(event, NodeEvent::Write | NodeEvent::Renew);
+    let nth = occurrence(scenario, role, at_ms);
+    Fault {
+        trigger: if before {
+            Trigger::Before { event, nth }
+        } else {
+            Trigger::After { event, nth }
+        },
+        ..drawn
+    }
+}
+
+/// A hold of one message in flight instead of every message of a kind: a client's write (a
+/// delayed packet, K02) or a lease node's acquire or renew reply (K05), from a random target.
+fn hold_one(drawn: Fault, scenario: &Scenario, at_ms: u64, rng: &mut Xoshiro256PlusPlus) -> Fault {
+    let senders: Vec<String> = scenario
+        .node_names()
+        .into_iter()
+        .filter(|n| NodeRole::of(n) != NodeRole::Resource)
+        .collect();
+    let from = senders.choose(rng).expect("a scenario has clients").clone();
+    let role = NodeRole::of(&from);
+    let message = match role {
+        NodeRole::Client => MessageKind::Write,
+        _ => *[MessageKind::AcquireReply, MessageKind::RenewReply]
+            .choose(rng)
+            .expect("non-empty"),
+    };
+    Fault {
+        action: Action::Hold {
+            from,
+            message,
+            nth: occurrence(scenario, role, at_ms),
+        },
+        ..drawn
+    }
+}
+
+/// Which occurrence of a node's event falls near `at_ms`, estimated from the workload: the
+/// lock passes from client to client about once per `work_ms` plus a round trip, so a lease
+/// node sees an event that often and each client that often times the number of clients.
+fn occurrence(scenario: &Scenario, role: NodeRole, at_ms: u64) -> u64 {
+    let clients = scenario.clients.len().max(1) as u64;
+    let work_ms = scenario.clients.iter().map(|c| c.work_ms).sum::<u64>() / clients;
+    let round_trip_ms = 2 * scenario.network.latency_ms.max_ms;
+    let period_ms = (work_ms + round_trip_ms).max(1);
+    let per_node_ms = match role {
+        NodeRole::Client => period_ms * clients,
+        _ => period_ms,
+    };
+    1 + at_ms / per_node_ms
 }

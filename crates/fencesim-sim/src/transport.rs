@@ -433,6 +433,12 @@ impl Network {
         self.state().rules.clear();
     }
 
+    /// Disarm every `hold` fault whose message has not been sent yet (the final heal: no fault
+    /// starts after it). A message already held stays in flight until its time is up.
+    pub fn disarm_holds(&self) {
+        self.state().holds.clear();
+    }
+
     /// The nodes that are down.
     pub fn down_nodes(&self) -> Vec<String> {
         self.state().down.iter().cloned().collect()

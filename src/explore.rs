@@ -1,0 +1,414 @@
+//! `fencesim explore`: what a sweep of seeds found, as a summary that shards of one sweep can
+//! write separately and `explore --merge` joins (DESIGN.md, "CLI contract").
+//!
+//! A seed's *counterexample* is a seed whose run does not meet the scenario's `[expect]`: for a
+//! scenario that claims a design is safe (`verdict = "valid"`), that is a seed with a
+//! violation, an unknown verdict or a failed simulation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{Report, RunVerdict};
+
+/// Bumped on incompatible changes to the summary's shape.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+
+/// The most counterexample seeds a summary lists; the counts stay exact beyond it.
+pub const MAX_LISTED_SEEDS: usize = 1000;
+
+/// What one seed of a sweep came to, without its history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedOutcome {
+    /// The root seed.
+    pub seed: u64,
+    /// The run's verdict.
+    pub verdict: RunVerdict,
+    /// The distinct violation kinds found, in report order.
+    pub kinds: Vec<String>,
+    /// Whether the scenario's expectation was met.
+    pub met: bool,
+}
+
+impl SeedOutcome {
+    /// The outcome a report states.
+    pub fn of(report: &Report) -> Self {
+        let mut kinds: Vec<String> = Vec::new();
+        for v in &report.violations {
+            let k = v.kind.as_str();
+            if !kinds.iter().any(|seen| seen == k) {
+                kinds.push(k.to_owned());
+            }
+        }
+        SeedOutcome {
+            seed: report.seed,
+            verdict: report.verdict,
+            kinds,
+            met: report.expectation.met,
+        }
+    }
+}
+
+/// `explore-summary.json`: one sweep (or one shard of it), or several merged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExploreSummary {
+    /// [`SUMMARY_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The scenario's name.
+    pub scenario: String,
+    /// SHA-256 of the resolved scenario (as report.json holds it): shards of one sweep must
+    /// have run the same scenario, swarm flag included, to be merged.
+    pub scenario_sha256: String,
+    /// The seed range asked for, `A..B`.
+    pub seeds: String,
+    /// The shards this summary covers, as `I/N` (empty: the whole range).
+    pub shards: Vec<String>,
+    /// Seeds run. Less than the range when the sweep stopped at its first counterexample.
+    pub seeds_run: u64,
+    /// Whether the sweep stopped at its first counterexample (no `--keep-going`).
+    pub stopped_early: bool,
+    /// Seeds judged valid.
+    pub valid: u64,
+    /// Seeds with at least one violation.
+    pub invalid: u64,
+    /// Seeds whose verdict was unknown (a check gave up within its budget).
+    pub unknown: u64,
+    /// Seeds whose simulation failed (panic, time limit, deadlock, nondeterminism).
+    pub failed: u64,
+    /// Seeds with at least one violation of each kind.
+    pub invalid_by_kind: BTreeMap<String, u64>,
+    /// Seeds that met the scenario's expectation.
+    pub expectation_met: u64,
+    /// Counterexamples: seeds that did not meet it, ascending, at most [`MAX_LISTED_SEEDS`].
+    pub counterexamples: Vec<u64>,
+    /// How many counterexamples there were in all.
+    pub counterexample_count: u64,
+    /// Real seconds the sweep took (merged: the longest shard's, as shards run side by side).
+    pub seconds: f64,
+    /// Seeds per real second (merged: the sum of the shards' rates).
+    pub seeds_per_second: f64,
+}
+
+impl ExploreSummary {
+    /// Tally `outcomes` (in seed order) of a sweep of `scenario` over `seeds`.
+    pub fn tally(
+        report_scenario: &fencesim_scenario::Scenario,
+        seeds: &str,
+        shard: Option<&str>,
+        outcomes: &[SeedOutcome],
+        stopped_early: bool,
+        seconds: f64,
+    ) -> Self {
+        let mut s = ExploreSummary {
+            schema_version: SUMMARY_SCHEMA_VERSION,
+            scenario: report_scenario.name.clone(),
+            scenario_sha256: scenario_digest(report_scenario),
+            seeds: seeds.to_owned(),
+            shards: shard.map(str::to_owned).into_iter().collect(),
+            seeds_run: outcomes.len() as u64,
+            stopped_early,
+            valid: 0,
+            invalid: 0,
+            unknown: 0,
+            failed: 0,
+            invalid_by_kind: BTreeMap::new(),
+            expectation_met: 0,
+            counterexamples: Vec::new(),
+            counterexample_count: 0,
+            seconds,
+            seeds_per_second: outcomes.len() as f64 / seconds.max(1e-9),
+        };
+        for o in outcomes {
+            s.add(o);
+        }
+        s
+    }
+
+    fn add(&mut self, o: &SeedOutcome) {
+        match o.verdict {
+            RunVerdict::Valid => self.valid += 1,
+            RunVerdict::Invalid => self.invalid += 1,
+            RunVerdict::Unknown => self.unknown += 1,
+            RunVerdict::SimFailed => self.failed += 1,
+        }
+        for k in &o.kinds {
+            *self.invalid_by_kind.entry(k.clone()).or_default() += 1;
+        }
+        if o.met {
+            self.expectation_met += 1;
+        } else {
+            self.counterexample_count += 1;
+            if self.counterexamples.len() < MAX_LISTED_SEEDS {
+                self.counterexamples.push(o.seed);
+            }
+        }
+    }
+
+    /// Join shards of one sweep. Errors name the summary that does not fit: another scenario,
+    /// another seed range, or a shard already merged.
+    pub fn merge(parts: &[(String, ExploreSummary)]) -> Result<ExploreSummary, String> {
+        let Some(((first_name, first), rest)) = parts.split_first() else {
+            return Err("--merge: no summaries given".into());
+        };
+        let mut merged = first.clone();
+        for (name, part) in rest {
+            if part.scenario_sha256 != first.scenario_sha256 {
+                return Err(format!(
+                    "{name}: scenario {:?} (sha256 {}) differs from {first_name}'s {:?} (sha256 {}); only shards of one sweep merge",
+                    part.scenario, part.scenario_sha256, first.scenario, first.scenario_sha256
+                ));
+            }
+            if part.seeds != first.seeds {
+                return Err(format!(
+                    "{name}: seed range {} differs from {first_name}'s {}",
+                    part.seeds, first.seeds
+                ));
+            }
+            if let Some(dup) = part.shards.iter().find(|s| merged.shards.contains(s)) {
+                return Err(format!("{name}: shard {dup} is already in the merge"));
+            }
+            if part.shards.is_empty() || merged.shards.is_empty() {
+                return Err(format!(
+                    "{name}: a summary of the whole range cannot be merged with another"
+                ));
+            }
+            merged.absorb(part);
+        }
+        merged.shards.sort_by_key(|s| shard_index(s));
+        Ok(merged)
+    }
+
+    fn absorb(&mut self, part: &ExploreSummary) {
+        self.shards.extend(part.shards.iter().cloned());
+        self.seeds_run += part.seeds_run;
+        self.stopped_early |= part.stopped_early;
+        self.valid += part.valid;
+        self.invalid += part.invalid;
+        self.unknown += part.unknown;
+        self.failed += part.failed;
+        for (k, n) in &part.invalid_by_kind {
+            *self.invalid_by_kind.entry(k.clone()).or_default() += n;
+        }
+        self.expectation_met += part.expectation_met;
+        self.counterexample_count += part.counterexample_count;
+        self.counterexamples.extend(&part.counterexamples);
+        self.counterexamples.sort_unstable();
+        self.counterexamples.truncate(MAX_LISTED_SEEDS);
+        self.seconds = self.seconds.max(part.seconds);
+        self.seeds_per_second += part.seeds_per_second;
+    }
+
+    /// Shards missing from a merge of `I/N` shards (empty when complete or unsharded).
+    pub fn missing_shards(&self) -> Vec<String> {
+        let Some(n) = self.shards.first().and_then(|s| shard_count(s)) else {
+            return Vec::new();
+        };
+        (0..n)
+            .map(|i| format!("{i}/{n}"))
+            .filter(|s| !self.shards.contains(s))
+            .collect()
+    }
+
+    /// The summary's lines as `explore` prints them.
+    pub fn lines(&self) -> Vec<String> {
+        let mut kinds: Vec<String> = self
+            .invalid_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        if kinds.is_empty() {
+            kinds.push("none".into());
+        }
+        let lines = vec![
+            format!(
+                "{}: {} seeds run{} of {}{}: {} valid, {} invalid, {} unknown, {} failed",
+                self.scenario,
+                self.seeds_run,
+                if self.stopped_early {
+                    " (stopped at the first counterexample)"
+                } else {
+                    ""
+                },
+                self.seeds,
+                if self.shards.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (shards {})", self.shards.join(", "))
+                },
+                self.valid,
+                self.invalid,
+                self.unknown,
+                self.failed
+            ),
+            format!("  seeds with each violation: {}", kinds.join(", ")),
+            format!(
+                "  expectation met on {}/{} seeds; counterexamples: {}",
+                self.expectation_met,
+                self.seeds_run,
+                self.counterexample_list()
+            ),
+            format!(
+                "  {:.1} s, {:.0} seeds/s",
+                self.seconds, self.seeds_per_second
+            ),
+        ];
+        lines
+    }
+
+    fn counterexample_list(&self) -> String {
+        if self.counterexample_count == 0 {
+            return "none".into();
+        }
+        const SHOWN: usize = 20;
+        let mut list: Vec<String> = self
+            .counterexamples
+            .iter()
+            .take(SHOWN)
+            .map(u64::to_string)
+            .collect();
+        if self.counterexample_count > SHOWN as u64 {
+            list.push(format!("... ({} in all)", self.counterexample_count));
+        }
+        list.join(" ")
+    }
+
+    /// Read a summary written by [`ExploreSummary::write`]; errors name the file.
+    pub fn read(path: &Path) -> Result<ExploreSummary, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let summary: ExploreSummary = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}: line {} column {}: not an explore summary: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        if summary.schema_version != SUMMARY_SCHEMA_VERSION {
+            return Err(format!(
+                "{}: schema_version {} is not the supported {SUMMARY_SCHEMA_VERSION}",
+                path.display(),
+                summary.schema_version
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// Write the summary as pretty JSON.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, json)
+    }
+
+    /// Where a sweep's summary goes: `DIR/<name>/explore-summary.json`, or
+    /// `explore-summary-shard-I-of-N.json` for a shard, so shards can share a directory.
+    pub fn file_name(shard: Option<&str>) -> String {
+        match shard.and_then(|s| s.split_once('/')) {
+            Some((i, n)) => format!("explore-summary-shard-{i}-of-{n}.json"),
+            None => "explore-summary.json".into(),
+        }
+    }
+}
+
+/// SHA-256 of the resolved scenario's JSON.
+fn scenario_digest(scenario: &fencesim_scenario::Scenario) -> String {
+    let json = serde_json::to_vec(scenario).unwrap_or_default();
+    crate::report::sha256_hex(&json)
+}
+
+fn shard_index(s: &str) -> u64 {
+    s.split_once('/')
+        .and_then(|(i, _)| i.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+fn shard_count(s: &str) -> Option<u64> {
+    s.split_once('/').and_then(|(_, n)| n.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(seed: u64, verdict: RunVerdict, kinds: &[&str], met: bool) -> SeedOutcome {
+        SeedOutcome {
+            seed,
+            verdict,
+            kinds: kinds.iter().map(|k| (*k).to_owned()).collect(),
+            met,
+        }
+    }
+
+    fn scenario() -> fencesim_scenario::Scenario {
+        let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
+        crate::parse_scenario(text, file).expect("valid")
+    }
+
+    fn shard(i: u64, outcomes: &[SeedOutcome]) -> (String, ExploreSummary) {
+        let shard = format!("{i}/2");
+        let s = ExploreSummary::tally(&scenario(), "0..4", Some(&shard), outcomes, false, 2.0);
+        (format!("s{i}.json"), s)
+    }
+
+    #[test]
+    fn tally_counts_verdicts_kinds_and_counterexamples() {
+        let outcomes = [
+            outcome(0, RunVerdict::Valid, &[], true),
+            outcome(1, RunVerdict::Invalid, &["stale-write-accepted"], false),
+            outcome(
+                2,
+                RunVerdict::Invalid,
+                &["token-reused", "stale-write-accepted"],
+                false,
+            ),
+            outcome(3, RunVerdict::SimFailed, &[], false),
+            outcome(4, RunVerdict::Unknown, &[], false),
+        ];
+        let s = ExploreSummary::tally(&scenario(), "0..10", None, &outcomes, true, 0.5);
+        assert_eq!(
+            (s.seeds_run, s.valid, s.invalid, s.unknown, s.failed),
+            (5, 1, 2, 1, 1)
+        );
+        assert_eq!(s.invalid_by_kind["stale-write-accepted"], 2);
+        assert_eq!(s.invalid_by_kind["token-reused"], 1);
+        assert_eq!(s.counterexamples, vec![1, 2, 3, 4]);
+        assert_eq!(s.expectation_met, 1);
+        assert_eq!(s.seeds_per_second, 10.0);
+        assert!(s.lines()[0].contains("(stopped at the first counterexample)"));
+    }
+
+    #[test]
+    fn merge_joins_shards_and_names_what_is_missing() {
+        let a = shard(0, &[outcome(0, RunVerdict::Valid, &[], true)]);
+        let b = shard(
+            1,
+            &[outcome(1, RunVerdict::Invalid, &["token-reused"], false)],
+        );
+        let merged = ExploreSummary::merge(&[b.clone(), a.clone()]).expect("merges");
+        assert_eq!(merged.shards, vec!["0/2", "1/2"]);
+        assert_eq!((merged.seeds_run, merged.valid, merged.invalid), (2, 1, 1));
+        assert_eq!(merged.counterexamples, vec![1]);
+        assert_eq!(merged.seconds, 2.0);
+        assert!(merged.missing_shards().is_empty());
+        let alone = ExploreSummary::merge(std::slice::from_ref(&a)).expect("one shard");
+        assert_eq!(alone.missing_shards(), vec!["1/2"]);
+        let err = ExploreSummary::merge(&[a.clone(), a]).expect_err("same shard twice");
+        assert!(
+            err.contains("s0.json: shard 0/2 is already in the merge"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn merge_refuses_another_scenario() {
+        let a = shard(0, &[]);
+        let mut b = shard(1, &[]);
+        b.1.scenario_sha256 = "0".repeat(64);
+        let err = ExploreSummary::merge(&[a, b]).expect_err("different scenarios");
+        assert!(err.starts_with("s1.json: scenario"), "{err}");
+    }
+}

@@ -1,0 +1,199 @@
+//! `explore`: stopping at the first counterexample, the summary, shards and `--merge`, and
+//! how many seeds targeted fault placement saves (counts, not timings).
+
+mod support;
+
+use std::path::PathBuf;
+
+use fencesim::run::{default_jobs, sweep, RunOptions};
+use support::{fencesim, json, out_dir, text};
+
+fn fixture(name: &str) -> String {
+    format!("tests/fixtures/explore/{name}.toml")
+}
+
+/// The seeds among `0..end` of a fixture that miss its expectation (it claims an unsafe design
+/// is safe, so these are the refutations).
+fn counterexamples(name: &str, end: u64) -> Vec<u64> {
+    let path = support::root().join(fixture(name));
+    let scenario = fencesim::load_scenario(&path).expect("fixture parses");
+    let opts = RunOptions {
+        out: PathBuf::new(),
+        scenario_arg: String::new(),
+        check_determinism: false,
+        swarm: false,
+    };
+    let seeds: Vec<u64> = (0..end).collect();
+    let found = sweep(&scenario, &seeds, default_jobs(), &opts, |done| {
+        Ok((!done.report.expectation.met).then_some(done.report.seed))
+    })
+    .expect("sweep");
+    found.into_iter().flatten().collect()
+}
+
+/// For each starting seed in `0..20`, how many seeds `explore` runs up to and including the
+/// first counterexample (`None`: none before `end`).
+fn seeds_to_first(counterexamples: &[u64], end: u64) -> Vec<Option<u64>> {
+    (0..20)
+        .map(|start| {
+            (start..end)
+                .find(|s| counterexamples.contains(s))
+                .map(|s| s - start + 1)
+        })
+        .collect()
+}
+
+fn median(counts: &[Option<u64>]) -> f64 {
+    let mut v: Vec<u64> = counts.iter().map(|c| c.expect("found")).collect();
+    v.sort_unstable();
+    (v[v.len() / 2 - 1] + v[v.len() / 2]) as f64 / 2.0
+}
+
+#[test]
+fn targeted_placement_finds_the_pause_counterexample_in_fewer_seeds() {
+    // A client that checks its lease and then writes: the gap has no width in simulated time,
+    // so a pause at a uniformly drawn time never lands in it; a pause aimed at "just before
+    // the write" does whenever it outlasts the lease.
+    assert_eq!(
+        counterexamples("pause-unfenced-uniform", 40),
+        Vec::<u64>::new()
+    );
+    let targeted = seeds_to_first(&counterexamples("pause-unfenced-targeted", 30), 30);
+    assert_eq!(median(&targeted), 1.0, "{targeted:?}");
+
+    // A careless client (no check of its own lease): a uniform pause while it holds the lock
+    // is enough, so both find it, targeted sooner.
+    let uniform = seeds_to_first(&counterexamples("pause-unfenced-careless-uniform", 40), 40);
+    let targeted = seeds_to_first(&counterexamples("pause-unfenced-careless-targeted", 30), 30);
+    assert_eq!(median(&uniform), 3.5, "{uniform:?}");
+    assert_eq!(median(&targeted), 1.0, "{targeted:?}");
+}
+
+#[test]
+fn explore_stops_at_the_first_counterexample_whatever_the_jobs() {
+    for jobs in ["1", "2"] {
+        let out = out_dir(&format!("explore-stop-{jobs}"));
+        let o = fencesim(&[
+            "explore",
+            &fixture("pause-unfenced-targeted"),
+            "--seeds",
+            "0..20",
+            "--jobs",
+            jobs,
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+        assert!(stderr.is_empty(), "--quiet prints no progress: {stderr}");
+        // Seed 0 meets the (false) claim, seed 1 refutes it.
+        assert!(
+            stdout.contains("pause-unfenced-targeted seed 1: INVALID"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("reproduce: fencesim run tests/fixtures/explore/pause-unfenced-targeted.toml --seed 1"),
+            "{stdout}"
+        );
+        let dir = out.join("pause-unfenced-targeted");
+        let summary = json(&dir.join("explore-summary.json"));
+        assert_eq!(summary["seeds_run"], 2);
+        assert_eq!(summary["stopped_early"], true);
+        assert_eq!(summary["counterexamples"], serde_json::json!([1]));
+        assert_eq!(summary["invalid_by_kind"]["stale-write-accepted"], 1);
+        assert!(dir.join("1/report.json").is_file());
+        assert!(
+            !dir.join("0").exists(),
+            "a seed that met the expectation has no files"
+        );
+    }
+}
+
+#[test]
+fn keep_going_runs_every_seed_and_shards_merge_into_the_whole_sweep() {
+    let out = out_dir("explore-shards");
+    let whole = out_dir("explore-whole");
+    let run = |out: &PathBuf, extra: &[&str]| {
+        let mut args = vec![
+            "explore",
+            "pause-unfenced",
+            "--seeds",
+            "0..6",
+            "--keep-going",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        fencesim(&args)
+    };
+    // pause-unfenced expects its violation, so every seed meets the expectation.
+    let o = run(&whole, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+    let whole = json(&whole.join("pause-unfenced/explore-summary.json"));
+    assert_eq!(whole["seeds_run"], 6);
+    assert_eq!(whole["invalid"], 6);
+    for shard in ["0/3", "1/3", "2/3"] {
+        let o = run(&out, &["--shard", shard]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+    }
+    let dir = out.join("pause-unfenced");
+    let part = |i: u64| dir.join(format!("explore-summary-shard-{i}-of-3.json"));
+    assert_eq!(json(&part(1))["seeds_run"], 2);
+    let (a, b, c) = (part(0), part(1), part(2));
+    let o = fencesim(&[
+        "explore",
+        "--merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        c.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with("pause-unfenced: 6 seeds run of 0..6 (shards 0/3, 1/3, 2/3): 0 valid, 6 invalid, 0 unknown, 0 failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stale-write-accepted 6"), "{stdout}");
+    assert!(!stdout.contains("missing shards"), "{stdout}");
+
+    let o = fencesim(&[
+        "explore",
+        "--merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert!(text(&o).0.contains("missing shards: 2/3"), "{}", text(&o).0);
+    let o = fencesim(&[
+        "explore",
+        "--merge",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("shard 0/3 is already in the merge"),
+        "{}",
+        text(&o).1
+    );
+}
+
+#[test]
+fn merge_refuses_a_file_that_is_not_a_summary() {
+    let out = out_dir("explore-merge-bad");
+    let bad = out.join("bad.json");
+    std::fs::write(&bad, "{\"schema_version\": 1,\n \"scenario\": 3}\n").unwrap();
+    let o = fencesim(&["explore", "--merge", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let (_, stderr) = text(&o);
+    assert!(stderr.contains("bad.json: line 2 column"), "{stderr}");
+    assert!(stderr.contains("not an explore summary"), "{stderr}");
+    let o = fencesim(&["explore", "--merge", "/nonexistent/summary.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = fencesim(&["explore", "pause-fenced"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--seeds is required without --merge"
+    );
+}
