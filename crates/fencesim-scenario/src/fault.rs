@@ -191,10 +191,11 @@ pub enum Action {
         /// The node.
         node: String,
     },
-    /// The random nemesis's final heal: every fault ends, every node resumes (and restarts if
-    /// crashed), every wall clock is set back to true time and all drift stops (monotonic clocks
-    /// keep the offset drift gave them: they never step). Afterwards a fenced write must be
-    /// accepted within `window_ms`. Drawn by `[nemesis]`, not written in `[[faults]]`.
+    /// The final heal: every fault ends, every node resumes (and restarts if crashed), every
+    /// wall clock is set back to true time and all drift stops (monotonic clocks keep the offset
+    /// drift gave them: they never step). Afterwards a fenced write must be accepted within
+    /// `window_ms`. Drawn by `[nemesis]`, or written as `kind = "final-heal"` in `[[faults]]`
+    /// (at most one, and not beside a `[nemesis]`), as a drawn schedule is when written out.
     FinalHeal {
         /// The recovery window, simulated ms.
         window_ms: u64,

@@ -4,6 +4,7 @@
 //! Parsing is two steps: serde reads a raw form that keeps every field's position
 //! (`deny_unknown_fields`, so a typo is an error, not a silent default), then validation turns
 //! it into the resolved [`Scenario`] or a [`ScenarioError`] naming file, line, column and field.
+//! [`to_toml`] goes the other way, writing a `Scenario` back as a file `parse` accepts.
 #![deny(missing_docs)]
 
 mod error;
@@ -13,6 +14,7 @@ mod raw;
 mod validate;
 mod validate_fault;
 mod validate_nemesis;
+mod write;
 
 use std::path::Path;
 
@@ -27,6 +29,7 @@ pub use model::{
     Replication, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource,
     LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
+pub use write::to_toml;
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation
 /// kinds the checker in use can find; an expectation naming another is refused.

@@ -143,6 +143,7 @@ pub(crate) enum RawFaultKind {
     Crash,
     Restart,
     Restore,
+    FinalHeal,
 }
 
 /// Every field any fault kind uses; which kind takes which is in `validate_fault.rs`.

@@ -180,6 +180,7 @@ pub(crate) fn resolve(
         .iter()
         .map(|f| crate::validate_fault::resolve(&cx, f, &node_names, duration_ms))
         .collect::<Result<Vec<_>, _>>()?;
+    crate::validate_fault::refuse_extra_final_heals(&cx, &raw.faults, raw.nemesis.is_some())?;
     let expect = resolve_expect(&cx, raw.expect.as_ref(), &raw.name, checked)?;
     let nemesis = raw
         .nemesis

@@ -59,6 +59,8 @@ fn shape(
         Crash => (&["node"], &[], NodeTrigger, Some(false)),
         Restart => (&["node"], &[], AtOnly, None),
         Restore => (&["node", "snapshot_at_ms"], &[], NodeTrigger, None),
+        // Written so a random nemesis's drawn schedule can be replayed as scripted faults.
+        FinalHeal => (&["window_ms"], &[], AtOnly, None),
     }
 }
 
@@ -224,6 +226,7 @@ pub(crate) fn resolve(
         RawFaultKind::Restart => Action::Restart {
             node: target.expect("required"),
         },
+        RawFaultKind::FinalHeal => final_heal(cx, f, &trigger, run_ms)?,
         RawFaultKind::Restore => {
             let node = target.expect("required");
             if node != LEASE_SERVICE_NODE || cx.kind != LockServiceKind::Single {
@@ -256,6 +259,53 @@ pub(crate) fn resolve(
         trigger,
         duration_ms,
     })
+}
+
+/// A scripted final heal. Its recovery window must end within the run: a window cut short by
+/// the run's end would report `no-progress-after-heal` for progress that had no time to happen
+/// (the rule `[nemesis]` applies to `heal_at_ms`).
+fn final_heal(
+    cx: &Ctx,
+    f: &RawFault,
+    trigger: &Trigger,
+    run_ms: u64,
+) -> Result<Action, ScenarioError> {
+    let window = f.window_ms.as_ref().expect("required");
+    let window_ms = cx.positive(window, "faults.window_ms")?;
+    // `at_ms` only (see `shape`), so the trigger is always `At`.
+    if let Trigger::At { at_ms } = *trigger {
+        let ends = at_ms.saturating_add(window_ms);
+        if ends > run_ms {
+            let m = format!("the run ends at duration_ms = {run_ms}, before the recovery window ends at {at_ms} + {window_ms} = {ends} ms");
+            return Err(cx.err(window.span(), "faults.window_ms", m));
+        }
+    }
+    Ok(Action::FinalHeal { window_ms })
+}
+
+/// At most one `final-heal`, and none beside a `[nemesis]`, which draws its own: the progress
+/// check judges each final heal, so a second one would open a second, overlapping window.
+pub(crate) fn refuse_extra_final_heals(
+    cx: &Ctx,
+    faults: &[Spanned<RawFault>],
+    has_nemesis: bool,
+) -> Result<(), ScenarioError> {
+    let mut heals = faults
+        .iter()
+        .map(|f| &f.get_ref().kind)
+        .filter(|k| *k.get_ref() == RawFaultKind::FinalHeal);
+    if let (Some(first), true) = (heals.clone().next(), has_nemesis) {
+        let m = "a [nemesis] draws its own final heal at heal_at_ms; keep either this fault or the [nemesis] table";
+        return Err(cx.err(first.span(), "faults.kind", m));
+    }
+    match heals.nth(1) {
+        Some(second) => Err(cx.err(
+            second.span(),
+            "faults.kind",
+            "a scenario has at most one final-heal fault",
+        )),
+        None => Ok(()),
+    }
 }
 
 fn kind_name(kind: RawFaultKind) -> String {
