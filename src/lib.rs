@@ -11,6 +11,7 @@ pub mod expectation;
 pub mod explore;
 pub mod report;
 pub mod run;
+pub mod shrink;
 
 pub use fencesim_checker::{check, CheckResult, Verdict, Violation};
 pub use fencesim_history::{History, ViolationKind};

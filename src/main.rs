@@ -86,6 +86,9 @@ enum Command {
         /// No progress on stderr.
         #[arg(long)]
         quiet: bool,
+        /// Shrink the first counterexample (as `fencesim shrink` does) into DIR/shrunk/.
+        #[arg(long)]
+        shrink: bool,
         /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
         #[arg(long)]
         check_determinism: bool,
@@ -95,7 +98,7 @@ enum Command {
         /// Join the explore-summary files of a sweep's shards and print the whole sweep's
         /// summary instead of running anything.
         #[arg(long, num_args = 1.., value_name = "SUMMARY",
-              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism"])]
+              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink"])]
         merge: Vec<PathBuf>,
     },
     /// Check a history.jsonl file (recorded by fencesim or converted from a real system).
@@ -135,6 +138,18 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "reports/replays")]
         out: PathBuf,
     },
+    /// Reduce a failing run (its report.json) to a minimal scenario that still shows the same
+    /// violation kind, and write it as a scenario file that `fencesim run` reproduces.
+    Shrink {
+        /// A report.json written by `run` or `explore`.
+        report: PathBuf,
+        /// Where the minimal scenario (NAME-seed-N-min.toml) and its run's files go.
+        #[arg(long, value_name = "DIR", default_value = "reports/shrunk")]
+        out: PathBuf,
+        /// The violation kind to keep (default: the report's first violation's).
+        #[arg(long)]
+        kind: Option<String>,
+    },
     /// List the bundled scenarios with their expectations.
     List,
     /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
@@ -171,6 +186,7 @@ fn main() -> ExitCode {
             shard,
             keep_going,
             quiet,
+            shrink,
             check_determinism,
             swarm,
             merge,
@@ -190,6 +206,7 @@ fn main() -> ExitCode {
                     shard,
                     keep_going,
                     quiet,
+                    shrink,
                 };
                 explore(&target, &sweep)
             }
@@ -211,6 +228,7 @@ fn main() -> ExitCode {
             out,
         } => export(&history, out.as_deref()),
         Command::List => list(),
+        Command::Shrink { report, out, kind } => shrink(&report, &out, kind.as_deref()),
         Command::Replay { report, out } => replay(&report, out),
         Command::Bench { seeds, jobs, quick } => bench(seeds, jobs as usize, quick),
     };
@@ -331,6 +349,7 @@ struct ExploreArgs {
     shard: Option<String>,
     keep_going: bool,
     quiet: bool,
+    shrink: bool,
 }
 
 /// `explore`: many seeds in parallel until the first counterexample (or all of them with
@@ -372,6 +391,7 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     };
     let stopped_early = outcomes.len() < seeds.len();
     let mut worst = exit::VALID;
+    let mut first_report = None;
     for written in kept.into_iter().flatten() {
         let done = match written {
             Written::Done(run) => *run,
@@ -382,6 +402,7 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         };
         print_seed(&done, true);
         worst = worse(worst, seed_exit_code(&done.report, true));
+        first_report.get_or_insert(done.report_path);
     }
     let summary = ExploreSummary::tally(
         &scenario,
@@ -402,6 +423,11 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         return unwritable(&opts.out, &e);
     }
     say!("summary: {}", path.display());
+    if let (true, Some(report)) = (args.shrink, first_report) {
+        // A counterexample that only misses the expectation (no violation) has nothing to
+        // shrink; `shrink` says so, and the sweep's exit code stands.
+        shrink(&report, &opts.out.join("shrunk"), None);
+    }
     worst
 }
 
@@ -920,15 +946,9 @@ fn bench_checker(quick: bool) -> u8 {
 
 /// `replay`: the run a report describes, again, compared byte for byte.
 fn replay(path: &Path, out: PathBuf) -> u8 {
-    let stored: fencesim::report::Report = match std::fs::read(path)
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-    {
+    let stored = match read_report(path) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {}: not a fencesim report: {e}", path.display());
-            return exit::BAD_INPUT;
-        }
+        Err(code) => return code,
     };
     let opts = RunOptions {
         out,
@@ -963,4 +983,105 @@ fn replay(path: &Path, out: PathBuf) -> u8 {
         );
         exit::SIM_FAILED
     }
+}
+
+/// Read a report.json, or print why not and return the exit code.
+fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
+    std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| {
+            serde_json::from_slice(&b)
+                .map_err(|e| format!("line {} column {}: {e}", e.line(), e.column()))
+        })
+        .map_err(|e| {
+            eprintln!("error: {}: not a fencesim report: {e}", path.display());
+            exit::BAD_INPUT
+        })
+}
+
+/// `shrink`: reduce a failing run to a minimal scenario, write it as TOML, run it once to
+/// write its report, and print how to rerun it.
+fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
+    let stored = match read_report(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let kind = match kind {
+        Some(k) => match fencesim::ViolationKind::ALL
+            .into_iter()
+            .find(|v| v.as_str() == k)
+        {
+            Some(k) => k,
+            None => {
+                let all: Vec<&str> = fencesim::ViolationKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
+                eprintln!(
+                    "error: --kind: expected one of {}, found {k:?}",
+                    all.join(", ")
+                );
+                return exit::BAD_INPUT;
+            }
+        },
+        None => match stored.violations.first() {
+            Some(v) => v.kind,
+            None => {
+                eprintln!(
+                    "error: {}: seed {} of {} has no violation to shrink (verdict {:?})",
+                    path.display(),
+                    stored.seed,
+                    stored.scenario.name,
+                    stored.verdict
+                );
+                return exit::BAD_INPUT;
+            }
+        },
+    };
+    let clock = fencesim::bench::Stopwatch::start();
+    let shrunk = match fencesim::shrink::shrink_report(&stored, kind) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return exit::BAD_INPUT;
+        }
+    };
+    let seconds = clock.seconds();
+    let file = out.join(format!("{}.toml", shrunk.scenario.name));
+    let written = std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(&file, fencesim_scenario::to_toml(&shrunk.scenario)));
+    if let Err(e) = written {
+        return unwritable(out, &e);
+    }
+    let (b, a) = (shrunk.before, shrunk.after);
+    say!(
+        "shrunk seed {} of {} keeping {}: {} faults -> {}, {} clients -> {}, {} ms -> {} ms ({} runs, {seconds:.1} s)",
+        shrunk.seed,
+        stored.scenario.name,
+        kind.as_str(),
+        b.faults,
+        a.faults,
+        b.clients,
+        a.clients,
+        b.duration_ms,
+        a.duration_ms,
+        shrunk.runs
+    );
+    say!("minimal scenario: {}", file.display());
+    let file_arg = file.display().to_string();
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        scenario_arg: file_arg.clone(),
+        check_determinism: false,
+        swarm: false,
+    };
+    match fencesim::run::run_seed(&shrunk.scenario, shrunk.seed, &opts) {
+        Ok(done) => {
+            say!("{}", done.verdict_line());
+            say!("report: {}", done.report_path.display());
+        }
+        Err(e) => return unwritable(out, &e),
+    }
+    say!("reproduce: fencesim run {file_arg} --seed {}", shrunk.seed);
+    exit::VALID
 }

@@ -359,6 +359,9 @@ fn nemesis(doc: &mut Doc, n: &NemesisSpec) {
     doc.table("[nemesis]");
     doc.key("kinds", strings(&n.kinds));
     doc.key("swarm", boolean(n.swarm));
+    if !n.placement.is_uniform() {
+        doc.key("placement", name(&n.placement));
+    }
     doc.key("targets", strings(&n.targets));
     doc.key("start_ms", int(n.start_ms));
     doc.key("interval_ms", range(n.interval_ms));

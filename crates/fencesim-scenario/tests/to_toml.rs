@@ -52,6 +52,24 @@ fn every_bundled_scenario_round_trips() {
     }
 }
 
+#[test]
+fn the_test_fixtures_round_trip() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    let mut files = vec![root.join("lease-record-restarted-holder.toml")];
+    for e in std::fs::read_dir(root.join("explore")).unwrap() {
+        files.push(e.unwrap().path());
+    }
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    for path in files {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let written = round_trip(&source, &path.display().to_string());
+        if source.contains("placement = \"targeted\"") {
+            assert!(written.contains("placement = \"targeted\""), "{written}");
+        }
+    }
+}
+
 /// Every fault kind, every trigger form, every cut, with a single lock service (the only design
 /// that can be restored), named and counted clients, links of both kinds and a description that
 /// needs escaping.

@@ -1,0 +1,405 @@
+//! Shrinking a failing run to a minimal scenario that still fails the same way.
+//!
+//! The failing run's whole fault schedule, its `[[faults]]` and whatever the random nemesis
+//! drew for the seed, becomes a scripted schedule on the same seed. Delta debugging (Zeller and
+//! Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002) then removes faults
+//! while the violation kind is still found, then clients, then the run's length, then each
+//! remaining fault's length. Every candidate is simulated and checked from scratch on the
+//! same seed, so the result is a scenario that `fencesim run` reproduces as it is.
+
+use fencesim_history::ViolationKind;
+use fencesim_scenario::{Action, ExpectedVerdict, Fault, Scenario, SeedRange, Trigger};
+
+use crate::report::Report;
+
+/// How a shrink went.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The minimal scenario: scripted faults, no `[nemesis]`, its seed range the one seed, and
+    /// an expectation of the violation kind.
+    pub scenario: Scenario,
+    /// The seed.
+    pub seed: u64,
+    /// The violation kind kept.
+    pub kind: ViolationKind,
+    /// Faults, clients and run length before shrinking (nemesis-drawn faults included).
+    pub before: Size,
+    /// The same after.
+    pub after: Size,
+    /// Simulations run.
+    pub runs: u64,
+}
+
+/// What a shrink reduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Fault events in the schedule.
+    pub faults: usize,
+    /// Clients.
+    pub clients: usize,
+    /// Run length, simulated ms.
+    pub duration_ms: u64,
+}
+
+impl Size {
+    fn of(s: &Scenario) -> Self {
+        Size {
+            faults: s.faults.len(),
+            clients: s.clients.len(),
+            duration_ms: s.duration_ms,
+        }
+    }
+}
+
+/// Why a run cannot be shrunk.
+#[derive(Debug, thiserror::Error)]
+pub enum ShrinkError {
+    /// The run found no violation of the kind.
+    #[error("seed {seed} of {scenario} has no {kind} violation to shrink")]
+    NotFailing {
+        /// Scenario name.
+        scenario: String,
+        /// Seed.
+        seed: u64,
+        /// The kind asked for.
+        kind: String,
+    },
+    /// The schedule written out as scripted faults no longer fails (it should: the nemesis's
+    /// faults are ordinary scripted faults).
+    #[error("the fault schedule of seed {seed}, written as scripted faults, no longer shows {kind}; cannot shrink it")]
+    NotReproduced {
+        /// Seed.
+        seed: u64,
+        /// The kind.
+        kind: String,
+    },
+}
+
+/// Shrink `scenario` on `seed` to a minimal scenario that still shows `kind`.
+///
+/// `drawn` is the random nemesis's schedule for the seed (report.json's `nemesis.faults`), if
+/// the scenario has a `[nemesis]`. `fails(candidate)` simulates and checks a candidate on the
+/// seed and says whether `kind` was found; [`shows`] is the usual one. Candidates that the
+/// scenario validation would refuse are skipped by `fails` returning false.
+pub fn shrink(
+    scenario: &Scenario,
+    seed: u64,
+    kind: ViolationKind,
+    drawn: &[Fault],
+    fails: &mut dyn FnMut(&Scenario) -> bool,
+) -> Result<Shrunk, ShrinkError> {
+    let mut runs = 0u64;
+    let mut test = |s: &Scenario| {
+        runs += 1;
+        fails(s)
+    };
+    let original = scenario.clone();
+    let mut current = scripted(scenario, drawn, kind);
+    let before = Size::of(&scripted(
+        scenario,
+        drawn,
+        ViolationKind::NoProgressAfterHeal,
+    ));
+    if !test(&original) {
+        return Err(ShrinkError::NotFailing {
+            scenario: scenario.name.clone(),
+            seed,
+            kind: kind.as_str().into(),
+        });
+    }
+    if !test(&current) {
+        // Without the final heal the run may behave differently: try keeping it.
+        current = scripted(scenario, drawn, ViolationKind::NoProgressAfterHeal);
+        if !test(&current) {
+            return Err(ShrinkError::NotReproduced {
+                seed,
+                kind: kind.as_str().into(),
+            });
+        }
+    }
+    current.faults = ddmin(&current, &mut test);
+    current = fewer_clients(current, &mut test);
+    current = shorter_run(current, &mut test);
+    current = shorter_faults(current, &mut test);
+    current.name = format!("{}-seed-{seed}-min", scenario.name);
+    current.description = format!(
+        "The smallest failing run found by `fencesim shrink` from seed {seed} of {}: it still shows {}.\n{}",
+        scenario.name,
+        kind.as_str(),
+        scenario.description.trim_end()
+    );
+    current.seeds = SeedRange {
+        start: seed,
+        end: seed + 1,
+    };
+    current.expect.verdict = ExpectedVerdict::Invalid;
+    current.expect.violations = vec![kind];
+    current.expect.absent.retain(|k| *k != kind);
+    let after = Size::of(&current);
+    Ok(Shrunk {
+        scenario: current,
+        seed,
+        kind,
+        before,
+        after,
+        runs,
+    })
+}
+
+/// The scenario with its nemesis's schedule for the seed as scripted faults, and no
+/// `[nemesis]`. The final heal is kept only for `no-progress-after-heal`, which needs it.
+fn scripted(scenario: &Scenario, drawn: &[Fault], kind: ViolationKind) -> Scenario {
+    let mut s = scenario.clone();
+    s.nemesis = None;
+    s.faults.extend(
+        drawn
+            .iter()
+            .filter(|f| {
+                kind == ViolationKind::NoProgressAfterHeal
+                    || !matches!(f.action, Action::FinalHeal { .. })
+            })
+            .cloned(),
+    );
+    // Still failing without expectations of its own matters not: the predicate checks the
+    // kind, not the scenario's `[expect]`.
+    s
+}
+
+/// Delta debugging over the fault list: remove chunks while the run still fails, halving the
+/// chunks when none can go, and end with single faults (1-minimal: no one fault can go).
+fn ddmin(base: &Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Vec<Fault> {
+    let mut faults = base.faults.clone();
+    let mut chunks = 2usize;
+    while !faults.is_empty() {
+        let size = faults.len().div_ceil(chunks);
+        let mut removed_one = false;
+        let mut start = 0;
+        while start < faults.len() {
+            let end = (start + size).min(faults.len());
+            let mut candidate = faults.clone();
+            candidate.drain(start..end);
+            if test(&with_faults(base, &candidate)) {
+                faults = candidate;
+                removed_one = true;
+                chunks = chunks.saturating_sub(1).max(2);
+                break;
+            }
+            start = end;
+        }
+        if removed_one {
+            continue;
+        }
+        if size == 1 {
+            break;
+        }
+        chunks = (chunks * 2).min(faults.len());
+    }
+    faults
+}
+
+fn with_faults(base: &Scenario, faults: &[Fault]) -> Scenario {
+    let mut s = base.clone();
+    s.faults = faults.to_vec();
+    s
+}
+
+/// Drop clients, last first, with the faults aimed at them, while the run still fails.
+fn fewer_clients(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
+    let mut i = current.clients.len();
+    while i > 0 && current.clients.len() > 1 {
+        i -= 1;
+        let mut candidate = current.clone();
+        let gone = candidate.clients.remove(i).name;
+        candidate.faults.retain(|f| !involves(f, &gone));
+        if test(&candidate) {
+            current = candidate;
+        }
+    }
+    current
+}
+
+/// Whether a fault names `node` anywhere (target, sender, link or partition group).
+fn involves(fault: &Fault, node: &str) -> bool {
+    let json = serde_json::to_string(&fault.action).unwrap_or_default();
+    json.contains(&format!("\"{node}\""))
+}
+
+/// Shorten the run: binary search for the shortest length (in whole seconds) that still fails.
+fn shorter_run(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
+    let floor_s = current
+        .faults
+        .iter()
+        .filter_map(|f| match f.trigger {
+            Trigger::At { at_ms } => Some(at_ms + f.duration_ms.unwrap_or(0)),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+        .div_ceil(1000);
+    let (mut lo, mut hi) = (floor_s.max(1), current.duration_ms.div_ceil(1000));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let mut candidate = current.clone();
+        candidate.duration_ms = mid * 1000;
+        if test(&candidate) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    if hi * 1000 < current.duration_ms {
+        current.duration_ms = hi * 1000;
+    }
+    current
+}
+
+/// Shorten each remaining fault to the shortest whole second (or the original length, if
+/// shorter) that still fails.
+fn shorter_faults(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
+    for i in 0..current.faults.len() {
+        let Some(ms) = current.faults[i].duration_ms else {
+            continue;
+        };
+        let (mut lo, mut hi) = (1u64, ms.div_ceil(1000));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let mut candidate = current.clone();
+            candidate.faults[i].duration_ms = Some(mid * 1000);
+            if test(&candidate) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        if hi * 1000 < ms {
+            current.faults[i].duration_ms = Some(hi * 1000);
+        }
+    }
+    current
+}
+
+/// Simulate `scenario` on `seed`, check it, and say whether `kind` was found in a run that
+/// did not itself fail (a candidate that times out or panics is not a reproduction).
+pub fn shows(scenario: &Scenario, seed: u64, kind: ViolationKind) -> bool {
+    let outcome = fencesim_sim::run(scenario, seed);
+    outcome.failure.is_none()
+        && fencesim_checker::check(&outcome.history)
+            .violations
+            .iter()
+            .any(|v| v.kind == kind)
+}
+
+/// Whether `candidate`, written as TOML and read back (so what is run is exactly what the
+/// minimal file will say, and validation would accept it), shows `kind` on `seed`.
+pub fn file_shows(candidate: &Scenario, seed: u64, kind: ViolationKind) -> bool {
+    let text = fencesim_scenario::to_toml(candidate);
+    match crate::parse_scenario(&text, "candidate.toml") {
+        Ok(parsed) => shows(&parsed, seed, kind),
+        Err(_) => false,
+    }
+}
+
+/// Shrink the run a report describes, keeping `kind`.
+pub fn shrink_report(report: &Report, kind: ViolationKind) -> Result<Shrunk, ShrinkError> {
+    let drawn = report.nemesis.as_ref().map_or(&[][..], |p| &p.faults[..]);
+    let seed = report.seed;
+    shrink(&report.scenario, seed, kind, drawn, &mut |c| {
+        file_shows(c, seed, kind)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario with `n` pauses, fault `i` at `i` seconds, so a fault is known by its time.
+    fn with_pauses(n: u64) -> Scenario {
+        let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
+        let mut s = crate::parse_scenario(text, file).expect("valid");
+        s.faults = (0..n)
+            .map(|i| Fault {
+                action: Action::Pause {
+                    node: "client-1".into(),
+                },
+                trigger: Trigger::At { at_ms: i * 1000 },
+                duration_ms: Some(4000),
+            })
+            .collect();
+        s
+    }
+
+    fn times(s: &Scenario) -> Vec<u64> {
+        s.faults
+            .iter()
+            .map(|f| match f.trigger {
+                Trigger::At { at_ms } => at_ms / 1000,
+                _ => u64::MAX,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ddmin_keeps_exactly_the_faults_the_failure_needs() {
+        // "Fails" while faults 3 and 11 are both present, whatever else is.
+        let mut needs = |s: &Scenario| {
+            let t = times(s);
+            t.contains(&3) && t.contains(&11)
+        };
+        let kept = ddmin(&with_pauses(20), &mut needs);
+        assert_eq!(times(&with_faults(&with_pauses(0), &kept)), vec![3, 11]);
+    }
+
+    #[test]
+    fn shrink_reduces_faults_clients_run_and_fault_lengths() {
+        let base = with_pauses(8);
+        let mut runs_seen = 0;
+        // Fails while fault 5 is present, client-1 exists, the run lasts at least 20 s and
+        // fault 5 lasts at least 2 s.
+        let mut fails = |s: &Scenario| {
+            runs_seen += 1;
+            let five = s
+                .faults
+                .iter()
+                .find(|f| f.trigger == Trigger::At { at_ms: 5000 });
+            five.is_some_and(|f| f.duration_ms >= Some(2000))
+                && s.clients.iter().any(|c| c.name == "client-1")
+                && s.duration_ms >= 20_000
+        };
+        let shrunk =
+            shrink(&base, 7, ViolationKind::StaleWriteAccepted, &[], &mut fails).expect("shrinks");
+        assert_eq!(times(&shrunk.scenario), vec![5]);
+        assert_eq!(shrunk.scenario.faults[0].duration_ms, Some(2000));
+        let names: Vec<&str> = shrunk
+            .scenario
+            .clients
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["client-1"]);
+        assert_eq!(shrunk.scenario.duration_ms, 20_000);
+        assert_eq!(shrunk.before.faults, 8);
+        assert_eq!(shrunk.after.faults, 1);
+        assert_eq!(shrunk.scenario.seeds, SeedRange { start: 7, end: 8 });
+        assert_eq!(
+            shrunk.scenario.expect.violations,
+            vec![ViolationKind::StaleWriteAccepted]
+        );
+        assert_eq!(shrunk.runs, runs_seen);
+    }
+
+    #[test]
+    fn a_run_without_the_violation_is_refused() {
+        let err = shrink(
+            &with_pauses(2),
+            0,
+            ViolationKind::TokenReused,
+            &[],
+            &mut |_| false,
+        )
+        .expect_err("nothing to shrink");
+        assert_eq!(
+            err.to_string(),
+            "seed 0 of pause-fenced has no token-reused violation to shrink"
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! `shrink` and `explore --shrink`: a counterexample found by the random nemesis comes out as a
+//! scenario file of at most five faults that `fencesim run` reproduces.
+
+mod support;
+
+use support::{fencesim, out_dir, text};
+
+/// Explore the unfenced random-nemesis fixture, shrink its first counterexample, and return
+/// the explore output and the shrunk file's path.
+fn explore_and_shrink(test: &str) -> (String, std::path::PathBuf) {
+    let out = out_dir(test);
+    let o = fencesim(&[
+        "explore",
+        "tests/fixtures/explore/random-nemesis-unfenced.toml",
+        "--seeds",
+        "0..100",
+        "--quiet",
+        "--shrink",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    let file = out.join("shrunk/random-nemesis-unfenced-seed-19-min.toml");
+    assert!(file.is_file(), "{stdout}");
+    (stdout, file)
+}
+
+#[test]
+fn a_random_nemesis_counterexample_shrinks_to_a_file_run_reproduces() {
+    let (stdout, file) = explore_and_shrink("shrink-explore");
+    assert!(
+        stdout.contains("shrunk seed 19 of random-nemesis-unfenced keeping stale-write-accepted: 18 faults -> 1, 3 clients -> 2"),
+        "{stdout}"
+    );
+    let shrunk = fencesim::load_scenario(&file).expect("the shrunk file is a valid scenario");
+    assert!(shrunk.faults.len() <= 5, "{:?}", shrunk.faults);
+    assert!(shrunk.nemesis.is_none(), "the drawn schedule is scripted");
+    assert_eq!((shrunk.seeds.start, shrunk.seeds.end), (19, 20));
+    let path = file.to_str().unwrap();
+    let o = fencesim(&[
+        "run",
+        path,
+        "--out",
+        out_dir("shrink-rerun").to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("seed 19: INVALID (1 violation: stale-write-accepted)"),
+        "{stdout}"
+    );
+    // Its expectation is the violation, so --expect passes.
+    let o = fencesim(&[
+        "run",
+        path,
+        "--expect",
+        "--out",
+        out_dir("shrink-expect").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+}
+
+#[test]
+fn shrinking_is_deterministic() {
+    let (_, a) = explore_and_shrink("shrink-det-a");
+    let (_, b) = explore_and_shrink("shrink-det-b");
+    assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+}
+
+#[test]
+fn shrink_refuses_what_it_cannot_shrink() {
+    let out = out_dir("shrink-bad");
+    let valid = out_dir("shrink-valid-run");
+    let o = fencesim(&["run", "pause-fenced", "--out", valid.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let report = valid.join("pause-fenced/0/report.json");
+    let o = fencesim(&[
+        "shrink",
+        report.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("has no violation to shrink"),
+        "{}",
+        text(&o).1
+    );
+
+    let example = "reports/examples/pause-unfenced/0/report.json";
+    let o = fencesim(&[
+        "shrink",
+        example,
+        "--kind",
+        "stale",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("--kind: expected one of stale-write-accepted"),
+        "{}",
+        text(&o).1
+    );
+    let o = fencesim(&[
+        "shrink",
+        example,
+        "--kind",
+        "token-reused",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("seed 0 of pause-unfenced has no token-reused violation to shrink"),
+        "{}",
+        text(&o).1
+    );
+    let o = fencesim(&[
+        "shrink",
+        "tests/fixtures/explore/pause-unfenced-uniform.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("not a fencesim report: line 1 column"),
+        "{}",
+        text(&o).1
+    );
+}
+
+#[test]
+fn a_scripted_example_shrinks_to_its_one_pause() {
+    let out = out_dir("shrink-example");
+    let o = fencesim(&[
+        "shrink",
+        "reports/examples/pause-unfenced/0/report.json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("1 faults -> 1, 2 clients -> 2"), "{stdout}");
+    let shrunk = fencesim::load_scenario(&out.join("pause-unfenced-seed-0-min.toml")).unwrap();
+    assert_eq!(shrunk.faults.len(), 1);
+    assert!(shrunk.duration_ms < 60_000, "{}", shrunk.duration_ms);
+}
