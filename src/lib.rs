@@ -9,6 +9,7 @@ pub mod bench;
 pub mod bundled;
 pub mod expectation;
 pub mod explore;
+pub mod readable;
 pub mod report;
 pub mod run;
 pub mod shrink;

@@ -10,6 +10,7 @@ use fencesim_scenario::Scenario;
 use fencesim_sim::{FailureKind, SimFailure};
 
 use crate::expectation::is_met;
+use crate::readable;
 use crate::report::{self, ExpectationResult, HistoryRef, Report, RunVerdict};
 
 /// What the caller asked for.
@@ -105,6 +106,8 @@ pub struct Evaluated {
     pub report: Report,
     /// history.jsonl's bytes.
     pub history: Vec<u8>,
+    /// The same history, parsed (for history.txt).
+    pub records: fencesim_history::History,
 }
 
 /// Simulate `scenario` with `seed` and check it. Everything, including a failed simulation,
@@ -161,14 +164,25 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
     Ok(Evaluated {
         report,
         history: bytes,
+        records: outcome.history,
     })
 }
 
-/// Write history.jsonl and report.json under `out/<name>/<seed>/`.
+/// Write history.jsonl, report.json and the readable files (history.txt, summary.md,
+/// timeline.html) under `out/<name>/<seed>/`.
 pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
     let dir = seed_dir(out, &done.report.scenario, done.report.seed);
     fs::create_dir_all(&dir)?;
     fs::write(dir.join("history.jsonl"), &done.history)?;
+    fs::write(
+        dir.join("history.txt"),
+        readable::history_txt(&done.records, &done.report),
+    )?;
+    fs::write(dir.join("summary.md"), readable::summary_md(&done.report))?;
+    fs::write(
+        dir.join("timeline.html"),
+        readable::timeline_html(&done.report, &done.history)?,
+    )?;
     let report_path = dir.join("report.json");
     let json = serde_json::to_vec_pretty(&done.report).map_err(std::io::Error::other)?;
     fs::write(&report_path, json)?;

@@ -1,0 +1,236 @@
+//! The human-readable files next to report.json: history.txt (the history in aligned
+//! columns), summary.md (verdict, explanation, reproduction) and timeline.html (the run drawn
+//! per node, from the template `timeline.html`). docs/report-format.md describes them.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use fencesim_history::{Entry, Event, History, Op};
+use serde::Serialize;
+
+use crate::report::{Report, RunVerdict};
+
+/// The timeline page; the data goes where the placeholder is.
+const TIMELINE_TEMPLATE: &str = include_str!("timeline.html");
+const TIMELINE_PLACEHOLDER: &str = "/*FENCESIM_DATA*/null";
+
+/// history.txt: one line per entry, in columns (mark, index, true time in seconds, node,
+/// what, details). Entries that are witnesses of a violation are marked `*`.
+pub fn history_txt(history: &History, report: &Report) -> String {
+    let witnesses: BTreeSet<u64> = report
+        .violations
+        .iter()
+        .flat_map(|v| v.witnesses.iter().copied())
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# fencesim history: {} seed {}, {} entries. `*` marks a witness of a violation.",
+        history.header.scenario,
+        history.header.seed,
+        history.entries.len()
+    );
+    let _ = writeln!(
+        out,
+        "# Columns: mark, index, true time (s), node, what (operation type and function, or event and phase), details (key=value). docs/report-format.md#historytxt"
+    );
+    let _ = writeln!(
+        out,
+        "{:1} {:>7} {:>10}  {:<16} {:<22} details",
+        "", "index", "time_s", "node", "what"
+    );
+    for entry in &history.entries {
+        let at = entry.at();
+        let mark = if witnesses.contains(&at.index) {
+            "*"
+        } else {
+            ""
+        };
+        let (node, what, details) = match entry {
+            Entry::Op(op) => (op.node.as_str(), op_what(op), op_details(op)),
+            Entry::Event(ev) => (ev.node.as_str(), event_what(ev), event_details(ev)),
+        };
+        let _ = writeln!(
+            out,
+            "{mark:1} {:>7} {:>10.3}  {node:<16} {what:<22} {details}",
+            at.index,
+            at.time_ns as f64 / 1e9
+        );
+    }
+    out
+}
+
+fn name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn op_what(op: &Op) -> String {
+    format!("{} {}", name(&op.op_type), name(&op.f))
+}
+
+fn op_details(op: &Op) -> String {
+    let mut d = vec![format!("process={}", op.process)];
+    push(&mut d, "lock", &op.lock);
+    push(&mut d, "key", &op.key);
+    push(&mut d, "token", &op.token);
+    push(&mut d, "value", &op.value);
+    push(
+        &mut d,
+        "error",
+        &op.error.as_ref().map(|s| format!("{s:?}")),
+    );
+    d.join(" ")
+}
+
+fn event_what(ev: &Event) -> String {
+    match &ev.phase {
+        Some(phase) => format!("{} {}", ev.event.as_str(), name(phase)),
+        None => ev.event.as_str().to_owned(),
+    }
+}
+
+fn event_details(ev: &Event) -> String {
+    let mut d = Vec::new();
+    push(&mut d, "lock", &ev.lock);
+    push(&mut d, "key", &ev.key);
+    push(&mut d, "holder", &ev.holder);
+    push(&mut d, "token", &ev.token);
+    push(&mut d, "highest", &ev.highest);
+    push(&mut d, "expires_at_ms", &ev.expires_at_ms);
+    push(&mut d, "op", &ev.op);
+    push(&mut d, "target", &ev.target);
+    push(&mut d, "window_ms", &ev.window_ms);
+    push(
+        &mut d,
+        "detail",
+        &ev.detail.as_ref().map(|s| format!("{s:?}")),
+    );
+    d.join(" ")
+}
+
+fn push<T: std::fmt::Display>(d: &mut Vec<String>, key: &str, value: &Option<T>) {
+    if let Some(v) = value {
+        d.push(format!("{key}={v}"));
+    }
+}
+
+/// summary.md: the verdict, each violation with its explanation and causal chain, what could
+/// not be judged, and the commands that reproduce, replay and shrink the run.
+pub fn summary_md(report: &Report) -> String {
+    let mut md = String::new();
+    let verdict = match report.verdict {
+        RunVerdict::Valid => "valid",
+        RunVerdict::Invalid => "INVALID",
+        RunVerdict::Unknown => "unknown",
+        RunVerdict::SimFailed => "simulation failed",
+    };
+    let _ = writeln!(
+        md,
+        "# {} seed {}: {verdict}\n",
+        report.scenario.name, report.seed
+    );
+    let _ = writeln!(md, "{}\n", report.scenario.description.trim());
+    let expected = &report.expectation;
+    let _ = writeln!(
+        md,
+        "Expectation ({}{}): {}.\n",
+        name(&expected.expected.verdict),
+        if expected.expected.violations.is_empty() {
+            String::new()
+        } else {
+            let kinds: Vec<&str> = expected
+                .expected
+                .violations
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
+            format!(": {}", kinds.join(", "))
+        },
+        if expected.met { "met" } else { "NOT met" }
+    );
+    if let Some(f) = &report.failure {
+        let _ = writeln!(md, "The simulation failed: {}\n", f.message);
+    }
+    for (i, v) in report.violations.iter().enumerate() {
+        let _ = writeln!(md, "## Violation {}: {}\n", i + 1, v.kind);
+        let _ = writeln!(md, "{}\n", v.explanation);
+        let _ = writeln!(md, "Witnesses (history indexes): {:?}\n", v.witnesses);
+        if !v.chain.is_empty() {
+            let _ = writeln!(md, "How it happened:\n");
+            for step in &v.chain {
+                let _ = writeln!(md, "1. {step}");
+            }
+            md.push('\n');
+        }
+    }
+    list(&mut md, "Unknown (a check gave up)", &report.unknown);
+    list(
+        &mut md,
+        "Not checked (the history lacked what these need)",
+        &report.not_checked,
+    );
+    let e = &report.unsafe_exposure;
+    if !e.unmeasured {
+        let _ = writeln!(
+            md,
+            "Writes after their lease ended: {} ({} accepted, {} rejected).\n",
+            e.writes_after_lease_end, e.accepted, e.rejected
+        );
+    }
+    let _ = writeln!(md, "## Reproduce\n\n```sh\n{}", report.reproduce);
+    let _ = writeln!(md, "fencesim replay report.json");
+    if !report.violations.is_empty() {
+        let _ = writeln!(md, "fencesim shrink report.json");
+    }
+    let _ = writeln!(
+        md,
+        "```\n\nFiles: report.json, {} (sha256 {}), history.txt, timeline.html.",
+        report.history.file, report.history.sha256
+    );
+    md
+}
+
+fn list(md: &mut String, title: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## {title}\n");
+    for item in items {
+        let _ = writeln!(md, "- {item}");
+    }
+    md.push('\n');
+}
+
+/// timeline.html: the template with the report and the history (header first, as
+/// history.jsonl has it) as its data. Every `<` in the data is written `\u003c`, which JSON
+/// and JavaScript read back as `<` but an HTML parser never sees: a description holding
+/// `</script>` or `<!--` cannot end the script early.
+pub fn timeline_html(report: &Report, history_jsonl: &[u8]) -> std::io::Result<String> {
+    let mut data = String::with_capacity(history_jsonl.len() + 4096);
+    data.push_str("{\"report\":");
+    data.push_str(&serde_json::to_string(report).map_err(std::io::Error::other)?);
+    data.push_str(",\"history\":[");
+    let text = std::str::from_utf8(history_jsonl).map_err(std::io::Error::other)?;
+    for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        if i > 0 {
+            data.push(',');
+        }
+        data.push_str(line);
+    }
+    data.push_str("]}");
+    let data = data.replace('<', "\\u003c");
+    Ok(TIMELINE_TEMPLATE.replacen(TIMELINE_PLACEHOLDER, &data, 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_template_has_its_placeholder_once() {
+        assert_eq!(TIMELINE_TEMPLATE.matches(TIMELINE_PLACEHOLDER).count(), 1);
+    }
+}
