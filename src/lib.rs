@@ -14,6 +14,9 @@ pub mod report;
 pub mod run;
 pub mod shrink;
 
+#[cfg(feature = "proptest")]
+pub use fencesim_scenario::strategies;
+
 pub use fencesim_checker::{check, CheckResult, Verdict, Violation};
 pub use fencesim_history::{History, ViolationKind};
 pub use fencesim_scenario::{Scenario, ScenarioError};
@@ -41,4 +44,108 @@ pub mod exit {
     pub const UNKNOWN: u8 = 3;
     /// The simulation itself failed (panic, time limit, deadlock, nondeterminism).
     pub const SIM_FAILED: u8 = 4;
+}
+
+/// What [`check_scenario`] ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Seeds run, every one meeting the expectation.
+    pub seeds_run: u64,
+}
+
+/// Why [`check_scenario`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioCheckError {
+    /// The scenario could not be read or is invalid (the message names file, line and field).
+    #[error("{0}")]
+    BadScenario(String),
+    /// The seed range is empty.
+    #[error("check_scenario: the seed range {start}..{end} is empty")]
+    NoSeeds {
+        /// First seed.
+        start: u64,
+        /// End of the range (exclusive).
+        end: u64,
+    },
+    /// A seed missed the scenario's expectation; its files were written.
+    #[error("{summary}\nreport: {report}\nreproduce: {reproduce}")]
+    Counterexample {
+        /// The seed.
+        seed: u64,
+        /// The verdict line, each violation's explanation and causal chain, and the
+        /// expectation missed.
+        summary: String,
+        /// Where its report.json was written.
+        report: String,
+        /// The command that reproduces it.
+        reproduce: String,
+    },
+    /// The counterexample's files could not be written.
+    #[error("cannot write the run's output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Run a scenario over `seeds` and require its `[expect]` on every one: for a user's own test
+/// suite, where `fencesim::check_scenario("tests/my-lock.toml", 0..200).unwrap()` fails the
+/// test with the first counterexample's explanation and the command that reproduces it.
+///
+/// `scenario` is a file path or the name of a bundled scenario. Seeds run in parallel, one
+/// simulation thread each, and stop at the first that misses the expectation (the lowest,
+/// whatever the parallelism); that seed's files go to `reports/runs/<name>/<seed>/` under the
+/// current directory, as `fencesim run` writes them.
+pub fn check_scenario(
+    scenario: &str,
+    seeds: std::ops::Range<u64>,
+) -> Result<Checked, ScenarioCheckError> {
+    let path = std::path::Path::new(scenario);
+    let parsed = match (path.is_file(), bundled::find(scenario)) {
+        (false, Some((file, text))) => parse_scenario(text, &format!("bundled:{file}")),
+        _ => load_scenario(path),
+    }
+    .map_err(|e| ScenarioCheckError::BadScenario(e.to_string()))?;
+    if seeds.is_empty() {
+        return Err(ScenarioCheckError::NoSeeds {
+            start: seeds.start,
+            end: seeds.end,
+        });
+    }
+    let list: Vec<u64> = seeds.collect();
+    let opts = run::RunOptions {
+        out: std::path::PathBuf::from("reports/runs"),
+        scenario_arg: scenario.to_owned(),
+        check_determinism: false,
+        swarm: false,
+    };
+    let results = run::sweep_until(
+        &parsed,
+        &list,
+        run::default_jobs(),
+        &opts,
+        |done| {
+            Ok(if done.report.expectation.met {
+                None
+            } else {
+                Some(done)
+            })
+        },
+        Option::is_some,
+    )?;
+    let seeds_run = results.len() as u64;
+    match results.into_iter().flatten().next() {
+        None => Ok(Checked {
+            scenario: parsed.name,
+            seeds_run,
+        }),
+        Some(done) => {
+            let written = run::write(&opts.out, done)?;
+            Err(ScenarioCheckError::Counterexample {
+                seed: written.report.seed,
+                summary: written.explain(),
+                report: written.report_path.display().to_string(),
+                reproduce: written.report.reproduce.clone(),
+            })
+        }
+    }
 }

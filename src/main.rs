@@ -522,43 +522,17 @@ fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
 }
 
 fn print_seed(done: &SeedRun, expect: bool) {
-    let r = &done.report;
-    say!("{}", done.verdict_line());
-    for v in &r.violations {
-        say!(
-            "  {}: {} [witnesses {:?}]",
-            v.kind,
-            v.explanation,
-            v.witnesses
-        );
-        if !v.chain.is_empty() {
-            say!("    chain: {}", v.chain.join(" -> "));
-        }
+    let explained = done.explain();
+    let mut lines: Vec<&str> = explained.lines().collect();
+    if !expect {
+        lines.pop(); // the expectation, which only --expect and explore judge by
     }
-    for reason in &r.unknown {
-        say!("  unknown: {reason}");
-    }
-    if expect {
-        let word = if r.expectation.met { "met" } else { "NOT met" };
-        let mut wanted: Vec<&str> = r
-            .expectation
-            .expected
-            .violations
-            .iter()
-            .map(|k| k.as_str())
-            .collect();
-        if wanted.is_empty() {
-            wanted.push("no violation");
-        }
-        say!(
-            "expectation {word}: {:?} with {}",
-            r.expectation.expected.verdict,
-            wanted.join(", ")
-        );
+    for line in lines {
+        say!("{line}");
     }
     say!("report: {}", done.report_path.display());
     if seed_exit_code(&done.report, expect) != exit::VALID {
-        say!("reproduce: {}", r.reproduce);
+        say!("reproduce: {}", done.report.reproduce);
     }
 }
 

@@ -82,6 +82,45 @@ impl SeedRun {
     }
 }
 
+impl SeedRun {
+    /// The verdict line, then each violation's explanation and causal chain, each unknown
+    /// reason, and the expectation, one per line: what a failing test should print.
+    pub fn explain(&self) -> String {
+        let r = &self.report;
+        let mut lines = vec![self.verdict_line()];
+        for v in &r.violations {
+            lines.push(format!(
+                "  {}: {} [witnesses {:?}]",
+                v.kind, v.explanation, v.witnesses
+            ));
+            if !v.chain.is_empty() {
+                lines.push(format!("    chain: {}", v.chain.join(" -> ")));
+            }
+        }
+        lines.extend(r.unknown.iter().map(|u| format!("  unknown: {u}")));
+        let mut wanted: Vec<&str> = r
+            .expectation
+            .expected
+            .violations
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        if wanted.is_empty() {
+            wanted.push("no violation");
+        }
+        let verdict = match r.expectation.expected.verdict {
+            fencesim_scenario::ExpectedVerdict::Valid => "valid",
+            fencesim_scenario::ExpectedVerdict::Invalid => "invalid",
+        };
+        lines.push(format!(
+            "expectation {}: {verdict}, with {}",
+            if r.expectation.met { "met" } else { "NOT met" },
+            wanted.join(", ")
+        ));
+        lines.join("\n")
+    }
+}
+
 fn verdict_word(v: RunVerdict) -> &'static str {
     match v {
         RunVerdict::Valid => "valid",

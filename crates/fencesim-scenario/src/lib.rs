@@ -20,6 +20,9 @@ use std::path::Path;
 
 use fencesim_history::ViolationKind;
 
+#[cfg(feature = "proptest")]
+pub mod strategies;
+
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{

@@ -1,0 +1,121 @@
+//! The library entry points for users' own test suites: `check_scenario`, and the proptest
+//! strategies for fault schedules (`fencesim::strategies`, feature `proptest`).
+
+mod support;
+
+use fencesim::{check_scenario, ScenarioCheckError};
+use fencesim_scenario::strategies::{fault_schedule, with_fault_schedule};
+use proptest::prelude::*;
+
+#[test]
+fn check_scenario_passes_a_scenario_that_meets_its_expectation() {
+    let checked = check_scenario("pause-fenced", 0..5).expect("pause-fenced is valid");
+    assert_eq!(checked.scenario, "pause-fenced");
+    assert_eq!(checked.seeds_run, 5);
+}
+
+#[test]
+fn check_scenario_fails_with_the_explanation_and_the_reproduction() {
+    // The targeted fixture claims an unfenced design is safe; seed 1 refutes it.
+    let path = "tests/fixtures/explore/pause-unfenced-targeted.toml";
+    let err = check_scenario(path, 0..10).expect_err("the claim is false");
+    let ScenarioCheckError::Counterexample {
+        seed,
+        report,
+        reproduce,
+        ..
+    } = &err
+    else {
+        panic!("expected a counterexample, got {err}");
+    };
+    assert_eq!(*seed, 1);
+    assert_eq!(
+        reproduce,
+        "fencesim run tests/fixtures/explore/pause-unfenced-targeted.toml --seed 1"
+    );
+    assert!(std::path::Path::new(report).is_file(), "{report}");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("pause-unfenced-targeted seed 1: INVALID"),
+        "{message}"
+    );
+    assert!(
+        message.contains("  stale-write-accepted: key \"register\""),
+        "{message}"
+    );
+    assert!(message.contains("    chain: "), "{message}");
+    assert!(
+        message.contains("expectation NOT met: valid, with no violation"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(&format!("reproduce: {reproduce}")),
+        "{message}"
+    );
+}
+
+#[test]
+fn check_scenario_refuses_bad_input_without_panicking() {
+    let err = check_scenario("no-such-scenario.toml", 0..3).expect_err("missing");
+    assert!(matches!(err, ScenarioCheckError::BadScenario(_)), "{err}");
+    assert!(err.to_string().contains("no-such-scenario.toml"), "{err}");
+    let err = check_scenario("pause-fenced", 4..4).expect_err("empty");
+    assert_eq!(
+        err.to_string(),
+        "check_scenario: the seed range 4..4 is empty"
+    );
+}
+
+/// random-nemesis-fenced's safe design without its nemesis, over a shorter run.
+fn safe_design() -> fencesim::Scenario {
+    let (file, text) = fencesim::bundled::find("random-nemesis-fenced").expect("bundled");
+    let mut s = fencesim::parse_scenario(text, file).expect("valid");
+    s.nemesis = None;
+    s.duration_ms = 20_000;
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Every generated schedule is a scenario the validation accepts, written and read back
+    /// unchanged: a failing case can always be saved as a file.
+    #[test]
+    fn generated_schedules_are_valid_scenario_files(s in with_fault_schedule(&safe_design(), 8)) {
+        let text = fencesim_scenario::to_toml(&s);
+        let parsed = fencesim::parse_scenario(&text, "generated.toml");
+        prop_assert!(parsed.is_ok(), "{:?}\n{text}", parsed.err());
+        prop_assert_eq!(parsed.unwrap(), s);
+    }
+
+    /// Faults are aimed at the scenario's own nodes.
+    #[test]
+    fn generated_faults_target_the_scenarios_nodes(faults in fault_schedule(&safe_design(), 8)) {
+        let nodes = safe_design().node_names();
+        for f in &faults {
+            if let Some(node) = f.action.node() {
+                prop_assert!(nodes.iter().any(|n| n == node), "{node}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// The safe design (monotonic expiry, durable synced token counter, renewing clients with
+    /// a safety margin, fenced resource) stays valid under any schedule of up to six faults.
+    /// A failure prints the scenario file that reproduces it, seed 0.
+    #[test]
+    fn the_safe_design_survives_any_generated_schedule(s in with_fault_schedule(&safe_design(), 6)) {
+        let outcome = fencesim_sim::run(&s, 0);
+        prop_assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+        let result = fencesim::check(&outcome.history);
+        prop_assert!(
+            result.violations.is_empty(),
+            "{:?}\n{}",
+            result.violations.iter().map(|v| &v.explanation).collect::<Vec<_>>(),
+            fencesim_scenario::to_toml(&s)
+        );
+    }
+}
