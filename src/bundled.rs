@@ -1,7 +1,8 @@
-//! The scenarios shipped in `scenarios/`, compiled into the binary so `fencesim list` and
-//! `fencesim run <name>` work from any directory. A test checks this list against the folder.
+//! The scenarios shipped in `scenarios/` (the incident library in `scenarios/incidents/`),
+//! compiled into the binary so `fencesim list` and `fencesim run <name>` work from any
+//! directory. A test checks this list against the folder.
 
-/// `(file name, text)` of `scenarios/<name>.toml`, read at compile time.
+/// `(path under scenarios/, text)` of `scenarios/<path>.toml`, read at compile time.
 macro_rules! bundle {
     ($name:literal) => {
         (
@@ -11,50 +12,55 @@ macro_rules! bundle {
     };
 }
 
-/// (file name, TOML text) of every bundled scenario, in catalogue order.
+/// (path under `scenarios/`, TOML text) of every bundled scenario, in catalogue order. A
+/// scenario's name is its file name without `.toml`.
 pub const SCENARIOS: &[(&str, &str)] = &[
-    bundle!("pause-unfenced"),
-    bundle!("pause-fenced"),
-    bundle!("delayed-write-unfenced"),
-    bundle!("delayed-write-fenced"),
-    bundle!("clock-jump-wall-expiry"),
-    bundle!("clock-jump-monotonic-expiry"),
-    bundle!("partition-holder-careful"),
-    bundle!("partition-holder-careless"),
-    bundle!("crash-durable-counter"),
-    bundle!("crash-memory-counter"),
-    bundle!("restore-store-counter"),
-    bundle!("restore-durable-counter"),
+    bundle!("incidents/pause-unfenced"),
+    bundle!("incidents/pause-fenced"),
+    bundle!("incidents/delayed-write-unfenced"),
+    bundle!("incidents/delayed-write-fenced"),
+    bundle!("incidents/clock-jump-wall-expiry"),
+    bundle!("incidents/clock-jump-monotonic-expiry"),
+    bundle!("incidents/partition-holder-careful"),
+    bundle!("incidents/partition-holder-careless"),
+    bundle!("incidents/crash-durable-counter"),
+    bundle!("incidents/crash-memory-counter"),
+    bundle!("incidents/restore-store-counter"),
+    bundle!("incidents/restore-durable-counter"),
     bundle!("random-nemesis-fenced"),
-    bundle!("raft-leader-partitioned"),
-    bundle!("raft-leader-crash"),
-    bundle!("raft-k08-revoke-unchecked"),
-    bundle!("raft-k08-revoke-checked"),
+    bundle!("incidents/raft-leader-partitioned"),
+    bundle!("incidents/raft-leader-crash"),
+    bundle!("incidents/raft-k08-revoke-unchecked"),
+    bundle!("incidents/raft-k08-revoke-checked"),
     bundle!("raft-random-nemesis"),
-    bundle!("redlock-pause-unfenced"),
-    bundle!("redlock-pause-equality"),
-    bundle!("redlock-pause-counter-fenced"),
-    bundle!("redlock-clock-jump"),
-    bundle!("redlock-clock-jump-monotonic"),
-    bundle!("redlock-crash-no-fsync"),
-    bundle!("redlock-crash-restart-delay"),
-    bundle!("redlock-reply-delay-no-recheck"),
-    bundle!("redlock-reply-delay-recheck"),
-    bundle!("redlock-counter-token-crash"),
-    bundle!("redlock-counter-token-fsync"),
-    bundle!("primary-backup-async-failover"),
-    bundle!("primary-backup-sync-failover"),
-    bundle!("lease-record-own-duration"),
-    bundle!("lease-record-recorded-duration"),
+    bundle!("incidents/redlock-pause-unfenced"),
+    bundle!("incidents/redlock-pause-equality"),
+    bundle!("incidents/redlock-pause-counter-fenced"),
+    bundle!("incidents/redlock-clock-jump"),
+    bundle!("incidents/redlock-clock-jump-monotonic"),
+    bundle!("incidents/redlock-crash-no-fsync"),
+    bundle!("incidents/redlock-crash-restart-delay"),
+    bundle!("incidents/redlock-reply-delay-no-recheck"),
+    bundle!("incidents/redlock-reply-delay-recheck"),
+    bundle!("incidents/redlock-counter-token-crash"),
+    bundle!("incidents/redlock-counter-token-fsync"),
+    bundle!("incidents/primary-backup-async-failover"),
+    bundle!("incidents/primary-backup-sync-failover"),
+    bundle!("incidents/lease-record-own-duration"),
+    bundle!("incidents/lease-record-recorded-duration"),
     bundle!("bench-reference"),
 ];
 
-/// The bundled scenario called `name` (with or without `.toml`), as (file name, text).
+/// The bundled scenario called `name` (with or without `.toml`), as (path under
+/// `scenarios/`, text).
 pub fn find(name: &str) -> Option<(&'static str, &'static str)> {
     let file = if name.ends_with(".toml") {
         name.to_owned()
     } else {
         format!("{name}.toml")
     };
-    SCENARIOS.iter().copied().find(|(f, _)| *f == file)
+    SCENARIOS
+        .iter()
+        .copied()
+        .find(|(path, _)| *path == file || path.rsplit('/').next() == Some(file.as_str()))
 }

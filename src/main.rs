@@ -694,7 +694,7 @@ fn list() -> u8 {
                 let flat = s.description.replace('\n', " ");
                 let summary = flat.split(". ").next().unwrap_or("");
                 say!(
-                    "{:<26} seeds {}..{:<5} expect {expect}\n    {summary}.",
+                    "{:<32} seeds {}..{:<5} expect {expect}\n    scenarios/{file}: {summary}.",
                     s.name,
                     s.seeds.start,
                     s.seeds.end

@@ -200,7 +200,12 @@ fn a_bad_history_file_for_check() {
 
 #[test]
 fn an_unknown_seed_flag_value_is_a_usage_error() {
-    let o = fencesim(&["run", "scenarios/pause-fenced.toml", "--seed", "-1"]);
+    let o = fencesim(&[
+        "run",
+        "scenarios/incidents/pause-fenced.toml",
+        "--seed",
+        "-1",
+    ]);
     assert_eq!(o.status.code(), Some(2));
 }
 

@@ -6,11 +6,20 @@ use support::{fencesim, out_dir, text};
 
 #[test]
 fn every_scenario_file_is_bundled_and_parses() {
-    let mut on_disk: Vec<String> = std::fs::read_dir(support::root().join("scenarios"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".toml"))
-        .collect();
+    let root = support::root().join("scenarios");
+    let mut on_disk: Vec<String> = Vec::new();
+    for dir in ["", "incidents"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".toml") {
+                on_disk.push(if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                });
+            }
+        }
+    }
     on_disk.sort();
     let mut bundled: Vec<String> = fencesim::bundled::SCENARIOS
         .iter()
@@ -18,14 +27,20 @@ fn every_scenario_file_is_bundled_and_parses() {
         .collect();
     bundled.sort();
     assert_eq!(on_disk, bundled);
-    for (file, text) in fencesim::bundled::SCENARIOS {
-        let disk = std::fs::read_to_string(support::root().join("scenarios").join(file)).unwrap();
+    for (path, text) in fencesim::bundled::SCENARIOS {
+        let disk = std::fs::read_to_string(root.join(path)).unwrap();
         assert_eq!(&disk, text);
-        let s = fencesim::parse_scenario(text, file).unwrap();
+        let s = fencesim::parse_scenario(text, path).unwrap();
+        let file = path.rsplit('/').next().unwrap();
         assert_eq!(
             format!("{}.toml", s.name),
-            *file,
+            file,
             "a scenario's name is its file name"
+        );
+        assert!(
+            fencesim::bundled::find(&s.name).is_some_and(|(p, _)| p == *path),
+            "{} is found by name",
+            s.name
         );
     }
 }
@@ -35,8 +50,11 @@ fn list_shows_each_bundled_scenario_with_its_expectation() {
     let o = fencesim(&["list"]);
     let (stdout, _) = text(&o);
     assert_eq!(o.status.code(), Some(0));
-    for (file, _) in fencesim::bundled::SCENARIOS {
-        assert!(stdout.contains(file.trim_end_matches(".toml")), "{stdout}");
+    for (path, _) in fencesim::bundled::SCENARIOS {
+        assert!(
+            stdout.contains(&format!("    scenarios/{path}: ")),
+            "{stdout}"
+        );
     }
     assert!(
         stdout.contains("expect invalid (stale-write-accepted)"),
@@ -70,7 +88,8 @@ fn expect_fails_when_the_expectation_is_wrong() {
     // The fenced pause scenario is valid; claim otherwise and --expect must exit 1.
     let dir = out_dir("wrong-expect");
     let text_in =
-        std::fs::read_to_string(support::root().join("scenarios/pause-fenced.toml")).unwrap();
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
     let wrong = text_in.replace(
         "verdict = \"valid\"",
         "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
@@ -96,7 +115,8 @@ fn expect_fails_when_the_expectation_is_wrong() {
 fn a_failed_simulation_exits_4_keeps_its_history_and_prints_the_seed() {
     let dir = out_dir("sim-failed");
     let source =
-        std::fs::read_to_string(support::root().join("scenarios/pause-fenced.toml")).unwrap();
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
     let file = dir.join("tiny.toml");
     std::fs::write(
         &file,

@@ -41,7 +41,7 @@ fn same_seed_in_two_processes_is_byte_identical() {
     for out in [&a, &b] {
         let o = fencesim(&[
             "run",
-            "scenarios/pause-fenced.toml",
+            "scenarios/incidents/pause-fenced.toml",
             "--seed",
             "5",
             "--out",
@@ -59,7 +59,7 @@ fn check_determinism_flag_passes_for_a_deterministic_run() {
     let out = out_dir("det-flag");
     let o = fencesim(&[
         "run",
-        "scenarios/delayed-write-unfenced.toml",
+        "scenarios/incidents/delayed-write-unfenced.toml",
         "--seed",
         "2",
         "--expect",

@@ -8,7 +8,7 @@ use fencesim::Scenario;
 use fencesim_history::{EventKind, History};
 
 fn load(name: &str) -> Scenario {
-    let path = support::root().join(format!("scenarios/{name}.toml"));
+    let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
     fencesim::load_scenario(&path).expect("bundled scenario loads")
 }
 

@@ -9,7 +9,7 @@ fn expect_met_on_range(file: &str) {
     let out = out_dir(&format!("expect-{file}"));
     let o = fencesim(&[
         "run",
-        &format!("scenarios/{file}"),
+        &format!("scenarios/incidents/{file}"),
         "--expect",
         "--out",
         out.to_str().unwrap(),
@@ -48,7 +48,7 @@ fn assert_stale_write_report(file: &str, seed: &str) {
     let out = out_dir(&format!("report-{file}-{seed}"));
     let o = fencesim(&[
         "run",
-        &format!("scenarios/{file}"),
+        &format!("scenarios/incidents/{file}"),
         "--seed",
         seed,
         "--out",
@@ -62,7 +62,7 @@ fn assert_stale_write_report(file: &str, seed: &str) {
     );
     assert!(
         stdout.contains(&format!(
-            "reproduce: fencesim run scenarios/{file} --seed {seed}"
+            "reproduce: fencesim run scenarios/incidents/{file} --seed {seed}"
         )),
         "{stdout}"
     );
@@ -133,7 +133,7 @@ fn fenced_variants_show_the_stale_write_as_a_reject() {
         let out = out_dir(&format!("reject-{file}"));
         let o = fencesim(&[
             "run",
-            &format!("scenarios/{file}"),
+            &format!("scenarios/incidents/{file}"),
             "--seed",
             "4",
             "--out",

@@ -35,8 +35,9 @@ fn assert_round_trips(scenario: &Scenario, file: &str) -> String {
 #[test]
 fn every_bundled_scenario_round_trips() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
+    let mut files: Vec<PathBuf> = [dir.clone(), dir.join("incidents")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();
