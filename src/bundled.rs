@@ -48,6 +48,12 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/primary-backup-sync-failover"),
     bundle!("incidents/lease-record-own-duration"),
     bundle!("incidents/lease-record-recorded-duration"),
+    bundle!("incidents/k09-keepalive-stops-silently"),
+    bundle!("incidents/k09-keepalive-stops-checked"),
+    bundle!("incidents/k12-deadline-from-notice"),
+    bundle!("incidents/k12-deadline-from-request"),
+    bundle!("incidents/k19-release-unconditional"),
+    bundle!("incidents/k19-release-compare-and-delete"),
     bundle!("bench-reference"),
 ];
 

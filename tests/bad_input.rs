@@ -577,3 +577,47 @@ fn a_hold_all_of_raft_messages_without_raft() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_release_defect_belongs_to_the_single_service() {
+    assert_located(
+        "bad-release-raft",
+        "[lock_service]",
+        "[lock_service]\nkind = \"raft\"\nrelease = \"unconditional\"",
+        "5:11",
+        "lock_service.release",
+        "only a kind = \"single\" lock service uses `release`",
+    );
+}
+
+#[test]
+fn a_client_defect_on_a_redlock_client() {
+    let (code, stderr, file) = run_edited(
+        "bad-deadline-redlock",
+        &[
+            ("[lock_service]", "[lock_service]\nkind = \"redlock\""),
+            ("ttl_ms = 5000\n", "ttl_ms = 5000\ndeadline_from = \"notice\"\n"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!("error: {file}:9:17: field `clients.deadline_from`: only clients of a kind = \"single\", \"raft\" or \"primary-backup\" lock service use `deadline_from`")
+    );
+}
+
+#[test]
+fn an_unknown_defect_value_lists_the_known_ones() {
+    let (code, stderr, file) = run_variant(
+        "bad-renew-after-failure",
+        "ttl_ms = 5000\n",
+        "ttl_ms = 5000\nrenew_after_failure = \"give-up\"\n",
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {file}:8:"))
+            && stderr.contains("renew_after_failure")
+            && stderr.contains("expected `retry` or `stop`"),
+        "{stderr}"
+    );
+}

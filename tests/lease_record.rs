@@ -38,16 +38,6 @@ fn store_events(h: &History) -> Vec<(EventKind, String, u64, Option<String>)> {
 }
 
 #[test]
-fn k11_own_duration_is_invalid_on_every_seed() {
-    support::assert_met_on_whole_range(&load("lease-record-own-duration"), &opts());
-}
-
-#[test]
-fn k11_recorded_duration_is_valid_on_every_seed() {
-    support::assert_met_on_whole_range(&load("lease-record-recorded-duration"), &opts());
-}
-
-#[test]
 fn the_impatient_candidate_takes_over_two_seconds_after_it_first_looked() {
     let h = history("lease-record-own-duration", 0);
     let events = store_events(&h);

@@ -41,28 +41,7 @@ fn acquires(h: &History) -> Vec<(u64, String, OpType, Option<String>)> {
         .collect()
 }
 
-macro_rules! met_on_whole_range {
-    ($($test:ident: $name:literal,)*) => {$(
-        #[test]
-        fn $test() {
-            support::assert_met_on_whole_range(&load($name), &opts());
-        }
-    )*};
-}
-
-met_on_whole_range! {
-    k01_unfenced_accepts_the_stale_write: "redlock-pause-unfenced",
-    k23_equality_accepts_the_unseen_stale_value: "redlock-pause-equality",
-    k23_counter_tokens_on_a_fenced_resource_are_valid: "redlock-pause-counter-fenced",
-    k03_wall_clock_jump_gives_two_majorities: "redlock-clock-jump",
-    k03_monotonic_expiry_is_valid: "redlock-clock-jump-monotonic",
-    k04_crash_without_fsync_gives_two_majorities: "redlock-crash-no-fsync",
-    k04_restart_delay_is_valid: "redlock-crash-restart-delay",
-    k05_no_recheck_believes_a_late_majority: "redlock-reply-delay-no-recheck",
-    k05_recheck_is_valid: "redlock-reply-delay-recheck",
-    counter_token_is_reused_after_an_unsynced_crash: "redlock-counter-token-crash",
-    counter_token_survives_a_synced_crash: "redlock-counter-token-fsync",
-}
+// Every Redlock scenario meets its expectation over its seed range: tests/incidents.rs.
 
 #[test]
 fn k05_the_recheck_refuses_the_late_majority_and_its_absence_accepts_it() {

@@ -243,6 +243,15 @@ impl LeaseService {
         ReleaseOutcome::Released
     }
 
+    /// End whatever lease `lock` has, whoever holds it, and return it: the unconditional
+    /// `DEL lock` of case K19, a defect a scenario switches on with `release =
+    /// "unconditional"`. [`Self::release`] is the correct compare-and-delete.
+    pub fn release_unconditional(&mut self, lock: &str) -> Option<Lease> {
+        self.locks
+            .get_mut(lock)
+            .and_then(|state| state.lease.take())
+    }
+
     /// Remove and return every lease with `expires_at_ms <= now_ms`, in lock-name order.
     pub fn expire_due(&mut self, now_ms: u64) -> Vec<Expired> {
         let mut expired = Vec::new();
@@ -356,6 +365,23 @@ mod tests {
             s.acquire("l", "b", 1_000, 12),
             AcquireOutcome::Granted { token: 2, .. }
         ));
+    }
+
+    #[test]
+    fn an_unconditional_release_ends_the_next_holders_lease() {
+        let mut s = service();
+        s.acquire("l", "a", 1_000, 0);
+        let s_expired = s.expire_due(2_000);
+        assert_eq!(s_expired.len(), 1);
+        s.acquire("l", "b", 1_000, 2_000);
+        // a wakes and deletes the lock: b's lease goes, though a asked.
+        let ended = s.release_unconditional("l").expect("b's lease");
+        assert_eq!((ended.holder.as_str(), ended.token), ("b", 2));
+        assert!(matches!(
+            s.acquire("l", "c", 1_000, 2_001),
+            AcquireOutcome::Granted { token: 3, .. }
+        ));
+        assert_eq!(s.release_unconditional("nothing-here"), None);
     }
 
     #[test]

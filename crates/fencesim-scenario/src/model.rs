@@ -331,6 +331,9 @@ pub struct LockServiceSpec {
     /// `lease-record`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_judged_by: Option<ExpiryJudgedBy>,
+    /// How release works (`single` only; a defect knob, case K19).
+    #[serde(default, skip_serializing_if = "ReleaseMode::is_default")]
+    pub release: ReleaseMode,
 }
 
 impl LockServiceSpec {
@@ -400,6 +403,75 @@ pub struct ClientSpec {
     /// Whether the client checks that belief before writing and stops if it has run out
     /// (`false`: it acts as holder until the service says otherwise, case K15).
     pub validity_check: bool,
+    /// Where the client's own deadline counts from (a defect knob, case K12).
+    #[serde(default, skip_serializing_if = "DeadlineFrom::is_default")]
+    pub deadline_from: DeadlineFrom,
+    /// What the client's keepalive does after a renewal gets no answer (a defect knob, K09).
+    #[serde(default, skip_serializing_if = "RenewAfterFailure::is_default")]
+    pub renew_after_failure: RenewAfterFailure,
+}
+
+/// Where a client's own lease deadline counts from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeadlineFrom {
+    /// From the moment it sent its last acquire or renewal that was answered (its last
+    /// successful contact): the service's lease cannot outlast this deadline (Chubby's
+    /// conservative client lease, etcd's keepalive TTL).
+    #[default]
+    Request,
+    /// DEFECT (K12): a renewal that gets no answer restarts the countdown from the moment the
+    /// client notices the silence, as ZooKeeper-style clients that start their "connection
+    /// lost" timer at the disconnect notice do. The client then acts as holder up to a whole
+    /// TTL after the service has expired its lease.
+    Notice,
+}
+
+impl DeadlineFrom {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == DeadlineFrom::Request
+    }
+}
+
+/// What a client's keepalive does after a renewal gets no answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenewAfterFailure {
+    /// Keep renewing every `renew_ms`; the next answer says whether the lease still stands.
+    #[default]
+    Retry,
+    /// DEFECT (K09): the keepalive stream ends at its first failure and nobody is told, as
+    /// with a keepalive channel that closes silently: the client renews no more in this cycle
+    /// and learns nothing from the service until its write.
+    Stop,
+}
+
+impl RenewAfterFailure {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == RenewAfterFailure::Retry
+    }
+}
+
+/// How the lock service's release works.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseMode {
+    /// An atomic compare-and-delete on (holder, token): a release by anyone but the current
+    /// holder changes nothing (the Redis documentation's Lua script, etcd's lease revoke).
+    #[default]
+    CompareAndDelete,
+    /// DEFECT (K19): release deletes the lock whoever holds it, like a plain `DEL lock`: a
+    /// client that wakes after its lease expired frees the next holder's lock.
+    Unconditional,
+}
+
+impl ReleaseMode {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == ReleaseMode::CompareAndDelete
+    }
 }
 
 /// Events of a node at which a fault can fire (`after = "grant"`, `before = "write"`).

@@ -6,8 +6,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::model::{
-    ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode, LockServiceKind,
-    MessageKind, NodeEvent, Placement, Replication, ResourceMode, TokenCounter, TokenSource,
+    DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode,
+    LockServiceKind, MessageKind, NodeEvent, Placement, ReleaseMode, RenewAfterFailure,
+    Replication, ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -97,6 +98,7 @@ pub(crate) struct RawLockService {
     pub replication_lag_ms: Option<Num>,
     pub failover_after_ms: Option<Num>,
     pub expiry_judged_by: Option<Spanned<ExpiryJudgedBy>>,
+    pub release: Option<Spanned<ReleaseMode>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -122,6 +124,8 @@ pub(crate) struct RawClient {
     pub backoff_ms: Option<Pair>,
     pub safety_margin_ms: Option<Num>,
     pub validity_check: Option<bool>,
+    pub deadline_from: Option<Spanned<DeadlineFrom>>,
+    pub renew_after_failure: Option<Spanned<RenewAfterFailure>>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]

@@ -369,6 +369,9 @@ fn resolve_lock_service(
         redlock,
         primary_backup,
         expiry_judged_by,
+        release: raw
+            .and_then(|r| r.release.as_ref())
+            .map_or(ReleaseMode::CompareAndDelete, |s| *s.get_ref()),
     })
 }
 
@@ -417,7 +420,8 @@ fn refuse_misplaced_knobs(
 ) -> Result<(), ScenarioError> {
     use LockServiceKind::{LeaseRecord, PrimaryBackup, Raft, Redlock, Single};
     let num = |n: &Option<Num>| n.as_ref().map(|n| n.span());
-    let knobs: [Knob; 14] = [
+    let knobs: [Knob; 15] = [
+        ("release", r.release.as_ref().map(|s| s.span()), &[Single]),
         (
             "token_counter",
             r.token_counter.as_ref().map(|s| s.span()),
@@ -782,7 +786,43 @@ fn resolve_client_template(
         },
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
+        deadline_from: generic_client_knob(
+            cx,
+            &c.deadline_from,
+            "clients.deadline_from",
+            lock_service,
+        )?,
+        renew_after_failure: generic_client_knob(
+            cx,
+            &c.renew_after_failure,
+            "clients.renew_after_failure",
+            lock_service,
+        )?,
     })
+}
+
+/// A client knob of the plain acquire/renew client, which Redlock and lease-record clients
+/// (with their own protocols) do not have.
+fn generic_client_knob<T: Copy + Default>(
+    cx: &Ctx,
+    raw: &Option<Spanned<T>>,
+    field: &str,
+    lock_service: &LockServiceSpec,
+) -> Result<T, ScenarioError> {
+    let Some(value) = raw else {
+        return Ok(T::default());
+    };
+    match lock_service.kind {
+        LockServiceKind::Redlock | LockServiceKind::LeaseRecord => Err(cx.err(
+            value.span(),
+            field,
+            format!(
+                "only clients of a kind = \"single\", \"raft\" or \"primary-backup\" lock service use `{}`",
+                field.trim_start_matches("clients.")
+            ),
+        )),
+        _ => Ok(*value.get_ref()),
+    }
 }
 
 /// The kinds in an `expect` list, refusing any the checker in use does not check.

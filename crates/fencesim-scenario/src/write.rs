@@ -180,6 +180,9 @@ fn lock_service(doc: &mut Doc, ls: &LockServiceSpec) {
             doc.key("token_counter", name(&ls.token_counter));
             doc.key("restart_grace_ms", int(ls.restart_grace_ms));
             fsync(doc, ls);
+            if !ls.release.is_default() {
+                doc.key("release", name(&ls.release));
+            }
         }
         LockServiceKind::Raft => {
             doc.key("replicas", int(ls.replicas));
@@ -244,6 +247,12 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
     doc.key("backoff_ms", range(c.backoff_ms));
     doc.key("safety_margin_ms", int(c.safety_margin_ms));
     doc.key("validity_check", boolean(c.validity_check));
+    if !c.deadline_from.is_default() {
+        doc.key("deadline_from", name(&c.deadline_from));
+    }
+    if !c.renew_after_failure.is_default() {
+        doc.key("renew_after_failure", name(&c.renew_after_failure));
+    }
 }
 
 /// One `[[faults]]` table: `kind`, what the action needs, the trigger, `duration_ms`.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fencesim_history::{Event, EventKind};
 use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
-use fencesim_scenario::{Fsync, NodeEvent, LEASE_SERVICE_NODE};
+use fencesim_scenario::{Fsync, NodeEvent, ReleaseMode, LEASE_SERVICE_NODE};
 
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
@@ -187,6 +187,26 @@ pub(crate) fn handle(
                 RenewOutcome::Lost => None,
             };
             (Some(Message::RenewReply(outcome)), event)
+        }
+        Message::Release { lock, .. }
+            if world.scenario.lock_service.release == ReleaseMode::Unconditional =>
+        {
+            // K19's plain DEL: whoever's lease it was ends, and the caller is told "OK".
+            if let Some(ended) = service.release_unconditional(lock) {
+                world.lease_ended(node, lock);
+                world.event(Event {
+                    node: node.to_owned(),
+                    lock: Some(lock.clone()),
+                    holder: Some(ended.holder),
+                    token: Some(ended.token),
+                    op: env.op,
+                    ..Event::new(EventKind::Release)
+                });
+            }
+            (
+                Some(Message::ReleaseReply(ReleaseOutcome::Released)),
+                Some(NodeEvent::Release),
+            )
         }
         Message::Release { lock, token } => {
             let outcome = service.release(lock, holder, *token, now);

@@ -61,6 +61,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         lock_value: None,
         candidate: None,
         record_version: 0,
+        keepalive_stopped: false,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -85,6 +86,9 @@ struct Client {
     /// swapped in (renewals and the release swap on it).
     candidate: Option<fencesim_lease::lease_record::Candidate>,
     record_version: u64,
+    /// The keepalive stream ended silently at a failure this cycle (`renew_after_failure =
+    /// "stop"`, K09).
+    keepalive_stopped: bool,
 }
 
 /// Where a request goes.
@@ -113,6 +117,7 @@ async fn reply_to(inbox: Receiver<Envelope>, id: u64) -> Option<Message> {
 
 impl Client {
     async fn cycle(&mut self, cycle: u64) {
+        self.keepalive_stopped = false;
         let token = self.acquire().await;
         self.read().await;
         if !self.work(token).await {
@@ -194,7 +199,7 @@ impl Client {
             if left_ns == 0 {
                 return true;
             }
-            let Some(renew_ms) = self.spec.renew_ms else {
+            let Some(renew_ms) = self.spec.renew_ms.filter(|_| !self.keepalive_stopped) else {
                 madsim::time::sleep(Duration::from_nanos(left_ns)).await;
                 return true;
             };
@@ -233,10 +238,29 @@ impl Client {
                 false
             }
             Some(other) => unreachable!("renew answered with {other:?}"),
-            None => true,
+            None => {
+                self.renewal_unanswered(token);
+                true
+            }
         };
         self.safepoint(When::After, NodeEvent::Renew).await;
         kept
+    }
+
+    /// A renewal got no answer: normally nothing changes (the deadline still counts from the
+    /// last answered request, and the next renewal tries again). The defect knobs model two
+    /// real client bugs here.
+    fn renewal_unanswered(&mut self, token: u64) {
+        use fencesim_scenario::{DeadlineFrom, RenewAfterFailure};
+        if self.spec.deadline_from == DeadlineFrom::Notice {
+            // K12: the countdown restarts when the silence is noticed.
+            let now_ms = self.world.mono_ms(&self.spec.name);
+            self.believe(token, now_ms);
+        }
+        if self.spec.renew_after_failure == RenewAfterFailure::Stop {
+            // K09: the keepalive stream is gone, and nobody says so.
+            self.keepalive_stopped = true;
+        }
     }
 
     async fn write(&mut self, token: u64, cycle: u64) {

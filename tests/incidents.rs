@@ -1,0 +1,113 @@
+//! The incident library (scenarios/incidents/, one scenario or more per case of
+//! ../shared/cases): every scenario meets its `[expect]` on every seed of its range, the unsafe
+//! variants with the violation their case names, the corrected ones valid. One test per
+//! scenario, so a failure names the case. pause-unfenced, pause-fenced and the delayed-write
+//! pair are run through the binary by tests/scenarios.rs instead.
+
+mod support;
+
+use std::path::PathBuf;
+
+use fencesim::run::RunOptions;
+
+fn opts() -> RunOptions {
+    RunOptions {
+        out: PathBuf::new(),
+        scenario_arg: String::new(),
+        check_determinism: false,
+        swarm: false,
+    }
+}
+
+fn met_on_whole_range(name: &str) {
+    let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
+    let scenario = fencesim::load_scenario(&path).expect("incident scenario parses");
+    support::assert_met_on_whole_range(&scenario, &opts());
+}
+
+macro_rules! incidents {
+    ($($test:ident: $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                met_on_whole_range($name);
+            }
+        )*
+
+        /// The scenarios with a test here or in tests/scenarios.rs.
+        const TESTED: &[&str] = &[$($name,)* "pause-unfenced", "pause-fenced",
+            "delayed-write-unfenced", "delayed-write-fenced"];
+    };
+}
+
+incidents! {
+    clock_jump_monotonic_expiry: "clock-jump-monotonic-expiry",
+    clock_jump_wall_expiry: "clock-jump-wall-expiry",
+    crash_durable_counter: "crash-durable-counter",
+    crash_memory_counter: "crash-memory-counter",
+    k09_keepalive_stops_checked: "k09-keepalive-stops-checked",
+    k09_keepalive_stops_silently: "k09-keepalive-stops-silently",
+    k12_deadline_from_notice: "k12-deadline-from-notice",
+    k12_deadline_from_request: "k12-deadline-from-request",
+    k19_release_compare_and_delete: "k19-release-compare-and-delete",
+    k19_release_unconditional: "k19-release-unconditional",
+    lease_record_own_duration: "lease-record-own-duration",
+    lease_record_recorded_duration: "lease-record-recorded-duration",
+    partition_holder_careful: "partition-holder-careful",
+    partition_holder_careless: "partition-holder-careless",
+    primary_backup_async_failover: "primary-backup-async-failover",
+    primary_backup_sync_failover: "primary-backup-sync-failover",
+    raft_k08_revoke_checked: "raft-k08-revoke-checked",
+    raft_k08_revoke_unchecked: "raft-k08-revoke-unchecked",
+    raft_leader_crash: "raft-leader-crash",
+    raft_leader_partitioned: "raft-leader-partitioned",
+    redlock_clock_jump_monotonic: "redlock-clock-jump-monotonic",
+    redlock_clock_jump: "redlock-clock-jump",
+    redlock_counter_token_crash: "redlock-counter-token-crash",
+    redlock_counter_token_fsync: "redlock-counter-token-fsync",
+    redlock_crash_no_fsync: "redlock-crash-no-fsync",
+    redlock_crash_restart_delay: "redlock-crash-restart-delay",
+    redlock_pause_counter_fenced: "redlock-pause-counter-fenced",
+    redlock_pause_equality: "redlock-pause-equality",
+    redlock_pause_unfenced: "redlock-pause-unfenced",
+    redlock_reply_delay_no_recheck: "redlock-reply-delay-no-recheck",
+    redlock_reply_delay_recheck: "redlock-reply-delay-recheck",
+    restore_durable_counter: "restore-durable-counter",
+    restore_store_counter: "restore-store-counter",
+}
+
+#[test]
+fn every_incident_scenario_is_tested() {
+    let dir = support::root().join("scenarios/incidents");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".toml")
+                .to_owned()
+        })
+        .collect();
+    on_disk.sort();
+    let mut tested: Vec<String> = TESTED.iter().map(|s| s.to_string()).collect();
+    tested.sort();
+    assert_eq!(on_disk, tested);
+}
+
+#[test]
+fn every_incident_names_its_case() {
+    for name in TESTED {
+        let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
+        let scenario = fencesim::load_scenario(&path).unwrap();
+        let names_case = scenario
+            .description
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| {
+                w.len() == 3
+                    && w.starts_with('K')
+                    && w[1..].parse::<u8>().is_ok_and(|n| (1..=24).contains(&n))
+            });
+        assert!(names_case, "{name}: the description names no case K01..K24");
+    }
+}
