@@ -54,6 +54,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k12-deadline-from-request"),
     bundle!("incidents/k19-release-unconditional"),
     bundle!("incidents/k19-release-compare-and-delete"),
+    bundle!("incidents/k22-job-visibility-timeout-unchecked"),
+    bundle!("incidents/k22-job-visibility-timeout-checked"),
+    bundle!("incidents/k24-zombie-coordinator-unchecked-epoch"),
+    bundle!("incidents/k24-zombie-coordinator-epoch-checked"),
     bundle!("bench-reference"),
 ];
 

@@ -596,7 +596,10 @@ fn a_client_defect_on_a_redlock_client() {
         "bad-deadline-redlock",
         &[
             ("[lock_service]", "[lock_service]\nkind = \"redlock\""),
-            ("ttl_ms = 5000\n", "ttl_ms = 5000\ndeadline_from = \"notice\"\n"),
+            (
+                "ttl_ms = 5000\n",
+                "ttl_ms = 5000\ndeadline_from = \"notice\"\n",
+            ),
         ],
     );
     assert_eq!(code, Some(2), "{stderr}");

@@ -41,6 +41,10 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k22_job_visibility_timeout_unchecked: "k22-job-visibility-timeout-unchecked",
+    k22_job_visibility_timeout_checked: "k22-job-visibility-timeout-checked",
+    k24_zombie_coordinator_unchecked_epoch: "k24-zombie-coordinator-unchecked-epoch",
+    k24_zombie_coordinator_epoch_checked: "k24-zombie-coordinator-epoch-checked",
     clock_jump_monotonic_expiry: "clock-jump-monotonic-expiry",
     clock_jump_wall_expiry: "clock-jump-wall-expiry",
     crash_durable_counter: "crash-durable-counter",
