@@ -58,6 +58,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k22-job-visibility-timeout-checked"),
     bundle!("incidents/k24-zombie-coordinator-unchecked-epoch"),
     bundle!("incidents/k24-zombie-coordinator-epoch-checked"),
+    bundle!("incidents/k20-check-then-apply"),
+    bundle!("incidents/k20-atomic-check"),
     bundle!("bench-reference"),
 ];
 

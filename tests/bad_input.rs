@@ -624,3 +624,15 @@ fn an_unknown_defect_value_lists_the_known_ones() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_apply_delay_needs_a_check_then_apply_resource() {
+    assert_located(
+        "bad-apply-delay",
+        "[[clients]]",
+        "[resource]\napply_delay_ms = 100\n[[clients]]",
+        "6:18",
+        "resource.apply_delay_ms",
+        "only a resource with check = \"check-then-apply\" has a delay between check and apply",
+    );
+}

@@ -41,6 +41,8 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k20_check_then_apply: "k20-check-then-apply",
+    k20_atomic_check: "k20-atomic-check",
     k22_job_visibility_timeout_unchecked: "k22-job-visibility-timeout-unchecked",
     k22_job_visibility_timeout_checked: "k22-job-visibility-timeout-checked",
     k24_zombie_coordinator_unchecked_epoch: "k24-zombie-coordinator-unchecked-epoch",

@@ -91,18 +91,32 @@ impl Resource {
     /// and change nothing. Unfenced mode always stores. Equality mode stores unless `token` is a
     /// value that another has replaced.
     pub fn write(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome {
-        let cell = self.cells.entry(key.to_owned()).or_default();
+        match self.check(key, token) {
+            Some(rejected) => rejected,
+            None => self.apply(key, token, value),
+        }
+    }
+
+    /// The first half of [`Self::write`] alone, changing nothing: the rejection if `token` is
+    /// stale now, else `None`. A resource that checks and later [`Self::apply`]s without
+    /// checking again has the race of case K20.
+    pub fn check(&self, key: &str, token: u64) -> Option<WriteOutcome> {
+        let cell = self.cells.get(key)?;
         let stale = match self.mode {
             FenceMode::Fenced => token < cell.highest,
             FenceMode::Unfenced => false,
             FenceMode::Equality => cell.retired.contains(&token),
         };
-        if stale {
-            return WriteOutcome::Rejected {
-                presented: token,
-                highest: cell.highest,
-            };
-        }
+        stale.then_some(WriteOutcome::Rejected {
+            presented: token,
+            highest: cell.highest,
+        })
+    }
+
+    /// The second half of [`Self::write`]: store `value` with `token` without checking, and
+    /// return the acceptance with the key's highest token afterwards.
+    pub fn apply(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome {
+        let cell = self.cells.entry(key.to_owned()).or_default();
         if self.mode == FenceMode::Equality {
             if let Some(previous) = cell.current.token.filter(|t| *t != token) {
                 cell.retired.insert(previous);
@@ -162,6 +176,31 @@ mod tests {
         assert_eq!(
             r.write("k", 34, "b2"),
             WriteOutcome::Accepted { highest: 34 }
+        );
+    }
+
+    #[test]
+    fn check_then_apply_lets_two_checked_writes_land_out_of_order() {
+        // K20: tokens 33 and 34 both pass the check before either is applied; 33 lands last.
+        let mut r = Resource::new(FenceMode::Fenced);
+        assert_eq!(r.check("k", 33), None);
+        assert_eq!(r.check("k", 34), None);
+        assert_eq!(
+            r.apply("k", 34, "b"),
+            WriteOutcome::Accepted { highest: 34 }
+        );
+        assert_eq!(
+            r.apply("k", 33, "a"),
+            WriteOutcome::Accepted { highest: 34 }
+        );
+        assert_eq!(r.read("k").token, Some(33));
+        // Checked again, 33 would have been refused.
+        assert_eq!(
+            r.check("k", 33),
+            Some(WriteOutcome::Rejected {
+                presented: 33,
+                highest: 34
+            })
         );
     }
 

@@ -372,6 +372,38 @@ pub struct ResourceSpec {
     pub mode: ResourceMode,
     /// The keys it serves; clients must use one of them.
     pub keys: Vec<String>,
+    /// Whether the token check and the write are one atomic step (a defect knob, case K20).
+    #[serde(default, skip_serializing_if = "ResourceCheck::is_default")]
+    pub check: ResourceCheck,
+    /// With `check = "check-then-apply"`: simulated ms between a write's check and its
+    /// application (the unprotected window). 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub apply_delay_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How the resource checks a write's token against the highest it has accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceCheck {
+    /// Check and store in one atomic step (a conditional update, `UPDATE ... WHERE token <=
+    /// :token`), as Kleppmann 2016 requires.
+    #[default]
+    Atomic,
+    /// DEFECT (K20): check the token, then store `apply_delay_ms` later without checking again
+    /// (a read-then-write in application code). Two writes that arrive close together both
+    /// pass the check, and the older one may be stored last.
+    CheckThenApply,
+}
+
+impl ResourceCheck {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == ResourceCheck::Atomic
+    }
 }
 
 /// One client, after expanding `count`.

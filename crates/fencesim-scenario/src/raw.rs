@@ -8,7 +8,7 @@ use toml::Spanned;
 use crate::model::{
     DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode,
     LockServiceKind, MessageKind, NodeEvent, Placement, ReleaseMode, RenewAfterFailure,
-    Replication, ResourceMode, TokenCounter, TokenSource,
+    Replication, ResourceCheck, ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -106,6 +106,8 @@ pub(crate) struct RawLockService {
 pub(crate) struct RawResource {
     pub mode: Option<ResourceMode>,
     pub keys: Option<Spanned<Vec<Spanned<String>>>>,
+    pub check: Option<Spanned<ResourceCheck>>,
+    pub apply_delay_ms: Option<Num>,
 }
 
 #[derive(Deserialize)]

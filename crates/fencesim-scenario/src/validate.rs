@@ -588,6 +588,9 @@ fn resolve_redlock(cx: &Ctx, raw: Option<&RawLockService>) -> Result<RedlockSpec
     })
 }
 
+/// The window between check and apply when `check = "check-then-apply"` names none, ms.
+const DEFAULT_APPLY_DELAY_MS: u64 = 100;
+
 fn resolve_resource(cx: &Ctx, raw: &RawResource) -> Result<ResourceSpec, ScenarioError> {
     let keys = match &raw.keys {
         Some(keys) if keys.get_ref().is_empty() => {
@@ -597,9 +600,24 @@ fn resolve_resource(cx: &Ctx, raw: &RawResource) -> Result<ResourceSpec, Scenari
         Some(keys) => keys.get_ref().iter().map(|k| k.get_ref().clone()).collect(),
         None => vec![DEFAULT_KEY.to_owned()],
     };
+    let check = raw
+        .check
+        .as_ref()
+        .map_or(ResourceCheck::Atomic, |c| *c.get_ref());
+    let apply_delay_ms = match (&raw.apply_delay_ms, check) {
+        (Some(n), ResourceCheck::CheckThenApply) => cx.positive(n, "resource.apply_delay_ms")?,
+        (Some(n), ResourceCheck::Atomic) => {
+            let m = "only a resource with check = \"check-then-apply\" has a delay between check and apply";
+            return Err(cx.err(n.span(), "resource.apply_delay_ms", m));
+        }
+        (None, ResourceCheck::CheckThenApply) => DEFAULT_APPLY_DELAY_MS,
+        (None, ResourceCheck::Atomic) => 0,
+    };
     Ok(ResourceSpec {
         mode: raw.mode.unwrap_or(ResourceMode::Fenced),
         keys,
+        check,
+        apply_delay_ms,
     })
 }
 

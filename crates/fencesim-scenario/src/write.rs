@@ -228,6 +228,10 @@ fn resource(doc: &mut Doc, r: &ResourceSpec) {
     doc.table("[resource]");
     doc.key("mode", name(&r.mode));
     doc.key("keys", strings(&r.keys));
+    if !r.check.is_default() {
+        doc.key("check", name(&r.check));
+        doc.key("apply_delay_ms", int(r.apply_delay_ms));
+    }
 }
 
 fn client(doc: &mut Doc, c: &ClientSpec) {
