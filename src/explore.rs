@@ -105,7 +105,11 @@ impl ExploreSummary {
             scenario: report_scenario.name.clone(),
             scenario_sha256: scenario_digest(report_scenario),
             seeds: seeds.to_owned(),
-            shards: shard.map(str::to_owned).into_iter().collect(),
+            shards: shard
+                .and_then(parse_shard)
+                .map(|(i, n)| format!("{i}/{n}"))
+                .into_iter()
+                .collect(),
             seeds_run: outcomes.len() as u64,
             stopped_early,
             valid: 0,
@@ -151,8 +155,16 @@ impl ExploreSummary {
         let Some(((first_name, first), rest)) = parts.split_first() else {
             return Err("--merge: no summaries given".into());
         };
+        let count = shard_count_of(first_name, first)?;
         let mut merged = first.clone();
         for (name, part) in rest {
+            if shard_count_of(name, part)? != count {
+                return Err(format!(
+                    "{name}: shards {} split the range another way than {first_name}'s {}",
+                    part.shards.join(", "),
+                    first.shards.join(", ")
+                ));
+            }
             if part.scenario_sha256 != first.scenario_sha256 {
                 return Err(format!(
                     "{name}: scenario {:?} (sha256 {}) differs from {first_name}'s {:?} (sha256 {}); only shards of one sweep merge",
@@ -222,9 +234,10 @@ impl ExploreSummary {
         }
         let lines = vec![
             format!(
-                "{}: {} seeds run{} of {}{}: {} valid, {} invalid, {} unknown, {} failed",
+                "{}: {} seed{} run{} of {}{}: {} valid, {} invalid, {} unknown, {} failed",
                 self.scenario,
                 self.seeds_run,
+                if self.seeds_run == 1 { "" } else { "s" },
                 if self.stopped_early {
                     " (stopped at the first counterexample)"
                 } else {
@@ -318,6 +331,31 @@ impl ExploreSummary {
 fn scenario_digest(scenario: &fencesim_scenario::Scenario) -> String {
     let json = serde_json::to_vec(scenario).unwrap_or_default();
     crate::report::sha256_hex(&json)
+}
+
+/// `I/N` with `I < N`, as `--shard` takes it.
+pub fn parse_shard(s: &str) -> Option<(u64, u64)> {
+    let (i, n) = s.split_once('/')?;
+    let (i, n): (u64, u64) = (i.parse().ok()?, n.parse().ok()?);
+    (n > 0 && i < n).then_some((i, n))
+}
+
+/// The `N` of a summary's shards, which must all be well-formed `I/N` of one `N`; `None` for a
+/// summary of the whole range.
+fn shard_count_of(name: &str, s: &ExploreSummary) -> Result<Option<u64>, String> {
+    let mut count = None;
+    for label in &s.shards {
+        let Some((i, n)) = parse_shard(label) else {
+            return Err(format!("{name}: shard {label:?} is not I/N with I < N"));
+        };
+        if label != &format!("{i}/{n}") || count.is_some_and(|c| c != n) {
+            return Err(format!(
+                "{name}: shard {label:?} does not fit its summary's shards"
+            ));
+        }
+        count = Some(n);
+    }
+    Ok(count)
 }
 
 fn shard_index(s: &str) -> u64 {

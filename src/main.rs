@@ -471,7 +471,12 @@ fn merge_summaries(paths: &[PathBuf]) -> u8 {
     }
     let missing = merged.missing_shards();
     if !missing.is_empty() {
-        say!("  missing shards: {}", missing.join(", "));
+        // A lost shard must not pass for a whole sweep in CI.
+        eprintln!(
+            "error: the merge lacks shards {} of the sweep",
+            missing.join(", ")
+        );
+        return exit::BAD_INPUT;
     }
     if merged.failed > 0 {
         exit::SIM_FAILED
@@ -515,6 +520,12 @@ fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
     } else {
         (b - first - 1) / count + 1
     };
+    if n == 0 {
+        return Err(format!(
+            "--shard {}/{count} selects no seed of {range}",
+            index
+        ));
+    }
     if n > MAX_SWEEP_SEEDS {
         return Err(format!("--seeds: {n} seeds selected; at most {MAX_SWEEP_SEEDS} per sweep (split it with --shard)"));
     }
@@ -961,16 +972,29 @@ fn replay(path: &Path, out: PathBuf) -> u8 {
 
 /// Read a report.json, or print why not and return the exit code.
 fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
-    std::fs::read(path)
-        .map_err(|e| e.to_string())
-        .and_then(|b| {
-            serde_json::from_slice(&b)
-                .map_err(|e| format!("line {} column {}: {e}", e.line(), e.column()))
-        })
-        .map_err(|e| {
-            eprintln!("error: {}: not a fencesim report: {e}", path.display());
-            exit::BAD_INPUT
-        })
+    let bytes = std::fs::read(path).map_err(|e| {
+        eprintln!("error: {}: cannot read: {e}", path.display());
+        exit::BAD_INPUT
+    })?;
+    let report: fencesim::report::Report = serde_json::from_slice(&bytes).map_err(|e| {
+        // serde's message ends with its own "at line L column C": say it once.
+        let message = e.to_string();
+        let what = message.split(" at line ").next().unwrap_or(&message);
+        eprintln!(
+            "error: {}:{}:{}: not a fencesim report: {what}",
+            path.display(),
+            e.line(),
+            e.column()
+        );
+        exit::BAD_INPUT
+    })?;
+    // A hand-edited report could hold a scenario that validation would refuse.
+    let text = fencesim_scenario::to_toml(&report.scenario);
+    if let Err(e) = fencesim::parse_scenario(&text, "report.json") {
+        eprintln!("error: {}: its scenario is not valid: {e}", path.display());
+        return Err(exit::BAD_INPUT);
+    }
+    Ok(report)
 }
 
 /// `shrink`: reduce a failing run to a minimal scenario, write it as TOML, run it once to
@@ -1002,11 +1026,14 @@ fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
             Some(v) => v.kind,
             None => {
                 eprintln!(
-                    "error: {}: seed {} of {} has no violation to shrink (verdict {:?})",
+                    "error: {}: seed {} of {} has no violation to shrink (verdict {})",
                     path.display(),
                     stored.seed,
                     stored.scenario.name,
-                    stored.verdict
+                    serde_json::to_value(stored.verdict)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
                 );
                 return exit::BAD_INPUT;
             }
@@ -1029,7 +1056,7 @@ fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
     }
     let (b, a) = (shrunk.before, shrunk.after);
     say!(
-        "shrunk seed {} of {} keeping {}: {} faults -> {}, {} clients -> {}, {} ms -> {} ms ({} runs, {seconds:.1} s)",
+        "shrunk seed {} of {} keeping {}: faults {} -> {}, clients {} -> {}, run {} ms -> {} ms ({} runs, {seconds:.1} s)",
         shrunk.seed,
         stored.scenario.name,
         kind.as_str(),

@@ -118,8 +118,9 @@ fn push<T: std::fmt::Display>(d: &mut Vec<String>, key: &str, value: &Option<T>)
 }
 
 /// summary.md: the verdict, each violation with its explanation and causal chain, what could
-/// not be judged, and the commands that reproduce, replay and shrink the run.
-pub fn summary_md(report: &Report) -> String {
+/// not be judged, and the commands that reproduce, replay and shrink the run (`dir` is where
+/// report.json is, as the run's output root names it).
+pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     let mut md = String::new();
     let verdict = match report.verdict {
         RunVerdict::Valid => "valid",
@@ -181,9 +182,10 @@ pub fn summary_md(report: &Report) -> String {
         );
     }
     let _ = writeln!(md, "## Reproduce\n\n```sh\n{}", report.reproduce);
-    let _ = writeln!(md, "fencesim replay report.json");
+    let report_json = dir.join("report.json");
+    let _ = writeln!(md, "fencesim replay {}", report_json.display());
     if !report.violations.is_empty() {
-        let _ = writeln!(md, "fencesim shrink report.json");
+        let _ = writeln!(md, "fencesim shrink {}", report_json.display());
     }
     let _ = writeln!(
         md,

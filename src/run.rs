@@ -217,7 +217,10 @@ pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
         dir.join("history.txt"),
         readable::history_txt(&done.records, &done.report),
     )?;
-    fs::write(dir.join("summary.md"), readable::summary_md(&done.report))?;
+    fs::write(
+        dir.join("summary.md"),
+        readable::summary_md(&done.report, &dir),
+    )?;
     fs::write(
         dir.join("timeline.html"),
         readable::timeline_html(&done.report, &done.history)?,

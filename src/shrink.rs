@@ -64,6 +64,12 @@ pub enum ShrinkError {
         /// The kind asked for.
         kind: String,
     },
+    /// The seed is the largest u64: a scenario's half-open range `seed..seed + 1` cannot hold it.
+    #[error("seed {seed} is the largest possible; a scenario's seed range A..B cannot name it, so the minimal scenario could not be written")]
+    SeedTooLarge {
+        /// Seed.
+        seed: u64,
+    },
     /// The schedule written out as scripted faults no longer fails (it should: the nemesis's
     /// faults are ordinary scripted faults).
     #[error("the fault schedule of seed {seed}, written as scripted faults, no longer shows {kind}; cannot shrink it")]
@@ -88,6 +94,9 @@ pub fn shrink(
     drawn: &[Fault],
     fails: &mut dyn FnMut(&Scenario) -> bool,
 ) -> Result<Shrunk, ShrinkError> {
+    let Some(seed_end) = seed.checked_add(1) else {
+        return Err(ShrinkError::SeedTooLarge { seed });
+    };
     let mut runs = 0u64;
     let mut test = |s: &Scenario| {
         runs += 1;
@@ -130,7 +139,7 @@ pub fn shrink(
     );
     current.seeds = SeedRange {
         start: seed,
-        end: seed + 1,
+        end: seed_end,
     };
     current.expect.verdict = ExpectedVerdict::Invalid;
     current.expect.violations = vec![kind];

@@ -193,7 +193,7 @@ fn replay_reruns_a_report_and_compares_its_history() {
     assert!(
         text(&o)
             .1
-            .starts_with("error: README.md: not a fencesim report: "),
+            .starts_with("error: README.md:1:1: not a fencesim report: "),
         "{}",
         text(&o).1
     );

@@ -163,7 +163,14 @@ fn keep_going_runs_every_seed_and_shards_merge_into_the_whole_sweep() {
         a.to_str().unwrap(),
         b.to_str().unwrap(),
     ]);
-    assert!(text(&o).0.contains("missing shards: 2/3"), "{}", text(&o).0);
+    assert_eq!(o.status.code(), Some(2), "a lost shard must not pass");
+    assert!(
+        text(&o)
+            .1
+            .contains("error: the merge lacks shards 2/3 of the sweep"),
+        "{}",
+        text(&o).1
+    );
     let o = fencesim(&[
         "explore",
         "--merge",
@@ -195,5 +202,18 @@ fn merge_refuses_a_file_that_is_not_a_summary() {
         o.status.code(),
         Some(2),
         "--seeds is required without --merge"
+    );
+    let o = fencesim(&[
+        "explore",
+        "pause-fenced",
+        "--seeds",
+        "0..3",
+        "--shard",
+        "5/10",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        text(&o).1.trim_end(),
+        "error: --shard 5/10 selects no seed of 0..3"
     );
 }

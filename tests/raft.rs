@@ -7,12 +7,8 @@ use fencesim::run::{evaluate, RunOptions};
 use fencesim_history::{EventKind, History};
 
 fn load(name: &str) -> fencesim::Scenario {
-    fencesim::load_scenario(
-        &support::root()
-            .join("scenarios")
-            .join(format!("{name}.toml")),
-    )
-    .unwrap()
+    let (path, _) = fencesim::bundled::find(name).expect("a bundled scenario");
+    fencesim::load_scenario(&support::root().join("scenarios").join(path)).unwrap()
 }
 
 fn opts() -> RunOptions {

@@ -30,7 +30,7 @@ fn explore_and_shrink(test: &str) -> (String, std::path::PathBuf) {
 fn a_random_nemesis_counterexample_shrinks_to_a_file_run_reproduces() {
     let (stdout, file) = explore_and_shrink("shrink-explore");
     assert!(
-        stdout.contains("shrunk seed 19 of random-nemesis-unfenced keeping stale-write-accepted: 18 faults -> 1, 3 clients -> 2"),
+        stdout.contains("shrunk seed 19 of random-nemesis-unfenced keeping stale-write-accepted: faults 18 -> 1, clients 3 -> 2"),
         "{stdout}"
     );
     let shrunk = fencesim::load_scenario(&file).expect("the shrunk file is a valid scenario");
@@ -127,7 +127,9 @@ fn shrink_refuses_what_it_cannot_shrink() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o).1.contains("not a fencesim report: line 1 column"),
+        text(&o)
+            .1
+            .contains("pause-unfenced-uniform.toml:1:1: not a fencesim report: expected value"),
         "{}",
         text(&o).1
     );
@@ -144,8 +146,59 @@ fn a_scripted_example_shrinks_to_its_one_pause() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(stdout.contains("1 faults -> 1, 2 clients -> 2"), "{stdout}");
+    assert!(stdout.contains("faults 1 -> 1, clients 2 -> 2"), "{stdout}");
     let shrunk = fencesim::load_scenario(&out.join("pause-unfenced-seed-0-min.toml")).unwrap();
     assert_eq!(shrunk.faults.len(), 1);
     assert!(shrunk.duration_ms < 60_000, "{}", shrunk.duration_ms);
+}
+
+#[test]
+fn the_largest_seed_and_a_hand_edited_report_are_refused_plainly() {
+    let out = out_dir("shrink-edge");
+    let o = fencesim(&[
+        "run",
+        "pause-unfenced",
+        "--seed",
+        "18446744073709551615",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+    let report = out.join("pause-unfenced/18446744073709551615/report.json");
+    let o = fencesim(&[
+        "shrink",
+        report.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(
+        text(&o)
+            .1
+            .contains("seed 18446744073709551615 is the largest possible"),
+        "{}",
+        text(&o).1
+    );
+
+    let mut edited = support::json(&report);
+    edited["scenario"]["duration_ms"] = serde_json::json!(0);
+    let bad = out.join("edited.json");
+    std::fs::write(&bad, serde_json::to_vec(&edited).unwrap()).unwrap();
+    for command in ["shrink", "replay"] {
+        let o = fencesim(&[
+            command,
+            bad.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{command}: {}", text(&o).1);
+        assert!(
+            text(&o)
+                .1
+                .contains("edited.json: its scenario is not valid:"),
+            "{}",
+            text(&o).1
+        );
+        assert!(text(&o).1.contains("duration_ms"), "{}", text(&o).1);
+    }
 }

@@ -7,8 +7,8 @@
 //! final heal), so they go through the same mechanics, and the plan is part of the report.
 
 use fencesim_scenario::{
-    Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent, NodeRole,
-    Placement, Range64, Scenario, Trigger, LEADER,
+    Action, Cut, Fault, LatencyRange, LinkSel, LockServiceKind, MessageKind, NemesisSpec,
+    NodeEvent, NodeRole, Placement, Range64, Scenario, Trigger, LEADER,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -226,6 +226,12 @@ fn aim(drawn: Fault, scenario: &Scenario, rng: &mut Xoshiro256PlusPlus) -> Fault
         return drawn;
     };
     let role = NodeRole::of(node);
+    if role == NodeRole::LeaseService && has_leader(scenario) {
+        // Only the leader (Raft) or primary grants: a follower or backup never reaches "after
+        // a grant", so aim at whichever node leads when the fault starts, at the drawn time.
+        let action = drawn.action.retarget(LEADER);
+        return Fault { action, ..drawn };
+    }
     let event = match (&drawn.action, role) {
         // Between the grant and the write: the lease is held but not used yet.
         (Action::Pause { .. } | Action::Crash { .. }, NodeRole::Client) => {
@@ -253,10 +259,16 @@ fn aim(drawn: Fault, scenario: &Scenario, rng: &mut Xoshiro256PlusPlus) -> Fault
 /// A hold of one message in flight instead of every message of a kind: a client's write (a
 /// delayed packet, K02) or a lease node's acquire or renew reply (K05), from a random target.
 fn hold_one(drawn: Fault, scenario: &Scenario, at_ms: u64, rng: &mut Xoshiro256PlusPlus) -> Fault {
+    // A lease node's replies come from the leader or primary in a replicated design, which
+    // no fixed sender names: there, hold a client's write.
     let senders: Vec<String> = scenario
         .node_names()
         .into_iter()
-        .filter(|n| NodeRole::of(n) != NodeRole::Resource)
+        .filter(|n| match NodeRole::of(n) {
+            NodeRole::Client => true,
+            NodeRole::LeaseService => !has_leader(scenario),
+            NodeRole::Resource => false,
+        })
         .collect();
     let from = senders.choose(rng).expect("a scenario has clients").clone();
     let role = NodeRole::of(&from);
@@ -274,6 +286,15 @@ fn hold_one(drawn: Fault, scenario: &Scenario, at_ms: u64, rng: &mut Xoshiro256P
         },
         ..drawn
     }
+}
+
+/// Whether the design has one leading node among its lease nodes (Raft's leader, the
+/// primary of primary-backup), which `leader` names.
+fn has_leader(scenario: &Scenario) -> bool {
+    matches!(
+        scenario.lock_service.kind,
+        LockServiceKind::Raft | LockServiceKind::PrimaryBackup
+    )
 }
 
 /// Which occurrence of a node's event falls near `at_ms`, estimated from the workload: the
