@@ -117,3 +117,20 @@ fn every_incident_names_its_case() {
         assert!(names_case, "{name}: the description names no case K01..K24");
     }
 }
+
+#[test]
+fn k19s_chain_says_whose_release_ended_which_lease() {
+    let path = support::root().join("scenarios/incidents/k19-release-unconditional.toml");
+    let scenario = fencesim::load_scenario(&path).unwrap();
+    let done = fencesim::run::evaluate(&scenario, 0, &opts()).unwrap();
+    let release = done
+        .report
+        .violations
+        .iter()
+        .find(|v| v.kind == fencesim::ViolationKind::ReleaseByNonHolder)
+        .expect("release-by-non-holder");
+    assert_eq!(
+        release.chain.last().map(String::as_str),
+        Some("client-1's release ended client-3's lease (token 2) at 12.5 s")
+    );
+}

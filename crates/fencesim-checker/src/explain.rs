@@ -29,6 +29,7 @@ const MAX_STEPS: usize = 8;
 pub(crate) struct CausalGraph<'h> {
     graph: DiGraph<&'h Event, ()>,
     by_index: BTreeMap<u64, NodeIndex>,
+    history: &'h History,
 }
 
 /// Whether an event is part of the story a chain tells.
@@ -66,7 +67,11 @@ impl<'h> CausalGraph<'h> {
         for e in &events {
             by_index.insert(e.at.index, graph.add_node(*e));
         }
-        let mut g = CausalGraph { graph, by_index };
+        let mut g = CausalGraph {
+            graph,
+            by_index,
+            history,
+        };
         g.link_leases(&events);
         g.link_faults(&events);
         g
@@ -187,8 +192,19 @@ impl<'h> CausalGraph<'h> {
         let skip = steps.len().saturating_sub(MAX_STEPS);
         steps[skip..]
             .iter()
-            .map(|i| phrase(self.graph[self.by_index[i]]))
+            .map(|i| {
+                let e = self.graph[self.by_index[i]];
+                phrase(e, self.caller(e))
+            })
             .collect()
+    }
+
+    /// The node that invoked the operation an event answers (a release's caller).
+    fn caller(&self, e: &Event) -> Option<&'h str> {
+        match self.history.entries.get(e.op? as usize)? {
+            fencesim_history::Entry::Op(op) => Some(op.node.as_str()),
+            fencesim_history::Entry::Event(_) => None,
+        }
     }
 }
 
@@ -196,8 +212,9 @@ fn secs(ns: u64) -> String {
     format!("{:.1} s", ns as f64 / 1e9)
 }
 
-/// One step of a chain, in words.
-fn phrase(e: &Event) -> String {
+/// One step of a chain, in words; `caller` is who asked for it, when the event answers an
+/// operation (a release requested by another than the holder reads as such, K19).
+fn phrase(e: &Event, caller: Option<&str>) -> String {
     let at = secs(e.at.time_ns);
     let who = e.holder.as_deref().unwrap_or("?");
     let token = e.token.map_or(String::new(), |t| format!(" {t}"));
@@ -209,7 +226,10 @@ fn phrase(e: &Event) -> String {
     match (e.event, e.phase) {
         (EventKind::Grant, _) => format!("{who} was granted token{token} at {at}"),
         (EventKind::Expire, _) => format!("{who}'s lease (token{token}) expired at {at}"),
-        (EventKind::Release, _) => format!("{who} released token{token} at {at}"),
+        (EventKind::Release, _) => match caller.filter(|c| *c != who) {
+            Some(c) => format!("{c}'s release ended {who}'s lease (token{token}) at {at}"),
+            None => format!("{who} released token{token} at {at}"),
+        },
         (EventKind::Revoke, _) => {
             format!("{who}'s lease (token{token}) was revoked at {at}{detail}")
         }
