@@ -60,6 +60,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k24-zombie-coordinator-epoch-checked"),
     bundle!("incidents/k20-check-then-apply"),
     bundle!("incidents/k20-atomic-check"),
+    bundle!("incidents/k18-keepalive-stall-unchecked"),
+    bundle!("incidents/k18-keepalive-stall-checked"),
     bundle!("bench-reference"),
 ];
 

@@ -636,3 +636,15 @@ fn an_apply_delay_needs_a_check_then_apply_resource() {
         "only a resource with check = \"check-then-apply\" has a delay between check and apply",
     );
 }
+
+#[test]
+fn a_keepalive_stall_is_for_clients_only() {
+    assert_located(
+        "bad-stall",
+        "[expect]",
+        "[[faults]]\nkind = \"stall-renewals\"\nnode = \"lease-service\"\nat_ms = 10\nduration_ms = 10\n[expect]",
+        "15:8",
+        "faults.node",
+        "only a client renews: \"lease-service\" is not a client",
+    );
+}

@@ -41,6 +41,8 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k18_keepalive_stall_unchecked: "k18-keepalive-stall-unchecked",
+    k18_keepalive_stall_checked: "k18-keepalive-stall-checked",
     k20_check_then_apply: "k20-check-then-apply",
     k20_atomic_check: "k20-atomic-check",
     k22_job_visibility_timeout_unchecked: "k22-job-visibility-timeout-unchecked",

@@ -247,6 +247,10 @@ fn phrase(e: &Event, caller: Option<&str>) -> String {
         (EventKind::Hold, _) => format!("the held message was delivered at {at}"),
         (EventKind::Partition, Some(Phase::Start)) => format!("{target} was cut off at {at}"),
         (EventKind::Partition, _) => format!("{target}'s partition healed at {at}"),
+        (EventKind::Stall, Some(Phase::Start)) => {
+            format!("{target}'s keepalive stalled at {at}{detail}")
+        }
+        (EventKind::Stall, _) => format!("{target}'s keepalive ran again at {at}"),
         (kind, Some(Phase::End)) => format!("{} on {target} ended at {at}", kind.as_str()),
         (kind, _) => format!("{} on {target} at {at}{detail}", kind.as_str()),
     }

@@ -171,6 +171,9 @@ pub enum EventKind {
     FinalHeal,
     /// A Raft replica became leader (`detail` gives the term).
     Leader,
+    /// Nemesis: a client's keepalive stalled (its renewals are not sent, as a starved renewal
+    /// thread's; its work goes on), case K18; `phase` start and end.
+    Stall,
 }
 
 impl EventKind {
@@ -202,6 +205,7 @@ impl EventKind {
             EventKind::Restore => "restore",
             EventKind::FinalHeal => "final-heal",
             EventKind::Leader => "leader",
+            EventKind::Stall => "stall",
         }
     }
 
@@ -386,6 +390,7 @@ mod tests {
             EventKind::Restore,
             EventKind::FinalHeal,
             EventKind::Leader,
+            EventKind::Stall,
         ];
         for kind in all {
             assert_eq!(

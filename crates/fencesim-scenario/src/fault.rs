@@ -186,6 +186,13 @@ pub enum Action {
         /// The node.
         node: String,
     },
+    /// Stall the client's keepalive: it sends no renewal while the fault is in force, but
+    /// its work goes on (a renewal thread starved of CPU, case K18). Undone after
+    /// `duration_ms`.
+    StallRenewals {
+        /// The client.
+        node: String,
+    },
     /// Start a crashed node again.
     Restart {
         /// The node.
@@ -229,6 +236,7 @@ impl Action {
             Action::ClockStrobe { .. } => "clock-strobe",
             Action::Crash { .. } => "crash",
             Action::Restart { .. } => "restart",
+            Action::StallRenewals { .. } => "stall-renewals",
             Action::Restore { .. } => "restore",
             Action::FinalHeal { .. } => "final-heal",
         }
@@ -245,6 +253,7 @@ impl Action {
             | Action::ClockStrobe { node: n, .. }
             | Action::Crash { node: n }
             | Action::Restart { node: n }
+            | Action::StallRenewals { node: n }
             | Action::Restore { node: n, .. }
             | Action::Partition {
                 cut: Cut::Isolate(n),
@@ -264,6 +273,7 @@ impl Action {
             | Action::ClockStrobe { node, .. }
             | Action::Crash { node }
             | Action::Restart { node }
+            | Action::StallRenewals { node }
             | Action::Restore { node, .. } => Some(node),
             Action::Partition {
                 cut: Cut::Isolate(node),

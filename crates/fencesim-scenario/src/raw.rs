@@ -148,6 +148,7 @@ pub(crate) enum RawFaultKind {
     ClockStrobe,
     Crash,
     Restart,
+    StallRenewals,
     Restore,
     FinalHeal,
 }

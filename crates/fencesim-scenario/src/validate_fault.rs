@@ -58,6 +58,7 @@ fn shape(
         ),
         Crash => (&["node"], &[], NodeTrigger, Some(false)),
         Restart => (&["node"], &[], AtOnly, None),
+        StallRenewals => (&["node"], &[], NodeTrigger, Some(true)),
         Restore => (&["node", "snapshot_at_ms"], &[], NodeTrigger, None),
         // Written so a random nemesis's drawn schedule can be replayed as scripted faults.
         FinalHeal => (&["window_ms"], &[], AtOnly, None),
@@ -226,6 +227,17 @@ pub(crate) fn resolve(
         RawFaultKind::Restart => Action::Restart {
             node: target.expect("required"),
         },
+        RawFaultKind::StallRenewals => {
+            let node = target.expect("required");
+            if NodeRole::of(&node) != NodeRole::Client {
+                return Err(cx.err(
+                    f.node.as_ref().expect("required").span(),
+                    "faults.node",
+                    format!("only a client renews: {node:?} is not a client"),
+                ));
+            }
+            Action::StallRenewals { node }
+        }
         RawFaultKind::FinalHeal => final_heal(cx, f, &trigger, run_ms)?,
         RawFaultKind::Restore => {
             let node = target.expect("required");

@@ -278,6 +278,7 @@ fn action(doc: &mut Doc, a: &Action) {
         Action::Pause { node }
         | Action::Crash { node }
         | Action::Restart { node }
+        | Action::StallRenewals { node }
         | Action::Partition {
             cut: Cut::Isolate(node),
         } => doc.key("node", string(node)),

@@ -44,6 +44,8 @@ pub(crate) struct Nemesis {
     seen: Mutex<BTreeMap<(String, When, NodeEvent), u64>>,
     /// Pause faults in force per node (madsim's pause is a flag; overlapping pauses nest).
     pauses: Mutex<BTreeMap<String, BTreeSet<u64>>>,
+    /// Keepalive stalls in force per client (K18), nesting as pauses do.
+    stalls: Mutex<BTreeMap<String, BTreeSet<u64>>>,
     /// Faults in force, by activation number, until their timer, a heal, a restart or the
     /// final heal ends them.
     active: Mutex<BTreeMap<u64, Action>>,
@@ -86,6 +88,7 @@ impl Nemesis {
             triggers,
             seen: Mutex::new(BTreeMap::new()),
             pauses: Mutex::new(BTreeMap::new()),
+            stalls: Mutex::new(BTreeMap::new()),
             active: Mutex::new(BTreeMap::new()),
             next_activation: Mutex::new(0),
             strobes_on: Mutex::new(BTreeSet::new()),
@@ -200,6 +203,26 @@ impl Nemesis {
         ids.remove(&id) && ids.is_empty()
     }
 
+    /// Whether `client`'s keepalive is stalled now: it must not send renewals.
+    pub fn keepalive_stalled(&self, client: &str) -> bool {
+        self.stalls
+            .lock()
+            .expect("stalls")
+            .get(client)
+            .is_some_and(|ids| !ids.is_empty())
+    }
+
+    /// Stall fault `id` on `client` starts (`true`) or ends.
+    fn set_stall(&self, client: &str, id: u64, on: bool) {
+        let mut stalls = self.stalls.lock().expect("stalls");
+        let ids = stalls.entry(client.to_owned()).or_default();
+        if on {
+            ids.insert(id);
+        } else {
+            ids.remove(&id);
+        }
+    }
+
     /// A crashed node is no longer paused (madsim's restart clears the flag too).
     pub fn forget_pauses(&self, node: &str) {
         self.pauses.lock().expect("pauses").remove(node);
@@ -310,6 +333,8 @@ enum Undo {
         activation: u64,
     },
     Restart(String),
+    /// End a keepalive stall.
+    Unstall(String, u64),
 }
 
 impl Undo {
@@ -346,6 +371,10 @@ impl Undo {
                     shift_clock(world, &node, -offset_ms, 0);
                 }
                 format!("{node} clock restored")
+            }
+            Undo::Unstall(node, id) => {
+                world.nemesis.set_stall(&node, id, false);
+                format!("{node}'s keepalive runs again")
             }
             Undo::Restart(node) => {
                 // Overlapping crashes: the first to end restarts the node; later ends find it
@@ -434,6 +463,10 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
             world.crash(node);
             Some(Undo::Restart(node.clone()))
         }
+        Action::StallRenewals { node } => {
+            world.nemesis.set_stall(node, id, true);
+            Some(Undo::Unstall(node.clone(), id))
+        }
         Action::Restart { node } => {
             if !world.net.is_down(node) {
                 // Restarting a running process loses its memory just as a crash does.
@@ -480,6 +513,7 @@ fn final_heal(world: &Arc<World>) {
     world.net.clear_rules();
     world.net.disarm_holds();
     world.nemesis.pauses.lock().expect("pauses").clear();
+    world.nemesis.stalls.lock().expect("stalls").clear();
     for node in world.scenario.node_names() {
         madsim::runtime::Handle::current().resume(node.as_str());
     }
@@ -553,6 +587,7 @@ fn event_kind(action: &Action) -> EventKind {
         Action::ClockStrobe { .. } => EventKind::ClockStrobe,
         Action::Crash { .. } => EventKind::Crash,
         Action::Restart { .. } => EventKind::Restart,
+        Action::StallRenewals { .. } => EventKind::Stall,
         Action::Restore { .. } => EventKind::Restore,
         Action::FinalHeal { .. } => EventKind::FinalHeal,
     }
@@ -598,6 +633,7 @@ fn describe(fault: &Fault) -> String {
         } => format!("wall clock flips by {offset_ms:+} ms every {period_ms} ms"),
         Action::Crash { .. } => "killed".to_owned(),
         Action::Restart { .. } => "restarted".to_owned(),
+        Action::StallRenewals { .. } => "keepalive stalled".to_owned(),
         Action::Restore { snapshot_at_ms, .. } => {
             format!("restored from the backup as of {snapshot_at_ms} ms")
         }

@@ -204,7 +204,9 @@ impl Client {
                 return true;
             };
             madsim::time::sleep(Duration::from_nanos(left_ns.min(renew_ms * 1_000_000))).await;
-            if true_ns() < end_ns && !self.renew(token).await {
+            // A stalled keepalive (K18) sends nothing; the work goes on regardless.
+            let stalled = self.world.nemesis.keepalive_stalled(&self.spec.name);
+            if true_ns() < end_ns && !stalled && !self.renew(token).await {
                 return false;
             }
         }
