@@ -62,6 +62,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k20-atomic-check"),
     bundle!("incidents/k18-keepalive-stall-unchecked"),
     bundle!("incidents/k18-keepalive-stall-checked"),
+    bundle!("incidents/k07-grant-to-expired-waiter"),
+    bundle!("incidents/k07-expired-waiter-dropped"),
     bundle!("bench-reference"),
 ];
 

@@ -648,3 +648,15 @@ fn a_keepalive_stall_is_for_clients_only() {
         "only a client renews: \"lease-service\" is not a client",
     );
 }
+
+#[test]
+fn the_wait_queue_belongs_to_the_single_service() {
+    assert_located(
+        "bad-acquire-raft",
+        "[lock_service]",
+        "[lock_service]\nkind = \"raft\"\nacquire = \"queue\"",
+        "5:11",
+        "lock_service.acquire",
+        "only a kind = \"single\" lock service uses `acquire`",
+    );
+}

@@ -41,6 +41,8 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k07_grant_to_expired_waiter: "k07-grant-to-expired-waiter",
+    k07_expired_waiter_dropped: "k07-expired-waiter-dropped",
     k18_keepalive_stall_unchecked: "k18-keepalive-stall-unchecked",
     k18_keepalive_stall_checked: "k18-keepalive-stall-checked",
     k20_check_then_apply: "k20-check-then-apply",

@@ -17,6 +17,7 @@ pub mod primary_backup;
 pub mod raft_replica;
 pub mod replicated;
 mod service;
+pub mod wait_queue;
 
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,

@@ -40,6 +40,19 @@ pub enum AcquireOutcome {
         /// When grants resume, local-clock ms.
         until_ms: u64,
     },
+    /// The lock is held and the caller now waits in its queue (a blocking acquire, see
+    /// [`crate::wait_queue`]); `token` is its queue entry's, and the grant or the refusal
+    /// comes later, as a second answer to the same request.
+    Queued {
+        /// The token the waiter's entry took when it joined the queue.
+        token: u64,
+    },
+    /// The waiter's own lease ran out while it waited, so the service dropped it from the
+    /// queue: its acquire fails (the correct answer in case K07).
+    WaiterExpired {
+        /// The token its entry had.
+        token: u64,
+    },
     /// Someone holds an unexpired lease (possibly the caller itself: leases are not reentrant).
     Held {
         /// The current holder.
@@ -283,6 +296,24 @@ impl LeaseService {
     /// The current lease on `lock`, expired or not, if [`Self::expire_due`] has not reaped it.
     pub fn lease(&self, lock: &str) -> Option<&Lease> {
         self.locks.get(lock).and_then(|s| s.lease.as_ref())
+    }
+
+    /// Take the next token of `lock` without granting anything (a queue entry's, whose grant
+    /// may come later).
+    pub fn issue_token(&mut self, lock: &str) -> u64 {
+        let state = self.locks.entry(lock.to_owned()).or_default();
+        state.last_token += 1;
+        state.last_token
+    }
+
+    /// Whether `lock` has no unexpired lease at `now_ms`.
+    pub fn is_free(&self, lock: &str, now_ms: u64) -> bool {
+        self.lease(lock).is_none_or(|l| l.expires_at_ms <= now_ms)
+    }
+
+    /// Make `lease` the lease of `lock` (a waiter's grant), replacing an expired one.
+    pub fn install(&mut self, lock: &str, lease: Lease) {
+        self.locks.entry(lock.to_owned()).or_default().lease = Some(lease);
     }
 
     /// The last token issued for `lock` (0 if none).

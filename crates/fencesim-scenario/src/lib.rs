@@ -26,12 +26,12 @@ pub mod strategies;
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
-    ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync,
-    LatencyRange, LeaderChangeMode, LinkLatency, LockServiceKind, LockServiceSpec, MessageKind,
-    NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, PrimaryBackupSpec, Range64,
-    RedlockSpec, ReleaseMode, RenewAfterFailure, Replication, ResourceCheck, ResourceMode,
-    ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource, LEADER, LEASE_SERVICE_NODE,
-    RESERVED_NODE_NAMES, RESOURCE_NODE,
+    AcquireMode, ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, ExpiryClock,
+    ExpiryJudgedBy, Fsync, LatencyRange, LeaderChangeMode, LinkLatency, LockServiceKind,
+    LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement,
+    PrimaryBackupSpec, Range64, RedlockSpec, ReleaseMode, RenewAfterFailure, Replication,
+    ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource,
+    LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 pub use write::to_toml;
 

@@ -331,6 +331,9 @@ pub struct LockServiceSpec {
     /// `lease-record`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_judged_by: Option<ExpiryJudgedBy>,
+    /// What an acquire of a held lock does (`single` only; the queue's defect is case K07).
+    #[serde(default, skip_serializing_if = "AcquireMode::is_default")]
+    pub acquire: AcquireMode,
     /// How release works (`single` only; a defect knob, case K19).
     #[serde(default, skip_serializing_if = "ReleaseMode::is_default")]
     pub release: ReleaseMode,
@@ -483,6 +486,30 @@ impl RenewAfterFailure {
     /// Whether this is the correct default (left out of reports).
     pub fn is_default(&self) -> bool {
         *self == RenewAfterFailure::Retry
+    }
+}
+
+/// What the lock service does with an acquire of a held lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AcquireMode {
+    /// Refuse it at once (`held by H until T`); the client backs off and tries again.
+    #[default]
+    FailFast,
+    /// Queue the caller (a blocking acquire, etcd's `concurrency.Mutex`, ZooKeeper's lock
+    /// recipe) with a token of its own, and grant it in turn; a waiter whose own lease ran out
+    /// while it waited is dropped and its acquire fails.
+    Queue,
+    /// DEFECT (K07): the queue grants its head without re-checking the waiter's lease, so a
+    /// waiter whose lease lapsed in the queue is told it holds the lock, and the next waiter
+    /// is granted it right after.
+    QueueGrantToExpiredWaiter,
+}
+
+impl AcquireMode {
+    /// Whether this is the default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == AcquireMode::FailFast
     }
 }
 

@@ -6,9 +6,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::model::{
-    DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode,
-    LockServiceKind, MessageKind, NodeEvent, Placement, ReleaseMode, RenewAfterFailure,
-    Replication, ResourceCheck, ResourceMode, TokenCounter, TokenSource,
+    AcquireMode, DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync,
+    LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, Placement, ReleaseMode,
+    RenewAfterFailure, Replication, ResourceCheck, ResourceMode, TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -99,6 +99,7 @@ pub(crate) struct RawLockService {
     pub failover_after_ms: Option<Num>,
     pub expiry_judged_by: Option<Spanned<ExpiryJudgedBy>>,
     pub release: Option<Spanned<ReleaseMode>>,
+    pub acquire: Option<Spanned<AcquireMode>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -180,6 +180,9 @@ fn lock_service(doc: &mut Doc, ls: &LockServiceSpec) {
             doc.key("token_counter", name(&ls.token_counter));
             doc.key("restart_grace_ms", int(ls.restart_grace_ms));
             fsync(doc, ls);
+            if !ls.acquire.is_default() {
+                doc.key("acquire", name(&ls.acquire));
+            }
             if !ls.release.is_default() {
                 doc.key("release", name(&ls.release));
             }

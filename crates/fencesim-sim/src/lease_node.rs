@@ -5,12 +5,14 @@
 //! that depended on it. After a restart the service resumes from its store as the
 //! `token_counter`, `fsync` and `restart_grace_ms` knobs say.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind};
+use fencesim_lease::wait_queue::{Promotion, WaitQueue};
 use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
-use fencesim_scenario::{Fsync, NodeEvent, ReleaseMode, LEASE_SERVICE_NODE};
+use fencesim_scenario::{AcquireMode, Fsync, NodeEvent, ReleaseMode, LEASE_SERVICE_NODE};
 
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
@@ -49,10 +51,12 @@ pub(crate) async fn run(world: Arc<World>) {
         });
     }
     let inbox = world.inbox(NODE);
+    let mut queue = Queue::default();
     loop {
         if reap(&world, NODE, &mut service).await {
             persist(&world, &service);
         }
+        queue.promote(&world, &mut service);
         let next = match service.next_expiry() {
             Some(at_ms) => {
                 let wait = world
@@ -74,7 +78,11 @@ pub(crate) async fn run(world: Arc<World>) {
         if reap(&world, NODE, &mut service).await {
             persist(&world, &service);
         }
-        let (reply, decided) = handle(&world, NODE, &mut service, &env);
+        queue.promote(&world, &mut service);
+        let (reply, decided) = match queue.join(&world, &mut service, &env) {
+            Some(queued) => (Some(queued), None),
+            None => handle(&world, NODE, &mut service, &env),
+        };
         if decided.is_some() {
             persist(&world, &service);
         }
@@ -83,6 +91,82 @@ pub(crate) async fn run(world: Arc<World>) {
         }
         if let Some(event) = decided {
             Nemesis::safepoint(&world, NODE, When::After, event).await;
+        }
+        // A release may have freed a lock someone waits for.
+        queue.promote(&world, &mut service);
+    }
+}
+
+/// The blocking acquire's queue (`acquire = "queue"`, K07) and, per waiter, the request its
+/// grant or refusal answers. Empty, and never used, with `acquire = "fail-fast"`.
+#[derive(Default)]
+struct Queue {
+    waiters: WaitQueue,
+    /// (lock, token) -> (client, request id, operation index).
+    requests: BTreeMap<(String, u64), (String, u64, Option<u64>)>,
+}
+
+impl Queue {
+    /// Queue an acquire of a held lock, if the service queues: returns the `Queued` answer.
+    fn join(
+        &mut self,
+        world: &World,
+        service: &mut LeaseService,
+        env: &Envelope,
+    ) -> Option<Message> {
+        let Message::Acquire { lock, ttl_ms } = &env.body else {
+            return None;
+        };
+        let now = now_ms(world);
+        let queues = world.scenario.lock_service.acquire != AcquireMode::FailFast;
+        if !queues || (service.is_free(lock, now) && !self.waiters.has_waiters(lock)) {
+            return None;
+        }
+        let token = self.waiters.enqueue(service, lock, &env.src, *ttl_ms, now);
+        persist(world, service);
+        self.requests
+            .insert((lock.clone(), token), (env.src.clone(), env.id, env.op));
+        Some(Message::AcquireReply(AcquireOutcome::Queued { token }))
+    }
+
+    /// Grant free locks to their queues' heads (or drop lapsed waiters), recording each grant
+    /// and answering each waiter's request.
+    fn promote(&mut self, world: &World, service: &mut LeaseService) {
+        let grant_expired =
+            world.scenario.lock_service.acquire == AcquireMode::QueueGrantToExpiredWaiter;
+        let promotions = self.waiters.promote(service, now_ms(world), grant_expired);
+        for promotion in promotions {
+            let (lock, token, answer) = match promotion {
+                Promotion::Granted { lock, lease } => {
+                    let (token, expires_at_ms) = (lease.token, lease.expires_at_ms);
+                    let op = self.requests.get(&(lock.clone(), token)).and_then(|r| r.2);
+                    world.lease_granted(NODE, &lock, &lease.holder, token);
+                    world.event(Event {
+                        node: NODE.to_owned(),
+                        lock: Some(lock.clone()),
+                        holder: Some(lease.holder),
+                        token: Some(token),
+                        expires_at_ms: Some(expires_at_ms),
+                        op,
+                        ..Event::new(EventKind::Grant)
+                    });
+                    let answer = AcquireOutcome::Granted {
+                        token,
+                        expires_at_ms,
+                    };
+                    (lock, token, answer)
+                }
+                Promotion::Dropped { lock, waiter } => {
+                    let token = waiter.token;
+                    (lock, token, AcquireOutcome::WaiterExpired { token })
+                }
+            };
+            if let Some((client, id, op)) = self.requests.remove(&(lock, token)) {
+                world
+                    .net
+                    .send(NODE, &client, Some(id), op, Message::AcquireReply(answer));
+            }
+            persist(world, service);
         }
     }
 }
@@ -173,7 +257,10 @@ pub(crate) fn handle(
                     record(EventKind::Grant, lock, *token, Some(*expires_at_ms));
                     Some(NodeEvent::Grant)
                 }
-                AcquireOutcome::Held { .. } | AcquireOutcome::Recovering { .. } => None,
+                AcquireOutcome::Held { .. }
+                | AcquireOutcome::Recovering { .. }
+                | AcquireOutcome::Queued { .. }
+                | AcquireOutcome::WaiterExpired { .. } => None,
             };
             (Some(Message::AcquireReply(outcome)), event)
         }

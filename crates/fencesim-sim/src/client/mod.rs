@@ -104,6 +104,26 @@ enum Dst {
 /// replica, simulated ms.
 const REDIRECT_PAUSE_MS: u64 = 50;
 
+/// How long a queued client waits for its turn, in maximum TTLs, before it gives up (the
+/// service crashed and forgot its queue, say).
+const QUEUE_WAIT_TTLS: u64 = 4;
+
+/// The service's answer to queue entry `entry`: its grant or its refusal.
+async fn queue_answer(inbox: Receiver<Envelope>, entry: u64) -> Option<AcquireOutcome> {
+    loop {
+        match inbox.recv().await {
+            Ok(env) => match env.body {
+                Message::AcquireReply(
+                    answer @ (AcquireOutcome::Granted { token, .. }
+                    | AcquireOutcome::WaiterExpired { token }),
+                ) if token == entry => return Some(answer),
+                _ => continue,
+            },
+            Err(_) => return None,
+        }
+    }
+}
+
 /// The reply to request `id`, skipping anything else that arrives first.
 async fn reply_to(inbox: Receiver<Envelope>, id: u64) -> Option<Message> {
     loop {
@@ -167,10 +187,47 @@ impl Client {
                     let error = format!("service recovering until {until_ms} ms");
                     self.complete(&op, OpType::Fail, |o| o.error = Some(error));
                 }
+                Some(Message::AcquireReply(AcquireOutcome::Queued { token: entry })) => {
+                    if let Some(token) = self.wait_in_queue(&op, entry, sent_ms).await {
+                        self.safepoint(When::After, NodeEvent::Grant).await;
+                        return token;
+                    }
+                }
                 Some(other) => unreachable!("acquire answered with {other:?}"),
                 None => {}
             }
             self.backoff().await;
+        }
+    }
+
+    /// Blocked in the lock's queue with entry `entry` (`acquire = "queue"`, K07): no keepalive,
+    /// no timeout but a generous bound; the service answers when the client's turn comes.
+    /// Returns the token if granted; a refusal or silence completes `op` as fail or info.
+    async fn wait_in_queue(&mut self, op: &OpTemplate, entry: u64, sent_ms: i64) -> Option<u64> {
+        let limit_ms = QUEUE_WAIT_TTLS * self.world.scenario.lock_service.max_ttl_ms;
+        let answer = madsim::time::timeout(
+            Duration::from_millis(limit_ms),
+            queue_answer(self.inbox.clone(), entry),
+        )
+        .await;
+        match answer {
+            Ok(Some(AcquireOutcome::Granted { token, .. })) => {
+                self.complete(op, OpType::Ok, |o| o.token = Some(token));
+                // The conservative deadline counts from the request, not the grant.
+                self.believe(token, sent_ms);
+                Some(token)
+            }
+            Ok(Some(_waiter_expired)) => {
+                let error = format!("waited with token {entry} until its own lease expired");
+                self.complete(op, OpType::Fail, |o| o.error = Some(error));
+                None
+            }
+            _ => {
+                let error = format!("no answer within {limit_ms} ms in the queue");
+                self.complete(op, OpType::Info, |o| o.error = Some(error));
+                self.process = self.world.new_process();
+                None
+            }
         }
     }
 
