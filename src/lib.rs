@@ -14,9 +14,6 @@ pub mod report;
 pub mod run;
 pub mod shrink;
 
-#[cfg(feature = "proptest")]
-pub use fencesim_scenario::strategies;
-
 pub use fencesim_checker::{check, CheckResult, Verdict, Violation};
 pub use fencesim_history::{History, ViolationKind};
 pub use fencesim_scenario::{Scenario, ScenarioError};
@@ -61,6 +58,15 @@ pub enum ScenarioCheckError {
     /// The scenario could not be read or is invalid (the message names file, line and field).
     #[error("{0}")]
     BadScenario(String),
+    /// The seed range holds more than [`run::MAX_SWEEP_SEEDS`] seeds.
+    #[error(
+        "check_scenario: {count} seeds; at most {} per call",
+        run::MAX_SWEEP_SEEDS
+    )]
+    TooManySeeds {
+        /// Seeds in the range.
+        count: u64,
+    },
     /// The seed range is empty.
     #[error("check_scenario: the seed range {start}..{end} is empty")]
     NoSeeds {
@@ -110,6 +116,10 @@ pub fn check_scenario(
             start: seeds.start,
             end: seeds.end,
         });
+    }
+    let count = seeds.end - seeds.start;
+    if count > run::MAX_SWEEP_SEEDS {
+        return Err(ScenarioCheckError::TooManySeeds { count });
     }
     let list: Vec<u64> = seeds.collect();
     let opts = run::RunOptions {

@@ -10,6 +10,10 @@ use serde::Serialize;
 
 use crate::report::{Report, RunVerdict};
 
+/// The most history records a timeline.html is written for: the page holds the whole history
+/// and renders it in the browser (tested with 30,000 records). Beyond it, summary.md says so.
+pub const TIMELINE_MAX_RECORDS: usize = 200_000;
+
 /// The timeline page; the data goes where the placeholder is.
 const TIMELINE_TEMPLATE: &str = include_str!("timeline.html");
 const TIMELINE_PLACEHOLDER: &str = "/*FENCESIM_DATA*/null";
@@ -187,9 +191,14 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     if !report.violations.is_empty() {
         let _ = writeln!(md, "fencesim shrink {}", report_json.display());
     }
+    let timeline = if report.history.entries as usize <= TIMELINE_MAX_RECORDS {
+        ", timeline.html"
+    } else {
+        " (no timeline.html: the history is over the 200,000 records a page can show)"
+    };
     let _ = writeln!(
         md,
-        "```\n\nFiles: report.json, {} (sha256 {}), history.txt, timeline.html.",
+        "```\n\nFiles: report.json, {} (sha256 {}), history.txt{timeline}.",
         report.history.file, report.history.sha256
     );
     md
@@ -234,5 +243,35 @@ mod tests {
     #[test]
     fn the_template_has_its_placeholder_once() {
         assert_eq!(TIMELINE_TEMPLATE.matches(TIMELINE_PLACEHOLDER).count(), 1);
+    }
+
+    /// Markup in the data (a description, a value) cannot end the page's script: without a
+    /// browser, the page has exactly the template's `</script` and `<!--`, and the data, read
+    /// back, holds the text unchanged.
+    #[test]
+    fn markup_in_the_data_stays_inside_the_script() {
+        let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
+        let scenario = crate::parse_scenario(text, file).expect("valid");
+        let opts = crate::run::RunOptions {
+            out: std::path::PathBuf::new(),
+            scenario_arg: String::new(),
+            check_determinism: false,
+            swarm: false,
+        };
+        let mut done = crate::run::evaluate(&scenario, 0, &opts).expect("evaluate");
+        let nasty = "<!-- a </script><script>alert(1)</script> -->";
+        done.report.scenario.description = nasty.into();
+        let page = timeline_html(&done.report, &done.history).expect("page");
+        for markup in ["</script", "<!--", "<script"] {
+            assert_eq!(
+                page.matches(markup).count(),
+                TIMELINE_TEMPLATE.matches(markup).count(),
+                "{markup}"
+            );
+        }
+        let start = page.find("const DATA = ").expect("data") + "const DATA = ".len();
+        let end = start + page[start..].find(";\n").expect("end of data");
+        let data: serde_json::Value = serde_json::from_str(&page[start..end]).expect("json");
+        assert_eq!(data["report"]["scenario"]["description"], nasty);
     }
 }

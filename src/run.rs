@@ -212,7 +212,12 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
 pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
     let dir = seed_dir(out, &done.report.scenario, done.report.seed);
     fs::create_dir_all(&dir)?;
+    // The history and the report first: they are what replay, shrink and check need, so they
+    // are on disk whatever happens to the readable files after them.
     fs::write(dir.join("history.jsonl"), &done.history)?;
+    let report_path = dir.join("report.json");
+    let json = serde_json::to_vec_pretty(&done.report).map_err(std::io::Error::other)?;
+    fs::write(&report_path, json)?;
     fs::write(
         dir.join("history.txt"),
         readable::history_txt(&done.records, &done.report),
@@ -221,13 +226,12 @@ pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
         dir.join("summary.md"),
         readable::summary_md(&done.report, &dir),
     )?;
-    fs::write(
-        dir.join("timeline.html"),
-        readable::timeline_html(&done.report, &done.history)?,
-    )?;
-    let report_path = dir.join("report.json");
-    let json = serde_json::to_vec_pretty(&done.report).map_err(std::io::Error::other)?;
-    fs::write(&report_path, json)?;
+    if done.records.entries.len() <= readable::TIMELINE_MAX_RECORDS {
+        fs::write(
+            dir.join("timeline.html"),
+            readable::timeline_html(&done.report, &done.history)?,
+        )?;
+    }
     Ok(SeedRun {
         report: done.report,
         report_path,
@@ -297,6 +301,10 @@ pub fn sweep_until<T: Send>(
     }
     results.into_iter().map(|(_, r)| r).collect()
 }
+
+/// The most seeds one sweep takes (`explore`, `check_scenario`); split larger ones into
+/// shards. Each seed's outcome is kept until the sweep ends.
+pub const MAX_SWEEP_SEEDS: u64 = 100_000_000;
 
 /// Worker threads to use by default: one per core.
 pub fn default_jobs() -> usize {

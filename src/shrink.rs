@@ -8,7 +8,7 @@
 //! same seed, so the result is a scenario that `fencesim run` reproduces as it is.
 
 use fencesim_history::ViolationKind;
-use fencesim_scenario::{Action, ExpectedVerdict, Fault, Scenario, SeedRange, Trigger};
+use fencesim_scenario::{Action, Cut, ExpectedVerdict, Fault, Scenario, SeedRange, Trigger};
 
 use crate::report::Report;
 
@@ -102,14 +102,9 @@ pub fn shrink(
         runs += 1;
         fails(s)
     };
-    let original = scenario.clone();
-    let mut current = scripted(scenario, drawn, kind);
-    let before = Size::of(&scripted(
-        scenario,
-        drawn,
-        ViolationKind::NoProgressAfterHeal,
-    ));
-    if !test(&original) {
+    let mut current = scripted(scenario, drawn);
+    let before = Size::of(&current);
+    if !test(scenario) {
         return Err(ShrinkError::NotFailing {
             scenario: scenario.name.clone(),
             seed,
@@ -117,14 +112,10 @@ pub fn shrink(
         });
     }
     if !test(&current) {
-        // Without the final heal the run may behave differently: try keeping it.
-        current = scripted(scenario, drawn, ViolationKind::NoProgressAfterHeal);
-        if !test(&current) {
-            return Err(ShrinkError::NotReproduced {
-                seed,
-                kind: kind.as_str().into(),
-            });
-        }
+        return Err(ShrinkError::NotReproduced {
+            seed,
+            kind: kind.as_str().into(),
+        });
     }
     current.faults = ddmin(&current, &mut test);
     current = fewer_clients(current, &mut test);
@@ -155,22 +146,14 @@ pub fn shrink(
     })
 }
 
-/// The scenario with its nemesis's schedule for the seed as scripted faults, and no
-/// `[nemesis]`. The final heal is kept only for `no-progress-after-heal`, which needs it.
-fn scripted(scenario: &Scenario, drawn: &[Fault], kind: ViolationKind) -> Scenario {
+/// The scenario with its nemesis's schedule for the seed as scripted faults, final heal
+/// included (it is what stopped later event-triggered faults in the failing run; delta
+/// debugging removes it like any other fault if the failure does not need it), and no
+/// `[nemesis]`.
+fn scripted(scenario: &Scenario, drawn: &[Fault]) -> Scenario {
     let mut s = scenario.clone();
     s.nemesis = None;
-    s.faults.extend(
-        drawn
-            .iter()
-            .filter(|f| {
-                kind == ViolationKind::NoProgressAfterHeal
-                    || !matches!(f.action, Action::FinalHeal { .. })
-            })
-            .cloned(),
-    );
-    // Still failing without expectations of its own matters not: the predicate checks the
-    // kind, not the scenario's `[expect]`.
+    s.faults.extend(drawn.iter().cloned());
     s
 }
 
@@ -227,10 +210,24 @@ fn fewer_clients(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool)
     current
 }
 
-/// Whether a fault names `node` anywhere (target, sender, link or partition group).
+/// Whether a fault names `node` anywhere: as its target, a message's sender, a link's end or
+/// a partition's member. A fault naming a client that is gone would be refused.
 fn involves(fault: &Fault, node: &str) -> bool {
-    let json = serde_json::to_string(&fault.action).unwrap_or_default();
-    json.contains(&format!("\"{node}\""))
+    let is = |n: &Option<String>| n.as_deref() == Some(node);
+    match &fault.action {
+        Action::Hold { from, .. } => from == node,
+        Action::HoldAll { from, .. } => is(from),
+        Action::Latency { link, .. }
+        | Action::Loss { link, .. }
+        | Action::Duplicate { link, .. } => is(&link.from) || is(&link.to),
+        Action::Partition {
+            cut: Cut::Groups(groups),
+        } => groups.iter().flatten().any(|n| n == node),
+        Action::Partition {
+            cut: Cut::OneWay { from, to },
+        } => from == node || to == node,
+        action => action.node() == Some(node),
+    }
 }
 
 /// Shorten the run: binary search for the shortest length (in whole seconds) that still fails.

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
+use fencesim_history::{EventKind, OpFn, OpType};
 use fencesim_scenario::{
     AcquireMode, DeadlineFrom, ExpiryClock, Fsync, Placement, ReleaseMode, RenewAfterFailure,
     ResourceCheck, ResourceMode, TokenCounter,
@@ -37,6 +38,8 @@ struct Defect {
     /// Shapes the base's workload for this defect, keeping it safe (the test checks that).
     workload: fn(&mut Scenario),
     apply: fn(&mut Scenario),
+    /// The violation kind the defect must show (its case's property).
+    shows: &'static str,
 }
 
 fn as_bundled(_: &mut Scenario) {}
@@ -60,6 +63,7 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.resource.mode = ResourceMode::Unfenced,
+        shows: "stale-write-accepted",
     },
     Defect {
         name: "expiry_clock = wall",
@@ -67,6 +71,7 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.lock_service.expiry_clock = ExpiryClock::Wall,
+        shows: "mutual-exclusion-client",
     },
     Defect {
         name: "fsync = never",
@@ -74,6 +79,7 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.lock_service.fsync = Fsync::Never,
+        shows: "mutual-exclusion-client",
     },
     Defect {
         name: "revoke_term_check = false",
@@ -81,6 +87,7 @@ const CAUGHT: &[Defect] = &[
         base: "raft-random-nemesis",
         workload: long_holds_and_the_leader,
         apply: |s| s.lock_service.revoke_term_check = false,
+        shows: "mutual-exclusion-client",
     },
     Defect {
         name: "deadline_from = notice",
@@ -92,6 +99,7 @@ const CAUGHT: &[Defect] = &[
                 .iter_mut()
                 .for_each(|c| c.deadline_from = DeadlineFrom::Notice)
         },
+        shows: "mutual-exclusion-client",
     },
     Defect {
         name: "validity_check = false",
@@ -99,6 +107,7 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.clients.iter_mut().for_each(|c| c.validity_check = false),
+        shows: "mutual-exclusion-client",
     },
     Defect {
         name: "token_counter = memory",
@@ -106,6 +115,7 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.lock_service.token_counter = TokenCounter::Memory,
+        shows: "token-reused",
     },
     Defect {
         name: "release = unconditional",
@@ -113,6 +123,7 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.lock_service.release = ReleaseMode::Unconditional,
+        shows: "release-by-non-holder",
     },
     Defect {
         name: "check = check-then-apply",
@@ -123,6 +134,7 @@ const CAUGHT: &[Defect] = &[
             s.resource.check = ResourceCheck::CheckThenApply;
             s.resource.apply_delay_ms = 500;
         },
+        shows: "stale-write-accepted",
     },
 ];
 
@@ -187,6 +199,12 @@ fn every_defect_alone_is_caught_within_its_budget() {
             missed.push(d.name);
             continue;
         };
+        assert!(
+            kinds.iter().any(|k| k == d.shows),
+            "{}: expected {} in {kinds:?}",
+            d.name,
+            d.shows
+        );
         // The defect, not the workload or the nemesis, made the difference: without it the
         // same seeds are valid.
         let (base_seeds, base_kinds) = first_violation(&safe, seeds);
@@ -212,6 +230,16 @@ fn a_defect_the_safe_design_masks_is_not_reported() {
         .for_each(|c| c.renew_after_failure = RenewAfterFailure::Stop);
     let (seeds, kinds) = first_violation(&s, MASKED_SEEDS);
     assert_eq!(seeds, None, "{kinds:?}");
+    // The defect did happen: renewals went unanswered, so keepalives stopped.
+    let unanswered = count(&s, MASKED_SEEDS, |h| {
+        h.ops()
+            .filter(|o| o.f == OpFn::Renew && o.op_type == OpType::Info)
+            .count()
+    });
+    assert!(
+        unanswered > 0,
+        "no renewal went unanswered: the defect never struck"
+    );
 }
 
 #[test]
@@ -220,6 +248,31 @@ fn k07s_defect_is_masked_by_clients_that_check_their_own_lease() {
     // from its request, so it does not write; the fence stands behind it anyway.
     let mut s = base("random-nemesis-fenced");
     s.lock_service.acquire = AcquireMode::QueueGrantToExpiredWaiter;
+    // Waiters lapse when a holder keeps the lock long: uniform pauses and partitions of the
+    // holder do that more often than targeted ones.
+    s.nemesis.as_mut().expect("nemesis").placement = Placement::Uniform;
     let (seeds, kinds) = first_violation(&s, MASKED_SEEDS);
     assert_eq!(seeds, None, "{kinds:?}");
+    // The defect did happen: lapsed waiters were granted (a grant already expired when made;
+    // the base service judges expiry by its monotonic clock).
+    let lapsed = count(&s, MASKED_SEEDS, |h| {
+        h.events()
+            .filter(|e| e.event == EventKind::Grant)
+            .filter(|e| e.expires_at_ms.is_some_and(|x| x as i64 <= e.at.mono_ms))
+            .count()
+    });
+    assert!(
+        lapsed > 0,
+        "no lapsed waiter was granted: the defect never struck"
+    );
+}
+
+/// The sum of `f` over the histories of seeds `0..seeds`.
+fn count(scenario: &Scenario, seeds: u64, f: fn(&fencesim_history::History) -> usize) -> usize {
+    let list: Vec<u64> = (0..seeds).collect();
+    let counts = fencesim::run::sweep(scenario, &list, default_jobs(), &opts(), |done| {
+        Ok(f(&done.records))
+    })
+    .expect("sweep");
+    counts.into_iter().sum()
 }

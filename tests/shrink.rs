@@ -129,7 +129,7 @@ fn shrink_refuses_what_it_cannot_shrink() {
     assert!(
         text(&o)
             .1
-            .contains("pause-unfenced-uniform.toml:1:1: not a fencesim report: expected value"),
+            .contains("pause-unfenced-uniform.toml:1:2: not a fencesim report: expected ident"),
         "{}",
         text(&o).1
     );

@@ -143,6 +143,11 @@ impl LeaseService {
         self.recovering_until_ms = Some(until_ms);
     }
 
+    /// When the restart grace ends, if it is still on at `now_ms` (local-clock ms).
+    pub fn recovering_until(&self, now_ms: u64) -> Option<u64> {
+        self.recovering_until_ms.filter(|u| now_ms < *u)
+    }
+
     /// The service's settings.
     pub fn config(&self) -> LeaseConfig {
         self.config

@@ -77,12 +77,18 @@ impl WaitQueue {
         token
     }
 
+    /// Whether anyone waits for any lock.
+    pub fn is_empty(&self) -> bool {
+        self.queues.values().all(VecDeque::is_empty)
+    }
+
     /// Whether anyone waits for `lock`.
     pub fn has_waiters(&self, lock: &str) -> bool {
         self.queues.get(lock).is_some_and(|q| !q.is_empty())
     }
 
-    /// Hand every free lock to the head of its queue, in lock-name order. A waiter whose own
+    /// Hand every lock whose lease is gone (released, or expired and reaped) to the head of its
+    /// queue, in lock-name order. A waiter whose own
     /// lease has run out is dropped, unless `grant_expired` (K07's defect), which grants it
     /// with that lapsed lease: the service's own table then holds an already expired lease,
     /// which the next reap ends, freeing the lock for the next waiter.
@@ -93,8 +99,15 @@ impl WaitQueue {
         grant_expired: bool,
     ) -> Vec<Promotion> {
         let mut done = Vec::new();
+        if service.recovering_until(now_ms).is_some() {
+            // The restart grace holds for queued acquires too (K17): nothing is granted.
+            return done;
+        }
         for (lock, queue) in &mut self.queues {
-            while service.is_free(lock, now_ms) {
+            // Only once the last lease is gone from the table (released, or expired and
+            // reaped, so its end is on record): a lapsed grant's lease stays in place until
+            // the next reap ends it.
+            while service.lease(lock).is_none() {
                 let Some(waiter) = queue.pop_front() else {
                     break;
                 };
@@ -122,10 +135,6 @@ impl WaitQueue {
                     lock: lock.clone(),
                     lease,
                 });
-                if lapsed {
-                    // The granted lease is already over: nothing more this round.
-                    break;
-                }
             }
         }
         done
@@ -152,7 +161,10 @@ mod tests {
         assert_eq!(q.enqueue(&mut s, "l", "w", 5_000, 100), 2);
         assert_eq!(q.enqueue(&mut s, "l", "c", 5_000, 200), 3);
         assert!(q.promote(&mut s, 1_000, false).is_empty(), "still held");
-        s.release("l", "h", 1, 2_000);
+        assert_eq!(
+            s.release("l", "h", 1, 2_000),
+            crate::service::ReleaseOutcome::Released
+        );
         let granted = q.promote(&mut s, 2_000, false);
         assert_eq!(
             granted,
@@ -175,13 +187,18 @@ mod tests {
             let (mut s, mut q) = setup();
             q.enqueue(&mut s, "l", "w", 5_000, 100); // its lease lapses at 5.1 s
             q.enqueue(&mut s, "l", "c", 5_000, 6_000);
-            s.release("l", "h", 1, 8_000);
+            assert_eq!(
+                s.release("l", "h", 1, 7_999),
+                crate::service::ReleaseOutcome::Released
+            );
             let done = q.promote(&mut s, 8_000, grant_expired);
             if grant_expired {
                 // w is told it holds the lock with its lapsed lease (token 2)...
                 assert!(matches!(&done[..], [Promotion::Granted { lease, .. }]
                     if lease.holder == "w" && lease.token == 2 && lease.expires_at_ms == 5_100));
-                // ...which the next reap ends, and c is granted right after.
+                // ...which stays in place until a reap ends it (so the end is on record):
+                assert!(q.promote(&mut s, 8_000, grant_expired).is_empty());
+                // the next reap ends it, and c is granted right after.
                 assert_eq!(s.expire_due(8_000).len(), 1);
                 let next = q.promote(&mut s, 8_000, grant_expired);
                 assert!(matches!(&next[..], [Promotion::Granted { lease, .. }]

@@ -56,8 +56,15 @@ pub(crate) async fn run(world: Arc<World>) {
         if reap(&world, NODE, &mut service).await {
             persist(&world, &service);
         }
-        queue.promote(&world, &mut service);
-        let next = match service.next_expiry() {
+        queue.promote(&world, &mut service).await;
+        let wake_at = [
+            service.next_expiry(),
+            queue.wake_at(&service, now_ms(&world)),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let next = match wake_at {
             Some(at_ms) => {
                 let wait = world
                     .expiry_clock(NODE)
@@ -78,7 +85,7 @@ pub(crate) async fn run(world: Arc<World>) {
         if reap(&world, NODE, &mut service).await {
             persist(&world, &service);
         }
-        queue.promote(&world, &mut service);
+        queue.promote(&world, &mut service).await;
         let (reply, decided) = match queue.join(&world, &mut service, &env) {
             Some(queued) => (Some(queued), None),
             None => handle(&world, NODE, &mut service, &env),
@@ -93,7 +100,7 @@ pub(crate) async fn run(world: Arc<World>) {
             Nemesis::safepoint(&world, NODE, When::After, event).await;
         }
         // A release may have freed a lock someone waits for.
-        queue.promote(&world, &mut service);
+        queue.promote(&world, &mut service).await;
     }
 }
 
@@ -102,8 +109,8 @@ pub(crate) async fn run(world: Arc<World>) {
 #[derive(Default)]
 struct Queue {
     waiters: WaitQueue,
-    /// (lock, token) -> (client, request id, operation index).
-    requests: BTreeMap<(String, u64), (String, u64, Option<u64>)>,
+    /// (lock, token) -> (client, its acquire's operation index).
+    requests: BTreeMap<(String, u64), (String, Option<u64>)>,
 }
 
 impl Queue {
@@ -119,27 +126,32 @@ impl Queue {
         };
         let now = now_ms(world);
         let queues = world.scenario.lock_service.acquire != AcquireMode::FailFast;
-        if !queues || (service.is_free(lock, now) && !self.waiters.has_waiters(lock)) {
+        let free = service.is_free(lock, now) && !self.waiters.has_waiters(lock);
+        // During a restart grace the service answers `Recovering`, queue or not.
+        if !queues || free || service.recovering_until(now).is_some() {
             return None;
         }
         let token = self.waiters.enqueue(service, lock, &env.src, *ttl_ms, now);
         persist(world, service);
         self.requests
-            .insert((lock.clone(), token), (env.src.clone(), env.id, env.op));
+            .insert((lock.clone(), token), (env.src.clone(), env.op));
         Some(Message::AcquireReply(AcquireOutcome::Queued { token }))
     }
 
-    /// Grant free locks to their queues' heads (or drop lapsed waiters), recording each grant
-    /// and answering each waiter's request.
-    fn promote(&mut self, world: &World, service: &mut LeaseService) {
+    /// Grant free locks to their queues' heads (or drop lapsed waiters), recording each grant,
+    /// answering each waiter, and passing the `after = "grant"` safepoint per grant as a
+    /// direct grant does.
+    async fn promote(&mut self, world: &Arc<World>, service: &mut LeaseService) {
         let grant_expired =
             world.scenario.lock_service.acquire == AcquireMode::QueueGrantToExpiredWaiter;
         let promotions = self.waiters.promote(service, now_ms(world), grant_expired);
+        let mut grants = 0;
         for promotion in promotions {
             let (lock, token, answer) = match promotion {
                 Promotion::Granted { lock, lease } => {
+                    grants += 1;
                     let (token, expires_at_ms) = (lease.token, lease.expires_at_ms);
-                    let op = self.requests.get(&(lock.clone(), token)).and_then(|r| r.2);
+                    let op = self.requests.get(&(lock.clone(), token)).and_then(|r| r.1);
                     world.lease_granted(NODE, &lock, &lease.holder, token);
                     world.event(Event {
                         node: NODE.to_owned(),
@@ -161,13 +173,27 @@ impl Queue {
                     (lock, token, AcquireOutcome::WaiterExpired { token })
                 }
             };
-            if let Some((client, id, op)) = self.requests.remove(&(lock, token)) {
-                world
-                    .net
-                    .send(NODE, &client, Some(id), op, Message::AcquireReply(answer));
+            if let Some((client, op)) = self.requests.remove(&(lock, token)) {
+                let answer = Message::QueueAnswer {
+                    entry: token,
+                    outcome: answer,
+                };
+                world.net.send(NODE, &client, None, op, answer);
             }
             persist(world, service);
         }
+        for _ in 0..grants {
+            Nemesis::safepoint(world, NODE, When::After, NodeEvent::Grant).await;
+        }
+    }
+
+    /// When the queue next needs the node awake though no lease expires: the end of a restart
+    /// grace that holds waiters back.
+    fn wake_at(&self, service: &LeaseService, now_ms: u64) -> Option<u64> {
+        if self.waiters.is_empty() {
+            return None;
+        }
+        service.recovering_until(now_ms)
     }
 }
 

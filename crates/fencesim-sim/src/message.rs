@@ -20,6 +20,15 @@ pub enum Message {
     },
     /// The lease service's answer.
     AcquireReply(AcquireOutcome),
+    /// The lock service's second answer to a queued acquire (`acquire = "queue"`): the grant,
+    /// or the refusal of a waiter whose lease lapsed. Not a reply (the `Queued` reply was), so
+    /// it carries the queue entry's token and, in the envelope, the waiter's operation.
+    QueueAnswer {
+        /// The queue entry's token.
+        entry: u64,
+        /// `Granted` or `WaiterExpired`.
+        outcome: AcquireOutcome,
+    },
     /// Keepalive for the lease with `token`.
     Renew {
         /// The lock.
@@ -143,7 +152,7 @@ impl Message {
     pub fn kind(&self) -> MessageKind {
         match self {
             Message::Acquire { .. } => MessageKind::Acquire,
-            Message::AcquireReply(_) => MessageKind::AcquireReply,
+            Message::AcquireReply(_) | Message::QueueAnswer { .. } => MessageKind::AcquireReply,
             Message::Renew { .. } => MessageKind::Renew,
             Message::RenewReply(_) => MessageKind::RenewReply,
             Message::Release { .. } => MessageKind::Release,

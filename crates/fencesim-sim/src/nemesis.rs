@@ -226,6 +226,8 @@ impl Nemesis {
     /// A crashed node is no longer paused (madsim's restart clears the flag too).
     pub fn forget_pauses(&self, node: &str) {
         self.pauses.lock().expect("pauses").remove(node);
+        // A restarted client is a new process: a keepalive stall of the old one ends with it.
+        self.stalls.lock().expect("stalls").remove(node);
     }
 }
 

@@ -62,6 +62,8 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         candidate: None,
         record_version: 0,
         keepalive_stopped: false,
+        granted_from_queue: false,
+        last_invoke: 0,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -89,6 +91,10 @@ struct Client {
     /// The keepalive stream ended silently at a failure this cycle (`renew_after_failure =
     /// "stop"`, K09).
     keepalive_stopped: bool,
+    /// This cycle's lock came from the lock's queue (`acquire = "queue"`).
+    granted_from_queue: bool,
+    /// History index of the last operation's invoke (a queued acquire's answer names it).
+    last_invoke: u64,
 }
 
 /// Where a request goes.
@@ -108,18 +114,21 @@ const REDIRECT_PAUSE_MS: u64 = 50;
 /// service crashed and forgot its queue, say).
 const QUEUE_WAIT_TTLS: u64 = 4;
 
-/// The service's answer to queue entry `entry`: its grant or its refusal.
-async fn queue_answer(inbox: Receiver<Envelope>, entry: u64) -> Option<AcquireOutcome> {
+/// The service's answer to queue entry `entry` of the acquire invoked at history index
+/// `invoke`: its grant or its refusal. Matching the operation as well as the token keeps an
+/// answer meant for an earlier entry with the same token (a service that lost its counter)
+/// from being taken for this one.
+async fn queue_answer(
+    inbox: Receiver<Envelope>,
+    entry: u64,
+    invoke: u64,
+) -> Option<AcquireOutcome> {
     loop {
-        match inbox.recv().await {
-            Ok(env) => match env.body {
-                Message::AcquireReply(
-                    answer @ (AcquireOutcome::Granted { token, .. }
-                    | AcquireOutcome::WaiterExpired { token }),
-                ) if token == entry => return Some(answer),
-                _ => continue,
-            },
-            Err(_) => return None,
+        let env = inbox.recv().await.ok()?;
+        if let Message::QueueAnswer { entry: e, outcome } = env.body {
+            if e == entry && env.op == Some(invoke) {
+                return Some(outcome);
+            }
         }
     }
 }
@@ -138,7 +147,14 @@ async fn reply_to(inbox: Receiver<Envelope>, id: u64) -> Option<Message> {
 impl Client {
     async fn cycle(&mut self, cycle: u64) {
         self.keepalive_stopped = false;
+        self.granted_from_queue = false;
         let token = self.acquire().await;
+        if self.granted_from_queue && self.spec.renew_ms.is_some() && !self.renew(token).await {
+            // A client that keeps its lease alive renews as soon as a queued grant reaches it:
+            // its deadline counted from its acquire request, possibly long ago, and now counts
+            // from this renewal. Told the lease is lost, it gives up the cycle.
+            return;
+        }
         self.read().await;
         if !self.work(token).await {
             // The service said the lease is gone: abandon this cycle's write.
@@ -207,11 +223,12 @@ impl Client {
         let limit_ms = QUEUE_WAIT_TTLS * self.world.scenario.lock_service.max_ttl_ms;
         let answer = madsim::time::timeout(
             Duration::from_millis(limit_ms),
-            queue_answer(self.inbox.clone(), entry),
+            queue_answer(self.inbox.clone(), entry, self.last_invoke),
         )
         .await;
         match answer {
             Ok(Some(AcquireOutcome::Granted { token, .. })) => {
+                self.granted_from_queue = true;
                 self.complete(op, OpType::Ok, |o| o.token = Some(token));
                 // The conservative deadline counts from the request, not the grant.
                 self.believe(token, sent_ms);
@@ -387,6 +404,7 @@ impl Client {
     /// replica next time and return `None`. Late replies to earlier requests are skipped.
     async fn call(&mut self, dst: Dst, op: &OpTemplate, body: Message) -> Option<Message> {
         let invoke = self.world.op(op.record(OpType::Invoke));
+        self.last_invoke = invoke;
         self.exchange(dst, op, invoke, body).await
     }
 
