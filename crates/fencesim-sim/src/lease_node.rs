@@ -53,10 +53,7 @@ pub(crate) async fn run(world: Arc<World>) {
     let inbox = world.inbox(NODE);
     let mut queue = Queue::default();
     loop {
-        if reap(&world, NODE, &mut service).await {
-            persist(&world, &service);
-        }
-        queue.promote(&world, &mut service).await;
+        settle(&world, &mut service, &mut queue).await;
         let wake_at = [
             service.next_expiry(),
             queue.wake_at(&service, now_ms(&world)),
@@ -82,10 +79,7 @@ pub(crate) async fn run(world: Arc<World>) {
             continue;
         };
         Nemesis::safepoint(&world, NODE, When::Before, event).await;
-        if reap(&world, NODE, &mut service).await {
-            persist(&world, &service);
-        }
-        queue.promote(&world, &mut service).await;
+        settle(&world, &mut service, &mut queue).await;
         let (reply, decided) = match queue.join(&world, &mut service, &env) {
             Some(queued) => (Some(queued), None),
             None => handle(&world, NODE, &mut service, &env),
@@ -100,7 +94,21 @@ pub(crate) async fn run(world: Arc<World>) {
             Nemesis::safepoint(&world, NODE, When::After, event).await;
         }
         // A release may have freed a lock someone waits for.
-        queue.promote(&world, &mut service).await;
+        settle(&world, &mut service, &mut queue).await;
+    }
+}
+
+/// Reap due leases and grant freed locks to waiters until nothing changes: a lapsed waiter's
+/// grant (K07's defect) is due at once, and its expiry must be on record before the lock goes
+/// to anyone else, by the queue or by a direct acquire.
+async fn settle(world: &Arc<World>, service: &mut LeaseService, queue: &mut Queue) {
+    loop {
+        if reap(world, NODE, service).await {
+            persist(world, service);
+        }
+        if queue.promote(world, service).await == 0 {
+            return;
+        }
     }
 }
 
@@ -141,10 +149,11 @@ impl Queue {
     /// Grant free locks to their queues' heads (or drop lapsed waiters), recording each grant,
     /// answering each waiter, and passing the `after = "grant"` safepoint per grant as a
     /// direct grant does.
-    async fn promote(&mut self, world: &Arc<World>, service: &mut LeaseService) {
+    async fn promote(&mut self, world: &Arc<World>, service: &mut LeaseService) -> usize {
         let grant_expired =
             world.scenario.lock_service.acquire == AcquireMode::QueueGrantToExpiredWaiter;
         let promotions = self.waiters.promote(service, now_ms(world), grant_expired);
+        let count = promotions.len();
         let mut grants = 0;
         for promotion in promotions {
             let (lock, token, answer) = match promotion {
@@ -185,6 +194,7 @@ impl Queue {
         for _ in 0..grants {
             Nemesis::safepoint(world, NODE, When::After, NodeEvent::Grant).await;
         }
+        count
     }
 
     /// When the queue next needs the node awake though no lease expires: the end of a restart
