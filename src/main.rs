@@ -718,12 +718,7 @@ fn list() -> u8 {
 fn bench(seeds: u64, jobs: usize, quick: bool) -> u8 {
     let seeds = if quick { 1 } else { seeds };
     use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
-    let opts = RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    };
+    let opts = RunOptions::in_memory();
     say!(
         "{:<28} {:>8} {:>10} {:>12} {:>16} {:>16}",
         "scenario",
@@ -794,12 +789,7 @@ fn bench(seeds: u64, jobs: usize, quick: bool) -> u8 {
 /// Explore throughput with 1 and 2 jobs on the random nemesis, and peak memory along a long
 /// sweep of a cheap scenario: it must not grow with the number of seeds.
 fn bench_sweeps(quick: bool) -> u8 {
-    let opts = RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    };
+    let opts = RunOptions::in_memory();
     let load =
         |name: &str| bundled::find(name).and_then(|(f, t)| fencesim::parse_scenario(t, f).ok());
     let (Some(nemesis), Some(cheap)) = (load("random-nemesis-fenced"), load("pause-fenced")) else {
@@ -853,12 +843,7 @@ fn bench_ratio(rounds: u64) -> u8 {
     let Ok(scenario) = fencesim::parse_scenario(text, "bench-reference.toml") else {
         return exit::SIM_FAILED;
     };
-    let opts = RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    };
+    let opts = RunOptions::in_memory();
     let mut ratios = Vec::new();
     for seed in 0..rounds {
         let clock = fencesim::bench::Stopwatch::start();

@@ -252,12 +252,7 @@ mod tests {
     fn markup_in_the_data_stays_inside_the_script() {
         let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
         let scenario = crate::parse_scenario(text, file).expect("valid");
-        let opts = crate::run::RunOptions {
-            out: std::path::PathBuf::new(),
-            scenario_arg: String::new(),
-            check_determinism: false,
-            swarm: false,
-        };
+        let opts = crate::run::RunOptions::in_memory();
         let mut done = crate::run::evaluate(&scenario, 0, &opts).expect("evaluate");
         let nasty = "<!-- a </script><script>alert(1)</script> -->";
         done.report.scenario.description = nasty.into();

@@ -26,6 +26,19 @@ pub struct RunOptions {
     pub swarm: bool,
 }
 
+impl RunOptions {
+    /// Options for seeds whose files are not written (sweeps that only count, benchmarks,
+    /// tests): no output root, no reproduce argument, no determinism rerun, no forced swarm.
+    pub fn in_memory() -> Self {
+        RunOptions {
+            out: PathBuf::new(),
+            scenario_arg: String::new(),
+            check_determinism: false,
+            swarm: false,
+        }
+    }
+}
+
 /// The result of one seed.
 #[derive(Clone, Debug)]
 pub struct SeedRun {

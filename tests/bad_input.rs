@@ -660,3 +660,23 @@ fn the_wait_queue_belongs_to_the_single_service() {
         "only a kind = \"single\" lock service uses `acquire`",
     );
 }
+
+#[test]
+fn a_defect_knob_that_would_do_nothing_is_refused() {
+    assert_located(
+        "bad-stop-without-renew",
+        "ttl_ms = 5000\n",
+        "ttl_ms = 5000\nrenew_after_failure = \"stop\"\n",
+        "8:23",
+        "clients.renew_after_failure",
+        "a client without renew_ms never renews, so it has no keepalive to stop",
+    );
+    assert_located(
+        "bad-notice-without-check",
+        "ttl_ms = 5000\n",
+        "ttl_ms = 5000\nvalidity_check = false\ndeadline_from = \"notice\"\n",
+        "9:17",
+        "clients.deadline_from",
+        "a client with validity_check = false has no deadline of its own to count",
+    );
+}

@@ -17,12 +17,7 @@ fn fixture(name: &str) -> String {
 fn counterexamples(name: &str, end: u64) -> Vec<u64> {
     let path = support::root().join(fixture(name));
     let scenario = fencesim::load_scenario(&path).expect("fixture parses");
-    let opts = RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    };
+    let opts = RunOptions::in_memory();
     let seeds: Vec<u64> = (0..end).collect();
     let found = sweep(&scenario, &seeds, default_jobs(), &opts, |done| {
         Ok((!done.report.expectation.met).then_some(done.report.seed))

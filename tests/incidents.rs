@@ -6,17 +6,10 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use fencesim::run::RunOptions;
 
 fn opts() -> RunOptions {
-    RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    }
+    RunOptions::in_memory()
 }
 
 fn met_on_whole_range(name: &str) {

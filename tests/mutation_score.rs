@@ -8,8 +8,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
@@ -139,12 +137,7 @@ const CAUGHT: &[Defect] = &[
 ];
 
 fn opts() -> RunOptions {
-    RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    }
+    RunOptions::in_memory()
 }
 
 /// Seeds run up to and including the first with a violation (`None`: none in `budget`), and

@@ -3,8 +3,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use fencesim::run::{evaluate, RunOptions};
 use fencesim_history::EventKind;
 
@@ -14,12 +12,7 @@ fn load(name: &str) -> fencesim::Scenario {
 }
 
 fn opts() -> RunOptions {
-    RunOptions {
-        out: PathBuf::new(),
-        scenario_arg: String::new(),
-        check_determinism: false,
-        swarm: false,
-    }
+    RunOptions::in_memory()
 }
 
 #[test]

@@ -808,19 +808,49 @@ fn resolve_client_template(
         },
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
-        deadline_from: generic_client_knob(
-            cx,
-            &c.deadline_from,
-            "clients.deadline_from",
-            lock_service,
-        )?,
-        renew_after_failure: generic_client_knob(
-            cx,
-            &c.renew_after_failure,
-            "clients.renew_after_failure",
-            lock_service,
-        )?,
+        deadline_from: deadline_from(cx, c, lock_service)?,
+        renew_after_failure: renew_after_failure(cx, c, lock_service)?,
     })
+}
+
+/// `deadline_from`: only a client with a deadline of its own (`validity_check`) can count it
+/// from anywhere.
+fn deadline_from(
+    cx: &Ctx,
+    c: &RawClient,
+    lock_service: &LockServiceSpec,
+) -> Result<DeadlineFrom, ScenarioError> {
+    let value = generic_client_knob(cx, &c.deadline_from, "clients.deadline_from", lock_service)?;
+    match (&c.deadline_from, c.validity_check) {
+        (Some(s), Some(false)) if value != DeadlineFrom::Request => Err(cx.err(
+            s.span(),
+            "clients.deadline_from",
+            "a client with validity_check = false has no deadline of its own to count",
+        )),
+        _ => Ok(value),
+    }
+}
+
+/// `renew_after_failure`: only a client that renews (`renew_ms`) has a keepalive to stop.
+fn renew_after_failure(
+    cx: &Ctx,
+    c: &RawClient,
+    lock_service: &LockServiceSpec,
+) -> Result<RenewAfterFailure, ScenarioError> {
+    let value = generic_client_knob(
+        cx,
+        &c.renew_after_failure,
+        "clients.renew_after_failure",
+        lock_service,
+    )?;
+    match (&c.renew_after_failure, &c.renew_ms) {
+        (Some(s), None) if value != RenewAfterFailure::Retry => Err(cx.err(
+            s.span(),
+            "clients.renew_after_failure",
+            "a client without renew_ms never renews, so it has no keepalive to stop",
+        )),
+        _ => Ok(value),
+    }
 }
 
 /// A client knob of the plain acquire/renew client, which Redlock and lease-record clients

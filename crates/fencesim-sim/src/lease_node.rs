@@ -314,8 +314,12 @@ pub(crate) fn handle(
         Message::Release { lock, .. }
             if world.scenario.lock_service.release == ReleaseMode::Unconditional =>
         {
-            // K19's plain DEL: whoever's lease it was ends, and the caller is told "OK".
-            if let Some(ended) = service.release_unconditional(lock) {
+            // K19's plain DEL: whoever's lease it was ends, and the caller is told "OK" (a
+            // delete of nothing changes nothing: no event, no store write, no safepoint).
+            let Some(ended) = service.release_unconditional(lock) else {
+                return (Some(Message::ReleaseReply(ReleaseOutcome::Released)), None);
+            };
+            {
                 world.lease_ended(node, lock);
                 world.event(Event {
                     node: node.to_owned(),
