@@ -64,6 +64,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k18-keepalive-stall-checked"),
     bundle!("incidents/k07-grant-to-expired-waiter"),
     bundle!("incidents/k07-expired-waiter-dropped"),
+    bundle!("incidents/k21-unconditional-claim"),
+    bundle!("incidents/k21-conditional-claim"),
     bundle!("bench-reference"),
 ];
 

@@ -680,3 +680,15 @@ fn a_defect_knob_that_would_do_nothing_is_refused() {
         "a client with validity_check = false has no deadline of its own to count",
     );
 }
+
+#[test]
+fn only_lease_record_clients_claim_records() {
+    assert_located(
+        "bad-takeover",
+        "ttl_ms = 5000\n",
+        "ttl_ms = 5000\ntakeover = \"unconditional\"\n",
+        "8:12",
+        "clients.takeover",
+        "only clients of a kind = \"lease-record\" lock service claim records",
+    );
+}

@@ -34,6 +34,8 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k21_unconditional_claim: "k21-unconditional-claim",
+    k21_conditional_claim: "k21-conditional-claim",
     k07_grant_to_expired_waiter: "k07-grant-to-expired-waiter",
     k07_expired_waiter_dropped: "k07-expired-waiter-dropped",
     k18_keepalive_stall_unchecked: "k18-keepalive-stall-unchecked",

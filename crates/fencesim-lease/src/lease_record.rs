@@ -107,6 +107,16 @@ impl RecordStore {
     }
 }
 
+impl RecordStore {
+    /// Write `record` into `lock`'s record whatever its version: an unconditional update by
+    /// key, the defect of case K21 (two schedulers that both read a task as free both claim
+    /// it, and both succeed). Always a takeover: the token is the new version.
+    pub fn put(&mut self, lock: &str, record: LeaseRecord) -> CasOutcome {
+        let version = self.get(lock).version;
+        self.cas(lock, version, Some(record), true)
+    }
+}
+
 /// Which duration a candidate waits before judging a silent holder gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

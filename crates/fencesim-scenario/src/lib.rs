@@ -30,8 +30,8 @@ pub use model::{
     ExpiryJudgedBy, Fsync, LatencyRange, LeaderChangeMode, LinkLatency, LockServiceKind,
     LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement,
     PrimaryBackupSpec, Range64, RedlockSpec, ReleaseMode, RenewAfterFailure, Replication,
-    ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange, TokenCounter, TokenSource,
-    LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange, Takeover, TokenCounter,
+    TokenSource, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 pub use write::to_toml;
 

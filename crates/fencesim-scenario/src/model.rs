@@ -444,6 +444,29 @@ pub struct ClientSpec {
     /// What the client's keepalive does after a renewal gets no answer (a defect knob, K09).
     #[serde(default, skip_serializing_if = "RenewAfterFailure::is_default")]
     pub renew_after_failure: RenewAfterFailure,
+    /// How a lease-record client claims a free record (a defect knob, K21).
+    #[serde(default, skip_serializing_if = "Takeover::is_default")]
+    pub takeover: Takeover,
+}
+
+/// How a lease-record client claims a record it judged free or expired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Takeover {
+    /// Compare-and-swap on the version it read: of two claims on one read, one fails.
+    #[default]
+    CompareAndSwap,
+    /// DEFECT (K21): write the record whatever its version, an update by key (`UPDATE tasks
+    /// SET state = 'scheduled' WHERE id = ?`): two schedulers that both read the task as free
+    /// both claim it, and both run it.
+    Unconditional,
+}
+
+impl Takeover {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == Takeover::CompareAndSwap
+    }
 }
 
 /// Where a client's own lease deadline counts from.

@@ -8,7 +8,8 @@ use toml::Spanned;
 use crate::model::{
     AcquireMode, DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync,
     LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, Placement, ReleaseMode,
-    RenewAfterFailure, Replication, ResourceCheck, ResourceMode, TokenCounter, TokenSource,
+    RenewAfterFailure, Replication, ResourceCheck, ResourceMode, Takeover, TokenCounter,
+    TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -129,6 +130,7 @@ pub(crate) struct RawClient {
     pub validity_check: Option<bool>,
     pub deadline_from: Option<Spanned<DeadlineFrom>>,
     pub renew_after_failure: Option<Spanned<RenewAfterFailure>>,
+    pub takeover: Option<Spanned<Takeover>>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]

@@ -810,6 +810,7 @@ fn resolve_client_template(
         validity_check: c.validity_check.unwrap_or(true),
         deadline_from: deadline_from(cx, c, lock_service)?,
         renew_after_failure: renew_after_failure(cx, c, lock_service)?,
+        takeover: takeover(cx, c, lock_service)?,
     })
 }
 
@@ -850,6 +851,23 @@ fn renew_after_failure(
             "a client without renew_ms never renews, so it has no keepalive to stop",
         )),
         _ => Ok(value),
+    }
+}
+
+/// `takeover`: only a lease-record client claims records.
+fn takeover(
+    cx: &Ctx,
+    c: &RawClient,
+    lock_service: &LockServiceSpec,
+) -> Result<Takeover, ScenarioError> {
+    match &c.takeover {
+        Some(s) if lock_service.kind != LockServiceKind::LeaseRecord => Err(cx.err(
+            s.span(),
+            "clients.takeover",
+            "only clients of a kind = \"lease-record\" lock service claim records",
+        )),
+        Some(s) => Ok(*s.get_ref()),
+        None => Ok(Takeover::CompareAndSwap),
     }
 }
 

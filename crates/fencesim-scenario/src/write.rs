@@ -260,6 +260,9 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
     if !c.renew_after_failure.is_default() {
         doc.key("renew_after_failure", name(&c.renew_after_failure));
     }
+    if !c.takeover.is_default() {
+        doc.key("takeover", name(&c.takeover));
+    }
 }
 
 /// One `[[faults]]` table: `kind`, what the action needs, the trigger, `duration_ms`.

@@ -125,8 +125,9 @@ pub enum Message {
     RecordCas {
         /// The lock.
         lock: String,
-        /// The version the client read.
-        expected_version: u64,
+        /// The version the client read (`None`: write whatever the version, an unconditional
+        /// update: the K21 defect).
+        expected_version: Option<u64>,
         /// The new record (`None`: release).
         record: Option<LeaseRecord>,
         /// What the swap is for, so that `hold` faults name it as acquire, renew or release.

@@ -57,7 +57,12 @@ fn handle(world: &World, env: &Envelope) -> (Message, Option<NodeEvent>) {
                 let mut store = world.record_store.lock().expect("record store");
                 let before = store.get(lock);
                 let takeover = *purpose == MessageKind::Acquire;
-                let outcome = store.cas(lock, *expected_version, record.clone(), takeover);
+                let outcome = match (expected_version, record) {
+                    (Some(v), _) => store.cas(lock, *v, record.clone(), takeover),
+                    (None, Some(r)) => store.put(lock, r.clone()),
+                    // An unconditional release is never sent: release always compares.
+                    (None, None) => store.cas(lock, before.version, None, takeover),
+                };
                 (before, outcome)
             };
             let after = match &outcome {

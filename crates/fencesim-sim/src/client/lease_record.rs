@@ -8,7 +8,7 @@ use fencesim_history::{OpFn, OpType};
 use fencesim_lease::lease_record::{
     Candidate, CasOutcome, ExpiryJudgement, Judgement, LeaseRecord,
 };
-use fencesim_scenario::{ExpiryJudgedBy, MessageKind, NodeEvent};
+use fencesim_scenario::{ExpiryJudgedBy, MessageKind, NodeEvent, Takeover};
 
 use super::{Client, Dst};
 use crate::message::Message;
@@ -58,8 +58,12 @@ impl Client {
                 } => format!("held by {holder}, judged alive for {remaining_ms} ms more"),
                 Judgement::Free | Judgement::Expired => {
                     let sent_ms = self.world.mono_ms(&self.spec.name);
-                    let swap =
-                        self.cas(seen.version, Some(self.own_record()), MessageKind::Acquire);
+                    // K21's defect claims without comparing: an update by key.
+                    let expected = match self.spec.takeover {
+                        Takeover::CompareAndSwap => Some(seen.version),
+                        Takeover::Unconditional => None,
+                    };
+                    let swap = self.cas(expected, Some(self.own_record()), MessageKind::Acquire);
                     let reply = self.exchange(Dst::Lease, &op, invoke, swap).await;
                     match reply {
                         Some(Message::RecordCasReply {
@@ -99,7 +103,7 @@ impl Client {
         let op = self.template(OpFn::Renew, Some(token), None);
         let sent_ms = self.world.mono_ms(&self.spec.name);
         let swap = self.cas(
-            self.record_version,
+            Some(self.record_version),
             Some(self.own_record()),
             MessageKind::Renew,
         );
@@ -133,7 +137,7 @@ impl Client {
         self.safepoint(When::Before, NodeEvent::Release).await;
         self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
-        let swap = self.cas(self.record_version, None, MessageKind::Release);
+        let swap = self.cas(Some(self.record_version), None, MessageKind::Release);
         match self.call(Dst::Lease, &op, swap).await {
             Some(Message::RecordCasReply {
                 outcome: CasOutcome::Swapped { .. },
@@ -150,7 +154,7 @@ impl Client {
 
     fn cas(
         &self,
-        expected_version: u64,
+        expected_version: Option<u64>,
         record: Option<LeaseRecord>,
         purpose: MessageKind,
     ) -> Message {
