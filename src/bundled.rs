@@ -66,6 +66,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k07-expired-waiter-dropped"),
     bundle!("incidents/k21-unconditional-claim"),
     bundle!("incidents/k21-conditional-claim"),
+    bundle!("incidents/k16-reaper-ignores-leases"),
+    bundle!("incidents/k16-reaper-respects-leases"),
     bundle!("bench-reference"),
 ];
 

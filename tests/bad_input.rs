@@ -692,3 +692,23 @@ fn only_lease_record_clients_claim_records() {
         "only clients of a kind = \"lease-record\" lock service claim records",
     );
 }
+
+#[test]
+fn a_deregistration_needs_a_client_and_the_single_service() {
+    assert_located(
+        "bad-deregister-node",
+        "[expect]",
+        "[[faults]]\nkind = \"deregister\"\nnode = \"resource\"\nat_ms = 10\n[expect]",
+        "15:8",
+        "faults.node",
+        "only a client is deregistered: \"resource\" is not a client",
+    );
+    assert_located(
+        "bad-reaper-raft",
+        "[lock_service]",
+        "[lock_service]\nkind = \"raft\"\nreaper = \"ignores-leases\"",
+        "5:10",
+        "lock_service.reaper",
+        "only a kind = \"single\" lock service uses `reaper`",
+    );
+}

@@ -387,5 +387,5 @@ fn the_history_schema_lists_every_event_kind() {
             assert!(kinds.contains(&kind), "{kind}");
         }
     }
-    assert_eq!(kinds.len(), 26);
+    assert_eq!(kinds.len(), 27);
 }

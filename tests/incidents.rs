@@ -34,6 +34,8 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k16_reaper_ignores_leases: "k16-reaper-ignores-leases",
+    k16_reaper_respects_leases: "k16-reaper-respects-leases",
     k21_unconditional_claim: "k21-unconditional-claim",
     k21_conditional_claim: "k21-conditional-claim",
     k07_grant_to_expired_waiter: "k07-grant-to-expired-waiter",

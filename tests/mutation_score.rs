@@ -12,8 +12,8 @@ use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
 use fencesim_scenario::{
-    AcquireMode, DeadlineFrom, ExpiryClock, Fsync, Placement, ReleaseMode, RenewAfterFailure,
-    ResourceCheck, ResourceMode, TokenCounter,
+    AcquireMode, DeadlineFrom, ExpiryClock, Fsync, Placement, Reaper, ReleaseMode,
+    RenewAfterFailure, ResourceCheck, ResourceMode, TokenCounter,
 };
 
 /// Seeds each caught defect may take.
@@ -41,6 +41,21 @@ struct Defect {
 }
 
 fn as_bundled(_: &mut Scenario) {}
+
+/// K16's defect acts only when a maintenance job deregisters a client: one does, every 7 s,
+/// by turns, on top of the random nemesis.
+fn deregistrations(s: &mut Scenario) {
+    let clients: Vec<String> = s.clients.iter().map(|c| c.name.clone()).collect();
+    for (i, at_ms) in (3_000..55_000).step_by(7_000).enumerate() {
+        s.faults.push(fencesim_scenario::Fault {
+            action: fencesim_scenario::Action::Deregister {
+                node: clients[i % clients.len()].clone(),
+            },
+            trigger: fencesim_scenario::Trigger::At { at_ms },
+            duration_ms: None,
+        });
+    }
+}
 
 /// K08 needs a holder whose lease spans a pause of the leader: long work, renewed, and the
 /// leader aimed at by name; the recovery window grows with the work.
@@ -105,6 +120,14 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| s.clients.iter_mut().for_each(|c| c.validity_check = false),
+        shows: "mutual-exclusion-client",
+    },
+    Defect {
+        name: "reaper = ignores-leases",
+        case: "K16",
+        base: "random-nemesis-fenced",
+        workload: deregistrations,
+        apply: |s| s.lock_service.reaper = Reaper::IgnoresLeases,
         shows: "mutual-exclusion-client",
     },
     Defect {

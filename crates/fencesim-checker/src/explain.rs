@@ -251,6 +251,9 @@ fn phrase(e: &Event, caller: Option<&str>) -> String {
             format!("{target}'s keepalive stalled at {at}{detail}")
         }
         (EventKind::Stall, _) => format!("{target}'s keepalive ran again at {at}"),
+        (EventKind::Deregister, Some(Phase::Start)) => {
+            format!("{target} was deregistered by a maintenance job at {at}")
+        }
         (kind, Some(Phase::End)) => format!("{} on {target} ended at {at}", kind.as_str()),
         (kind, _) => format!("{} on {target} at {at}{detail}", kind.as_str()),
     }

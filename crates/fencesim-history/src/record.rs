@@ -174,6 +174,8 @@ pub enum EventKind {
     /// Nemesis: a client's keepalive stalled (its renewals are not sent, as a starved renewal
     /// thread's; its work goes on), case K18; `phase` start and end.
     Stall,
+    /// Nemesis: a maintenance job (a dead-node reaper) deregistered a client, case K16.
+    Deregister,
 }
 
 impl EventKind {
@@ -206,6 +208,7 @@ impl EventKind {
             EventKind::FinalHeal => "final-heal",
             EventKind::Leader => "leader",
             EventKind::Stall => "stall",
+            EventKind::Deregister => "deregister",
         }
     }
 
@@ -391,6 +394,7 @@ mod tests {
             EventKind::FinalHeal,
             EventKind::Leader,
             EventKind::Stall,
+            EventKind::Deregister,
         ];
         for kind in all {
             assert_eq!(

@@ -231,6 +231,16 @@ impl LeaseService {
         }
     }
 
+    /// The locks whose lease `holder` has in the table, in lock-name order (live or expired
+    /// but not yet reaped).
+    pub fn locks_held_by(&self, holder: &str) -> Vec<String> {
+        self.locks
+            .iter()
+            .filter(|(_, s)| s.lease.as_ref().is_some_and(|l| l.holder == holder))
+            .map(|(lock, _)| lock.clone())
+            .collect()
+    }
+
     /// End the lease on `lock` whatever its state (a revocation decided elsewhere).
     pub fn remove(&mut self, lock: &str) -> Option<Lease> {
         self.locks.get_mut(lock).and_then(|s| s.lease.take())

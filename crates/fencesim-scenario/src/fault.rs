@@ -193,6 +193,13 @@ pub enum Action {
         /// The client.
         node: String,
     },
+    /// A maintenance job (a dead-node reaper) deregisters the client: the lock service is
+    /// asked to end every lease the client holds (case K16). Whether it does, while the
+    /// client still renews, is the service's `reaper` knob. Instantaneous.
+    Deregister {
+        /// The client.
+        node: String,
+    },
     /// Start a crashed node again.
     Restart {
         /// The node.
@@ -237,6 +244,7 @@ impl Action {
             Action::Crash { .. } => "crash",
             Action::Restart { .. } => "restart",
             Action::StallRenewals { .. } => "stall-renewals",
+            Action::Deregister { .. } => "deregister",
             Action::Restore { .. } => "restore",
             Action::FinalHeal { .. } => "final-heal",
         }
@@ -254,6 +262,7 @@ impl Action {
             | Action::Crash { node: n }
             | Action::Restart { node: n }
             | Action::StallRenewals { node: n }
+            | Action::Deregister { node: n }
             | Action::Restore { node: n, .. }
             | Action::Partition {
                 cut: Cut::Isolate(n),
@@ -274,6 +283,7 @@ impl Action {
             | Action::Crash { node }
             | Action::Restart { node }
             | Action::StallRenewals { node }
+            | Action::Deregister { node }
             | Action::Restore { node, .. } => Some(node),
             Action::Partition {
                 cut: Cut::Isolate(node),

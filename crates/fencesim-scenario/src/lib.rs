@@ -29,7 +29,7 @@ pub use model::{
     AcquireMode, ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, ExpiryClock,
     ExpiryJudgedBy, Fsync, LatencyRange, LeaderChangeMode, LinkLatency, LockServiceKind,
     LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement,
-    PrimaryBackupSpec, Range64, RedlockSpec, ReleaseMode, RenewAfterFailure, Replication,
+    PrimaryBackupSpec, Range64, Reaper, RedlockSpec, ReleaseMode, RenewAfterFailure, Replication,
     ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange, Takeover, TokenCounter,
     TokenSource, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };

@@ -334,6 +334,9 @@ pub struct LockServiceSpec {
     /// What an acquire of a held lock does (`single` only; the queue's defect is case K07).
     #[serde(default, skip_serializing_if = "AcquireMode::is_default")]
     pub acquire: AcquireMode,
+    /// What the reaper does with a deregistered client's leases (`single` only; K16).
+    #[serde(default, skip_serializing_if = "Reaper::is_default")]
+    pub reaper: Reaper,
     /// How release works (`single` only; a defect knob, case K19).
     #[serde(default, skip_serializing_if = "ReleaseMode::is_default")]
     pub release: ReleaseMode,
@@ -533,6 +536,27 @@ impl AcquireMode {
     /// Whether this is the default (left out of reports).
     pub fn is_default(&self) -> bool {
         *self == AcquireMode::FailFast
+    }
+}
+
+/// What the lock service's maintenance reaper does when a client is deregistered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reaper {
+    /// It ends only leases whose holder has stopped renewing (expired ones): a lease still
+    /// being renewed is proof of life, whatever the node's health check said.
+    #[default]
+    RespectsLeases,
+    /// DEFECT (K16): it ends every lease of the deregistered client at once, live or not
+    /// (a dead-node reaper that trusts a health check over the lease), freeing a lock its
+    /// holder is still using.
+    IgnoresLeases,
+}
+
+impl Reaper {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == Reaper::RespectsLeases
     }
 }
 

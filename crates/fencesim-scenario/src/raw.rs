@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use crate::model::{
     AcquireMode, DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync,
-    LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, Placement, ReleaseMode,
+    LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, Placement, Reaper, ReleaseMode,
     RenewAfterFailure, Replication, ResourceCheck, ResourceMode, Takeover, TokenCounter,
     TokenSource,
 };
@@ -101,6 +101,7 @@ pub(crate) struct RawLockService {
     pub expiry_judged_by: Option<Spanned<ExpiryJudgedBy>>,
     pub release: Option<Spanned<ReleaseMode>>,
     pub acquire: Option<Spanned<AcquireMode>>,
+    pub reaper: Option<Spanned<Reaper>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -152,6 +153,7 @@ pub(crate) enum RawFaultKind {
     Crash,
     Restart,
     StallRenewals,
+    Deregister,
     Restore,
     FinalHeal,
 }

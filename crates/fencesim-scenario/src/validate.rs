@@ -369,6 +369,9 @@ fn resolve_lock_service(
         redlock,
         primary_backup,
         expiry_judged_by,
+        reaper: raw
+            .and_then(|r| r.reaper.as_ref())
+            .map_or(Reaper::RespectsLeases, |s| *s.get_ref()),
         acquire: raw
             .and_then(|r| r.acquire.as_ref())
             .map_or(AcquireMode::FailFast, |s| *s.get_ref()),
@@ -423,7 +426,8 @@ fn refuse_misplaced_knobs(
 ) -> Result<(), ScenarioError> {
     use LockServiceKind::{LeaseRecord, PrimaryBackup, Raft, Redlock, Single};
     let num = |n: &Option<Num>| n.as_ref().map(|n| n.span());
-    let knobs: [Knob; 16] = [
+    let knobs: [Knob; 17] = [
+        ("reaper", r.reaper.as_ref().map(|s| s.span()), &[Single]),
         ("acquire", r.acquire.as_ref().map(|s| s.span()), &[Single]),
         ("release", r.release.as_ref().map(|s| s.span()), &[Single]),
         (

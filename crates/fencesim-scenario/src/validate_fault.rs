@@ -59,6 +59,7 @@ fn shape(
         Crash => (&["node"], &[], NodeTrigger, Some(false)),
         Restart => (&["node"], &[], AtOnly, None),
         StallRenewals => (&["node"], &[], NodeTrigger, Some(true)),
+        Deregister => (&["node"], &[], AtOnly, None),
         Restore => (&["node", "snapshot_at_ms"], &[], NodeTrigger, None),
         // Written so a random nemesis's drawn schedule can be replayed as scripted faults.
         FinalHeal => (&["window_ms"], &[], AtOnly, None),
@@ -227,6 +228,25 @@ pub(crate) fn resolve(
         RawFaultKind::Restart => Action::Restart {
             node: target.expect("required"),
         },
+        RawFaultKind::Deregister => {
+            let span = f.node.as_ref().expect("required").span();
+            let node = target.expect("required");
+            if NodeRole::of(&node) != NodeRole::Client {
+                return Err(cx.err(
+                    span,
+                    "faults.node",
+                    format!("only a client is deregistered: {node:?} is not a client"),
+                ));
+            }
+            if cx.kind != LockServiceKind::Single {
+                return Err(cx.err(
+                    span,
+                    "faults.node",
+                    "only a kind = \"single\" lock service has a reaper",
+                ));
+            }
+            Action::Deregister { node }
+        }
         RawFaultKind::StallRenewals => {
             let node = target.expect("required");
             if NodeRole::of(&node) != NodeRole::Client {

@@ -180,6 +180,9 @@ fn lock_service(doc: &mut Doc, ls: &LockServiceSpec) {
             doc.key("token_counter", name(&ls.token_counter));
             doc.key("restart_grace_ms", int(ls.restart_grace_ms));
             fsync(doc, ls);
+            if !ls.reaper.is_default() {
+                doc.key("reaper", name(&ls.reaper));
+            }
             if !ls.acquire.is_default() {
                 doc.key("acquire", name(&ls.acquire));
             }
@@ -285,6 +288,7 @@ fn action(doc: &mut Doc, a: &Action) {
         | Action::Crash { node }
         | Action::Restart { node }
         | Action::StallRenewals { node }
+        | Action::Deregister { node }
         | Action::Partition {
             cut: Cut::Isolate(node),
         } => doc.key("node", string(node)),

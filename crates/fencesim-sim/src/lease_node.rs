@@ -12,7 +12,7 @@ use std::time::Duration;
 use fencesim_history::{Event, EventKind};
 use fencesim_lease::wait_queue::{Promotion, WaitQueue};
 use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
-use fencesim_scenario::{AcquireMode, Fsync, NodeEvent, ReleaseMode, LEASE_SERVICE_NODE};
+use fencesim_scenario::{AcquireMode, Fsync, NodeEvent, Reaper, ReleaseMode, LEASE_SERVICE_NODE};
 
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
@@ -74,6 +74,12 @@ pub(crate) async fn run(world: Arc<World>) {
             None => inbox.recv().await,
         };
         let Ok(env) = next else { return };
+        if let Message::Deregister { holder } = &env.body {
+            if deregister(&world, &mut service, holder) {
+                persist(&world, &service);
+            }
+            continue;
+        }
         let Some(event) = request_event(&env.body) else {
             // A clock signal (or stray message): loop to recompute the expiry timer.
             continue;
@@ -96,6 +102,32 @@ pub(crate) async fn run(world: Arc<World>) {
         // A release may have freed a lock someone waits for.
         settle(&world, &mut service, &mut queue).await;
     }
+}
+
+/// A maintenance job deregistered `holder` (K16). The correct reaper leaves a lease alone: one
+/// still being renewed is proof of life, and an expired one is reaped anyway. The defect ends
+/// every lease of the holder at once, recorded as `revoke`. True if the table changed.
+fn deregister(world: &World, service: &mut LeaseService, holder: &str) -> bool {
+    if world.scenario.lock_service.reaper != Reaper::IgnoresLeases {
+        return false;
+    }
+    let locks = service.locks_held_by(holder);
+    for lock in &locks {
+        let Some(lease) = service.remove(lock) else {
+            continue;
+        };
+        world.lease_ended(NODE, lock);
+        world.event(Event {
+            node: NODE.to_owned(),
+            lock: Some(lock.clone()),
+            holder: Some(lease.holder),
+            token: Some(lease.token),
+            expires_at_ms: Some(lease.expires_at_ms),
+            detail: Some("deregistered by the reaper".into()),
+            ..Event::new(EventKind::Revoke)
+        });
+    }
+    !locks.is_empty()
 }
 
 /// Reap due leases and grant freed locks to waiters until nothing changes: a lapsed waiter's

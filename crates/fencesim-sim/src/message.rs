@@ -20,6 +20,12 @@ pub enum Message {
     },
     /// The lease service's answer.
     AcquireReply(AcquireOutcome),
+    /// From the nemesis's maintenance job to the lease service: `holder` is deregistered
+    /// (case K16); the service's `reaper` knob says what becomes of its leases. No reply.
+    Deregister {
+        /// The deregistered client.
+        holder: String,
+    },
     /// The lock service's second answer to a queued acquire (`acquire = "queue"`): the grant,
     /// or the refusal of a waiter whose lease lapsed. Not a reply (the `Queued` reply was), so
     /// it carries the queue entry's token and, in the envelope, the waiter's operation.
@@ -154,6 +160,8 @@ impl Message {
         match self {
             Message::Acquire { .. } => MessageKind::Acquire,
             Message::AcquireReply(_) | Message::QueueAnswer { .. } => MessageKind::AcquireReply,
+            // A maintenance request: held or dropped like a release would be.
+            Message::Deregister { .. } => MessageKind::Release,
             Message::Renew { .. } => MessageKind::Renew,
             Message::RenewReply(_) => MessageKind::RenewReply,
             Message::Release { .. } => MessageKind::Release,

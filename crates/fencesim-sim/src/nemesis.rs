@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind, Phase};
-use fencesim_scenario::{Action, Cut, Fault, LatencyRange, NodeEvent, Trigger, LEADER};
+use fencesim_scenario::{
+    Action, Cut, Fault, LatencyRange, NodeEvent, Trigger, LEADER, LEASE_SERVICE_NODE,
+};
 
 use crate::message::Message;
 use crate::recorder::true_ns;
@@ -469,6 +471,18 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
             world.nemesis.set_stall(node, id, true);
             Some(Undo::Unstall(node.clone(), id))
         }
+        Action::Deregister { node } => {
+            // The maintenance job's request travels the network like any other.
+            let holder = node.clone();
+            net.send(
+                NEMESIS_NODE,
+                LEASE_SERVICE_NODE,
+                None,
+                None,
+                Message::Deregister { holder },
+            );
+            None
+        }
         Action::Restart { node } => {
             if !world.net.is_down(node) {
                 // Restarting a running process loses its memory just as a crash does.
@@ -590,6 +604,7 @@ fn event_kind(action: &Action) -> EventKind {
         Action::Crash { .. } => EventKind::Crash,
         Action::Restart { .. } => EventKind::Restart,
         Action::StallRenewals { .. } => EventKind::Stall,
+        Action::Deregister { .. } => EventKind::Deregister,
         Action::Restore { .. } => EventKind::Restore,
         Action::FinalHeal { .. } => EventKind::FinalHeal,
     }
@@ -636,6 +651,7 @@ fn describe(fault: &Fault) -> String {
         Action::Crash { .. } => "killed".to_owned(),
         Action::Restart { .. } => "restarted".to_owned(),
         Action::StallRenewals { .. } => "keepalive stalled".to_owned(),
+        Action::Deregister { .. } => "deregistered by a maintenance job".to_owned(),
         Action::Restore { snapshot_at_ms, .. } => {
             format!("restored from the backup as of {snapshot_at_ms} ms")
         }
