@@ -68,6 +68,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k21-conditional-claim"),
     bundle!("incidents/k16-reaper-ignores-leases"),
     bundle!("incidents/k16-reaper-respects-leases"),
+    bundle!("incidents/k13-old-session-entry"),
+    bundle!("incidents/k13-session-owned-entry"),
+    bundle!("incidents/k14-leader-keeps-role"),
+    bundle!("incidents/k14-leader-steps-down"),
     bundle!("bench-reference"),
 ];
 

@@ -712,3 +712,27 @@ fn a_deregistration_needs_a_client_and_the_single_service() {
         "only a kind = \"single\" lock service uses `reaper`",
     );
 }
+
+#[test]
+fn session_defects_belong_to_plain_clients() {
+    for (knob, value, column) in [
+        ("reclaim", "by-name", "11"),
+        ("on_lost_lease", "keep-role", "17"),
+    ] {
+        let (code, stderr, file) = run_edited(
+            &format!("bad-{knob}-redlock"),
+            &[
+                ("[lock_service]", "[lock_service]\nkind = \"redlock\""),
+                (
+                    "ttl_ms = 5000\n",
+                    &format!("ttl_ms = 5000\n{knob} = \"{value}\"\n"),
+                ),
+            ],
+        );
+        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("error: {file}:9:{column}: field `clients.{knob}`: only clients of a kind = \"single\", \"raft\" or \"primary-backup\" lock service use `{knob}`")
+        );
+    }
+}

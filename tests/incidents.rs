@@ -34,6 +34,10 @@ macro_rules! incidents {
 }
 
 incidents! {
+    k13_old_session_entry: "k13-old-session-entry",
+    k13_session_owned_entry: "k13-session-owned-entry",
+    k14_leader_keeps_role: "k14-leader-keeps-role",
+    k14_leader_steps_down: "k14-leader-steps-down",
     k16_reaper_ignores_leases: "k16-reaper-ignores-leases",
     k16_reaper_respects_leases: "k16-reaper-respects-leases",
     k21_unconditional_claim: "k21-unconditional-claim",

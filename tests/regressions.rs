@@ -55,3 +55,8 @@ fn the_queueing_safe_design_survives_the_random_nemesis() {
     scenario.seeds.end = 100;
     support::assert_met_on_whole_range(&scenario, &opts());
 }
+
+#[test]
+fn waiters_a_crash_forgot_give_up_in_time_for_progress() {
+    support::assert_met_on_whole_range(&load("queue-crash-forgets-waiters"), &opts());
+}

@@ -57,6 +57,9 @@ pub enum AcquireOutcome {
     Held {
         /// The current holder.
         holder: String,
+        /// The current lease's token (a lock entry's sequence number, which a client that finds
+        /// its own name may wrongly take for its lock, case K13).
+        token: u64,
         /// When the current lease expires unless renewed, local-clock ms.
         expires_at_ms: u64,
     },
@@ -170,6 +173,7 @@ impl LeaseService {
         if let Some(lease) = state.lease.as_ref().filter(|l| now_ms < l.expires_at_ms) {
             return AcquireOutcome::Held {
                 holder: lease.holder.clone(),
+                token: lease.token,
                 expires_at_ms: lease.expires_at_ms,
             };
         }
@@ -373,6 +377,7 @@ mod tests {
             s.acquire("l", "b", 1_000, 10_099),
             AcquireOutcome::Held {
                 holder: "a".into(),
+                token: 1,
                 expires_at_ms: 10_100
             }
         );

@@ -97,6 +97,7 @@ impl Model {
             if Self::is_valid(lease, now) {
                 return AcquireOutcome::Held {
                     holder: lease.holder.clone(),
+                    token: lease.token,
                     expires_at_ms: lease.expires_at,
                 };
             }
@@ -521,6 +522,7 @@ fn hand_written_sequence() {
         s.acquire("alpha", "bob", 30, 39),
         AcquireOutcome::Held {
             holder: "bob".into(),
+            token: 1,
             expires_at_ms: 40
         }
     );

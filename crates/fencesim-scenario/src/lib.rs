@@ -28,10 +28,11 @@ pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
 pub use model::{
     AcquireMode, ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, ExpiryClock,
     ExpiryJudgedBy, Fsync, LatencyRange, LeaderChangeMode, LinkLatency, LockServiceKind,
-    LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement,
-    PrimaryBackupSpec, Range64, Reaper, RedlockSpec, ReleaseMode, RenewAfterFailure, Replication,
-    ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange, Takeover, TokenCounter,
-    TokenSource, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, OnLostLease,
+    Placement, PrimaryBackupSpec, Range64, Reaper, Reclaim, RedlockSpec, ReleaseMode,
+    RenewAfterFailure, Replication, ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange,
+    Takeover, TokenCounter, TokenSource, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES,
+    RESOURCE_NODE,
 };
 pub use write::to_toml;
 

@@ -447,9 +447,55 @@ pub struct ClientSpec {
     /// What the client's keepalive does after a renewal gets no answer (a defect knob, K09).
     #[serde(default, skip_serializing_if = "RenewAfterFailure::is_default")]
     pub renew_after_failure: RenewAfterFailure,
+    /// Whose lock entry a restarted client takes for its own (a defect knob, K13).
+    #[serde(default, skip_serializing_if = "Reclaim::is_default")]
+    pub reclaim: Reclaim,
+    /// What the client does when a renewal is answered "lost" (a defect knob, K14).
+    #[serde(default, skip_serializing_if = "OnLostLease::is_default")]
+    pub on_lost_lease: OnLostLease,
     /// How a lease-record client claims a free record (a defect knob, K21).
     #[serde(default, skip_serializing_if = "Takeover::is_default")]
     pub takeover: Takeover,
+}
+
+/// Which lock entries a client, back under a new session after a restart, counts as its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reclaim {
+    /// Only its current session's: an entry its old session left belongs to nobody it can
+    /// act for, and it waits for the entry to go like anyone else.
+    #[default]
+    BySession,
+    /// DEFECT (K13): any entry under its name: finding the one its old session left (not yet
+    /// expired), it concludes it still holds the lock, with that entry's token.
+    ByName,
+}
+
+impl Reclaim {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == Reclaim::BySession
+    }
+}
+
+/// What a client does when the service answers a renewal with "lost".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnLostLease {
+    /// It stops acting as holder at once and abandons its cycle.
+    #[default]
+    Stop,
+    /// DEFECT (K14): it keeps its role, as a leader that, back from a long disconnection,
+    /// keeps its leadership though the service expired its session and elected another: it
+    /// goes on believing it holds the lease, as if the renewal had succeeded.
+    KeepRole,
+}
+
+impl OnLostLease {
+    /// Whether this is the correct default (left out of reports).
+    pub fn is_default(&self) -> bool {
+        *self == OnLostLease::Stop
+    }
 }
 
 /// How a lease-record client claims a record it judged free or expired.

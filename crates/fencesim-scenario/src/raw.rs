@@ -7,9 +7,9 @@ use toml::Spanned;
 
 use crate::model::{
     AcquireMode, DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync,
-    LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, Placement, Reaper, ReleaseMode,
-    RenewAfterFailure, Replication, ResourceCheck, ResourceMode, Takeover, TokenCounter,
-    TokenSource,
+    LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, OnLostLease, Placement, Reaper,
+    Reclaim, ReleaseMode, RenewAfterFailure, Replication, ResourceCheck, ResourceMode, Takeover,
+    TokenCounter, TokenSource,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -132,6 +132,8 @@ pub(crate) struct RawClient {
     pub deadline_from: Option<Spanned<DeadlineFrom>>,
     pub renew_after_failure: Option<Spanned<RenewAfterFailure>>,
     pub takeover: Option<Spanned<Takeover>>,
+    pub on_lost_lease: Option<Spanned<OnLostLease>>,
+    pub reclaim: Option<Spanned<Reclaim>>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]

@@ -815,6 +815,13 @@ fn resolve_client_template(
         deadline_from: deadline_from(cx, c, lock_service)?,
         renew_after_failure: renew_after_failure(cx, c, lock_service)?,
         takeover: takeover(cx, c, lock_service)?,
+        reclaim: generic_client_knob(cx, &c.reclaim, "clients.reclaim", lock_service)?,
+        on_lost_lease: generic_client_knob(
+            cx,
+            &c.on_lost_lease,
+            "clients.on_lost_lease",
+            lock_service,
+        )?,
     })
 }
 

@@ -263,6 +263,12 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
     if !c.renew_after_failure.is_default() {
         doc.key("renew_after_failure", name(&c.renew_after_failure));
     }
+    if !c.reclaim.is_default() {
+        doc.key("reclaim", name(&c.reclaim));
+    }
+    if !c.on_lost_lease.is_default() {
+        doc.key("on_lost_lease", name(&c.on_lost_lease));
+    }
     if !c.takeover.is_default() {
         doc.key("takeover", name(&c.takeover));
     }

@@ -110,10 +110,6 @@ enum Dst {
 /// replica, simulated ms.
 const REDIRECT_PAUSE_MS: u64 = 50;
 
-/// How long a queued client waits for its turn, in maximum TTLs, before it gives up (the
-/// service crashed and forgot its queue, say).
-const QUEUE_WAIT_TTLS: u64 = 4;
-
 /// The service's answer to queue entry `entry` of the acquire invoked at history index
 /// `invoke`: its grant or its refusal. Matching the operation as well as the token keeps an
 /// answer meant for an earlier entry with the same token (a service that lost its counter)
@@ -194,8 +190,18 @@ impl Client {
                 }
                 Some(Message::AcquireReply(AcquireOutcome::Held {
                     holder,
+                    token,
                     expires_at_ms,
                 })) => {
+                    let reclaims = self.spec.reclaim == fencesim_scenario::Reclaim::ByName;
+                    if reclaims && holder == self.spec.name && self.incarnation > 1 {
+                        // K13: back under a new session, it finds the entry its old session
+                        // left and takes the lock for its own.
+                        self.complete(&op, OpType::Ok, |o| o.token = Some(token));
+                        self.believe(token, sent_ms);
+                        self.safepoint(When::After, NodeEvent::Grant).await;
+                        return token;
+                    }
                     let error = format!("held by {holder} until {expires_at_ms} ms");
                     self.complete(&op, OpType::Fail, |o| o.error = Some(error));
                 }
@@ -216,11 +222,15 @@ impl Client {
         }
     }
 
-    /// Blocked in the lock's queue with entry `entry` (`acquire = "queue"`, K07): no keepalive,
-    /// no timeout but a generous bound; the service answers when the client's turn comes.
+    /// Blocked in the lock's queue with entry `entry` (`acquire = "queue"`, K07): no keepalive;
+    /// the service answers when the client's turn comes, or the client gives up after twice
+    /// the maximum TTL and its timeout.
     /// Returns the token if granted; a refusal or silence completes `op` as fail or info.
     async fn wait_in_queue(&mut self, op: &OpTemplate, entry: u64, sent_ms: i64) -> Option<u64> {
-        let limit_ms = QUEUE_WAIT_TTLS * self.world.scenario.lock_service.max_ttl_ms;
+        // Long enough to outlive its own lease in the queue (a blocking acquire has no deadline
+        // of its own: K07), short enough not to wait out a recovery window on a service whose
+        // crash forgot the queue.
+        let limit_ms = 2 * self.world.scenario.lock_service.max_ttl_ms + self.spec.timeout_ms;
         let answer = madsim::time::timeout(
             Duration::from_millis(limit_ms),
             queue_answer(self.inbox.clone(), entry, self.last_invoke),
@@ -309,9 +319,15 @@ impl Client {
             }
             Some(Message::RenewReply(RenewOutcome::Lost)) => {
                 self.complete(&op, OpType::Fail, |o| o.error = Some("lease lost".into()));
-                self.world
-                    .end_belief(&self.spec.name, "told the lease is lost");
-                false
+                if self.spec.on_lost_lease == fencesim_scenario::OnLostLease::KeepRole {
+                    // K14: told its lease is gone, it keeps its role as if renewed.
+                    self.believe(token, sent_ms);
+                    true
+                } else {
+                    self.world
+                        .end_belief(&self.spec.name, "told the lease is lost");
+                    false
+                }
             }
             Some(other) => unreachable!("renew answered with {other:?}"),
             None => {
