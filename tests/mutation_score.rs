@@ -12,8 +12,8 @@ use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
 use fencesim_scenario::{
-    AcquireMode, DeadlineFrom, ExpiryClock, Fsync, Placement, Reaper, ReleaseMode,
-    RenewAfterFailure, ResourceCheck, ResourceMode, TokenCounter,
+    AcquireMode, DeadlineFrom, ExpiryClock, Fsync, OnLostLease, Placement, Reaper, Reclaim,
+    ReleaseMode, RenewAfterFailure, ResourceCheck, ResourceMode, TokenCounter,
 };
 
 /// Seeds each caught defect may take.
@@ -111,6 +111,30 @@ const CAUGHT: &[Defect] = &[
             s.clients
                 .iter_mut()
                 .for_each(|c| c.deadline_from = DeadlineFrom::Notice)
+        },
+        shows: "mutual-exclusion-client",
+    },
+    Defect {
+        name: "reclaim = by-name",
+        case: "K13",
+        base: "random-nemesis-fenced",
+        workload: as_bundled,
+        apply: |s| {
+            s.clients
+                .iter_mut()
+                .for_each(|c| c.reclaim = Reclaim::ByName)
+        },
+        shows: "mutual-exclusion-client",
+    },
+    Defect {
+        name: "on_lost_lease = keep-role",
+        case: "K14",
+        base: "random-nemesis-fenced",
+        workload: as_bundled,
+        apply: |s| {
+            s.clients
+                .iter_mut()
+                .for_each(|c| c.on_lost_lease = OnLostLease::KeepRole)
         },
         shows: "mutual-exclusion-client",
     },
