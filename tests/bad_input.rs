@@ -736,3 +736,15 @@ fn session_defects_belong_to_plain_clients() {
         );
     }
 }
+
+#[test]
+fn keeping_a_role_needs_renewals_to_lose_it_by() {
+    assert_located(
+        "bad-keep-role-without-renew",
+        "ttl_ms = 5000\n",
+        "ttl_ms = 5000\non_lost_lease = \"keep-role\"\n",
+        "8:17",
+        "clients.on_lost_lease",
+        "a client without renew_ms is never told its lease is lost by a renewal",
+    );
+}

@@ -816,12 +816,7 @@ fn resolve_client_template(
         renew_after_failure: renew_after_failure(cx, c, lock_service)?,
         takeover: takeover(cx, c, lock_service)?,
         reclaim: generic_client_knob(cx, &c.reclaim, "clients.reclaim", lock_service)?,
-        on_lost_lease: generic_client_knob(
-            cx,
-            &c.on_lost_lease,
-            "clients.on_lost_lease",
-            lock_service,
-        )?,
+        on_lost_lease: on_lost_lease(cx, c, lock_service)?,
     })
 }
 
@@ -860,6 +855,23 @@ fn renew_after_failure(
             s.span(),
             "clients.renew_after_failure",
             "a client without renew_ms never renews, so it has no keepalive to stop",
+        )),
+        _ => Ok(value),
+    }
+}
+
+/// `on_lost_lease`: only a client that renews is ever told its lease is lost.
+fn on_lost_lease(
+    cx: &Ctx,
+    c: &RawClient,
+    lock_service: &LockServiceSpec,
+) -> Result<OnLostLease, ScenarioError> {
+    let value = generic_client_knob(cx, &c.on_lost_lease, "clients.on_lost_lease", lock_service)?;
+    match (&c.on_lost_lease, &c.renew_ms) {
+        (Some(s), None) if value != OnLostLease::Stop => Err(cx.err(
+            s.span(),
+            "clients.on_lost_lease",
+            "a client without renew_ms is never told its lease is lost by a renewal",
         )),
         _ => Ok(value),
     }
