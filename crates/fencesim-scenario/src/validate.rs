@@ -812,67 +812,48 @@ fn resolve_client_template(
         },
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
-        deadline_from: deadline_from(cx, c, lock_service)?,
-        renew_after_failure: renew_after_failure(cx, c, lock_service)?,
+        deadline_from: knob_needing(
+            cx,
+            &c.deadline_from,
+            "clients.deadline_from",
+            lock_service,
+            c.validity_check != Some(false),
+            "a client with validity_check = false has no deadline of its own to count",
+        )?,
+        renew_after_failure: knob_needing(
+            cx,
+            &c.renew_after_failure,
+            "clients.renew_after_failure",
+            lock_service,
+            c.renew_ms.is_some(),
+            "a client without renew_ms never renews, so it has no keepalive to stop",
+        )?,
         takeover: takeover(cx, c, lock_service)?,
         reclaim: generic_client_knob(cx, &c.reclaim, "clients.reclaim", lock_service)?,
-        on_lost_lease: on_lost_lease(cx, c, lock_service)?,
+        on_lost_lease: knob_needing(
+            cx,
+            &c.on_lost_lease,
+            "clients.on_lost_lease",
+            lock_service,
+            c.renew_ms.is_some(),
+            "a client without renew_ms is never told its lease is lost by a renewal",
+        )?,
     })
 }
 
-/// `deadline_from`: only a client with a deadline of its own (`validity_check`) can count it
-/// from anywhere.
-fn deadline_from(
+/// A defect knob of the plain client that would do nothing unless `needed` holds (the client
+/// renews, or keeps a deadline of its own): refused, with `why`, unless it keeps its default.
+fn knob_needing<T: Copy + Default + PartialEq>(
     cx: &Ctx,
-    c: &RawClient,
+    raw: &Option<Spanned<T>>,
+    field: &str,
     lock_service: &LockServiceSpec,
-) -> Result<DeadlineFrom, ScenarioError> {
-    let value = generic_client_knob(cx, &c.deadline_from, "clients.deadline_from", lock_service)?;
-    match (&c.deadline_from, c.validity_check) {
-        (Some(s), Some(false)) if value != DeadlineFrom::Request => Err(cx.err(
-            s.span(),
-            "clients.deadline_from",
-            "a client with validity_check = false has no deadline of its own to count",
-        )),
-        _ => Ok(value),
-    }
-}
-
-/// `renew_after_failure`: only a client that renews (`renew_ms`) has a keepalive to stop.
-fn renew_after_failure(
-    cx: &Ctx,
-    c: &RawClient,
-    lock_service: &LockServiceSpec,
-) -> Result<RenewAfterFailure, ScenarioError> {
-    let value = generic_client_knob(
-        cx,
-        &c.renew_after_failure,
-        "clients.renew_after_failure",
-        lock_service,
-    )?;
-    match (&c.renew_after_failure, &c.renew_ms) {
-        (Some(s), None) if value != RenewAfterFailure::Retry => Err(cx.err(
-            s.span(),
-            "clients.renew_after_failure",
-            "a client without renew_ms never renews, so it has no keepalive to stop",
-        )),
-        _ => Ok(value),
-    }
-}
-
-/// `on_lost_lease`: only a client that renews is ever told its lease is lost.
-fn on_lost_lease(
-    cx: &Ctx,
-    c: &RawClient,
-    lock_service: &LockServiceSpec,
-) -> Result<OnLostLease, ScenarioError> {
-    let value = generic_client_knob(cx, &c.on_lost_lease, "clients.on_lost_lease", lock_service)?;
-    match (&c.on_lost_lease, &c.renew_ms) {
-        (Some(s), None) if value != OnLostLease::Stop => Err(cx.err(
-            s.span(),
-            "clients.on_lost_lease",
-            "a client without renew_ms is never told its lease is lost by a renewal",
-        )),
+    needed: bool,
+    why: &str,
+) -> Result<T, ScenarioError> {
+    let value = generic_client_knob(cx, raw, field, lock_service)?;
+    match raw {
+        Some(s) if !needed && value != T::default() => Err(cx.err(s.span(), field, why)),
         _ => Ok(value),
     }
 }
