@@ -24,6 +24,16 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
     fencesim_scenario::load(path, Some(fencesim_checker::CHECKED_KINDS))
 }
 
+/// A scenario given as a file path, or else as the name of a bundled scenario (`pause-fenced`),
+/// as the CLI and [`check_scenario`] take it. A path that is a file wins over a bundled name.
+pub fn load_named(arg: &str) -> Result<Scenario, ScenarioError> {
+    let path = std::path::Path::new(arg);
+    match (path.is_file(), bundled::find(arg)) {
+        (false, Some((file, text))) => parse_scenario(text, &format!("bundled:{file}")),
+        _ => load_scenario(path),
+    }
+}
+
 /// Validate scenario TOML `text` (`file` names it in errors), as [`load_scenario`] does.
 pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     fencesim_scenario::parse(text, file, Some(fencesim_checker::CHECKED_KINDS))
@@ -105,12 +115,8 @@ pub fn check_scenario(
     scenario: &str,
     seeds: std::ops::Range<u64>,
 ) -> Result<Checked, ScenarioCheckError> {
-    let path = std::path::Path::new(scenario);
-    let parsed = match (path.is_file(), bundled::find(scenario)) {
-        (false, Some((file, text))) => parse_scenario(text, &format!("bundled:{file}")),
-        _ => load_scenario(path),
-    }
-    .map_err(|e| ScenarioCheckError::BadScenario(e.to_string()))?;
+    let parsed =
+        load_named(scenario).map_err(|e| ScenarioCheckError::BadScenario(e.to_string()))?;
     if seeds.is_empty() {
         return Err(ScenarioCheckError::NoSeeds {
             start: seeds.start,
@@ -152,7 +158,7 @@ pub fn check_scenario(
             let written = run::write(&opts.out, done)?;
             Err(ScenarioCheckError::Counterexample {
                 seed: written.report.seed,
-                summary: written.explain(),
+                summary: written.explain(true),
                 report: written.report_path.display().to_string(),
                 reproduce: written.report.reproduce.clone(),
             })

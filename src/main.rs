@@ -261,14 +261,7 @@ fn init_tracing() {
 
 /// Load a scenario from a path, or else from the bundled set by name.
 fn load(arg: &str) -> Result<Scenario, String> {
-    let path = Path::new(arg);
-    if !path.is_file() {
-        if let Some((file, text)) = bundled::find(arg) {
-            return fencesim::parse_scenario(text, &format!("bundled:{file}"))
-                .map_err(|e| e.to_string());
-        }
-    }
-    fencesim::load_scenario(path).map_err(|e| e.to_string())
+    fencesim::load_named(arg).map_err(|e| e.to_string())
 }
 
 /// Load the target's scenario (a file, else a bundled name), apply `--swarm`, and build the
@@ -527,14 +520,8 @@ fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
 }
 
 fn print_seed(done: &SeedRun, expect: bool) {
-    let explained = done.explain();
-    let mut lines: Vec<&str> = explained.lines().collect();
-    if !expect {
-        lines.pop(); // the expectation, which only --expect and explore judge by
-    }
-    for line in lines {
-        say!("{line}");
-    }
+    // The expectation line only where it is judged: --expect and explore.
+    say!("{}", done.explain(expect));
     say!("report: {}", done.report_path.display());
     if seed_exit_code(&done.report, expect) != exit::VALID {
         say!("reproduce: {}", done.report.reproduce);

@@ -97,8 +97,9 @@ impl SeedRun {
 
 impl SeedRun {
     /// The verdict line, then each violation's explanation and causal chain, each unknown
-    /// reason, and the expectation, one per line: what a failing test should print.
-    pub fn explain(&self) -> String {
+    /// reason, and (if `with_expectation`) the expectation, one per line: what a failing test
+    /// should print.
+    pub fn explain(&self, with_expectation: bool) -> String {
         let r = &self.report;
         let mut lines = vec![self.verdict_line()];
         for v in &r.violations {
@@ -111,6 +112,9 @@ impl SeedRun {
             }
         }
         lines.extend(r.unknown.iter().map(|u| format!("  unknown: {u}")));
+        if !with_expectation {
+            return lines.join("\n");
+        }
         let mut wanted: Vec<&str> = r
             .expectation
             .expected
