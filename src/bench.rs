@@ -31,6 +31,52 @@ pub fn peak_rss() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Where one batch of seeds spends its time, microseconds per simulated message.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    /// Simulating, history recording included ([`fencesim_sim::run`]).
+    pub simulate_us: f64,
+    /// Writing the history as JSON Lines.
+    pub serialize_us: f64,
+    /// The SHA-256 of those bytes (the report's history hash).
+    pub hash_us: f64,
+    /// Every check of [`fencesim_checker::check`].
+    pub check_us: f64,
+}
+
+/// Run `seeds` of `scenario` phase by phase, as [`crate::run::evaluate`] does, timing each.
+/// Errors: serializing a history failed.
+pub fn phases(
+    scenario: &fencesim_scenario::Scenario,
+    seeds: std::ops::Range<u64>,
+) -> std::io::Result<Phases> {
+    let mut total = Phases::default();
+    let mut messages = 0;
+    for seed in seeds {
+        let clock = Stopwatch::start();
+        let outcome = fencesim_sim::run(scenario, seed);
+        total.simulate_us += clock.seconds();
+        messages += outcome.net_stats.sent;
+        let clock = Stopwatch::start();
+        let mut bytes = Vec::new();
+        fencesim_history::write_jsonl(&outcome.history, &mut bytes)?;
+        total.serialize_us += clock.seconds();
+        let clock = Stopwatch::start();
+        std::hint::black_box(crate::report::sha256_hex(&bytes));
+        total.hash_us += clock.seconds();
+        let clock = Stopwatch::start();
+        std::hint::black_box(fencesim_checker::check(&outcome.history));
+        total.check_us += clock.seconds();
+    }
+    let per_message = |seconds: f64| seconds * 1e6 / messages.max(1) as f64;
+    Ok(Phases {
+        simulate_us: per_message(total.simulate_us),
+        serialize_us: per_message(total.serialize_us),
+        hash_us: per_message(total.hash_us),
+        check_us: per_message(total.check_us),
+    })
+}
+
 /// Synthetic histories for measuring the checker: shaped like the simulator's, generated
 /// without simulating, so their size is whatever the benchmark asks for.
 pub mod synthetic {

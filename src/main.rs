@@ -165,6 +165,9 @@ enum Command {
         /// round of the ratio, small synthetic histories.
         #[arg(long)]
         quick: bool,
+        /// Run only this part (default: every part, in this order).
+        #[arg(long, value_enum)]
+        only: Option<BenchPart>,
     },
 }
 
@@ -230,7 +233,12 @@ fn main() -> ExitCode {
         Command::List => list(),
         Command::Shrink { report, out, kind } => shrink(&report, &out, kind.as_deref()),
         Command::Replay { report, out } => replay(&report, out),
-        Command::Bench { seeds, jobs, quick } => bench(seeds, jobs as usize, quick),
+        Command::Bench {
+            seeds,
+            jobs,
+            quick,
+            only,
+        } => bench(seeds, jobs as usize, quick, only),
     };
     ExitCode::from(code)
 }
@@ -701,9 +709,47 @@ fn list() -> u8 {
     exit::VALID
 }
 
-/// `bench`: every bundled scenario over `seeds` seeds, nothing written.
-fn bench(seeds: u64, jobs: usize, quick: bool) -> u8 {
-    let seeds = if quick { 1 } else { seeds };
+/// The parts of `fencesim bench`, in the order a full run takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum BenchPart {
+    /// Seeds/s, records and simulated latencies of every bundled scenario.
+    Scenarios,
+    /// Cost per message of the reference scenario against raw madsim (`ratio X`).
+    Ratio,
+    /// Explore throughput with 1 and 2 jobs.
+    Explore,
+    /// Peak resident memory along a long sweep.
+    Memory,
+    /// The checker alone on synthetic histories.
+    Checker,
+}
+
+/// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
+fn bench(seeds: u64, jobs: usize, quick: bool, only: Option<BenchPart>) -> u8 {
+    use clap::ValueEnum;
+    for part in BenchPart::value_variants() {
+        if only.is_some_and(|o| o != *part) {
+            continue;
+        }
+        let code = match part {
+            BenchPart::Scenarios => bench_scenarios(if quick { 1 } else { seeds }, jobs),
+            BenchPart::Ratio => {
+                let (rounds, seeds) = if quick { (1, 1) } else { (7, 10) };
+                bench_ratio(rounds, seeds)
+            }
+            BenchPart::Explore => bench_explore(quick),
+            BenchPart::Memory => bench_memory(quick),
+            BenchPart::Checker => bench_checker(quick),
+        };
+        if code != exit::VALID {
+            return code;
+        }
+    }
+    exit::VALID
+}
+
+/// Every bundled scenario over `seeds` seeds on `jobs` threads.
+fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
     use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
     let opts = RunOptions::in_memory();
     say!(
@@ -762,44 +808,58 @@ fn bench(seeds: u64, jobs: usize, quick: bool) -> u8 {
             pair(election)
         );
     }
-    let ratio = bench_ratio(if quick { 1 } else { 5 });
-    if ratio != exit::VALID {
-        return ratio;
-    }
-    let sweeps = bench_sweeps(quick);
-    if sweeps != exit::VALID {
-        return sweeps;
-    }
-    bench_checker(quick)
+    exit::VALID
 }
 
-/// Explore throughput with 1 and 2 jobs on the random nemesis, and peak memory along a long
-/// sweep of a cheap scenario: it must not grow with the number of seeds.
-fn bench_sweeps(quick: bool) -> u8 {
+/// A bundled scenario by name, parsed (bundled files are valid: tests parse every one).
+fn bundled_scenario(name: &str) -> Option<fencesim::Scenario> {
+    bundled::find(name).and_then(|(file, text)| fencesim::parse_scenario(text, file).ok())
+}
+
+/// The median of `values` (the upper one of an even count); 0 for none.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Explore throughput on the random nemesis with 1 and 2 jobs, taken in turns (1, 2, 1, 2...)
+/// so that warm-up and the machine's changing load fall on both alike; the speedup is the
+/// ratio of the medians.
+fn bench_explore(quick: bool) -> u8 {
     let opts = RunOptions::in_memory();
-    let load =
-        |name: &str| bundled::find(name).and_then(|(f, t)| fencesim::parse_scenario(t, f).ok());
-    let (Some(nemesis), Some(cheap)) = (load("random-nemesis-fenced"), load("pause-fenced")) else {
+    let Some(nemesis) = bundled_scenario("random-nemesis-fenced") else {
         return exit::SIM_FAILED;
     };
-    let seeds: Vec<u64> = (0..if quick { 4 } else { 200 }).collect();
-    let mut rates = Vec::new();
-    for jobs in [1, 2] {
-        let clock = fencesim::bench::Stopwatch::start();
-        if sweep(&nemesis, &seeds, jobs, &opts, |_| Ok(())).is_err() {
-            return exit::SIM_FAILED;
+    let (seeds, rounds) = if quick { (4u64, 1) } else { (100, 5) };
+    let seeds: Vec<u64> = (0..seeds).collect();
+    let mut rates = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        for jobs in [1, 2] {
+            let clock = fencesim::bench::Stopwatch::start();
+            if sweep(&nemesis, &seeds, jobs, &opts, |_| Ok(())).is_err() {
+                return exit::SIM_FAILED;
+            }
+            let rate = seeds.len() as f64 / clock.seconds().max(1e-9);
+            say!(
+                "explore round {round}: random-nemesis-fenced, {} seeds, {jobs} job(s): {rate:.1} seeds/s",
+                seeds.len()
+            );
+            rates[jobs - 1].push(rate);
         }
-        let rate = seeds.len() as f64 / clock.seconds().max(1e-9);
-        say!(
-            "explore random-nemesis-fenced, {} seeds, {jobs} job(s): {rate:.1} seeds/s",
-            seeds.len()
-        );
-        rates.push(rate);
     }
-    say!(
-        "explore speedup with 2 jobs: {:.2}",
-        rates[1] / rates[0].max(1e-9)
-    );
+    let [one, two] = rates.map(median);
+    say!("explore 1 job {one:.1} seeds/s, 2 jobs {two:.1} seeds/s (medians)");
+    say!("explore speedup with 2 jobs: {:.2}", two / one.max(1e-9));
+    exit::VALID
+}
+
+/// Peak resident memory along a long sweep of a cheap scenario on 2 threads: it must not grow
+/// with the number of seeds.
+fn bench_memory(quick: bool) -> u8 {
+    let opts = RunOptions::in_memory();
+    let Some(cheap) = bundled_scenario("pause-fenced") else {
+        return exit::SIM_FAILED;
+    };
     let (total, step) = if quick {
         (200u64, 100u64)
     } else {
@@ -821,38 +881,58 @@ fn bench_sweeps(quick: bool) -> u8 {
 }
 
 /// Cost per simulated message of the reference scenario (recorded and checked) against raw
-/// madsim carrying as many plain requests and replies between as many nodes, run interleaved
-/// `rounds` times; prints each and the line `ratio X`, the median fencesim/raw ratio.
-fn bench_ratio(rounds: u64) -> u8 {
-    let Some((_, text)) = bundled::find("bench-reference") else {
-        return exit::SIM_FAILED;
-    };
-    let Ok(scenario) = fencesim::parse_scenario(text, "bench-reference.toml") else {
+/// madsim carrying as many plain requests and replies between as many nodes. Each of `rounds`
+/// rounds times `seeds_per_round` seeds of each, fencesim first, then the same seeds phase by
+/// phase (simulate; serialize, hash and check the history) to show where the time goes.
+/// Prints each round and the line `ratio X`, the median fencesim/raw ratio.
+fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
+    let Some(scenario) = bundled_scenario("bench-reference") else {
         return exit::SIM_FAILED;
     };
     let opts = RunOptions::in_memory();
-    let mut ratios = Vec::new();
-    for seed in 0..rounds {
+    let (mut ratios, mut phases) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let seeds = round * seeds_per_round..(round + 1) * seeds_per_round;
         let clock = fencesim::bench::Stopwatch::start();
-        let Ok(done) = fencesim::run::evaluate(&scenario, seed, &opts) else {
-            return exit::SIM_FAILED;
-        };
-        let fencesim_us = clock.seconds() * 1e6 / done.report.network.sent.max(1) as f64;
-        // The reference has two servers (lease service, resource) and three clients.
-        let per_client = done.report.network.sent / 6;
+        let mut messages = 0;
+        for seed in seeds.clone() {
+            let Ok(done) = fencesim::run::evaluate(&scenario, seed, &opts) else {
+                return exit::SIM_FAILED;
+            };
+            messages += done.report.network.sent;
+        }
+        let fencesim_us = clock.seconds() * 1e6 / messages.max(1) as f64;
+        // The reference has two servers (lease service, resource) and three clients; each
+        // raw client makes as many round trips as fencesim's clients sent messages on average.
+        let per_client = messages / seeds_per_round.max(1) / 6;
         let clock = fencesim::bench::Stopwatch::start();
-        let raw_messages = fencesim_sim::raw_rpc::run(seed, 2, 3, per_client);
+        let raw_messages: u64 = seeds
+            .clone()
+            .map(|seed| fencesim_sim::raw_rpc::run(seed, 2, 3, per_client))
+            .sum();
         let raw_us = clock.seconds() * 1e6 / raw_messages.max(1) as f64;
         say!(
-            "ratio round {seed}: fencesim {:.2} us/message ({} messages), raw madsim {:.2} us/message ({raw_messages} messages)",
-            fencesim_us,
-            done.report.network.sent,
-            raw_us
+            "ratio round {round}: fencesim {fencesim_us:.2} us/message ({messages} messages), raw madsim {raw_us:.2} us/message ({raw_messages} messages)",
         );
         ratios.push(fencesim_us / raw_us.max(1e-9));
+        match fencesim::bench::phases(&scenario, seeds) {
+            Ok(p) => phases.push(p),
+            Err(e) => {
+                eprintln!("error: bench-reference: {e}");
+                return exit::SIM_FAILED;
+            }
+        }
     }
-    ratios.sort_by(f64::total_cmp);
-    say!("ratio {:.2}", ratios[ratios.len() / 2]);
+    let phase =
+        |pick: fn(&fencesim::bench::Phases) -> f64| median(phases.iter().map(pick).collect());
+    say!(
+        "fencesim us/message by phase (medians): simulate {:.2}, serialize {:.2}, hash {:.2}, check {:.2}",
+        phase(|p| p.simulate_us),
+        phase(|p| p.serialize_us),
+        phase(|p| p.hash_us),
+        phase(|p| p.check_us)
+    );
+    say!("ratio {:.2}", median(ratios));
     exit::VALID
 }
 
