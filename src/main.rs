@@ -4,6 +4,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// mimalloc instead of the system allocator. A simulation allocates and frees small objects
+/// (messages, records, tasks) all the time, on a fresh thread per seed; glibc's allocator gave
+/// each seed about 350 page faults and cost fencesim a quarter of its time per message
+/// (docs/performance.md). The library crates leave the choice to their users.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
 use fencesim::run::{default_jobs, sweep, sweep_until, write, Evaluated, RunOptions, SeedRun};
 

@@ -29,12 +29,22 @@ impl LinearClock {
     /// The local reading at true time `true_ns`, ns.
     pub fn read_ns(&self, true_ns: u64) -> i128 {
         let elapsed = true_ns as i128 - self.base_true_ns as i128;
+        if self.drift_ppm == 0 {
+            // The common case (no drift fault), read on every record: no 128-bit division.
+            return self.base_local_ns + elapsed;
+        }
         self.base_local_ns + elapsed * (PPM + self.drift_ppm as i128) / PPM
     }
 
     /// The local reading at true time `true_ns`, whole ms (floored).
     pub fn read_ms(&self, true_ns: u64) -> i64 {
-        self.read_ns(true_ns).div_euclid(NS_PER_MS) as i64
+        let ns = self.read_ns(true_ns);
+        match i64::try_from(ns) {
+            // 64-bit division where the reading fits (always, short of 292 simulated years):
+            // the same result, several times cheaper than the 128-bit one.
+            Ok(ns) => ns.div_euclid(NS_PER_MS as i64),
+            Err(_) => ns.div_euclid(NS_PER_MS) as i64,
+        }
     }
 
     /// How far the clock is ahead of true time at `true_ns`, ms.

@@ -174,7 +174,7 @@ impl Queue {
         let token = self.waiters.enqueue(service, lock, &env.src, *ttl_ms, now);
         persist(world, service);
         self.requests
-            .insert((lock.clone(), token), (env.src.clone(), env.op));
+            .insert((lock.clone(), token), (env.src.to_string(), env.op));
         Some(Message::AcquireReply(AcquireOutcome::Queued { token }))
     }
 
@@ -297,7 +297,7 @@ pub(crate) fn handle(
     env: &Envelope,
 ) -> (Option<Message>, Option<NodeEvent>) {
     let now = world.expiry_now_ms(node);
-    let holder = env.src.as_str();
+    let holder = &*env.src;
     let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<u64>| {
         match kind {
             EventKind::Grant => world.lease_granted(node, lock, holder, token),

@@ -122,7 +122,7 @@ impl ReplicaNode {
         Nemesis::safepoint(&self.world, &self.name, When::Before, event).await;
         match replica.propose(&env.src, env.id, op, self.now_ms()) {
             Proposal::Proposed => {
-                self.requests.insert((env.src.clone(), env.id), env.op);
+                self.requests.insert((env.src.to_string(), env.id), env.op);
             }
             Proposal::NotLeader { leader } => {
                 let leader = leader.map(|id| format!("lease-{id}"));

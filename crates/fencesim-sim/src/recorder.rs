@@ -30,12 +30,26 @@ impl Recorder {
         std::mem::take(&mut *self.entries.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Stamp and append; returns the entry's index.
-    fn push(&self, clocks: &Clocks, node: &str, fill: impl FnOnce(Stamp) -> Entry) -> u64 {
+    /// The stamp of the next record, made by `node`: its index, the true time and `node`'s
+    /// clocks. No other record can come between (tasks run one at a time, and the caller
+    /// appends before it awaits anything).
+    fn stamp(&self, clocks: &Clocks, node: &str) -> Stamp {
         let time_ns = true_ns();
         let clock = clocks.get(node);
+        let index = self.entries.lock().expect("recorder").len() as u64;
+        Stamp {
+            index,
+            time_ns,
+            mono_ms: clock.mono.read_ms(time_ns),
+            wall_ms: clock.wall.read_ms(time_ns),
+        }
+    }
+
+    /// Append `entry`, stamped by [`Recorder::stamp`]; returns its index.
+    fn append(&self, entry: Entry) -> u64 {
         let mut entries = self.entries.lock().expect("recorder");
         let index = entries.len() as u64;
+        debug_assert_eq!(entry.at().index, index);
         // A run that records this much has lost its way (a livelock, or a scenario far larger
         // than intended); stop it before it eats the machine's memory.
         assert!(
@@ -43,26 +57,20 @@ impl Recorder {
             "history limit exceeded: {} records",
             self.limit
         );
-        let at = Stamp {
-            index,
-            time_ns,
-            mono_ms: clock.mono.read_ms(time_ns),
-            wall_ms: clock.wall.read_ms(time_ns),
-        };
-        entries.push(fill(at));
+        entries.push(entry);
         index
     }
 
     /// Record a client operation (its `at` is filled in here).
-    pub fn op(&self, clocks: &Clocks, op: Op) -> u64 {
-        let node = op.node.clone();
-        self.push(clocks, &node, |at| Entry::Op(Op { at, ..op }))
+    pub fn op(&self, clocks: &Clocks, mut op: Op) -> u64 {
+        op.at = self.stamp(clocks, &op.node);
+        self.append(Entry::Op(op))
     }
 
     /// Record an event (its `at` is filled in here).
-    pub fn event(&self, clocks: &Clocks, event: Event) -> u64 {
-        let node = event.node.clone();
-        self.push(clocks, &node, |at| Entry::Event(Event { at, ..event }))
+    pub fn event(&self, clocks: &Clocks, mut event: Event) -> u64 {
+        event.at = self.stamp(clocks, &event.node);
+        self.append(Entry::Event(event))
     }
 }
 

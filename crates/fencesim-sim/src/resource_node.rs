@@ -88,7 +88,7 @@ async fn write_and_reply(
     world.event(Event {
         node: NODE.to_owned(),
         key: Some(key.clone()),
-        holder: Some(env.src.clone()),
+        holder: Some(env.src.to_string()),
         token: Some(*token),
         highest: Some(highest),
         op: env.op,

@@ -11,10 +11,13 @@ use fencesim_lease::LeaseTable;
 use fencesim_scenario::{Fsync, TokenCounter};
 
 /// One node's disk.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Store {
     synced: LeaseTable,
     pending: Option<LeaseTable>,
+    /// Whether to keep `backups`: only a run with a `restore` fault reads them, and keeping a
+    /// copy of the table per sync costs memory and time in proportion to the run's length.
+    keep_backups: bool,
     /// Every synced table, with the true time (ns) it reached the disk.
     backups: Vec<(u64, LeaseTable)>,
     /// Highest token per lock, synced on every grant, never restored to an older value.
@@ -22,6 +25,17 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    /// An empty disk; `keep_backups` if the run can restore from backup.
+    pub fn new(keep_backups: bool) -> Self {
+        Store {
+            synced: LeaseTable::default(),
+            pending: None,
+            keep_backups,
+            backups: Vec::new(),
+            durable_tokens: BTreeMap::new(),
+        }
+    }
+
     /// Write the current table; sync at once if `fsync` is `always`.
     pub fn write(&mut self, table: &LeaseTable, fsync: Fsync, now_ns: u64) {
         self.pending = Some(table.clone());
@@ -29,15 +43,22 @@ impl Store {
             self.sync(now_ns);
         }
         for (lock, record) in table {
-            let durable = self.durable_tokens.entry(lock.clone()).or_insert(0);
-            *durable = (*durable).max(record.last_token);
+            // Looked up by `&str` first: a lock's name is allocated once, not per write.
+            match self.durable_tokens.get_mut(lock) {
+                Some(durable) => *durable = (*durable).max(record.last_token),
+                None => {
+                    self.durable_tokens.insert(lock.clone(), record.last_token);
+                }
+            }
         }
     }
 
     /// Make pending writes durable.
     pub fn sync(&mut self, now_ns: u64) {
         if let Some(table) = self.pending.take() {
-            self.backups.push((now_ns, table.clone()));
+            if self.keep_backups {
+                self.backups.push((now_ns, table.clone()));
+            }
             self.synced = table;
         }
     }
@@ -48,8 +69,13 @@ impl Store {
     }
 
     /// Bring back the last table synced at or before `at_ns` (empty if none was), as a restore
-    /// from backup does. The durable token record is not part of the backup.
+    /// from backup does. The durable token record is not part of the backup. Only a store made
+    /// with `keep_backups` has any.
     pub fn restore(&mut self, at_ns: u64) {
+        debug_assert!(
+            self.keep_backups,
+            "a restore from a store that keeps no backups"
+        );
         self.pending = None;
         self.synced = self
             .backups
@@ -131,7 +157,7 @@ mod tests {
 
     #[test]
     fn a_crash_loses_exactly_the_unsynced_writes() {
-        let mut store = Store::default();
+        let mut store = Store::new(true);
         store.write(&granted(1), Fsync::Periodic, 1);
         store.sync(2);
         store.write(&granted(2), Fsync::Periodic, 3);
@@ -144,11 +170,11 @@ mod tests {
 
     #[test]
     fn fsync_never_loses_everything_and_always_loses_nothing() {
-        let mut never = Store::default();
+        let mut never = Store::new(true);
         never.write(&granted(3), Fsync::Never, 1);
         never.crash();
         assert!(never.recover(TokenCounter::Store).is_empty());
-        let mut always = Store::default();
+        let mut always = Store::new(true);
         always.write(&granted(3), Fsync::Always, 1);
         always.crash();
         assert_eq!(always.recover(TokenCounter::Store)["l"].last_token, 3);
@@ -169,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_restore_rewinds_the_store_but_not_the_durable_tokens() {
-        let mut store = Store::default();
+        let mut store = Store::new(true);
         store.write(&granted(1), Fsync::Always, 10);
         store.write(&granted(4), Fsync::Always, 20);
         store.restore(15);

@@ -36,10 +36,10 @@ pub const NEMESIS_NODE: &str = "nemesis";
 /// A message in transit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Envelope {
-    /// Sender node.
-    pub src: String,
+    /// Sender node (shared, not copied, per message: see [`Network::name`]).
+    pub src: Arc<str>,
     /// Receiver node.
-    pub dst: String,
+    pub dst: Arc<str>,
     /// Unique per run, in send order.
     pub id: u64,
     /// For a reply: the id of the request it answers.
@@ -235,7 +235,8 @@ impl NetState {
 /// The simulated network.
 pub struct Network {
     state: Mutex<NetState>,
-    mailboxes: BTreeMap<String, Sender<Envelope>>,
+    /// Each node's name, shared by every envelope from or to it, and its mailbox.
+    mailboxes: BTreeMap<String, (Arc<str>, Sender<Envelope>)>,
     carrier: madsim::runtime::NodeHandle,
     recorder: Arc<Recorder>,
     clocks: Arc<Clocks>,
@@ -259,7 +260,7 @@ impl Network {
         let mut inboxes = BTreeMap::new();
         for &node in nodes {
             let (tx, rx) = async_channel::unbounded();
-            mailboxes.insert(node.to_owned(), tx);
+            mailboxes.insert(node.to_owned(), (Arc::from(node), tx));
             inboxes.insert(node.to_owned(), rx);
         }
         let carrier = madsim::runtime::Handle::current()
@@ -332,30 +333,39 @@ impl Network {
         });
         let copies = if st.draw(dup) { 2 } else { 1 };
         st.stats.duplicated += copies - 1;
-        let flights: Vec<Flight> = (0..copies as u32)
-            .map(|c| st.flight(src, dst, kind, nth, id, c))
-            .collect();
+        // The copies' fates are drawn in order, all before either flies.
+        let first = st.flight(src, dst, kind, nth, id, 0);
+        let second = (copies == 2).then(|| st.flight(src, dst, kind, nth, id, 1));
         st.in_flight += copies;
-        st.stats.held += flights.iter().filter(|f| f.held.is_some()).count() as u64;
+        st.stats.held += [Some(&first), second.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter(|f| f.held.is_some())
+            .count() as u64;
         drop(st);
         let env = Envelope {
-            src: src.to_owned(),
-            dst: dst.to_owned(),
+            src: self.name(src),
+            dst: self.name(dst),
             id,
             reply_to,
             op,
             body,
         };
-        // Copies in order; the last takes the envelope itself.
-        let mut flights = flights;
-        let last = flights.pop();
-        for flight in flights {
-            self.fly(env.clone(), flight);
-        }
-        if let Some(flight) = last {
-            self.fly(env, flight);
+        match second {
+            Some(second) => {
+                self.fly(env.clone(), first);
+                self.fly(env, second);
+            }
+            None => self.fly(env, first),
         }
         id
+    }
+
+    /// `node`'s shared name: a reference count, not a copy, for a node of this network.
+    fn name(&self, node: &str) -> Arc<str> {
+        self.mailboxes
+            .get(node)
+            .map_or_else(|| Arc::from(node), |(name, _)| Arc::clone(name))
     }
 
     fn fly(self: &Arc<Self>, env: Envelope, flight: Flight) {
@@ -375,11 +385,11 @@ impl Network {
     fn deliver(&self, env: Envelope) {
         let mut st = self.state();
         st.in_flight -= 1;
-        if st.down.contains(&env.dst) {
+        if st.down.contains(&*env.dst) {
             st.stats.dropped_receiver_down += 1;
         } else if st.blocked(&env.src, &env.dst) {
             st.stats.dropped_by_partition += 1;
-        } else if let Some(mailbox) = self.mailboxes.get(&env.dst) {
+        } else if let Some((_, mailbox)) = self.mailboxes.get(&*env.dst) {
             st.stats.delivered += 1;
             // The receiving node's task owns the other end for the whole run; a closed mailbox
             // means the simulation is shutting down and the message is simply lost.
@@ -390,10 +400,10 @@ impl Network {
     /// Put `body` straight into `node`'s own mailbox, not through the network: a local signal
     /// such as "your clock changed".
     pub fn signal(&self, node: &str, body: Message) {
-        if let Some(mailbox) = self.mailboxes.get(node) {
+        if let Some((name, mailbox)) = self.mailboxes.get(node) {
             let env = Envelope {
-                src: node.to_owned(),
-                dst: node.to_owned(),
+                src: Arc::clone(name),
+                dst: Arc::clone(name),
                 id: u64::MAX,
                 reply_to: None,
                 op: None,
@@ -409,7 +419,7 @@ impl Network {
             Event {
                 node: NEMESIS_NODE.to_owned(),
                 phase: Some(phase),
-                target: Some(env.src.clone()),
+                target: Some(env.src.to_string()),
                 op: env.op,
                 detail: Some(detail.to_owned()),
                 ..Event::new(EventKind::Hold)

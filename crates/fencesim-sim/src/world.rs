@@ -79,6 +79,10 @@ impl World {
         inboxes: BTreeMap<String, Receiver<Envelope>>,
         resource: Resource,
     ) -> Self {
+        let restores = scenario
+            .faults
+            .iter()
+            .any(|f| matches!(f.action, fencesim_scenario::Action::Restore { .. }));
         World {
             scenario,
             seed,
@@ -86,7 +90,7 @@ impl World {
             clocks,
             net,
             nemesis,
-            store: Mutex::new(Store::default()),
+            store: Mutex::new(Store::new(restores)),
             resource: Mutex::new(resource),
             raft_storage: Mutex::new(BTreeMap::new()),
             redis_disks: Mutex::new(BTreeMap::new()),

@@ -437,13 +437,13 @@ impl Client {
         let deadline_ns = true_ns() + self.spec.timeout_ms * 1_000_000;
         loop {
             let to = match dst {
-                Dst::Lease => self.lease_nodes[self.lease_target].clone(),
-                Dst::Resource => RESOURCE_NODE.to_owned(),
+                Dst::Lease => &self.lease_nodes[self.lease_target],
+                Dst::Resource => RESOURCE_NODE,
             };
             let id = self
                 .world
                 .net
-                .send(&self.spec.name, &to, None, Some(invoke), body.clone());
+                .send(&self.spec.name, to, None, Some(invoke), body.clone());
             let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
             match madsim::time::timeout(left, reply_to(self.inbox.clone(), id)).await {
                 Ok(Some(Message::Redirect { leader })) => {
