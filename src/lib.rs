@@ -155,7 +155,7 @@ pub fn check_scenario(
             seeds_run,
         }),
         Some(done) => {
-            let written = run::write(&opts.out, done)?;
+            let written = run::write(&opts.out, done.serialize()?)?;
             Err(ScenarioCheckError::Counterexample {
                 seed: written.report.seed,
                 summary: written.explain(true),

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
-use fencesim::run::{default_jobs, sweep, sweep_until, write, Evaluated, RunOptions, SeedRun};
+use fencesim::run::{default_jobs, sweep, sweep_until, write, Judged, RunOptions, SeedRun};
 
 mod progress;
 use fencesim::{bundled, exit, report::RunVerdict, Scenario};
@@ -316,7 +316,7 @@ fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
         (None, true) => (scenario.seeds.start..scenario.seeds.end).collect(),
     };
     let runs = match sweep(&scenario, &seeds, default_jobs(), &opts, |done| {
-        write(&opts.out, done)
+        write(&opts.out, done.serialize()?)
     }) {
         Ok(runs) => runs,
         Err(e) => {
@@ -379,12 +379,15 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     // With --keep-going every counterexample is written as it is found, so histories do not
     // pile up in memory; otherwise the few found are written after the sweep, once it is known
     // which of them come before the first (workers may finish later seeds first).
-    let handle = |done: Evaluated| -> std::io::Result<(SeedOutcome, Option<Written>)> {
+    let handle = |done: Judged| -> std::io::Result<(SeedOutcome, Option<Written>)> {
         let outcome = SeedOutcome::of(&done.report);
         progress.seed_done(!outcome.met);
         let kept = match (outcome.met, args.keep_going) {
             (true, _) => None,
-            (false, true) => Some(Written::Done(Box::new(write(&opts.out, done)?))),
+            (false, true) => Some(Written::Done(Box::new(write(
+                &opts.out,
+                done.serialize()?,
+            )?))),
             (false, false) => Some(Written::Pending(Box::new(done))),
         };
         Ok((outcome, kept))
@@ -403,7 +406,7 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     for written in kept.into_iter().flatten() {
         let done = match written {
             Written::Done(run) => *run,
-            Written::Pending(done) => match write(&opts.out, *done) {
+            Written::Pending(done) => match done.serialize().and_then(|e| write(&opts.out, e)) {
                 Ok(run) => run,
                 Err(e) => return unwritable(&opts.out, &e),
             },
@@ -442,7 +445,7 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
 /// A counterexample's files: written during the sweep, or still to write.
 enum Written {
     Done(Box<SeedRun>),
-    Pending(Box<Evaluated>),
+    Pending(Box<Judged>),
 }
 
 fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
@@ -780,8 +783,7 @@ fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
             (scenario.seeds.start..scenario.seeds.start.saturating_add(seeds)).collect();
         let clock = fencesim::bench::Stopwatch::start();
         let measured = sweep(&scenario, &list, jobs, &opts, |done| {
-            let history =
-                fencesim_history::read_jsonl(&done.history[..]).map_err(std::io::Error::other)?;
+            let history = done.records;
             Ok((
                 done.report.history.entries,
                 done.report.simulated_ms,
@@ -887,8 +889,9 @@ fn bench_memory(quick: bool) -> u8 {
     exit::VALID
 }
 
-/// Cost per simulated message of the reference scenario (recorded and checked) against raw
-/// madsim carrying as many plain requests and replies between as many nodes. Each of `rounds`
+/// Cost per simulated message of the reference scenario (simulated, recorded and checked, as a
+/// sweep does each seed) against raw madsim carrying as many plain requests and replies
+/// between as many nodes. Each of `rounds`
 /// rounds times `seeds_per_round` seeds of each, fencesim first, then the same seeds phase by
 /// phase (simulate; serialize, hash and check the history) to show where the time goes.
 /// Prints each round and the line `ratio X`, the median fencesim/raw ratio.
@@ -903,9 +906,12 @@ fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
         let clock = fencesim::bench::Stopwatch::start();
         let mut messages = 0;
         for seed in seeds.clone() {
-            let Ok(done) = fencesim::run::evaluate(&scenario, seed, &opts) else {
+            // What a sweep does with each seed; one that is written also pays for serializing
+            // and hashing its history (the phase line below).
+            let done = fencesim::run::judge(&scenario, seed, &opts);
+            if done.report.failure.is_some() {
                 return exit::SIM_FAILED;
-            };
+            }
             messages += done.report.network.sent;
         }
         let fencesim_us = clock.seconds() * 1e6 / messages.max(1) as f64;

@@ -155,7 +155,34 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// One seed simulated and checked, not yet written.
+/// One seed simulated and checked, its history not yet serialized: what a sweep makes of
+/// every seed. Most seeds of a sweep are only counted, so their histories are never turned
+/// into bytes; [`Judged::serialize`] does that for the ones that are kept or written.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    /// The report, except `history.sha256`, which is empty until [`Judged::serialize`].
+    pub report: Report,
+    /// The history.
+    pub records: fencesim_history::History,
+}
+
+impl Judged {
+    /// Serialize the history as JSON Lines and put its SHA-256 in the report: what writing,
+    /// replaying and comparing need. Errors: only serializing can fail.
+    pub fn serialize(self) -> std::io::Result<Evaluated> {
+        let mut bytes = Vec::new();
+        write_jsonl(&self.records, &mut bytes)?;
+        let mut report = self.report;
+        report.history.sha256 = report::sha256_hex(&bytes);
+        Ok(Evaluated {
+            report,
+            history: bytes,
+            records: self.records,
+        })
+    }
+}
+
+/// One seed simulated, checked and serialized, not yet written.
 #[derive(Clone, Debug)]
 pub struct Evaluated {
     /// The report (its paths are relative to the seed's directory).
@@ -166,15 +193,19 @@ pub struct Evaluated {
     pub records: fencesim_history::History,
 }
 
-/// Simulate `scenario` with `seed` and check it. Everything, including a failed simulation,
-/// ends up in the report; only serializing can fail.
+/// Simulate `scenario` with `seed` and check it, serializing the history. Everything,
+/// including a failed simulation, ends up in the report; only serializing can fail.
 pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<Evaluated> {
+    judge(scenario, seed, opts).serialize()
+}
+
+/// Simulate `scenario` with `seed` and check it; the history stays as records. Everything,
+/// including a failed simulation, ends up in the report.
+pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
     let outcome = fencesim_sim::run(scenario, seed);
-    let mut bytes = Vec::new();
-    write_jsonl(&outcome.history, &mut bytes)?;
     let mut failure = outcome.failure;
     if opts.check_determinism && failure.is_none() {
-        failure = determinism_failure(scenario, seed, &bytes)?;
+        failure = determinism_failure(scenario, seed, &outcome.history);
     }
     let result = fencesim_checker::check(&outcome.history);
     let met = failure.is_none() && is_met(&scenario.expect, &result);
@@ -197,7 +228,7 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
         nemesis: outcome.nemesis,
         history: HistoryRef {
             file: "history.jsonl".into(),
-            sha256: report::sha256_hex(&bytes),
+            sha256: String::new(),
             entries: outcome.history.entries.len() as u64,
         },
         counts: report::counts(&outcome.history),
@@ -217,11 +248,10 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
             }
         ),
     };
-    Ok(Evaluated {
+    Judged {
         report,
-        history: bytes,
         records: outcome.history,
-    })
+    }
 }
 
 /// Write history.jsonl, report.json and the readable files (history.txt, summary.md,
@@ -261,15 +291,15 @@ pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
     write(&opts.out, evaluate(scenario, seed, opts)?)
 }
 
-/// Evaluate every seed of `seeds` on `jobs` threads (each seed still gets its own simulation
-/// thread) and pass each result to `handle` on the worker that made it (so histories need not
-/// pile up in memory). Returns `handle`'s results in seed order, or the first error.
+/// Simulate and check every seed of `seeds` on `jobs` threads (each seed still gets its own
+/// simulation thread) and pass each result to `handle` on the worker that made it (so
+/// histories need not pile up in memory; `handle` serializes the ones it keeps). Returns `handle`'s results in seed order, or the first error.
 pub fn sweep<T: Send>(
     scenario: &Scenario,
     seeds: &[u64],
     jobs: usize,
     opts: &RunOptions,
-    handle: impl Fn(Evaluated) -> std::io::Result<T> + Sync,
+    handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
 ) -> std::io::Result<Vec<T>> {
     sweep_until(scenario, seeds, jobs, opts, handle, |_| false)
 }
@@ -285,7 +315,7 @@ pub fn sweep_until<T: Send>(
     seeds: &[u64],
     jobs: usize,
     opts: &RunOptions,
-    handle: impl Fn(Evaluated) -> std::io::Result<T> + Sync,
+    handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
     stop: impl Fn(&T) -> bool + Sync,
 ) -> std::io::Result<Vec<T>> {
     let next = AtomicUsize::new(0);
@@ -300,7 +330,7 @@ pub fn sweep_until<T: Send>(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { break };
-                let result = evaluate(scenario, seed, opts).and_then(&handle);
+                let result = handle(judge(scenario, seed, opts));
                 if result.as_ref().map_or(true, &stop) {
                     stopped.store(true, Ordering::Relaxed);
                 }
@@ -328,32 +358,61 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Run the seed a second time in this process and compare the serialized histories.
+/// Run the seed a second time in this process and compare the histories record by record.
 fn determinism_failure(
     scenario: &Scenario,
     seed: u64,
-    first: &[u8],
-) -> std::io::Result<Option<SimFailure>> {
+    first: &fencesim_history::History,
+) -> Option<SimFailure> {
     let again = fencesim_sim::run(scenario, seed);
-    let mut second = Vec::new();
-    write_jsonl(&again.history, &mut second)?;
-    if second == first {
-        return Ok(None);
-    }
-    let line = first
-        .split(|b| *b == b'\n')
-        .zip(second.split(|b| *b == b'\n'))
-        .position(|(a, b)| a != b)
-        .map_or(0, |i| i + 1);
-    Ok(Some(SimFailure {
+    let line = first_different_line(first, &again.history)?;
+    Some(SimFailure {
         kind: FailureKind::Nondeterministic,
         message: format!(
             "nondeterminism: two runs of seed {seed} differ first at history line {line}"
         ),
-    }))
+    })
+}
+
+/// The first line of history.jsonl at which `a` and `b` would differ (the header is line 1,
+/// record `i` is line `i + 2`), or `None` if they are the same.
+fn first_different_line(
+    a: &fencesim_history::History,
+    b: &fencesim_history::History,
+) -> Option<usize> {
+    if a == b {
+        return None;
+    }
+    if a.header != b.header {
+        return Some(1);
+    }
+    let (a, b) = (&a.entries, &b.entries);
+    let common = a.iter().zip(b).position(|(x, y)| x != y);
+    Some(common.unwrap_or(a.len().min(b.len())) + 2)
 }
 
 /// `out/<name>/<seed>` for a scenario and seed.
 pub fn seed_dir(out: &Path, scenario: &Scenario, seed: u64) -> PathBuf {
     out.join(&scenario.name).join(seed.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_different_line;
+    use crate::bench::synthetic::sequential_history;
+
+    #[test]
+    fn the_first_different_line_counts_the_header_as_line_one() {
+        let a = sequential_history(3);
+        assert_eq!(first_different_line(&a, &a.clone()), None);
+        let mut b = a.clone();
+        b.header.seed = 9;
+        assert_eq!(first_different_line(&a, &b), Some(1));
+        let mut c = a.clone();
+        c.entries[4] = c.entries[5].clone();
+        assert_eq!(first_different_line(&a, &c), Some(6));
+        let mut shorter = a.clone();
+        shorter.entries.truncate(30);
+        assert_eq!(first_different_line(&a, &shorter), Some(32));
+    }
 }
