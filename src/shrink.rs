@@ -117,10 +117,29 @@ pub fn shrink(
             kind: kind.as_str().into(),
         });
     }
-    current.faults = ddmin(&current, &mut test);
-    current = fewer_clients(current, &mut test);
-    current = shorter_run(current, &mut test);
-    current = shorter_faults(current, &mut test);
+    // Each pass can make another possible (with one client fewer, a fault may no longer be
+    // needed), so they repeat until a round changes nothing: then no single fault, client or
+    // shortening can go, and the result is 1-minimal. Every round that changes something makes
+    // the scenario strictly smaller, so this ends.
+    loop {
+        let before_round = (
+            current.faults.clone(),
+            current.clients.len(),
+            current.duration_ms,
+        );
+        current.faults = ddmin(&current, &mut test);
+        current = fewer_clients(current, &mut test);
+        current = shorter_run(current, &mut test);
+        current = shorter_faults(current, &mut test);
+        if (
+            current.faults.clone(),
+            current.clients.len(),
+            current.duration_ms,
+        ) == before_round
+        {
+            break;
+        }
+    }
     current.name = format!("{}-seed-{seed}-min", scenario.name);
     current.description = format!(
         "The smallest failing run found by `fencesim shrink` from seed {seed} of {}: it still shows {}.\n{}",

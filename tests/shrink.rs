@@ -1,5 +1,6 @@
 //! `shrink` and `explore --shrink`: a counterexample found by the random nemesis comes out as a
-//! scenario file of at most five faults that `fencesim run` reproduces.
+//! scenario file of fewer faults that `fencesim run` reproduces, from which no single fault can
+//! be removed without losing the violation (delta debugging's 1-minimality).
 
 mod support;
 
@@ -29,12 +30,17 @@ fn explore_and_shrink(test: &str) -> (String, std::path::PathBuf) {
 #[test]
 fn a_random_nemesis_counterexample_shrinks_to_a_file_run_reproduces() {
     let (stdout, file) = explore_and_shrink("shrink-explore");
+    let shrunk = fencesim::load_scenario(&file).expect("the shrunk file is a valid scenario");
     assert!(
-        stdout.contains("shrunk seed 19 of random-nemesis-unfenced keeping stale-write-accepted: faults 18 -> 1, clients 3 -> 2"),
+        stdout.contains(&format!(
+            "shrunk seed 19 of random-nemesis-unfenced keeping stale-write-accepted: faults 18 -> {}, clients 3 -> {}",
+            shrunk.faults.len(),
+            shrunk.clients.len()
+        )),
         "{stdout}"
     );
-    let shrunk = fencesim::load_scenario(&file).expect("the shrunk file is a valid scenario");
-    assert!(shrunk.faults.len() <= 5, "{:?}", shrunk.faults);
+    assert!(shrunk.faults.len() < 18, "{:?}", shrunk.faults);
+    assert_one_minimal(&shrunk, 19, fencesim::ViolationKind::StaleWriteAccepted);
     assert!(shrunk.nemesis.is_none(), "the drawn schedule is scripted");
     assert_eq!((shrunk.seeds.start, shrunk.seeds.end), (19, 20));
     let path = file.to_str().unwrap();
@@ -59,6 +65,25 @@ fn a_random_nemesis_counterexample_shrinks_to_a_file_run_reproduces() {
         out_dir("shrink-expect").to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
+}
+
+/// Removing any one fault (but the final heal, which shrinking keeps) from `scenario` loses
+/// its `kind` violation on `seed`.
+fn assert_one_minimal(scenario: &fencesim::Scenario, seed: u64, kind: fencesim::ViolationKind) {
+    let opts = fencesim::run::RunOptions::in_memory();
+    let shows = |s: &fencesim::Scenario| {
+        let done = fencesim::run::judge(s, seed, &opts);
+        done.report.violations.iter().any(|v| v.kind == kind)
+    };
+    assert!(shows(scenario), "the shrunk scenario keeps the violation");
+    for (i, fault) in scenario.faults.iter().enumerate() {
+        if fault.action.kind() == "final-heal" {
+            continue;
+        }
+        let mut fewer = scenario.clone();
+        fewer.faults.remove(i);
+        assert!(!shows(&fewer), "fault {i} ({fault:?}) was not needed");
+    }
 }
 
 #[test]

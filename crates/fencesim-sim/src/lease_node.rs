@@ -45,7 +45,7 @@ pub(crate) async fn run(world: Arc<World>) {
         let w = Arc::clone(&world);
         madsim::task::spawn(async move {
             loop {
-                madsim::time::sleep(Duration::from_millis(every_ms)).await;
+                crate::timer::sleep(Duration::from_millis(every_ms)).await;
                 w.store.lock().expect("store").sync(true_ns());
             }
         });
@@ -66,7 +66,7 @@ pub(crate) async fn run(world: Arc<World>) {
                 let wait = world
                     .expiry_clock(NODE)
                     .true_ns_until(true_ns(), at_ms as i64);
-                match madsim::time::timeout(Duration::from_nanos(wait), inbox.recv()).await {
+                match crate::timer::timeout(Duration::from_nanos(wait), inbox.recv()).await {
                     Ok(received) => received,
                     Err(_expiry_due) => continue,
                 }

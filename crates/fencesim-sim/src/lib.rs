@@ -32,6 +32,7 @@ mod resource_node;
 mod runner;
 pub mod seeds;
 mod store;
+mod timer;
 pub mod transport;
 mod world;
 

@@ -282,7 +282,7 @@ fn start(world: &Arc<World>, id: usize) {
     if let Some(ms) = fault.duration_ms {
         let w = Arc::clone(world);
         world.nemesis.spawn(async move {
-            madsim::time::sleep(Duration::from_millis(ms)).await;
+            crate::timer::sleep(Duration::from_millis(ms)).await;
             if w.nemesis
                 .active
                 .lock()
@@ -567,7 +567,7 @@ fn strobe(world: &Arc<World>, node: &str, offset_ms: i64, period_ms: u64, activa
             let on = i % 2 == 0;
             w.nemesis.strobe_flip(activation, on);
             shift_clock(&w, &node, if on { offset_ms } else { -offset_ms }, 0);
-            madsim::time::sleep(Duration::from_millis(period_ms)).await;
+            crate::timer::sleep(Duration::from_millis(period_ms)).await;
         }
     });
 }
@@ -679,6 +679,6 @@ fn record(world: &World, kind: EventKind, phase: Phase, target: Option<&str>, de
 pub(crate) async fn sleep_until_ms(at_ms: u64) {
     let wait_ns = (at_ms * 1_000_000).saturating_sub(true_ns());
     if wait_ns > 0 {
-        madsim::time::sleep(Duration::from_nanos(wait_ns)).await;
+        crate::timer::sleep(Duration::from_nanos(wait_ns)).await;
     }
 }

@@ -97,7 +97,7 @@ impl Node {
                 Some(env) => Some(env),
                 None => {
                     let wait = Duration::from_nanos(self.next_timer_ns().saturating_sub(true_ns()));
-                    match madsim::time::timeout(wait, inbox.recv()).await {
+                    match crate::timer::timeout(wait, inbox.recv()).await {
                         Ok(Ok(env)) => Some(env),
                         Ok(Err(_closed)) => return,
                         Err(_timer) => None,
@@ -219,7 +219,7 @@ impl Node {
         let deadline_ns = true_ns() + failover_after_ms * 1_000_000;
         loop {
             let wait = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-            match madsim::time::timeout(wait, inbox.recv()).await {
+            match crate::timer::timeout(wait, inbox.recv()).await {
                 Ok(Ok(env)) if env.reply_to == Some(id) => {
                     self.replica.on_ack();
                     return true;

@@ -80,7 +80,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
             replica.set_election_timeout(rng.gen_range(ELECTION_TICKS..2 * ELECTION_TICKS));
         }
         let wait = Duration::from_nanos(next_tick.saturating_sub(true_ns()));
-        match madsim::time::timeout(wait, inbox.recv()).await {
+        match crate::timer::timeout(wait, inbox.recv()).await {
             Ok(Ok(env)) => node.receive(&mut replica, env).await,
             Ok(Err(_closed)) => return,
             Err(_tick_due) => {

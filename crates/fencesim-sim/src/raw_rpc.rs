@@ -71,7 +71,8 @@ async fn serve(me: SocketAddr) {
 }
 
 async fn call(me: SocketAddr, servers: usize, requests: u64) -> u64 {
-    // Let the servers bind first.
+    // Let the servers bind first. (Raw madsim, as the baseline must be.)
+    #[allow(clippy::disallowed_methods)]
     madsim::time::sleep(Duration::from_millis(1)).await;
     let Ok(ep) = Endpoint::bind(me).await else {
         return 0;

@@ -31,7 +31,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     if incarnation > 1 && redlock.restart_delay_ms > 0 {
         // Unavailable: whatever arrives meanwhile is dropped, and its sender times out.
         let drain = async { while inbox.recv().await.is_ok() {} };
-        let _ = madsim::time::timeout(Duration::from_millis(redlock.restart_delay_ms), drain).await;
+        let _ = crate::timer::timeout(Duration::from_millis(redlock.restart_delay_ms), drain).await;
     }
     let mut node = world.redis_disk(&name, |d| d.recover());
     if let (Fsync::Periodic, Some(every_ms)) = (spec.fsync, spec.fsync_every_ms) {
@@ -39,7 +39,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         let (w, n) = (Arc::clone(&world), name.clone());
         madsim::task::spawn(async move {
             loop {
-                madsim::time::sleep(Duration::from_millis(every_ms)).await;
+                crate::timer::sleep(Duration::from_millis(every_ms)).await;
                 w.redis_disk(&n, |d| d.sync());
             }
         });

@@ -45,7 +45,7 @@ pub(crate) async fn run(world: Arc<World>) {
                         // while the node goes on serving other requests.
                         let (w, delay_ms) = (Arc::clone(&world), spec.apply_delay_ms);
                         madsim::task::spawn(async move {
-                            madsim::time::sleep(Duration::from_millis(delay_ms)).await;
+                            crate::timer::sleep(Duration::from_millis(delay_ms)).await;
                             write_and_reply(&w, &env, |r, key, token, value| {
                                 r.apply(key, token, value)
                             })

@@ -258,7 +258,7 @@ async fn simulate(
             };
         }
     };
-    let _ = madsim::time::timeout(Duration::from_nanos(deadline_ns), all_done).await;
+    let _ = crate::timer::timeout(Duration::from_nanos(deadline_ns), all_done).await;
     // A random nemesis's run lasts at least through the final heal and its recovery window,
     // even if the clients stopped early: the progress check must see that window.
     if let Some(n) = &world.scenario.nemesis {
@@ -267,7 +267,7 @@ async fn simulate(
     }
     // Let messages still in the network land (a held write may arrive after its sender quit).
     while world.net.in_flight() > 0 && true_ns() < deadline_ns {
-        madsim::time::sleep(Duration::from_millis(10)).await;
+        crate::timer::sleep(Duration::from_millis(10)).await;
     }
     *stats.lock().expect("stats") = world.net.stats();
     // End every node's tasks before the runtime goes: madsim does not free tasks still pending

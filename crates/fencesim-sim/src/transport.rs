@@ -1,10 +1,12 @@
 //! The project's own transport: envelopes with request ids, delivered by the network.
 //!
 //! madsim's network has one latency range and cannot hold, duplicate or one-way-drop a chosen
-//! message, so messages travel here instead. A message's delay is spent in a task on the
-//! `network` node, which no fault pauses: a sender that freezes or crashes after sending does
-//! not delay what it sent. A paused receiver's messages wait in its mailbox until it runs
-//! again; a crashed receiver's are lost.
+//! message, so messages travel here instead. A message waits out its delay in the network's
+//! queue of parcels; one carrier task on the `network` node, which no fault pauses, delivers
+//! each when its time comes (one madsim timer per message, no task per message). A sender that
+//! freezes or crashes after sending does not delay what it sent. A paused receiver's messages
+//! wait in its mailbox until it runs again; a crashed receiver's are lost. Messages due at the
+//! same instant are delivered in the order they were sent.
 //!
 //! Partitions act at both ends of the flight: a message is dropped when it is sent over a cut
 //! link, and also when the link is cut at the moment it would arrive (like packets on a cable
@@ -15,12 +17,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
 use fencesim_history::{Event, EventKind, Phase};
 use fencesim_scenario::{Cut, LatencyRange, LinkSel, MessageKind, NetworkSpec};
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +111,10 @@ pub struct NetStats {
 
 struct NetState {
     rng: Xoshiro256PlusPlus,
+    /// Draws each copy's [`Flight::tiebreak`]: a stream of its own, split from `rng` without
+    /// advancing it, so that latencies, losses and duplications are drawn as if it did not
+    /// exist.
+    tiebreaks: Xoshiro256PlusPlus,
     spec: NetworkSpec,
     holds: Vec<HoldRule>,
     rules: Vec<(u64, Rule)>,
@@ -122,6 +129,41 @@ struct NetState {
 struct Flight {
     delay_ns: u64,
     held: Option<String>,
+    /// Where this copy goes among the messages due at the same instant (drawn from the seed):
+    /// a real network releases a burst, such as the messages a `hold-all` kept, in no
+    /// particular order, and an order fixed by sending would never let a later message
+    /// overtake an earlier one.
+    tiebreak: u64,
+}
+
+/// One copy of a message in the network's queue.
+struct Parcel {
+    env: Envelope,
+    /// The `hold` record's detail, if a fault holds this copy.
+    held: Option<String>,
+}
+
+/// Mixed into the tiebreak stream's seed, so that it is not a copy of the latency stream.
+const TIEBREAK_SALT: u64 = 0x7469_6562_7265_616b;
+
+/// The shortest wait madsim's timers allow (its sleeps last at least 1 ms).
+const MIN_DELAY_NS: u64 = 1_000_000;
+
+/// Messages in flight and the carrier that delivers them.
+#[derive(Default)]
+struct Parcels {
+    /// By (true time due, ns; the copy's tiebreak; order of sending).
+    queue: BTreeMap<(u64, u64, u64), Parcel>,
+    sent: u64,
+    /// The carrier task's waker, once the task has first run.
+    carrier: Option<Waker>,
+    /// Delays (ns) of parcels queued before the carrier first ran, whose timers are not armed.
+    unarmed: Vec<u64>,
+}
+
+/// Wake `carrier` after `delay_ns` of simulated time.
+fn arm(carrier: &Waker, delay_ns: u64) {
+    crate::timer::wake_after(carrier, Duration::from_nanos(delay_ns));
 }
 
 impl NetState {
@@ -179,6 +221,7 @@ impl NetState {
         id: u64,
         copy: u32,
     ) -> Flight {
+        let tiebreak = self.tiebreaks.gen::<u64>();
         if copy == 0 {
             if let Some(h) = self
                 .holds
@@ -189,6 +232,7 @@ impl NetState {
                 return Flight {
                     delay_ns: h.duration_ms * 1_000_000,
                     held: Some(detail),
+                    tiebreak,
                 };
             }
         }
@@ -223,10 +267,12 @@ impl NetState {
                     "{} from {src} to {dst}, message {id}, held until the window ends",
                     kind.as_str()
                 )),
+                tiebreak,
             },
             None => Flight {
                 delay_ns,
                 held: None,
+                tiebreak,
             },
         }
     }
@@ -235,6 +281,7 @@ impl NetState {
 /// The simulated network.
 pub struct Network {
     state: Mutex<NetState>,
+    parcels: Mutex<Parcels>,
     /// Each node's name, shared by every envelope from or to it, and its mailbox.
     mailboxes: BTreeMap<String, (Arc<str>, Sender<Envelope>)>,
     carrier: madsim::runtime::NodeHandle,
@@ -267,8 +314,10 @@ impl Network {
             .create_node()
             .name(NETWORK_NODE)
             .build();
+        let tiebreaks = Xoshiro256PlusPlus::seed_from_u64(rng.clone().gen::<u64>() ^ TIEBREAK_SALT);
         let state = NetState {
             rng,
+            tiebreaks,
             spec,
             holds,
             rules: Vec::new(),
@@ -278,14 +327,18 @@ impl Network {
             in_flight: 0,
             stats: NetStats::default(),
         };
-        let net = Network {
+        let net = Arc::new(Network {
             state: Mutex::new(state),
+            parcels: Mutex::new(Parcels::default()),
             mailboxes,
             carrier,
             recorder,
             clocks,
-        };
-        (Arc::new(net), inboxes)
+        });
+        let carrier = Arc::clone(&net);
+        net.carrier
+            .spawn(std::future::poll_fn(move |cx| carrier.carry(cx)));
+        (net, inboxes)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, NetState> {
@@ -295,7 +348,7 @@ impl Network {
     /// Send `body` from `src` to `dst`; returns the message's id. Its fate (cut, lost,
     /// duplicated, delayed, held) is decided now, from the seed and the rules in force.
     pub fn send(
-        self: &Arc<Self>,
+        &self,
         src: &str,
         dst: &str,
         reply_to: Option<u64>,
@@ -368,18 +421,51 @@ impl Network {
             .map_or_else(|| Arc::from(node), |(name, _)| Arc::clone(name))
     }
 
-    fn fly(self: &Arc<Self>, env: Envelope, flight: Flight) {
+    fn fly(&self, env: Envelope, flight: Flight) {
         if let Some(detail) = &flight.held {
             self.record_hold(Phase::Start, &env, detail);
         }
-        let net = Arc::clone(self);
-        self.carrier.spawn(async move {
-            madsim::time::sleep(Duration::from_nanos(flight.delay_ns)).await;
-            if let Some(detail) = &flight.held {
-                net.record_hold(Phase::End, &env, detail);
+        let delay_ns = flight.delay_ns.max(MIN_DELAY_NS);
+        let due_ns = true_ns() + delay_ns;
+        let mut parcels = self.parcels.lock().expect("parcels");
+        let order = parcels.sent;
+        parcels.sent += 1;
+        let parcel = Parcel {
+            env,
+            held: flight.held,
+        };
+        parcels
+            .queue
+            .insert((due_ns, flight.tiebreak, order), parcel);
+        match &parcels.carrier {
+            Some(carrier) => arm(carrier, delay_ns),
+            None => parcels.unarmed.push(delay_ns),
+        }
+    }
+
+    /// The carrier task's body: deliver every parcel that is due, in order. Never completes.
+    fn carry(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let now = true_ns();
+        let due: Vec<Parcel> = {
+            let mut parcels = self.parcels.lock().expect("parcels");
+            if parcels.carrier.is_none() {
+                for delay_ns in std::mem::take(&mut parcels.unarmed) {
+                    arm(cx.waker(), delay_ns);
+                }
+                parcels.carrier = Some(cx.waker().clone());
             }
-            net.deliver(env);
-        });
+            let later = parcels.queue.split_off(&(now + 1, 0, 0));
+            std::mem::replace(&mut parcels.queue, later)
+                .into_values()
+                .collect()
+        };
+        for parcel in due {
+            if let Some(detail) = &parcel.held {
+                self.record_hold(Phase::End, &parcel.env, detail);
+            }
+            self.deliver(parcel.env);
+        }
+        Poll::Pending
     }
 
     fn deliver(&self, env: Envelope) {

@@ -411,7 +411,7 @@ impl World {
                 self.end_belief(client, "validity elapsed");
                 return;
             }
-            madsim::time::sleep(Duration::from_nanos(wait.min(1_000_000_000))).await;
+            crate::timer::sleep(Duration::from_nanos(wait.min(1_000_000_000))).await;
         }
     }
 }

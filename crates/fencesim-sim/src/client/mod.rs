@@ -231,7 +231,7 @@ impl Client {
         // of its own: K07), short enough not to wait out a recovery window on a service whose
         // crash forgot the queue.
         let limit_ms = 2 * self.world.scenario.lock_service.max_ttl_ms + self.spec.timeout_ms;
-        let answer = madsim::time::timeout(
+        let answer = crate::timer::timeout(
             Duration::from_millis(limit_ms),
             queue_answer(self.inbox.clone(), entry, self.last_invoke),
         )
@@ -284,10 +284,10 @@ impl Client {
                 return true;
             }
             let Some(renew_ms) = self.spec.renew_ms.filter(|_| !self.keepalive_stopped) else {
-                madsim::time::sleep(Duration::from_nanos(left_ns)).await;
+                crate::timer::sleep(Duration::from_nanos(left_ns)).await;
                 return true;
             };
-            madsim::time::sleep(Duration::from_nanos(left_ns.min(renew_ms * 1_000_000))).await;
+            crate::timer::sleep(Duration::from_nanos(left_ns.min(renew_ms * 1_000_000))).await;
             // A stalled keepalive (K18) sends nothing; the work goes on regardless.
             let stalled = self.world.nemesis.keepalive_stalled(&self.spec.name);
             if true_ns() < end_ns && !stalled && !self.renew(token).await {
@@ -445,7 +445,7 @@ impl Client {
                 .net
                 .send(&self.spec.name, to, None, Some(invoke), body.clone());
             let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-            match madsim::time::timeout(left, reply_to(self.inbox.clone(), id)).await {
+            match crate::timer::timeout(left, reply_to(self.inbox.clone(), id)).await {
                 Ok(Some(Message::Redirect { leader })) => {
                     let hinted = leader
                         .as_ref()
@@ -453,7 +453,7 @@ impl Client {
                     if hinted.is_none() {
                         // No leader known yet (an election is on): give it a moment, within budget.
                         let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-                        madsim::time::sleep(left.min(Duration::from_millis(REDIRECT_PAUSE_MS)))
+                        crate::timer::sleep(left.min(Duration::from_millis(REDIRECT_PAUSE_MS)))
                             .await;
                     }
                     self.lease_target =
@@ -514,7 +514,7 @@ impl Client {
     async fn backoff(&mut self) {
         let b = self.spec.backoff_ms;
         let ms = self.rng.gen_range(b.min_ms..=b.max_ms);
-        madsim::time::sleep(Duration::from_millis(ms)).await;
+        crate::timer::sleep(Duration::from_millis(ms)).await;
     }
 
     async fn safepoint(&self, when: When, event: NodeEvent) {

@@ -218,7 +218,7 @@ impl Client {
         };
         while waiting > 0 {
             let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-            match madsim::time::timeout(left, self.inbox.recv()).await {
+            match crate::timer::timeout(left, self.inbox.recv()).await {
                 Ok(Ok(env)) => {
                     if file(env.reply_to, env.body, &mut replies) {
                         waiting -= 1;
