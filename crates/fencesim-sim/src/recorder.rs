@@ -1,7 +1,7 @@
 //! Appends history entries with their index, true time and the recording node's clocks.
 //! Entries are compact structs pushed to a Vec and serialized once, after the run.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use fencesim_history::{Entry, Event, Op, Stamp};
 
@@ -9,11 +9,22 @@ use crate::clock::Clocks;
 
 /// The history being recorded. Shared with the thread that runs the simulation, so that a run
 /// that panics still leaves everything recorded up to the panic.
-#[derive(Debug)]
 pub struct Recorder {
     entries: Mutex<Vec<Entry>>,
     /// The most records this run may make (the scenario's `max_records`).
     limit: u64,
+    /// The run's clock, taken on first use (the recorder is made before the runtime starts):
+    /// reading it is cheaper than looking up the current runtime at every record.
+    time: OnceLock<madsim::time::TimeHandle>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("entries", &self.entries)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Recorder {
@@ -22,6 +33,7 @@ impl Recorder {
         Recorder {
             entries: Mutex::new(Vec::new()),
             limit,
+            time: OnceLock::new(),
         }
     }
 
@@ -34,7 +46,11 @@ impl Recorder {
     /// clocks. No other record can come between (tasks run one at a time, and the caller
     /// appends before it awaits anything).
     fn stamp(&self, clocks: &Clocks, node: &str) -> Stamp {
-        let time_ns = true_ns();
+        let time_ns = self
+            .time
+            .get_or_init(madsim::time::TimeHandle::current)
+            .elapsed()
+            .as_nanos() as u64;
         let clock = clocks.get(node);
         let index = self.entries.lock().expect("recorder").len() as u64;
         Stamp {

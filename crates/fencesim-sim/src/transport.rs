@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
 use crate::message::Message;
-use crate::recorder::{true_ns, Recorder};
+use crate::recorder::Recorder;
 
 /// Name of the helper node that carries messages.
 pub const NETWORK_NODE: &str = "network";
@@ -167,6 +167,23 @@ fn arm(carrier: &Waker, delay_ns: u64) {
 }
 
 impl NetState {
+    /// Count a message of `kind` from `src`; returns its 1-based number among those, which is
+    /// what a `hold` rule picks by. Only counted while some `hold` rule is armed (rules are
+    /// never added during a run), so a run without them does no bookkeeping per message.
+    fn count_sent(&mut self, src: &str, kind: MessageKind) -> u64 {
+        if self.holds.is_empty() {
+            return 0;
+        }
+        // Looked up by `&str` first: a sender's name is allocated once, not per message.
+        let per_kind = match self.sent.get_mut(src) {
+            Some(per_kind) => per_kind,
+            None => self.sent.entry(src.to_owned()).or_default(),
+        };
+        let count = per_kind.entry(kind).or_insert(0);
+        *count += 1;
+        *count
+    }
+
     fn blocked(&self, src: &str, dst: &str) -> bool {
         self.rules
             .iter()
@@ -220,6 +237,7 @@ impl NetState {
         nth: u64,
         id: u64,
         copy: u32,
+        now: u64,
     ) -> Flight {
         let tiebreak = self.tiebreaks.gen::<u64>();
         if copy == 0 {
@@ -251,7 +269,6 @@ impl NetState {
         if window > 0 {
             delay_ns += self.rng.gen_range(0..=window * 1_000_000);
         }
-        let now = true_ns();
         let until = self.rules.iter().filter_map(|(_, r)| match r {
             Rule::HoldAll {
                 kind: k,
@@ -282,6 +299,8 @@ impl NetState {
 pub struct Network {
     state: Mutex<NetState>,
     parcels: Mutex<Parcels>,
+    /// The run's clock (cheaper to keep than to look up at every message).
+    time: madsim::time::TimeHandle,
     /// Each node's name, shared by every envelope from or to it, and its mailbox.
     mailboxes: BTreeMap<String, (Arc<str>, Sender<Envelope>)>,
     carrier: madsim::runtime::NodeHandle,
@@ -330,6 +349,7 @@ impl Network {
         let net = Arc::new(Network {
             state: Mutex::new(state),
             parcels: Mutex::new(Parcels::default()),
+            time: madsim::time::TimeHandle::current(),
             mailboxes,
             carrier,
             recorder,
@@ -360,14 +380,7 @@ impl Network {
         let id = st.next_id;
         st.next_id += 1;
         st.stats.sent += 1;
-        // Looked up by `&str` first: a sender's name is allocated once, not per message.
-        let per_kind = match st.sent.get_mut(src) {
-            Some(per_kind) => per_kind,
-            None => st.sent.entry(src.to_owned()).or_default(),
-        };
-        let count = per_kind.entry(kind).or_insert(0);
-        *count += 1;
-        let nth = *count;
+        let nth = st.count_sent(src, kind);
         if st.blocked(src, dst) {
             st.stats.dropped_by_partition += 1;
             return id;
@@ -387,8 +400,9 @@ impl Network {
         let copies = if st.draw(dup) { 2 } else { 1 };
         st.stats.duplicated += copies - 1;
         // The copies' fates are drawn in order, all before either flies.
-        let first = st.flight(src, dst, kind, nth, id, 0);
-        let second = (copies == 2).then(|| st.flight(src, dst, kind, nth, id, 1));
+        let now = self.now_ns();
+        let first = st.flight(src, dst, kind, nth, id, 0, now);
+        let second = (copies == 2).then(|| st.flight(src, dst, kind, nth, id, 1, now));
         st.in_flight += copies;
         st.stats.held += [Some(&first), second.as_ref()]
             .into_iter()
@@ -414,6 +428,11 @@ impl Network {
         id
     }
 
+    /// True (simulated) time, ns: [`crate::recorder::true_ns`] from the clock the network keeps.
+    fn now_ns(&self) -> u64 {
+        self.time.elapsed().as_nanos() as u64
+    }
+
     /// `node`'s shared name: a reference count, not a copy, for a node of this network.
     fn name(&self, node: &str) -> Arc<str> {
         self.mailboxes
@@ -426,7 +445,7 @@ impl Network {
             self.record_hold(Phase::Start, &env, detail);
         }
         let delay_ns = flight.delay_ns.max(MIN_DELAY_NS);
-        let due_ns = true_ns() + delay_ns;
+        let due_ns = self.now_ns() + delay_ns;
         let mut parcels = self.parcels.lock().expect("parcels");
         let order = parcels.sent;
         parcels.sent += 1;
@@ -445,7 +464,7 @@ impl Network {
 
     /// The carrier task's body: deliver every parcel that is due, in order. Never completes.
     fn carry(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let now = true_ns();
+        let now = self.now_ns();
         let due: Vec<Parcel> = {
             let mut parcels = self.parcels.lock().expect("parcels");
             if parcels.carrier.is_none() {
