@@ -136,6 +136,19 @@ struct Flight {
     tiebreak: u64,
 }
 
+/// A message being sent, as its fate is decided.
+#[derive(Clone, Copy)]
+struct Sending<'a> {
+    src: &'a str,
+    dst: &'a str,
+    kind: MessageKind,
+    /// Its number among `src`'s messages of `kind` (0 when no hold rule is armed).
+    nth: u64,
+    id: u64,
+    /// True time of sending, ns.
+    now: u64,
+}
+
 /// One copy of a message in the network's queue.
 struct Parcel {
     env: Envelope,
@@ -229,16 +242,16 @@ impl NetState {
         p > 0.0 && self.rng.gen_bool(p.min(1.0))
     }
 
-    fn flight(
-        &mut self,
-        src: &str,
-        dst: &str,
-        kind: MessageKind,
-        nth: u64,
-        id: u64,
-        copy: u32,
-        now: u64,
-    ) -> Flight {
+    /// The fate of copy `copy` (0, or 1 for a duplicate) of message `m`.
+    fn flight(&mut self, m: &Sending<'_>, copy: u32) -> Flight {
+        let Sending {
+            src,
+            dst,
+            kind,
+            nth,
+            id,
+            now,
+        } = *m;
         let tiebreak = self.tiebreaks.gen::<u64>();
         if copy == 0 {
             if let Some(h) = self
@@ -401,8 +414,16 @@ impl Network {
         st.stats.duplicated += copies - 1;
         // The copies' fates are drawn in order, all before either flies.
         let now = self.now_ns();
-        let first = st.flight(src, dst, kind, nth, id, 0, now);
-        let second = (copies == 2).then(|| st.flight(src, dst, kind, nth, id, 1, now));
+        let sending = Sending {
+            src,
+            dst,
+            kind,
+            nth,
+            id,
+            now,
+        };
+        let first = st.flight(&sending, 0);
+        let second = (copies == 2).then(|| st.flight(&sending, 1));
         st.in_flight += copies;
         st.stats.held += [Some(&first), second.as_ref()]
             .into_iter()
