@@ -114,7 +114,7 @@ pub mod synthetic {
                 ..Event::new(kind)
             };
             fill(&mut e);
-            self.entries.push(Entry::Event(e));
+            self.entries.push(Entry::from(e));
             self.entries.len() as u64 - 1
         }
 
@@ -142,7 +142,7 @@ pub mod synthetic {
                 value,
                 error: None,
             };
-            self.entries.push(Entry::Op(op));
+            self.entries.push(Entry::from(op));
             self.entries.len() as u64 - 1
         }
 

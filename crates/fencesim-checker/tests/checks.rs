@@ -31,7 +31,7 @@ impl Builder {
             ..Event::new(kind)
         };
         fill(&mut ev);
-        self.entries.push(Entry::Event(ev));
+        self.entries.push(Entry::from(ev));
         self.entries.len() as u64 - 1
     }
 
@@ -66,7 +66,7 @@ impl Builder {
             value: None,
             error: None,
         };
-        self.entries.push(Entry::Op(op));
+        self.entries.push(Entry::from(op));
         self.entries.len() as u64 - 1
     }
 
@@ -83,7 +83,7 @@ impl Builder {
             value: None,
             error: None,
         };
-        self.entries.push(Entry::Op(op));
+        self.entries.push(Entry::from(op));
         self.entries.len() as u64 - 1
     }
 

@@ -104,7 +104,7 @@ impl B {
             ..Event::new(kind)
         };
         fill(&mut ev);
-        self.push(Entry::Event(ev))
+        self.push(Entry::from(ev))
     }
 
     fn lease_on(
@@ -200,7 +200,7 @@ impl B {
             error: None,
         };
         fill(&mut op);
-        self.push(Entry::Op(op))
+        self.push(Entry::from(op))
     }
 
     /// A write record (invoke or completion) on `key`; completions repeat the invoke's fields.

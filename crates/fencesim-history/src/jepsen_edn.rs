@@ -131,7 +131,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
             };
             let index = entries.len() as u64;
             if let Some(op) = read_op(&map, index).map_err(err)? {
-                entries.push(Entry::Op(op));
+                entries.push(Entry::from(op));
             }
         }
     }
@@ -313,20 +313,20 @@ mod tests {
                 token_order: Default::default(),
             },
             entries: vec![
-                Entry::Op(op(
+                Entry::from(op(
                     0,
                     OpType::Invoke,
                     OpFn::Write,
                     Some("a \"quoted\" value"),
                 )),
-                Entry::Event(Event {
+                Entry::from(Event {
                     at: Stamp {
                         index: 1,
                         ..Stamp::default()
                     },
                     ..Event::new(crate::EventKind::Grant)
                 }),
-                Entry::Op(op(2, OpType::Ok, OpFn::Write, Some("a \"quoted\" value"))),
+                Entry::from(op(2, OpType::Ok, OpFn::Write, Some("a \"quoted\" value"))),
             ],
         };
         let mut out = Vec::new();

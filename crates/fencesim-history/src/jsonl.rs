@@ -119,7 +119,7 @@ mod tests {
                 token_order: Default::default(),
             },
             entries: vec![
-                Entry::Op(Op {
+                Entry::from(Op {
                     at: Stamp {
                         index: 0,
                         time_ns: 5,
@@ -136,7 +136,7 @@ mod tests {
                     value: Some("v".into()),
                     error: None,
                 }),
-                Entry::Event(Event {
+                Entry::from(Event {
                     at: Stamp {
                         index: 1,
                         time_ns: 9,

@@ -80,13 +80,13 @@ impl Recorder {
     /// Record a client operation (its `at` is filled in here).
     pub fn op(&self, clocks: &Clocks, mut op: Op) -> u64 {
         op.at = self.stamp(clocks, &op.node);
-        self.append(Entry::Op(op))
+        self.append(Entry::from(op))
     }
 
     /// Record an event (its `at` is filled in here).
     pub fn event(&self, clocks: &Clocks, mut event: Event) -> u64 {
         event.at = self.stamp(clocks, &event.node);
-        self.append(Entry::Event(event))
+        self.append(Entry::from(event))
     }
 }
 
