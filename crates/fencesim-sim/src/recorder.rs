@@ -5,7 +5,7 @@ use std::sync::{Mutex, OnceLock};
 
 use fencesim_history::{Entry, Event, Op, Stamp};
 
-use crate::clock::Clocks;
+use crate::clock::{Clocks, NodeClock};
 
 /// The history being recorded. Shared with the thread that runs the simulation, so that a run
 /// that panics still leaves everything recorded up to the panic.
@@ -42,30 +42,16 @@ impl Recorder {
         std::mem::take(&mut *self.entries.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// The stamp of the next record, made by `node`: its index, the true time and `node`'s
-    /// clocks. No other record can come between (tasks run one at a time, and the caller
-    /// appends before it awaits anything).
-    fn stamp(&self, clocks: &Clocks, node: &str) -> Stamp {
+    /// Append the entry `make` builds from its stamp: the next index, the true time, and the
+    /// readings of `clock` (the recording node's). Returns the index.
+    fn append(&self, clock: NodeClock, make: impl FnOnce(Stamp) -> Entry) -> u64 {
         let time_ns = self
             .time
             .get_or_init(madsim::time::TimeHandle::current)
             .elapsed()
             .as_nanos() as u64;
-        let clock = clocks.get(node);
-        let index = self.entries.lock().expect("recorder").len() as u64;
-        Stamp {
-            index,
-            time_ns,
-            mono_ms: clock.mono.read_ms(time_ns),
-            wall_ms: clock.wall.read_ms(time_ns),
-        }
-    }
-
-    /// Append `entry`, stamped by [`Recorder::stamp`]; returns its index.
-    fn append(&self, entry: Entry) -> u64 {
         let mut entries = self.entries.lock().expect("recorder");
         let index = entries.len() as u64;
-        debug_assert_eq!(entry.at().index, index);
         // A run that records this much has lost its way (a livelock, or a scenario far larger
         // than intended); stop it before it eats the machine's memory.
         assert!(
@@ -73,20 +59,31 @@ impl Recorder {
             "history limit exceeded: {} records",
             self.limit
         );
-        entries.push(entry);
+        entries.push(make(Stamp {
+            index,
+            time_ns,
+            mono_ms: clock.mono.read_ms(time_ns),
+            wall_ms: clock.wall.read_ms(time_ns),
+        }));
         index
     }
 
     /// Record a client operation (its `at` is filled in here).
     pub fn op(&self, clocks: &Clocks, mut op: Op) -> u64 {
-        op.at = self.stamp(clocks, &op.node);
-        self.append(Entry::from(op))
+        let clock = clocks.get(&op.node);
+        self.append(clock, |at| {
+            op.at = at;
+            Entry::from(op)
+        })
     }
 
     /// Record an event (its `at` is filled in here).
     pub fn event(&self, clocks: &Clocks, mut event: Event) -> u64 {
-        event.at = self.stamp(clocks, &event.node);
-        self.append(Entry::from(event))
+        let clock = clocks.get(&event.node);
+        self.append(clock, |at| {
+            event.at = at;
+            Entry::from(event)
+        })
     }
 }
 

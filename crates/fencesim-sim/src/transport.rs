@@ -486,7 +486,7 @@ impl Network {
     /// The carrier task's body: deliver every parcel that is due, in order. Never completes.
     fn carry(&self, cx: &mut Context<'_>) -> Poll<()> {
         let now = self.now_ns();
-        let due: Vec<Parcel> = {
+        {
             let mut parcels = self.parcels.lock().expect("parcels");
             if parcels.carrier.is_none() {
                 for delay_ns in std::mem::take(&mut parcels.unarmed) {
@@ -494,18 +494,21 @@ impl Network {
                 }
                 parcels.carrier = Some(cx.waker().clone());
             }
-            let later = parcels.queue.split_off(&(now + 1, 0, 0));
-            std::mem::replace(&mut parcels.queue, later)
-                .into_values()
-                .collect()
-        };
-        for parcel in due {
+        }
+        while let Some(parcel) = self.next_due(now) {
             if let Some(detail) = &parcel.held {
                 self.record_hold(Phase::End, &parcel.env, detail);
             }
             self.deliver(parcel.env);
         }
         Poll::Pending
+    }
+
+    /// The first parcel in the queue if it is due at `now_ns`, taken out of the queue.
+    fn next_due(&self, now_ns: u64) -> Option<Parcel> {
+        let mut parcels = self.parcels.lock().expect("parcels");
+        let first = parcels.queue.first_entry()?;
+        (first.key().0 <= now_ns).then(|| first.remove())
     }
 
     fn deliver(&self, env: Envelope) {
