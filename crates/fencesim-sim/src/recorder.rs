@@ -50,6 +50,11 @@ impl Recorder {
             .get_or_init(madsim::time::TimeHandle::current)
             .elapsed()
             .as_nanos() as u64;
+        self.append_at(time_ns, clock, make)
+    }
+
+    /// [`Recorder::append`] at true time `time_ns`.
+    fn append_at(&self, time_ns: u64, clock: NodeClock, make: impl FnOnce(Stamp) -> Entry) -> u64 {
         let mut entries = self.entries.lock().expect("recorder");
         let index = entries.len() as u64;
         // A run that records this much has lost its way (a livelock, or a scenario far larger
@@ -74,6 +79,16 @@ impl Recorder {
         self.append(clock, |at| {
             op.at = at;
             Entry::from(op)
+        })
+    }
+
+    /// Record an event that happens at true time `time_ns`, which madsim's clock does not show
+    /// yet: a message's arrival, delivered while madsim advances its clock to it.
+    pub fn event_at(&self, time_ns: u64, clocks: &Clocks, mut event: Event) -> u64 {
+        let clock = clocks.get(&event.node);
+        self.append_at(time_ns, clock, |at| {
+            event.at = at;
+            Entry::from(event)
         })
     }
 

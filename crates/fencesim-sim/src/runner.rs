@@ -278,7 +278,6 @@ async fn simulate(
         handle.kill(node.as_str());
     }
     handle.kill(crate::transport::NEMESIS_NODE);
-    handle.kill(crate::transport::NETWORK_NODE);
 }
 
 /// Create node `name` whose main task is `init()`, run again by madsim on every restart.

@@ -2,11 +2,13 @@
 //!
 //! madsim's network has one latency range and cannot hold, duplicate or one-way-drop a chosen
 //! message, so messages travel here instead. A message waits out its delay in the network's
-//! queue of parcels; one carrier task on the `network` node, which no fault pauses, delivers
-//! each when its time comes (one madsim timer per message, no task per message). A sender that
-//! freezes or crashes after sending does not delay what it sent. A paused receiver's messages
-//! wait in its mailbox until it runs again; a crashed receiver's are lost. Messages due at the
-//! same instant are delivered in the order they were sent.
+//! queue of parcels, and one madsim timer per message delivers it when its time comes: the
+//! timer's waker is the network's own ([`Arrival`]), which puts what is due in the receivers'
+//! mailboxes as madsim's clock reaches it, before any task runs at that instant. No task
+//! carries messages, and nothing a fault does to a node delays them: a sender that freezes or
+//! crashes after sending does not delay what it sent. A paused receiver's messages wait in its
+//! mailbox until it runs again; a crashed receiver's are lost. Messages due at the same instant
+//! arrive in an order drawn from the seed.
 //!
 //! Partitions act at both ends of the flight: a message is dropped when it is sent over a cut
 //! link, and also when the link is cut at the moment it would arrive (like packets on a cable
@@ -16,8 +18,8 @@
 //! (not madsim's `call_timeout`, whose late replies pile up in the endpoint's mailbox).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Wake, Waker};
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
@@ -31,8 +33,6 @@ use crate::clock::Clocks;
 use crate::message::Message;
 use crate::recorder::Recorder;
 
-/// Name of the helper node that carries messages.
-pub const NETWORK_NODE: &str = "network";
 /// Node name under which nemesis events are recorded.
 pub const NEMESIS_NODE: &str = "nemesis";
 
@@ -162,21 +162,34 @@ const TIEBREAK_SALT: u64 = 0x7469_6562_7265_616b;
 /// The shortest wait madsim's timers allow (its sleeps last at least 1 ms).
 const MIN_DELAY_NS: u64 = 1_000_000;
 
-/// Messages in flight and the carrier that delivers them.
+/// Messages in flight.
 #[derive(Default)]
 struct Parcels {
     /// By (true time due, ns; the copy's tiebreak; order of sending).
     queue: BTreeMap<(u64, u64, u64), Parcel>,
     sent: u64,
-    /// The carrier task's waker, once the task has first run.
-    carrier: Option<Waker>,
-    /// Delays (ns) of parcels queued before the carrier first ran, whose timers are not armed.
-    unarmed: Vec<u64>,
 }
 
-/// Wake `carrier` after `delay_ns` of simulated time.
-fn arm(carrier: &Waker, delay_ns: u64) {
-    crate::timer::wake_after(carrier, Duration::from_nanos(delay_ns));
+/// The waker of a parcel's timer: when madsim's clock reaches `due_ns`, it delivers every
+/// parcel due by then. madsim calls timer wakers while it advances its clock and before it
+/// records the new time, so the arrival time is `due_ns`, not the clock's reading; and it holds
+/// its timer heap then, so delivering must not arm a timer (it only fills mailboxes and wakes
+/// their receivers, as madsim's own network does from its timers).
+struct Arrival {
+    net: Weak<Network>,
+    due_ns: u64,
+}
+
+impl Wake for Arrival {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(net) = self.net.upgrade() {
+            net.arrive(self.due_ns);
+        }
+    }
 }
 
 impl NetState {
@@ -310,13 +323,14 @@ impl NetState {
 
 /// The simulated network.
 pub struct Network {
+    /// This network, for the wakers of its timers.
+    me: Weak<Network>,
     state: Mutex<NetState>,
     parcels: Mutex<Parcels>,
     /// The run's clock (cheaper to keep than to look up at every message).
     time: madsim::time::TimeHandle,
     /// Each node's name, shared by every envelope from or to it, and its mailbox.
     mailboxes: BTreeMap<String, (Arc<str>, Sender<Envelope>)>,
-    carrier: madsim::runtime::NodeHandle,
     recorder: Arc<Recorder>,
     clocks: Arc<Clocks>,
 }
@@ -342,10 +356,6 @@ impl Network {
             mailboxes.insert(node.to_owned(), (Arc::from(node), tx));
             inboxes.insert(node.to_owned(), rx);
         }
-        let carrier = madsim::runtime::Handle::current()
-            .create_node()
-            .name(NETWORK_NODE)
-            .build();
         let tiebreaks = Xoshiro256PlusPlus::seed_from_u64(rng.clone().gen::<u64>() ^ TIEBREAK_SALT);
         let state = NetState {
             rng,
@@ -359,18 +369,15 @@ impl Network {
             in_flight: 0,
             stats: NetStats::default(),
         };
-        let net = Arc::new(Network {
+        let net = Arc::new_cyclic(|me| Network {
+            me: me.clone(),
             state: Mutex::new(state),
             parcels: Mutex::new(Parcels::default()),
             time: madsim::time::TimeHandle::current(),
             mailboxes,
-            carrier,
             recorder,
             clocks,
         });
-        let carrier = Arc::clone(&net);
-        net.carrier
-            .spawn(std::future::poll_fn(move |cx| carrier.carry(cx)));
         (net, inboxes)
     }
 
@@ -462,46 +469,43 @@ impl Network {
     }
 
     fn fly(&self, env: Envelope, flight: Flight) {
+        let now = self.now_ns();
         if let Some(detail) = &flight.held {
-            self.record_hold(Phase::Start, &env, detail);
+            self.record_hold(Phase::Start, &env, detail, now);
         }
         let delay_ns = flight.delay_ns.max(MIN_DELAY_NS);
-        let due_ns = self.now_ns() + delay_ns;
-        let mut parcels = self.parcels.lock().expect("parcels");
-        let order = parcels.sent;
-        parcels.sent += 1;
-        let parcel = Parcel {
-            env,
-            held: flight.held,
-        };
-        parcels
-            .queue
-            .insert((due_ns, flight.tiebreak, order), parcel);
-        match &parcels.carrier {
-            Some(carrier) => arm(carrier, delay_ns),
-            None => parcels.unarmed.push(delay_ns),
-        }
-    }
-
-    /// The carrier task's body: deliver every parcel that is due, in order. Never completes.
-    fn carry(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let now = self.now_ns();
+        let due_ns = now + delay_ns;
         {
             let mut parcels = self.parcels.lock().expect("parcels");
-            if parcels.carrier.is_none() {
-                for delay_ns in std::mem::take(&mut parcels.unarmed) {
-                    arm(cx.waker(), delay_ns);
-                }
-                parcels.carrier = Some(cx.waker().clone());
-            }
+            let order = parcels.sent;
+            parcels.sent += 1;
+            let parcel = Parcel {
+                env,
+                held: flight.held,
+            };
+            parcels
+                .queue
+                .insert((due_ns, flight.tiebreak, order), parcel);
         }
-        while let Some(parcel) = self.next_due(now) {
+        let arrival = Arrival {
+            net: self.me.clone(),
+            due_ns,
+        };
+        crate::timer::wake_after(
+            &Waker::from(Arc::new(arrival)),
+            Duration::from_nanos(delay_ns),
+        );
+    }
+
+    /// Deliver, in order, every parcel due by `now_ns` (the true time, from a timer's
+    /// [`Arrival`]).
+    fn arrive(&self, now_ns: u64) {
+        while let Some(parcel) = self.next_due(now_ns) {
             if let Some(detail) = &parcel.held {
-                self.record_hold(Phase::End, &parcel.env, detail);
+                self.record_hold(Phase::End, &parcel.env, detail, now_ns);
             }
             self.deliver(parcel.env);
         }
-        Poll::Pending
     }
 
     /// The first parcel in the queue if it is due at `now_ns`, taken out of the queue.
@@ -542,8 +546,10 @@ impl Network {
         }
     }
 
-    fn record_hold(&self, phase: Phase, env: &Envelope, detail: &str) {
-        self.recorder.event(
+    /// Record the start or end of a hold at true time `at_ns`.
+    fn record_hold(&self, phase: Phase, env: &Envelope, detail: &str, at_ns: u64) {
+        self.recorder.event_at(
+            at_ns,
             &self.clocks,
             Event {
                 node: NEMESIS_NODE.to_owned(),
