@@ -25,10 +25,10 @@ fn madsim_sleep(duration: Duration) -> madsim::time::Sleep {
     madsim::time::sleep(duration)
 }
 
-/// Wake `waker` once `duration` (at least 1 ms) of simulated time has passed: one timer, for
-/// a task other than the current one (the network's carrier, from the sender's task).
-pub(crate) fn wake_after(waker: &Waker, duration: Duration) {
-    let mut sleep = madsim_sleep(duration);
+/// Call `waker` once `duration` (at least 1 ms) of `time` has passed: one timer, whose waker
+/// is not the current task's (a message's arrival).
+pub(crate) fn wake_after(time: &madsim::time::TimeHandle, waker: &Waker, duration: Duration) {
+    let mut sleep = time.sleep(duration);
     // Polling the sleep registers its timer with `waker`; it is not due yet (at least 1 ms).
     let _ = Pin::new(&mut sleep).poll(&mut Context::from_waker(waker));
 }

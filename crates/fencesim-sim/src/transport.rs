@@ -491,10 +491,8 @@ impl Network {
             net: self.me.clone(),
             due_ns,
         };
-        crate::timer::wake_after(
-            &Waker::from(Arc::new(arrival)),
-            Duration::from_nanos(delay_ns),
-        );
+        let waker = Waker::from(Arc::new(arrival));
+        crate::timer::wake_after(&self.time, &waker, Duration::from_nanos(delay_ns));
     }
 
     /// Deliver, in order, every parcel due by `now_ns` (the true time, from a timer's
