@@ -505,11 +505,18 @@ use fencesim::run::MAX_SWEEP_SEEDS;
 fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
     let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
     let (a, b) = range.split_once("..").ok_or_else(bad)?;
-    let (a, b): (u64, u64) = (
+    // B may be one past the last seed, 2^64, so that seed 18446744073709551615 can be swept too.
+    let (a, b): (u64, u128) = (
         a.trim().parse().map_err(|_| bad())?,
         b.trim().parse().map_err(|_| bad())?,
     );
-    if a >= b {
+    if b > 1 << 64 {
+        return Err(format!(
+            "--seeds: {range:?} ends past the last seed: B is at most 18446744073709551616 (one past {})",
+            u64::MAX
+        ));
+    }
+    if u128::from(a) >= b {
         return Err(bad());
     }
     let (index, count) = match shard {
@@ -525,16 +532,19 @@ fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
         }
     };
     // Every `count`-th seed from `a + index`, without walking the whole range.
-    let first = a.saturating_add(index);
+    let first = u128::from(a) + u128::from(index);
     let n = if first >= b {
         0
     } else {
-        (b - first - 1) / count + 1
+        (b - first - 1) / u128::from(count) + 1
     };
-    if n > MAX_SWEEP_SEEDS {
+    if n > u128::from(MAX_SWEEP_SEEDS) {
         return Err(format!("--seeds: {n} seeds selected; at most {MAX_SWEEP_SEEDS} per sweep (split it with --shard)"));
     }
-    Ok((0..n).map(|i| first + i * count).collect())
+    // Every seed selected is below b <= 2^64, so each fits a u64.
+    Ok((0..n)
+        .map(|i| (first + i * u128::from(count)) as u64)
+        .collect())
 }
 
 fn print_seed(done: &SeedRun, expect: bool) {
@@ -763,7 +773,7 @@ fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
     use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
     let opts = RunOptions::in_memory();
     say!(
-        "{:<28} {:>8} {:>10} {:>12} {:>16} {:>16}",
+        "{:<40} {:>8} {:>10} {:>12} {:>16} {:>16}",
         "scenario",
         "seeds/s",
         "records",
@@ -808,7 +818,7 @@ fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
             }
         };
         say!(
-            "{:<28} {:>8.1} {:>10} {:>12.0} {:>16} {:>16}",
+            "{:<40} {:>8.1} {:>10} {:>12.0} {:>16} {:>16}",
             scenario.name,
             list.len() as f64 / seconds.max(1e-9),
             records / list.len().max(1) as u64,

@@ -321,7 +321,7 @@ pub fn sweep_until<T: Send>(
     let next = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
     let results: Mutex<Vec<(usize, std::io::Result<T>)>> = Mutex::new(Vec::new());
-    // Worker threads sit outside any simulation; each only calls into `evaluate`.
+    // Worker threads sit outside any simulation; each only calls into `judge`.
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {

@@ -748,3 +748,38 @@ fn keeping_a_role_needs_renewals_to_lose_it_by() {
         "a client without renew_ms is never told its lease is lost by a renewal",
     );
 }
+
+#[test]
+fn a_seed_range_past_the_last_seed_is_refused_and_the_last_seed_can_be_swept() {
+    let out = out_dir("seeds-past-the-end");
+    let explore = |range: &str| {
+        fencesim(&[
+            "explore",
+            "pause-fenced",
+            "--seeds",
+            range,
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = explore("18446744073709551615..18446744073709551617");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("ends past the last seed: B is at most 18446744073709551616"),
+        "{}",
+        text(&o).1
+    );
+    // The last seed, u64::MAX, is the range ending at 2^64.
+    let o = explore("18446744073709551615..18446744073709551616");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
+    assert!(
+        text(&o)
+            .0
+            .contains("1 seed run of 18446744073709551615..18446744073709551616"),
+        "{}",
+        text(&o).0
+    );
+}

@@ -165,17 +165,19 @@ impl<'h> CausalGraph<'h> {
 
     /// The chain behind `witnesses`: each step one phrase, in history order.
     pub fn chain(&self, witnesses: &[u64]) -> Vec<String> {
-        let mut picked: BTreeSet<u64> = BTreeSet::new();
+        // Each witness's ancestors, nearest first.
         let reversed = Reversed(&self.graph);
+        let mut ancestries: Vec<Vec<(usize, u64)>> = Vec::new();
         for w in witnesses {
             let Some(&start) = self.by_index.get(w) else {
                 continue;
             };
             let mut depth: BTreeMap<NodeIndex, usize> = BTreeMap::from([(start, 0)]);
             let mut bfs = Bfs::new(reversed, start);
+            let mut ancestry = Vec::new();
             while let Some(n) = bfs.next(reversed) {
                 let d = depth[&n];
-                picked.insert(self.graph[n].at.index);
+                ancestry.push((d, self.graph[n].at.index));
                 for parent in self
                     .graph
                     .neighbors_directed(n, petgraph::Direction::Incoming)
@@ -186,11 +188,22 @@ impl<'h> CausalGraph<'h> {
                     break;
                 }
             }
+            ancestries.push(ancestry);
         }
-        // Keep the witnesses and the steps nearest to them.
-        let steps: Vec<u64> = picked.into_iter().collect();
-        let skip = steps.len().saturating_sub(MAX_STEPS);
-        steps[skip..]
+        // Keep the steps nearest to the witnesses, level by level across all of them, so that
+        // one witness's long past cannot crowd out another's own grant or hold.
+        let mut picked: BTreeSet<u64> = BTreeSet::new();
+        'levels: for level in 0..=DEPTH {
+            for ancestry in &ancestries {
+                for &(_, index) in ancestry.iter().filter(|(d, _)| *d == level) {
+                    if picked.len() >= MAX_STEPS {
+                        break 'levels;
+                    }
+                    picked.insert(index);
+                }
+            }
+        }
+        picked
             .iter()
             .map(|i| {
                 let e = self.graph[self.by_index[i]];
