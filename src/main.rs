@@ -337,6 +337,15 @@ fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
         }
         worst = worse(worst, code);
     }
+    if opts.check_determinism {
+        // A failed rerun is the seed's verdict (simulation failed); a passed one says so here.
+        let same = runs.iter().filter(|d| d.report.failure.is_none()).count();
+        say!(
+            "determinism: {same} of {} seed{} ran twice with the same history",
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" }
+        );
+    }
     if !single {
         let met = runs.iter().filter(|d| d.report.expectation.met).count();
         let (first, last) = (seeds[0], seeds[seeds.len() - 1]);

@@ -142,7 +142,7 @@ pub fn shrink(
     }
     current.name = format!("{}-seed-{seed}-min", scenario.name);
     current.description = format!(
-        "The smallest failing run found by `fencesim shrink` from seed {seed} of {}: it still shows {}.\n{}",
+        "The smallest failing run found by `fencesim shrink` from seed {seed} of {}: it still shows {}.\nThe scenario it was shrunk from:\n{}",
         scenario.name,
         kind.as_str(),
         scenario.description.trim_end()

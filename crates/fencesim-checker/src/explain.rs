@@ -6,7 +6,8 @@
 //!   lease expiring, a service whose clock jumped expiring a lease) while it lasted;
 //! - a grant to the end of that lease (expire, release, revoke), to the writes made under it
 //!   (accept, reject) and to its holder's belief;
-//! - a lease end to the next grant of the same lock (the lock was free);
+//! - a lease end to the next grant of the same lock (the lock was free), and to the writes
+//!   made with that lease's token after it ended (they came too late);
 //! - a fault's end to the first write of the node it hit that landed after it (a paused
 //!   writer's write, a held message), and a lock service's crash or restore to its next grant;
 //! - a held message's hold to the write it carried.
@@ -82,9 +83,11 @@ impl<'h> CausalGraph<'h> {
         self.graph.update_edge(a, b, ());
     }
 
-    /// Grants to their ends, writes and beliefs; lease ends to the lock's next grant.
+    /// Grants to their ends, writes and beliefs; lease ends to the lock's next grant and to
+    /// the lease's late writes.
     fn link_leases(&mut self, events: &[&'h Event]) {
         let mut grants: BTreeMap<(&str, u64), &Event> = BTreeMap::new();
+        let mut ends: BTreeMap<(&str, u64), &Event> = BTreeMap::new();
         let mut last_end: BTreeMap<&str, &Event> = BTreeMap::new();
         for e in events {
             let holder = e.holder.as_deref().unwrap_or_default();
@@ -99,7 +102,13 @@ impl<'h> CausalGraph<'h> {
                     if let Some(grant) = grants.get(&(holder, t)).copied() {
                         self.link(grant, e);
                     }
+                    if is_write(e) {
+                        if let Some(end) = ends.get(&(holder, t)).copied() {
+                            self.link(end, e);
+                        }
+                    }
                     if is_lease_end(e) {
+                        ends.insert((holder, t), e);
                         if let Some(lock) = e.lock.as_deref() {
                             last_end.insert(lock, e);
                         }
@@ -257,7 +266,7 @@ fn phrase(e: &Event, caller: Option<&str>) -> String {
         (EventKind::Hold, Some(Phase::Start)) => {
             format!("the network held a message at {at}{detail}")
         }
-        (EventKind::Hold, _) => format!("the held message was delivered at {at}"),
+        (EventKind::Hold, _) => format!("the held message was delivered at {at}{detail}"),
         (EventKind::Partition, Some(Phase::Start)) => format!("{target} was cut off at {at}"),
         (EventKind::Partition, _) => format!("{target}'s partition healed at {at}"),
         (EventKind::Stall, Some(Phase::Start)) => {
