@@ -100,7 +100,22 @@ impl ExploreSummary {
         stopped_early: bool,
         seconds: f64,
     ) -> Self {
-        let mut s = ExploreSummary {
+        let mut s = Self::start(report_scenario, seeds, shard);
+        for o in outcomes {
+            s.add(o);
+        }
+        s.finish(stopped_early, seconds)
+    }
+
+    /// An empty tally of a sweep of `scenario` over `seeds`, to [`ExploreSummary::add`] each
+    /// seed's outcome to as it comes (a sweep need not keep them) and then
+    /// [`ExploreSummary::finish`].
+    pub fn start(
+        report_scenario: &fencesim_scenario::Scenario,
+        seeds: &str,
+        shard: Option<&str>,
+    ) -> Self {
+        ExploreSummary {
             schema_version: SUMMARY_SCHEMA_VERSION,
             scenario: report_scenario.name.clone(),
             scenario_sha256: scenario_digest(report_scenario),
@@ -110,8 +125,8 @@ impl ExploreSummary {
                 .map(|(i, n)| format!("{i}/{n}"))
                 .into_iter()
                 .collect(),
-            seeds_run: outcomes.len() as u64,
-            stopped_early,
+            seeds_run: 0,
+            stopped_early: false,
             valid: 0,
             invalid: 0,
             unknown: 0,
@@ -120,16 +135,22 @@ impl ExploreSummary {
             expectation_met: 0,
             counterexamples: Vec::new(),
             counterexample_count: 0,
-            seconds,
-            seeds_per_second: outcomes.len() as f64 / seconds.max(1e-9),
-        };
-        for o in outcomes {
-            s.add(o);
+            seconds: 0.0,
+            seeds_per_second: 0.0,
         }
-        s
     }
 
-    fn add(&mut self, o: &SeedOutcome) {
+    /// The sweep is over: whether it stopped early, and how long it took (real seconds).
+    pub fn finish(mut self, stopped_early: bool, seconds: f64) -> Self {
+        self.stopped_early = stopped_early;
+        self.seconds = seconds;
+        self.seeds_per_second = self.seeds_run as f64 / seconds.max(1e-9);
+        self
+    }
+
+    /// Count one seed's outcome (in seed order).
+    pub fn add(&mut self, o: &SeedOutcome) {
+        self.seeds_run += 1;
         match o.verdict {
             RunVerdict::Valid => self.valid += 1,
             RunVerdict::Invalid => self.invalid += 1,

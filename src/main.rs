@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
-use fencesim::run::{default_jobs, sweep, sweep_until, write, Judged, RunOptions, SeedRun};
+use fencesim::run::{default_jobs, sweep, sweep_fold, write, Judged, RunOptions, SeedRun};
 
 mod progress;
 use fencesim::{bundled, exit, report::RunVerdict, Scenario};
@@ -402,17 +402,31 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         Ok((outcome, kept))
     };
     let stop = |(outcome, _): &(SeedOutcome, Option<Written>)| !args.keep_going && !outcome.met;
-    let results = sweep_until(&scenario, &seeds, args.jobs, &opts, handle, stop);
+    // Each seed is counted as its turn comes and forgotten, so a long sweep's memory stays
+    // flat; only the counterexamples are kept, to print and write below.
+    let start = (
+        ExploreSummary::start(&scenario, &args.seeds, args.shard.as_deref()),
+        Vec::new(),
+    );
+    let fold = |(mut summary, mut kept): (ExploreSummary, Vec<Written>), (outcome, written)| {
+        summary.add(&outcome);
+        kept.extend(written);
+        (summary, kept)
+    };
+    let results = sweep_fold(
+        &scenario, &seeds, args.jobs, &opts, handle, stop, start, fold,
+    );
     progress.finish();
     let seconds = clock.seconds();
-    let (outcomes, kept): (Vec<SeedOutcome>, Vec<Option<Written>>) = match results {
-        Ok(r) => r.into_iter().unzip(),
+    let (summary, kept) = match results {
+        Ok(r) => r,
         Err(e) => return unwritable(&opts.out, &e),
     };
-    let stopped_early = outcomes.len() < seeds.len();
+    let stopped_early = summary.seeds_run < seeds.len() as u64;
+    let summary = summary.finish(stopped_early, seconds);
     let mut worst = exit::VALID;
     let mut first_report = None;
-    for written in kept.into_iter().flatten() {
+    for written in kept {
         let done = match written {
             Written::Done(run) => *run,
             Written::Pending(done) => match done.serialize().and_then(|e| write(&opts.out, e)) {
@@ -424,14 +438,6 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         worst = worse(worst, seed_exit_code(&done.report, true));
         first_report.get_or_insert(done.report_path);
     }
-    let summary = ExploreSummary::tally(
-        &scenario,
-        &args.seeds,
-        args.shard.as_deref(),
-        &outcomes,
-        stopped_early,
-        seconds,
-    );
     for line in summary.lines() {
         say!("{line}");
     }

@@ -1,9 +1,9 @@
 //! One seed end to end: simulate, check, write history.jsonl and report.json.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use fencesim_history::write_jsonl;
 use fencesim_scenario::Scenario;
@@ -318,35 +318,85 @@ pub fn sweep_until<T: Send>(
     handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
     stop: impl Fn(&T) -> bool + Sync,
 ) -> std::io::Result<Vec<T>> {
+    let fold = |mut all: Vec<T>, t| {
+        all.push(t);
+        all
+    };
+    sweep_fold(scenario, seeds, jobs, opts, handle, stop, Vec::new(), fold)
+}
+
+/// [`sweep_until`], folding each result into `acc` in seed order as it comes instead of
+/// keeping them all: a sweep's memory then stays flat however many seeds it runs (only
+/// results that finished ahead of an earlier seed wait, a few per worker). `fold` sees the
+/// same results, in the same order, whatever `jobs` is. Returns the accumulator, or the first
+/// error in seed order.
+#[allow(clippy::too_many_arguments)]
+pub fn sweep_fold<T: Send, A>(
+    scenario: &Scenario,
+    seeds: &[u64],
+    jobs: usize,
+    opts: &RunOptions,
+    handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
+    stop: impl Fn(&T) -> bool + Sync,
+    init: A,
+    mut fold: impl FnMut(A, T) -> A,
+) -> std::io::Result<A> {
+    // Taken out for each fold and put back: `fold` owns the accumulator while it runs.
+    let mut acc = Some(init);
     let next = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
-    let results: Mutex<Vec<(usize, std::io::Result<T>)>> = Mutex::new(Vec::new());
+    let (sender, finished) = std::sync::mpsc::channel::<(usize, std::io::Result<T>)>();
+    let mut outcome: std::io::Result<()> = Ok(());
     // Worker threads sit outside any simulation; each only calls into `judge`.
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
-            scope.spawn(|| loop {
+            let sender = sender.clone();
+            let (next, stopped, handle, stop) = (&next, &stopped, &handle, &stop);
+            scope.spawn(move || loop {
                 if stopped.load(Ordering::Relaxed) {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { break };
                 let result = handle(judge(scenario, seed, opts));
-                if result.as_ref().map_or(true, &stop) {
+                if result.as_ref().map_or(true, stop) {
                     stopped.store(true, Ordering::Relaxed);
                 }
-                results.lock().expect("sweep results").push((i, result));
+                if sender.send((i, result)).is_err() {
+                    break;
+                }
             });
         }
+        drop(sender);
+        // Results that finished ahead of an earlier seed wait here for their turn.
+        let mut waiting: BTreeMap<usize, std::io::Result<T>> = BTreeMap::new();
+        let mut turn = 0;
+        let mut done = false;
+        for (i, result) in finished {
+            if done {
+                continue;
+            }
+            waiting.insert(i, result);
+            while let Some(result) = waiting.remove(&turn) {
+                turn += 1;
+                match result {
+                    Ok(t) => {
+                        let last = stop(&t);
+                        acc = acc.take().map(|a| fold(a, t));
+                        done = last;
+                    }
+                    Err(e) => {
+                        outcome = Err(e);
+                        done = true;
+                    }
+                }
+                if done {
+                    break;
+                }
+            }
+        }
     });
-    let mut results = results.into_inner().expect("sweep results");
-    results.sort_by_key(|(i, _)| *i);
-    let first_stop = results
-        .iter()
-        .position(|(_, r)| r.as_ref().map_or(true, &stop));
-    if let Some(cut) = first_stop {
-        results.truncate(cut + 1);
-    }
-    results.into_iter().map(|(_, r)| r).collect()
+    outcome.map(|()| acc.expect("the accumulator is put back after every fold"))
 }
 
 /// The most seeds one sweep takes (`explore`, `check_scenario`); split larger ones into
@@ -400,6 +450,33 @@ pub fn seed_dir(out: &Path, scenario: &Scenario, seed: u64) -> PathBuf {
 mod tests {
     use super::first_different_line;
     use crate::bench::synthetic::sequential_history;
+
+    #[test]
+    fn a_fold_sees_the_seeds_in_order_up_to_the_first_stop_whatever_the_jobs() {
+        let scenario = crate::load_named("pause-fenced").expect("bundled");
+        let seeds: Vec<u64> = (0..12).collect();
+        let folded = |jobs| {
+            let handle = |done: super::Judged| Ok(done.report.seed);
+            let push = |mut all: Vec<u64>, seed| {
+                all.push(seed);
+                all
+            };
+            let opts = super::RunOptions::in_memory();
+            super::sweep_fold(
+                &scenario,
+                &seeds,
+                jobs,
+                &opts,
+                handle,
+                |s| *s == 7,
+                Vec::new(),
+                push,
+            )
+            .expect("no error")
+        };
+        assert_eq!(folded(1), (0..=7).collect::<Vec<u64>>());
+        assert_eq!(folded(3), (0..=7).collect::<Vec<u64>>());
+    }
 
     #[test]
     fn the_first_different_line_counts_the_header_as_line_one() {
