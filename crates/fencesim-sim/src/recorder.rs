@@ -45,11 +45,7 @@ impl Recorder {
     /// Append the entry `make` builds from its stamp: the next index, the true time, and the
     /// readings of `clock` (the recording node's). Returns the index.
     fn append(&self, clock: NodeClock, make: impl FnOnce(Stamp) -> Entry) -> u64 {
-        let time_ns = self
-            .time
-            .get_or_init(madsim::time::TimeHandle::current)
-            .elapsed()
-            .as_nanos() as u64;
+        let time_ns = elapsed_ns(self.time.get_or_init(madsim::time::TimeHandle::current));
         self.append_at(time_ns, clock, make)
     }
 
@@ -104,5 +100,10 @@ impl Recorder {
 
 /// True (simulated) time since the runtime started, ns.
 pub fn true_ns() -> u64 {
-    madsim::time::TimeHandle::current().elapsed().as_nanos() as u64
+    elapsed_ns(&madsim::time::TimeHandle::current())
+}
+
+/// True time on `time` (a run's madsim clock, kept by whoever reads it often), ns.
+pub(crate) fn elapsed_ns(time: &madsim::time::TimeHandle) -> u64 {
+    time.elapsed().as_nanos() as u64
 }

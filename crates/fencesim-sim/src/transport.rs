@@ -257,14 +257,7 @@ impl NetState {
 
     /// The fate of copy `copy` (0, or 1 for a duplicate) of message `m`.
     fn flight(&mut self, m: &Sending<'_>, copy: u32) -> Flight {
-        let Sending {
-            src,
-            dst,
-            kind,
-            nth,
-            id,
-            now,
-        } = *m;
+        let (src, dst, kind, nth, id, now) = (m.src, m.dst, m.kind, m.nth, m.id, m.now);
         let tiebreak = self.tiebreaks.gen::<u64>();
         if copy == 0 {
             if let Some(h) = self
@@ -458,7 +451,7 @@ impl Network {
 
     /// True (simulated) time, ns: [`crate::recorder::true_ns`] from the clock the network keeps.
     fn now_ns(&self) -> u64 {
-        self.time.elapsed().as_nanos() as u64
+        crate::recorder::elapsed_ns(&self.time)
     }
 
     /// `node`'s shared name: a reference count, not a copy, for a node of this network.
