@@ -19,6 +19,7 @@ compile_error!(
 mod client;
 pub mod clock;
 mod lease_node;
+pub mod mailbox;
 pub mod message;
 mod nemesis;
 mod primary_backup_node;

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Wake, Waker};
 use std::time::Duration;
 
-use async_channel::{Receiver, Sender};
+use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_history::{Event, EventKind, Phase};
 use fencesim_scenario::{Cut, LatencyRange, LinkSel, MessageKind, NetworkSpec};
 use rand::{Rng, SeedableRng};
@@ -165,8 +165,9 @@ const MIN_DELAY_NS: u64 = 1_000_000;
 /// Messages in flight.
 #[derive(Default)]
 struct Parcels {
-    /// By (true time due, ns; the copy's tiebreak; order of sending).
-    queue: BTreeMap<(u64, u64, u64), Parcel>,
+    /// By (true time due, ns; the copy's tiebreak; order of sending). Boxed: a B-tree node
+    /// shifts its values on every insert and removal, and an envelope is large.
+    queue: BTreeMap<(u64, u64, u64), Box<Parcel>>,
     sent: u64,
 }
 
@@ -323,13 +324,13 @@ pub struct Network {
     /// The run's clock (cheaper to keep than to look up at every message).
     time: madsim::time::TimeHandle,
     /// Each node's name, shared by every envelope from or to it, and its mailbox.
-    mailboxes: BTreeMap<String, (Arc<str>, Sender<Envelope>)>,
+    mailboxes: BTreeMap<String, (Arc<str>, Outbox<Envelope>)>,
     recorder: Arc<Recorder>,
     clocks: Arc<Clocks>,
 }
 
 /// What [`Network::new`] returns besides the network: each node's inbox.
-pub type Inboxes = BTreeMap<String, Receiver<Envelope>>;
+pub type Inboxes = BTreeMap<String, Inbox<Envelope>>;
 
 impl Network {
     /// A network connecting `nodes`. Must be called inside the madsim runtime: it creates the
@@ -345,7 +346,7 @@ impl Network {
         let mut mailboxes = BTreeMap::new();
         let mut inboxes = BTreeMap::new();
         for &node in nodes {
-            let (tx, rx) = async_channel::unbounded();
+            let (tx, rx) = mailbox();
             mailboxes.insert(node.to_owned(), (Arc::from(node), tx));
             inboxes.insert(node.to_owned(), rx);
         }
@@ -472,10 +473,10 @@ impl Network {
             let mut parcels = self.parcels.lock().expect("parcels");
             let order = parcels.sent;
             parcels.sent += 1;
-            let parcel = Parcel {
+            let parcel = Box::new(Parcel {
                 env,
                 held: flight.held,
-            };
+            });
             parcels
                 .queue
                 .insert((due_ns, flight.tiebreak, order), parcel);
@@ -500,7 +501,7 @@ impl Network {
     }
 
     /// The first parcel in the queue if it is due at `now_ns`, taken out of the queue.
-    fn next_due(&self, now_ns: u64) -> Option<Parcel> {
+    fn next_due(&self, now_ns: u64) -> Option<Box<Parcel>> {
         let mut parcels = self.parcels.lock().expect("parcels");
         let first = parcels.queue.first_entry()?;
         (first.key().0 <= now_ns).then(|| first.remove())
@@ -515,9 +516,7 @@ impl Network {
             st.stats.dropped_by_partition += 1;
         } else if let Some((_, mailbox)) = self.mailboxes.get(&*env.dst) {
             st.stats.delivered += 1;
-            // The receiving node's task owns the other end for the whole run; a closed mailbox
-            // means the simulation is shutting down and the message is simply lost.
-            let _ = mailbox.try_send(env);
+            mailbox.send(env);
         }
     }
 
@@ -533,7 +532,7 @@ impl Network {
                 op: None,
                 body,
             };
-            let _ = mailbox.try_send(env);
+            mailbox.send(env);
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_channel::{Receiver, Sender};
+use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
 use fencesim_lease::lease_record::RecordStore;
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
@@ -60,11 +60,11 @@ pub(crate) struct World {
     /// The highest log index whose effects are in the history: every replica applies every
     /// entry, but the history records each once, when it first takes effect anywhere.
     recorded_index: Mutex<u64>,
-    inboxes: BTreeMap<String, Receiver<Envelope>>,
+    inboxes: BTreeMap<String, Inbox<Envelope>>,
     beliefs: Mutex<BTreeMap<String, Belief>>,
     starts: Mutex<BTreeMap<String, u64>>,
     next_process: Mutex<u64>,
-    done: (Sender<String>, Receiver<String>),
+    done: (Outbox<String>, Inbox<String>),
 }
 
 impl World {
@@ -76,7 +76,7 @@ impl World {
         clocks: Arc<Clocks>,
         net: Arc<Network>,
         nemesis: Nemesis,
-        inboxes: BTreeMap<String, Receiver<Envelope>>,
+        inboxes: BTreeMap<String, Inbox<Envelope>>,
         resource: Resource,
     ) -> Self {
         let restores = scenario
@@ -102,7 +102,7 @@ impl World {
             beliefs: Mutex::new(BTreeMap::new()),
             starts: Mutex::new(BTreeMap::new()),
             next_process: Mutex::new(0),
-            done: async_channel::unbounded(),
+            done: mailbox(),
         }
     }
 
@@ -125,7 +125,7 @@ impl World {
     }
 
     /// The node's inbox (the same one across restarts).
-    pub fn inbox(&self, node: &str) -> Receiver<Envelope> {
+    pub fn inbox(&self, node: &str) -> Inbox<Envelope> {
         self.inboxes
             .get(node)
             .expect("every node has an inbox")
@@ -261,7 +261,7 @@ impl World {
 
     /// A client finished all its cycles.
     pub fn client_done(&self, node: &str) {
-        let _ = self.done.0.try_send(node.to_owned());
+        self.done.0.send(node.to_owned());
     }
 
     /// Wait for the next client to finish.

@@ -15,7 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_channel::Receiver;
 use fencesim_history::{Op, OpFn, OpType};
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::WriteOutcome;
@@ -23,6 +22,7 @@ use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::mailbox::Inbox;
 use crate::message::Message;
 use crate::nemesis::{sleep_until_ms, Nemesis, When};
 use crate::recorder::true_ns;
@@ -74,7 +74,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
 struct Client {
     world: Arc<World>,
     spec: ClientSpec,
-    inbox: Receiver<Envelope>,
+    inbox: Inbox<Envelope>,
     rng: Xoshiro256PlusPlus,
     process: u64,
     /// The lock service's nodes (one, or the Raft replicas) and which one to ask.
@@ -114,11 +114,7 @@ const REDIRECT_PAUSE_MS: u64 = 50;
 /// `invoke`: its grant or its refusal. Matching the operation as well as the token keeps an
 /// answer meant for an earlier entry with the same token (a service that lost its counter)
 /// from being taken for this one.
-async fn queue_answer(
-    inbox: Receiver<Envelope>,
-    entry: u64,
-    invoke: u64,
-) -> Option<AcquireOutcome> {
+async fn queue_answer(inbox: Inbox<Envelope>, entry: u64, invoke: u64) -> Option<AcquireOutcome> {
     loop {
         let env = inbox.recv().await.ok()?;
         if let Message::QueueAnswer { entry: e, outcome } = env.body {
@@ -130,7 +126,7 @@ async fn queue_answer(
 }
 
 /// The reply to request `id`, skipping anything else that arrives first.
-async fn reply_to(inbox: Receiver<Envelope>, id: u64) -> Option<Message> {
+async fn reply_to(inbox: Inbox<Envelope>, id: u64) -> Option<Message> {
     loop {
         match inbox.recv().await {
             Ok(env) if env.reply_to == Some(id) => return Some(env.body),
