@@ -60,7 +60,7 @@ fn targeted_placement_finds_the_pause_counterexample_in_fewer_seeds() {
     // is enough, so both find it, targeted sooner.
     let uniform = seeds_to_first(&counterexamples("pause-unfenced-careless-uniform", 40), 40);
     let targeted = seeds_to_first(&counterexamples("pause-unfenced-careless-targeted", 30), 30);
-    assert_eq!(median(&uniform), 2.5, "{uniform:?}");
+    assert_eq!(median(&uniform), 2.0, "{uniform:?}");
     assert_eq!(median(&targeted), 1.0, "{targeted:?}");
 }
 

@@ -52,6 +52,8 @@ pub(crate) async fn run(world: Arc<World>) {
     }
     let inbox = world.inbox(NODE);
     let mut queue = Queue::default();
+    // The expiry deadline is mostly the same from one request to the next: one timer serves.
+    let alarm = crate::timer::Alarm::default();
     loop {
         settle(&world, &mut service, &mut queue).await;
         let wake_at = [
@@ -66,7 +68,10 @@ pub(crate) async fn run(world: Arc<World>) {
                 let wait = world
                     .expiry_clock(NODE)
                     .true_ns_until(true_ns(), at_ms as i64);
-                match crate::timer::timeout(Duration::from_nanos(wait), inbox.recv()).await {
+                match alarm
+                    .timeout(Duration::from_nanos(wait), inbox.recv())
+                    .await
+                {
                     Ok(received) => received,
                     Err(_expiry_due) => continue,
                 }

@@ -9,15 +9,23 @@
 //! dropped before its deadline (the reply came first) disarms the waker it gave madsim: when
 //! that timer fires, nothing is woken.
 //!
+//! A task that waits again and again under long timeouts (a client's requests, the lease
+//! service's expiry) uses an [`Alarm`], which lets its waits share timers.
+//!
 //! Deadlines are madsim's: at least 1 ms from when the sleep is made (as tokio's and madsim's
 //! own sleeps), so moving a wait from madsim's functions to these does not move it in time.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
+
+/// A deadline on madsim's simulated clock. madsim's `Instant` is std's type, which clippy.toml
+/// disallows (it could be read from the machine's clock); these only come from madsim's sleeps.
+#[allow(clippy::disallowed_types)]
+type SimInstant = madsim::time::Instant;
 
 /// madsim's own sleep: only this module makes them.
 fn madsim_sleep(duration: Duration) -> madsim::time::Sleep {
@@ -113,6 +121,187 @@ pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Outp
     .await
 }
 
+/// A task's timeouts, sharing madsim timers from one wait to the next.
+///
+/// A client waits for each reply under a timeout of hundreds of milliseconds, and a reply
+/// usually comes within a few. With [`timeout`], each wait arms a timer that madsim keeps until
+/// its deadline, long after the reply: about one stale timer in madsim's heap per request. An
+/// alarm arms a timer only when none of its timers still pending fires at or before the new
+/// deadline. A wait whose deadline is later than such a timer lets it fire, is polled then
+/// (early, and only if it is still waiting), and arms one for its own deadline. So a task that
+/// waits for replies arms about one timer per timeout period instead of one per request, and
+/// wakes at every deadline it waits for, as with [`timeout`].
+///
+/// For one task's waits, one at a time (the task's waker is the one woken).
+#[derive(Default)]
+pub(crate) struct Alarm {
+    shared: Arc<Mutex<AlarmState>>,
+}
+
+#[derive(Default)]
+struct AlarmState {
+    /// Deadlines of this alarm's madsim timers that have not fired yet.
+    pending: Vec<SimInstant>,
+    /// The waiting task, while a wait is on.
+    waiter: Option<Waker>,
+}
+
+/// The waker an [`Alarm`] gives madsim for one of its timers.
+struct AlarmTimer {
+    shared: Weak<Mutex<AlarmState>>,
+    deadline: SimInstant,
+}
+
+impl Wake for AlarmTimer {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let waiter = {
+            let mut state = shared.lock().expect("alarm");
+            state.pending.retain(|d| *d != self.deadline);
+            state.waiter.clone()
+        };
+        if let Some(waiter) = waiter {
+            waiter.wake();
+        }
+    }
+}
+
+impl Alarm {
+    /// `future`'s output, or `Err(Elapsed)` if `duration` (at least 1 ms) passes first, as
+    /// [`timeout`] does.
+    pub(crate) async fn timeout<F: Future>(
+        &self,
+        duration: Duration,
+        future: F,
+    ) -> Result<F::Output, Elapsed> {
+        let mut future = std::pin::pin!(future);
+        // madsim's sleep, for its deadline rule (at least 1 ms); armed only if needed.
+        let mut sleep = madsim_sleep(duration);
+        let _waiting = Waiting(&self.shared);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready(Ok(output));
+            }
+            if sleep.is_elapsed() {
+                return Poll::Ready(Err(Elapsed));
+            }
+            self.wait(&mut sleep, cx);
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Be woken by `sleep`'s deadline: arm a timer for it unless a pending one fires first.
+    fn wait(&self, sleep: &mut madsim::time::Sleep, cx: &Context<'_>) {
+        let deadline = sleep.deadline();
+        let mut state = self.shared.lock().expect("alarm");
+        match &mut state.waiter {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            waiter => *waiter = Some(cx.waker().clone()),
+        }
+        if state.pending.iter().any(|d| *d <= deadline) {
+            return;
+        }
+        state.pending.push(deadline);
+        drop(state);
+        let timer = Waker::from(Arc::new(AlarmTimer {
+            shared: Arc::downgrade(&self.shared),
+            deadline,
+        }));
+        // Registers the timer with that waker; pending, since not elapsed.
+        let _ = Pin::new(sleep).poll(&mut Context::from_waker(&timer));
+    }
+}
+
+/// Ends an [`Alarm`]'s wait however it ends (done, timed out, or dropped): its timers then
+/// wake no one.
+struct Waiting<'a>(&'a Mutex<AlarmState>);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.lock().expect("alarm").waiter = None;
+    }
+}
+
 /// The deadline of a [`timeout`] passed first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Elapsed;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::true_ns;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Run `body` in a fresh simulation.
+    fn simulate<F: Future<Output = ()> + 'static>(body: F) {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(body);
+    }
+
+    /// A future that never completes and counts how often it is polled.
+    struct Never(Arc<AtomicUsize>);
+
+    impl Future for Never {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Poll::Pending
+        }
+    }
+
+    #[test]
+    fn an_alarm_times_out_at_each_waits_own_deadline() {
+        simulate(async {
+            let alarm = Alarm::default();
+            let ms = |ns: u64| ns / 1_000_000;
+            // Done before its deadline: its timer (1000 ms) stays pending in madsim's heap.
+            let done = alarm.timeout(
+                Duration::from_millis(1000),
+                sleep(Duration::from_millis(10)),
+            );
+            assert_eq!(done.await, Ok(()));
+            assert_eq!(ms(true_ns()), 10);
+            // A later deadline (1010 ms): the pending timer fires first, and the wait still
+            // ends at its own deadline, not at the earlier timer's.
+            let polls = Arc::new(AtomicUsize::new(0));
+            let waited = alarm.timeout(Duration::from_millis(1000), Never(Arc::clone(&polls)));
+            assert_eq!(waited.await, Err(Elapsed));
+            assert_eq!(ms(true_ns()), 1010);
+            // Polled when it began, when the shared timer fired at 1000 ms, and at 1010 ms.
+            assert_eq!(polls.load(Ordering::Relaxed), 3);
+            // An earlier deadline than any pending timer arms its own.
+            sleep(Duration::from_millis(5)).await;
+            let short = alarm.timeout(
+                Duration::from_millis(20),
+                Never(Arc::new(AtomicUsize::new(0))),
+            );
+            assert_eq!(short.await, Err(Elapsed));
+            assert_eq!(ms(true_ns()), 1035);
+        });
+    }
+
+    #[test]
+    fn a_finished_wait_is_not_woken_by_its_alarms_timer() {
+        simulate(async {
+            let alarm = Alarm::default();
+            let quick = alarm.timeout(Duration::from_millis(100), sleep(Duration::from_millis(1)));
+            assert_eq!(quick.await, Ok(()));
+            // No wait is on when the 100 ms timer fires: a future awaited meanwhile without the
+            // alarm is polled only by its own wakers (once at the start, once at its end).
+            let polls = Arc::new(AtomicUsize::new(0));
+            let counted = Never(Arc::clone(&polls));
+            assert_eq!(
+                timeout(Duration::from_millis(500), counted).await,
+                Err(Elapsed)
+            );
+            assert_eq!(polls.load(Ordering::Relaxed), 2);
+        });
+    }
+}

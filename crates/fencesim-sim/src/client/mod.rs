@@ -27,6 +27,7 @@ use crate::message::Message;
 use crate::nemesis::{sleep_until_ms, Nemesis, When};
 use crate::recorder::true_ns;
 use crate::seeds::{self, Stream};
+use crate::timer::Alarm;
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
 
@@ -64,6 +65,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         keepalive_stopped: false,
         granted_from_queue: false,
         last_invoke: 0,
+        alarm: Alarm::default(),
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -95,6 +97,8 @@ struct Client {
     granted_from_queue: bool,
     /// History index of the last operation's invoke (a queued acquire's answer names it).
     last_invoke: u64,
+    /// The timeouts of its requests (one madsim timer serves many short exchanges).
+    alarm: Alarm,
 }
 
 /// Where a request goes.
@@ -441,7 +445,11 @@ impl Client {
                 .net
                 .send(&self.spec.name, to, None, Some(invoke), body.clone());
             let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-            match crate::timer::timeout(left, reply_to(self.inbox.clone(), id)).await {
+            match self
+                .alarm
+                .timeout(left, reply_to(self.inbox.clone(), id))
+                .await
+            {
                 Ok(Some(Message::Redirect { leader })) => {
                     let hinted = leader
                         .as_ref()
