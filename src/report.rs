@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use fencesim_checker::{CheckResult, UnsafeExposure, Violation};
-use fencesim_history::{Entry, History};
+use fencesim_history::{Entry, EventKind, History, OpType};
 use fencesim_scenario::{Expectation, Scenario};
 use fencesim_sim::random_nemesis::NemesisPlan;
 use fencesim_sim::{NetStats, SimFailure};
@@ -131,22 +131,33 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Count the history's records by kind.
 pub fn counts(history: &History) -> Counts {
-    let mut c = Counts::default();
+    // Counted by type and kind, named once per kind at the end: this runs on every seed.
+    let mut ops: BTreeMap<OpType, u64> = BTreeMap::new();
+    let mut events: BTreeMap<EventKind, u64> = BTreeMap::new();
     let mut processes = std::collections::BTreeSet::new();
     for entry in &history.entries {
         match entry {
             Entry::Op(op) => {
-                let name = serde_json::to_value(op.op_type)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned));
-                *c.ops.entry(name.unwrap_or_default()).or_default() += 1;
+                *ops.entry(op.op_type).or_default() += 1;
                 processes.insert(op.process);
             }
-            Entry::Event(ev) => *c.events.entry(ev.event.as_str().to_owned()).or_default() += 1,
+            Entry::Event(ev) => *events.entry(ev.event).or_default() += 1,
         }
     }
-    c.processes = processes.len() as u64;
-    c
+    let op_name = |t: OpType| {
+        serde_json::to_value(t)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    Counts {
+        ops: ops.into_iter().map(|(t, n)| (op_name(t), n)).collect(),
+        events: events
+            .into_iter()
+            .map(|(k, n)| (k.as_str().to_owned(), n))
+            .collect(),
+        processes: processes.len() as u64,
+    }
 }
 
 /// The report's verdict from the check and the simulation's fate.

@@ -22,15 +22,18 @@ fn addr(group: u8, i: usize) -> SocketAddr {
 /// messages sent (requests and replies). Runs on a fresh thread, as fencesim's runs do.
 pub fn run(seed: u64, servers: usize, clients: usize, requests: u64) -> u64 {
     // Outside any simulation, as in `runner::run`: madsim's runtime is per thread.
+    // Named, so that a profiler can tell its samples from fencesim's (`fencesim-seed-N`).
     #[allow(clippy::disallowed_methods)]
-    let joined = std::thread::spawn(move || {
-        let rt = madsim::runtime::Runtime::with_seed_and_config(
-            seeds::sub_seed(seed, Stream::Runtime),
-            madsim::Config::default(),
-        );
-        rt.block_on(workload(servers, clients, requests))
-    })
-    .join();
+    let joined = std::thread::Builder::new()
+        .name(format!("raw-madsim-{seed}"))
+        .spawn(move || {
+            let rt = madsim::runtime::Runtime::with_seed_and_config(
+                seeds::sub_seed(seed, Stream::Runtime),
+                madsim::Config::default(),
+            );
+            rt.block_on(workload(servers, clients, requests))
+        })
+        .and_then(|thread| thread.join().map_err(|_| std::io::Error::other("panicked")));
     joined.unwrap_or(0)
 }
 
