@@ -133,11 +133,11 @@ pub mod synthetic {
             let op = Op {
                 at: self.stamp(),
                 process,
-                node: format!("client-{process}"),
+                node: format!("client-{process}").into(),
                 op_type,
                 f,
-                lock,
-                key,
+                lock: lock.map(Into::into),
+                key: key.map(Into::into),
                 token,
                 value,
                 error: None,
@@ -172,7 +172,7 @@ pub mod synthetic {
             let holder = format!("client-{p}");
             let lease = |e: &mut Event| {
                 e.lock = Some("l".into());
-                e.holder = Some(holder.clone());
+                e.holder = Some(holder.as_str().into());
                 e.token = Some(token);
             };
             let invoke = b.op(p, OpType::Invoke, OpFn::Acquire, None, None);
@@ -183,7 +183,7 @@ pub mod synthetic {
             b.op(p, OpType::Ok, OpFn::Acquire, Some(token), None);
             b.event(EventKind::Belief, |e| {
                 lease(e);
-                e.node = holder.clone();
+                e.node = holder.as_str().into();
                 e.phase = Some(Phase::Start);
             });
             let value = format!("{holder}/{token}");
@@ -197,7 +197,7 @@ pub mod synthetic {
             b.event(EventKind::Accept, |e| {
                 e.node = "resource".into();
                 e.key = Some("k".into());
-                e.holder = Some(holder.clone());
+                e.holder = Some(holder.as_str().into());
                 e.token = Some(token);
                 e.highest = Some(token);
                 e.op = Some(w);
@@ -212,7 +212,7 @@ pub mod synthetic {
             });
             b.event(EventKind::Belief, |e| {
                 lease(e);
-                e.node = holder.clone();
+                e.node = holder.as_str().into();
                 e.phase = Some(Phase::End);
             });
         }

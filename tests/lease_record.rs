@@ -31,7 +31,7 @@ fn store_events(h: &History) -> Vec<(EventKind, String, u64, Option<String>)> {
     h.events()
         .filter(|e| e.node == "lease-service" && e.event != EventKind::Renew)
         .map(|e| {
-            let holder = e.holder.clone().unwrap_or_default();
+            let holder = e.holder.as_deref().unwrap_or_default().to_owned();
             (e.event, holder, e.token.unwrap_or(0), e.detail.clone())
         })
         .collect()

@@ -32,8 +32,8 @@ fn service_events(h: &History, kind: EventKind) -> Vec<(String, String, u64)> {
         .filter(|e| e.event == kind)
         .map(|e| {
             (
-                e.node.clone(),
-                e.holder.clone().unwrap_or_default(),
+                e.node.to_string(),
+                e.holder.as_deref().unwrap_or_default().to_owned(),
                 e.token.unwrap_or(0),
             )
         })
@@ -68,7 +68,7 @@ fn with_sync_replication_client_2_waits_for_the_lease_and_gets_token_2() {
     let tokens: Vec<(String, u64)> = h
         .ops()
         .filter(|o| o.f == OpFn::Acquire && o.op_type == OpType::Ok)
-        .map(|o| (o.node.clone(), o.token.unwrap()))
+        .map(|o| (o.node.to_string(), o.token.unwrap()))
         .collect();
     assert_eq!(
         tokens,

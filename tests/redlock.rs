@@ -33,7 +33,7 @@ fn acquires(h: &History) -> Vec<(u64, String, OpType, Option<String>)> {
         .map(|o| {
             (
                 o.at.time_ns / 1_000_000,
-                o.node.clone(),
+                o.node.to_string(),
                 o.op_type,
                 o.error.clone(),
             )
@@ -107,7 +107,7 @@ fn the_counter_crash_hands_out_token_1_twice() {
         .iter()
         .filter_map(|e| match e {
             Entry::Op(o) if o.f == OpFn::Acquire && o.op_type == OpType::Ok => {
-                Some((o.node.clone(), o.token?))
+                Some((o.node.to_string(), o.token?))
             }
             _ => None,
         })

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencesim_history::{History, Op, OpFn, OpType, ViolationKind};
+use fencesim_history::{History, Name, Op, OpFn, OpType, ViolationKind};
 
 use crate::Violation;
 
@@ -102,10 +102,10 @@ impl<'h> Values<'h> {
 }
 
 /// The register operations of each key, pairing each invoke with its process's completion.
-fn per_key(history: &History) -> BTreeMap<String, Vec<KeyOp>> {
+fn per_key(history: &History) -> BTreeMap<Name, Vec<KeyOp>> {
     let mut values = Values::default();
     let mut pending: BTreeMap<u64, &Op> = BTreeMap::new();
-    let mut keys: BTreeMap<String, Vec<KeyOp>> = BTreeMap::new();
+    let mut keys: BTreeMap<Name, Vec<KeyOp>> = BTreeMap::new();
     let relevant = |op: &Op| matches!(op.f, OpFn::Read | OpFn::Write) && op.key.is_some();
     for op in history.ops().filter(|o| relevant(o)) {
         if op.op_type == OpType::Invoke {
@@ -144,7 +144,7 @@ fn per_key(history: &History) -> BTreeMap<String, Vec<KeyOp>> {
 
 /// A write whose outcome is unknown: it may take effect at any time after its invoke.
 fn push_pending<'h>(
-    keys: &mut BTreeMap<String, Vec<KeyOp>>,
+    keys: &mut BTreeMap<Name, Vec<KeyOp>>,
     values: &mut Values<'h>,
     invoke: &'h Op,
 ) {

@@ -1816,7 +1816,7 @@ fn model(plans: &[LeasePlan]) -> Model {
                 highest = highest.max(token);
                 let accept = b.event(Accept, "resource", |e| {
                     e.key = Some(KEY.into());
-                    e.holder = Some(node.clone());
+                    e.holder = Some(node.as_str().into());
                     e.token = Some(token);
                     e.highest = Some(highest);
                     e.op = Some(invoke);
@@ -1838,7 +1838,7 @@ fn model(plans: &[LeasePlan]) -> Model {
                     let inv = b.invoke_write(pp, &pnode, pt, &value);
                     b.event(Reject, "resource", |e| {
                         e.key = Some(KEY.into());
-                        e.holder = Some(pnode.clone());
+                        e.holder = Some(pnode.as_str().into());
                         e.token = Some(pt);
                         e.highest = Some(highest);
                         e.op = Some(inv);

@@ -17,7 +17,7 @@ use std::io::{self, Write};
 
 use edn_format::{Keyword, Value};
 
-use crate::{Entry, Event, Header, History, HistoryError, Op, OpFn, OpType, Phase, Stamp};
+use crate::{Entry, Event, Header, History, HistoryError, Name, Op, OpFn, OpType, Phase, Stamp};
 
 fn kw(name: &str) -> Value {
     Value::Keyword(Keyword::from_name(name))
@@ -68,7 +68,7 @@ fn op_map(op: &Op) -> Value {
         (kw("type"), kw(type_name(op.op_type))),
         (kw("f"), kw(f_name(op.f))),
         (kw("value"), value),
-        (kw("node"), Value::String(op.node.clone())),
+        (kw("node"), Value::String(op.node.to_string())),
     ]);
     if let (Some(token), OpFn::Read | OpFn::Write) = (op.token, op.f) {
         m.insert(kw("token"), Value::Integer(token as i64));
@@ -259,7 +259,7 @@ fn read_op(map: &BTreeMap<Value, Value>, index: u64) -> Result<Option<Op>, Strin
         process,
         node: get(map, "node")
             .and_then(text)
-            .unwrap_or_else(|| format!("process-{process}")),
+            .map_or_else(|| format!("process-{process}").into(), Name::from),
         op_type,
         f,
         lock: None,
@@ -270,11 +270,11 @@ fn read_op(map: &BTreeMap<Value, Value>, index: u64) -> Result<Option<Op>, Strin
     };
     match f {
         OpFn::Read | OpFn::Write => {
-            op.key = Some(place.unwrap_or_else(|| "register".to_owned()));
+            op.key = Some(place.map_or_else(|| "register".into(), Name::from));
             op.value = value.and_then(text);
         }
         _ => {
-            op.lock = Some(place.unwrap_or_else(|| "lock".to_owned()));
+            op.lock = Some(place.map_or_else(|| "lock".into(), Name::from));
             op.token = op.token.or(value.and_then(number));
         }
     }

@@ -16,7 +16,7 @@ mod violation;
 pub use jepsen_edn::{read_jepsen_edn, write_jepsen_edn};
 pub use jsonl::{read_jsonl, write_jsonl, HistoryError};
 pub use record::{
-    Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
+    Entry, Event, EventKind, Header, History, Name, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
 };
 pub use violation::ViolationKind;
 

@@ -2,6 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A short name in a record: a node, a lock, a resource key, a holder. Kept inline, without an
+/// allocation, up to 24 bytes, which every name fencesim makes fits: a run records thousands
+/// of them, and each was a string allocated on the simulation's thread and freed on the
+/// checker's. Reads as a `&str`; serialized as a plain JSON string.
+pub type Name = compact_str::CompactString;
+
 /// When a record happened, by every clock that matters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
@@ -91,7 +97,7 @@ pub struct Op {
     /// Jepsen process id; a process that got `info` never invokes again.
     pub process: u64,
     /// The client node's name.
-    pub node: String,
+    pub node: Name,
     /// invoke, ok, fail or info.
     #[serde(rename = "type")]
     pub op_type: OpType,
@@ -99,10 +105,10 @@ pub struct Op {
     pub f: OpFn,
     /// The lock involved (acquire, renew, release).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock: Option<String>,
+    pub lock: Option<Name>,
     /// The resource key involved (read, write).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<Name>,
     /// The fencing token presented or granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
@@ -254,7 +260,7 @@ pub struct Event {
     #[serde(flatten)]
     pub at: Stamp,
     /// The node that decided (for the nemesis: `nemesis`).
-    pub node: String,
+    pub node: Name,
     /// What happened.
     pub event: EventKind,
     /// Start or end, for nemesis events.
@@ -262,13 +268,13 @@ pub struct Event {
     pub phase: Option<Phase>,
     /// The lock involved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock: Option<String>,
+    pub lock: Option<Name>,
     /// The resource key involved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub key: Option<Name>,
     /// The lease holder (grant, renew, release, expire) or the writer (accept, reject).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub holder: Option<String>,
+    pub holder: Option<Name>,
     /// The fencing token granted, renewed, presented...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
@@ -283,7 +289,7 @@ pub struct Event {
     pub op: Option<u64>,
     /// The node a nemesis action targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
+    pub target: Option<Name>,
     /// Free-form detail of a nemesis action (for example the held message's kind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -297,7 +303,7 @@ impl Event {
     pub fn new(kind: EventKind) -> Self {
         Event {
             at: Stamp::default(),
-            node: String::new(),
+            node: Name::default(),
             event: kind,
             phase: None,
             lock: None,

@@ -123,9 +123,9 @@ fn deregister(world: &World, service: &mut LeaseService, holder: &str) -> bool {
         };
         world.lease_ended(NODE, lock);
         world.event(Event {
-            node: NODE.to_owned(),
-            lock: Some(lock.clone()),
-            holder: Some(lease.holder),
+            node: NODE.into(),
+            lock: Some(lock.as_str().into()),
+            holder: Some(lease.holder.into()),
             token: Some(lease.token),
             expires_at_ms: Some(lease.expires_at_ms),
             detail: Some("deregistered by the reaper".into()),
@@ -200,9 +200,9 @@ impl Queue {
                     let op = self.requests.get(&(lock.clone(), token)).and_then(|r| r.1);
                     world.lease_granted(NODE, &lock, &lease.holder, token);
                     world.event(Event {
-                        node: NODE.to_owned(),
-                        lock: Some(lock.clone()),
-                        holder: Some(lease.holder),
+                        node: NODE.into(),
+                        lock: Some(lock.as_str().into()),
+                        holder: Some(lease.holder.into()),
                         token: Some(token),
                         expires_at_ms: Some(expires_at_ms),
                         op,
@@ -269,9 +269,9 @@ pub(crate) async fn reap(world: &Arc<World>, node: &str, service: &mut LeaseServ
     for expired in expired {
         world.lease_ended(node, &expired.lock);
         world.event(Event {
-            node: node.to_owned(),
-            lock: Some(expired.lock),
-            holder: Some(expired.lease.holder),
+            node: node.into(),
+            lock: Some(expired.lock.into()),
+            holder: Some(expired.lease.holder.into()),
             token: Some(expired.lease.token),
             expires_at_ms: Some(expired.lease.expires_at_ms),
             ..Event::new(EventKind::Expire)
@@ -310,9 +310,9 @@ pub(crate) fn handle(
             _ => {}
         }
         world.event(Event {
-            node: node.to_owned(),
-            lock: Some(lock.to_owned()),
-            holder: Some(holder.to_owned()),
+            node: node.into(),
+            lock: Some(lock.into()),
+            holder: Some(holder.into()),
             token: Some(token),
             expires_at_ms,
             op: env.op,
@@ -359,9 +359,9 @@ pub(crate) fn handle(
             {
                 world.lease_ended(node, lock);
                 world.event(Event {
-                    node: node.to_owned(),
-                    lock: Some(lock.clone()),
-                    holder: Some(ended.holder),
+                    node: node.into(),
+                    lock: Some(lock.as_str().into()),
+                    holder: Some(ended.holder.into()),
                     token: Some(ended.token),
                     op: env.op,
                     ..Event::new(EventKind::Release)

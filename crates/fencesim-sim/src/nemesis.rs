@@ -255,9 +255,9 @@ fn start(world: &Arc<World>, id: usize) {
         _ => None,
     };
     world.event(Event {
-        node: NEMESIS_NODE.to_owned(),
+        node: NEMESIS_NODE.into(),
         phase: Some(Phase::Start),
-        target: target.clone(),
+        target: target.clone().map(Into::into),
         detail: Some(describe(&fault)),
         window_ms,
         ..Event::new(kind)
@@ -667,9 +667,9 @@ fn describe(fault: &Fault) -> String {
 
 fn record(world: &World, kind: EventKind, phase: Phase, target: Option<&str>, detail: String) {
     world.event(Event {
-        node: NEMESIS_NODE.to_owned(),
+        node: NEMESIS_NODE.into(),
         phase: Some(phase),
-        target: target.map(str::to_owned),
+        target: target.map(str::to_owned).map(Into::into),
         detail: Some(detail),
         ..Event::new(kind)
     });

@@ -183,7 +183,7 @@ impl Node {
     fn promoted(&mut self, epoch: u64) {
         self.world.set_leader(epoch, &self.name);
         self.world.event(Event {
-            node: self.name.clone(),
+            node: self.name.as_str().into(),
             detail: Some(format!("epoch {epoch}: promoted")),
             ..Event::new(EventKind::Leader)
         });

@@ -147,7 +147,7 @@ impl ReplicaNode {
         if let Some(term) = out.became_leader {
             self.world.set_leader(term, &self.name);
             self.world.event(Event {
-                node: self.name.clone(),
+                node: self.name.as_str().into(),
                 detail: Some(format!("term {term}")),
                 ..Event::new(EventKind::Leader)
             });
@@ -189,9 +189,9 @@ impl ReplicaNode {
                     .flatten();
                 if let Some(lease) = expired {
                     self.world.event(Event {
-                        node: self.name.clone(),
-                        lock: Some(request_op.lock().to_owned()),
-                        holder: Some(lease.holder.clone()),
+                        node: self.name.as_str().into(),
+                        lock: Some(request_op.lock().into()),
+                        holder: Some(lease.holder.as_str().into()),
                         token: Some(lease.token),
                         expires_at_ms: Some(lease.expires_at_ms),
                         ..Event::new(EventKind::Expire)
@@ -262,9 +262,9 @@ impl ReplicaNode {
             Applied::RevokeRefused { .. } | Applied::Promoted => return None,
         };
         self.world.event(Event {
-            node: self.name.clone(),
-            lock: Some(lock.clone()),
-            holder: Some(holder.clone()),
+            node: self.name.as_str().into(),
+            lock: Some(lock.as_str().into()),
+            holder: Some(holder.as_str().into()),
             token: Some(token),
             expires_at_ms,
             op,

@@ -99,9 +99,9 @@ fn record_swap(
 ) -> NodeEvent {
     let event = |kind: EventKind, holder: &str, token: u64, detail: Option<String>| {
         world.event(Event {
-            node: NODE.to_owned(),
-            lock: Some(lock.to_owned()),
-            holder: Some(holder.to_owned()),
+            node: NODE.into(),
+            lock: Some(lock.into()),
+            holder: Some(holder.into()),
             token: Some(token),
             detail,
             op: env.op,

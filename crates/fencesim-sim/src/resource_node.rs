@@ -86,9 +86,9 @@ async fn write_and_reply(
         WriteOutcome::Rejected { highest, .. } => (EventKind::Reject, highest, NodeEvent::Reject),
     };
     world.event(Event {
-        node: NODE.to_owned(),
-        key: Some(key.clone()),
-        holder: Some(env.src.to_string()),
+        node: NODE.into(),
+        key: Some(key.as_str().into()),
+        holder: Some((&*env.src).into()),
         token: Some(*token),
         highest: Some(highest),
         op: env.op,

@@ -542,9 +542,9 @@ impl Network {
             at_ns,
             &self.clocks,
             Event {
-                node: NEMESIS_NODE.to_owned(),
+                node: NEMESIS_NODE.into(),
                 phase: Some(phase),
-                target: Some(env.src.to_string()),
+                target: Some((&*env.src).into()),
                 op: env.op,
                 detail: Some(detail.to_owned()),
                 ..Event::new(EventKind::Hold)

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::mailbox::{mailbox, Inbox, Outbox};
-use fencesim_history::{Event, EventKind, Op, OpFn, OpType, Phase};
+use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
 use fencesim_lease::lease_record::RecordStore;
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_lease::LeaseTable;
@@ -227,9 +227,9 @@ impl World {
         };
         for (lock, holder, token) in lost {
             self.event(Event {
-                node: by.to_owned(),
-                lock: Some(lock),
-                holder: Some(holder),
+                node: by.into(),
+                lock: Some(lock.into()),
+                holder: Some(holder.into()),
                 token: Some(token),
                 detail: Some(reason.to_owned()),
                 ..Event::new(EventKind::Revoke)
@@ -344,10 +344,10 @@ impl World {
             fresh.then_some(b.generation).filter(|_| until_ms.is_some())
         };
         self.event(Event {
-            node: client.to_owned(),
+            node: client.into(),
             phase: Some(Phase::Start),
-            lock: Some(lock.to_owned()),
-            holder: Some(client.to_owned()),
+            lock: Some(lock.into()),
+            holder: Some(client.into()),
             token: Some(token),
             expires_at_ms: until_ms.map(|u| u.max(0) as u64),
             ..Event::new(EventKind::Belief)
@@ -382,10 +382,10 @@ impl World {
         };
         if let Some((lock, token)) = ended {
             self.event(Event {
-                node: client.to_owned(),
+                node: client.into(),
                 phase: Some(Phase::End),
-                lock: Some(lock),
-                holder: Some(client.to_owned()),
+                lock: Some(lock.into()),
+                holder: Some(client.into()),
                 token: Some(token),
                 detail: Some(reason.to_owned()),
                 ..Event::new(EventKind::Belief)
@@ -420,10 +420,10 @@ impl World {
 #[derive(Clone, Debug)]
 pub(crate) struct OpTemplate {
     pub process: u64,
-    pub node: String,
+    pub node: Name,
     pub f: OpFn,
-    pub lock: Option<String>,
-    pub key: Option<String>,
+    pub lock: Option<Name>,
+    pub key: Option<Name>,
     pub token: Option<u64>,
     pub value: Option<String>,
 }

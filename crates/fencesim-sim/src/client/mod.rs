@@ -479,12 +479,12 @@ impl Client {
 
     fn template(&self, f: OpFn, token: Option<u64>, value: Option<String>) -> OpTemplate {
         let (lock, key) = match f {
-            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(self.spec.lock.clone()), None),
-            OpFn::Read | OpFn::Write => (None, Some(self.spec.key.clone())),
+            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(self.spec.lock.as_str().into()), None),
+            OpFn::Read | OpFn::Write => (None, Some(self.spec.key.as_str().into())),
         };
         OpTemplate {
             process: self.process,
-            node: self.spec.name.clone(),
+            node: self.spec.name.as_str().into(),
             f,
             lock,
             key,
