@@ -132,18 +132,24 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Count the history's records by kind.
 pub fn counts(history: &History) -> Counts {
     // Counted by type and kind, named once per kind at the end: this runs on every seed.
-    let mut ops: BTreeMap<OpType, u64> = BTreeMap::new();
+    let mut ops = [0u64; 4];
     let mut events: BTreeMap<EventKind, u64> = BTreeMap::new();
-    let mut processes = std::collections::BTreeSet::new();
+    let mut processes = Vec::new();
     for entry in &history.entries {
         match entry {
             Entry::Op(op) => {
-                *ops.entry(op.op_type).or_default() += 1;
-                processes.insert(op.process);
+                ops[op.op_type as usize] += 1;
+                // A process makes many operations in a row: note it once per run of them.
+                if processes.last() != Some(&op.process) {
+                    processes.push(op.process);
+                }
             }
             Entry::Event(ev) => *events.entry(ev.event).or_default() += 1,
         }
     }
+    processes.sort_unstable();
+    processes.dedup();
+    let op_types = [OpType::Invoke, OpType::Ok, OpType::Fail, OpType::Info];
     let op_name = |t: OpType| {
         serde_json::to_value(t)
             .ok()
@@ -151,7 +157,11 @@ pub fn counts(history: &History) -> Counts {
             .unwrap_or_default()
     };
     Counts {
-        ops: ops.into_iter().map(|(t, n)| (op_name(t), n)).collect(),
+        ops: op_types
+            .into_iter()
+            .filter(|t| ops[*t as usize] > 0)
+            .map(|t| (op_name(t), ops[t as usize]))
+            .collect(),
         events: events
             .into_iter()
             .map(|(k, n)| (k.as_str().to_owned(), n))

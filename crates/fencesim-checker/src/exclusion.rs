@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use fencesim_history::{EventKind, History, Phase, ViolationKind};
+use fencesim_history::{EventKind, Phase, ViolationKind};
 use petgraph::unionfind::UnionFind;
 
 use crate::leases::Leases;
 use crate::stale_write::fmt_ns;
-use crate::Violation;
+use crate::{Records, Violation};
 
 /// One holder's interval on one lock: `[start, end)` in true ns, with the records that bound it.
 #[derive(Clone, Debug)]
@@ -120,7 +120,7 @@ pub(crate) fn check_service(leases: &Leases) -> Vec<Violation> {
     )
 }
 
-pub(crate) fn check_client(history: &History) -> Vec<Violation> {
+pub(crate) fn check_client(history: &Records) -> Vec<Violation> {
     // Open beliefs per client; a start while one is open for the same token extends it.
     // A client's open belief per lock: a client may hold several locks at once.
     let mut open: BTreeMap<(&str, &str), Interval> = BTreeMap::new();

@@ -2,7 +2,9 @@
 //! written under had ended, and how often the fence caught it. Not a violation by itself: in a
 //! fenced design these writes are expected and rejected.
 
-use fencesim_history::{Entry, EventKind, History};
+use fencesim_history::{Entry, EventKind};
+
+use crate::Records;
 use serde::{Deserialize, Serialize};
 
 use crate::leases::Leases;
@@ -24,7 +26,7 @@ pub struct UnsafeExposure {
     pub unmeasured: bool,
 }
 
-pub(crate) fn measure(history: &History, leases: &Leases) -> UnsafeExposure {
+pub(crate) fn measure(history: &Records, leases: &Leases) -> UnsafeExposure {
     let mut m = UnsafeExposure {
         unmeasured: leases.is_empty(),
         ..UnsafeExposure::default()

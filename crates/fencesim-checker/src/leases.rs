@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use fencesim_history::{EventKind, History};
+use fencesim_history::EventKind;
+
+use crate::Records;
 
 /// One lease as the service's events describe it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +46,7 @@ impl<'h> Leases<'h> {
     }
 }
 
-pub(crate) fn lease_intervals(history: &History) -> Leases<'_> {
+pub(crate) fn lease_intervals<'h>(history: &Records<'h>) -> Leases<'h> {
     let mut leases = Leases::default();
     // Per (lock, token), the holder it was granted to last: what an end without a holder ends.
     let mut granted_to: BTreeMap<(&str, u64), &str> = BTreeMap::new();

@@ -15,9 +15,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencesim_history::{History, Name, Op, OpFn, OpType, ViolationKind};
+use fencesim_history::{Name, Op, OpFn, OpType, ViolationKind};
 
-use crate::Violation;
+use crate::{Records, Violation};
 
 /// Search steps allowed per key before the verdict is unknown.
 pub const DEFAULT_STEP_BUDGET: u64 = 10_000_000;
@@ -60,7 +60,7 @@ pub(crate) enum KeyVerdict {
 }
 
 /// Check every key; violations, and the keys whose search ran out of budget.
-pub(crate) fn check(history: &History, budget: u64) -> (Vec<Violation>, Vec<String>) {
+pub(crate) fn check(history: &Records, budget: u64) -> (Vec<Violation>, Vec<String>) {
     let mut violations = Vec::new();
     let mut unknown = Vec::new();
     for (key, ops) in per_key(history) {
@@ -102,7 +102,7 @@ impl<'h> Values<'h> {
 }
 
 /// The register operations of each key, pairing each invoke with its process's completion.
-fn per_key(history: &History) -> BTreeMap<Name, Vec<KeyOp>> {
+fn per_key(history: &Records) -> BTreeMap<Name, Vec<KeyOp>> {
     let mut values = Values::default();
     let mut pending: BTreeMap<u64, &Op> = BTreeMap::new();
     let mut keys: BTreeMap<Name, Vec<KeyOp>> = BTreeMap::new();

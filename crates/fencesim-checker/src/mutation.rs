@@ -8,15 +8,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencesim_history::{Entry, Event, EventKind, History, ViolationKind};
+use fencesim_history::{Entry, Event, EventKind, ViolationKind};
 
-use crate::Violation;
+use crate::{Records, Violation};
 
-fn accepts(history: &History) -> impl Iterator<Item = &Event> {
+fn accepts<'a, 'h>(history: &'a Records<'h>) -> impl Iterator<Item = &'h Event> + 'a {
     history.events().filter(|e| e.event == EventKind::Accept)
 }
 
-pub(crate) fn check_unfenced(history: &History) -> Vec<Violation> {
+pub(crate) fn check_unfenced(history: &Records) -> Vec<Violation> {
     let fenced: BTreeSet<&str> = history
         .events()
         .filter(|e| matches!(e.event, EventKind::Accept | EventKind::Reject) && e.token.is_some())
@@ -41,7 +41,7 @@ pub(crate) fn check_unfenced(history: &History) -> Vec<Violation> {
         .collect()
 }
 
-pub(crate) fn check_duplicates(history: &History) -> Vec<Violation> {
+pub(crate) fn check_duplicates(history: &Records) -> Vec<Violation> {
     // Per (key, value): the first accept and the operation it answered.
     let mut first: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
     let mut violations = Vec::new();

@@ -3,12 +3,12 @@
 //! happened; this one says the system recovered once the faults stopped (Jepsen's final
 //! generator phase). Only clients that still invoke operations after the heal are owed progress.
 
-use fencesim_history::{EventKind, History, OpType, ViolationKind};
+use fencesim_history::{EventKind, OpType, ViolationKind};
 
 use crate::stale_write::fmt_ns;
-use crate::Violation;
+use crate::{Records, Violation};
 
-pub(crate) fn check(history: &History) -> Vec<Violation> {
+pub(crate) fn check(history: &Records) -> Vec<Violation> {
     let last_ns = history.entries.last().map_or(0, |e| e.at().time_ns);
     history
         .events()

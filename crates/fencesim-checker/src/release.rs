@@ -8,11 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencesim_history::{Entry, EventKind, History, ViolationKind};
+use fencesim_history::{Entry, EventKind, ViolationKind};
 
-use crate::Violation;
+use crate::{Records, Violation};
 
-pub(crate) fn check(history: &History) -> Vec<Violation> {
+pub(crate) fn check(history: &Records) -> Vec<Violation> {
     // Per lock, the open leases by the service's events, oldest first: (holder, token, grant
     // index). Usually one; two primaries of a split brain may each have one open.
     let mut open: BTreeMap<&str, Vec<(&str, u64, u64)>> = BTreeMap::new();

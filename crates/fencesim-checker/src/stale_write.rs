@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use fencesim_history::{Event, EventKind, History, ViolationKind};
+use fencesim_history::{Event, EventKind, ViolationKind};
 
 use crate::leases::Leases;
 use crate::order::TokenRanks;
-use crate::Violation;
+use crate::{Records, Violation};
 
 /// The highest-ranked accept seen so far on a key.
 struct Highest<'a> {
@@ -17,7 +17,7 @@ struct Highest<'a> {
     event: &'a Event,
 }
 
-pub(crate) fn check(history: &History, leases: &Leases) -> Vec<Violation> {
+pub(crate) fn check(history: &Records, leases: &Leases) -> Vec<Violation> {
     let ranks = TokenRanks::new(history);
     let mut highest: BTreeMap<&str, Highest> = BTreeMap::new();
     let mut violations = Vec::new();

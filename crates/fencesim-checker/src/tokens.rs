@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use fencesim_history::{EventKind, History, Phase, TokenOrder, ViolationKind};
+use fencesim_history::{EventKind, Phase, TokenOrder, ViolationKind};
 
 use crate::order::{acquisitions, Acquisition};
-use crate::Violation;
+use crate::{Records, Violation};
 
-pub(crate) fn check(history: &History) -> Vec<Violation> {
+pub(crate) fn check(history: &Records) -> Vec<Violation> {
     if history.header.token_order == TokenOrder::Acquisition {
         return Vec::new();
     }
@@ -35,7 +35,7 @@ pub(crate) fn check(history: &History) -> Vec<Violation> {
 /// A token handed out twice, in whatever order: the later record and the first. `acquired` is
 /// in record order.
 fn reused(
-    history: &History,
+    history: &Records,
     lock: &str,
     acquired: &[Acquisition],
     first_record: &BTreeMap<u64, u64>,
@@ -64,7 +64,7 @@ fn reused(
 /// order; clients' acquisitions (no grants: the token came from a counter) span invoke to `ok`,
 /// and two that overlap are not ordered, as linearizability orders operations.
 fn backwards(
-    history: &History,
+    history: &Records,
     lock: &str,
     mut acquired: Vec<Acquisition>,
     first_record: &BTreeMap<u64, u64>,
@@ -106,7 +106,7 @@ fn backwards(
 
 /// What, between two grants, can send a token counter back: a restart, a restore from backup
 /// or a change of leader (failover), named as such; empty if none is in the history.
-fn cause(history: &History, from: u64, to: u64) -> String {
+fn cause(history: &Records, from: u64, to: u64) -> String {
     // Entries are numbered by position, so the records between are a slice.
     let start = (from as usize + 1).min(history.entries.len());
     let end = (to as usize).clamp(start, history.entries.len());

@@ -479,7 +479,9 @@ impl Client {
 
     fn template(&self, f: OpFn, token: Option<u64>, value: Option<String>) -> OpTemplate {
         let (lock, key) = match f {
-            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(self.spec.lock.as_str().into()), None),
+            OpFn::Acquire | OpFn::Renew | OpFn::Release => {
+                (Some(self.spec.lock.as_str().into()), None)
+            }
             OpFn::Read | OpFn::Write => (None, Some(self.spec.key.as_str().into())),
         };
         OpTemplate {
