@@ -66,7 +66,7 @@ struct Node {
     peer: String,
     replica: Replica,
     /// Messages that arrived while a sync primary waited for an acknowledgement.
-    deferred: VecDeque<Envelope>,
+    deferred: VecDeque<Box<Envelope>>,
 }
 
 impl Node {
@@ -105,7 +105,7 @@ impl Node {
                 }
             };
             if let Some(env) = next {
-                self.on_message(env).await;
+                self.on_message(*env).await;
             }
         }
     }

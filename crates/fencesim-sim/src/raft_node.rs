@@ -81,7 +81,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         }
         let wait = Duration::from_nanos(next_tick.saturating_sub(true_ns()));
         match crate::timer::timeout(wait, inbox.recv()).await {
-            Ok(Ok(env)) => node.receive(&mut replica, env).await,
+            Ok(Ok(env)) => node.receive(&mut replica, *env).await,
             Ok(Err(_closed)) => return,
             Err(_tick_due) => {
                 replica.tick(node.now_ms());

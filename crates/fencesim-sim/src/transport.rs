@@ -149,9 +149,11 @@ struct Sending<'a> {
     now: u64,
 }
 
-/// One copy of a message in the network's queue.
+/// One copy of a message in the network's queue. The envelope is boxed once, when the copy
+/// flies, and reaches the receiver's task as it is: a queue, a mailbox and a task each move
+/// a pointer, not the envelope.
 struct Parcel {
-    env: Envelope,
+    env: Box<Envelope>,
     /// The `hold` record's detail, if a fault holds this copy.
     held: Option<String>,
 }
@@ -165,9 +167,8 @@ const MIN_DELAY_NS: u64 = 1_000_000;
 /// Messages in flight.
 #[derive(Default)]
 struct Parcels {
-    /// By (true time due, ns; the copy's tiebreak; order of sending). Boxed: a B-tree node
-    /// shifts its values on every insert and removal, and an envelope is large.
-    queue: BTreeMap<(u64, u64, u64), Box<Parcel>>,
+    /// By (true time due, ns; the copy's tiebreak; order of sending).
+    queue: BTreeMap<(u64, u64, u64), Parcel>,
     sent: u64,
 }
 
@@ -324,13 +325,13 @@ pub struct Network {
     /// The run's clock (cheaper to keep than to look up at every message).
     time: madsim::time::TimeHandle,
     /// Each node's name, shared by every envelope from or to it, and its mailbox.
-    mailboxes: BTreeMap<String, (Arc<str>, Outbox<Envelope>)>,
+    mailboxes: BTreeMap<String, (Arc<str>, Outbox<Box<Envelope>>)>,
     recorder: Arc<Recorder>,
     clocks: Arc<Clocks>,
 }
 
 /// What [`Network::new`] returns besides the network: each node's inbox.
-pub type Inboxes = BTreeMap<String, Inbox<Envelope>>;
+pub type Inboxes = BTreeMap<String, Inbox<Box<Envelope>>>;
 
 impl Network {
     /// A network connecting `nodes`. Must be called inside the madsim runtime: it creates the
@@ -473,10 +474,10 @@ impl Network {
             let mut parcels = self.parcels.lock().expect("parcels");
             let order = parcels.sent;
             parcels.sent += 1;
-            let parcel = Box::new(Parcel {
-                env,
+            let parcel = Parcel {
+                env: Box::new(env),
                 held: flight.held,
-            });
+            };
             parcels
                 .queue
                 .insert((due_ns, flight.tiebreak, order), parcel);
@@ -501,13 +502,13 @@ impl Network {
     }
 
     /// The first parcel in the queue if it is due at `now_ns`, taken out of the queue.
-    fn next_due(&self, now_ns: u64) -> Option<Box<Parcel>> {
+    fn next_due(&self, now_ns: u64) -> Option<Parcel> {
         let mut parcels = self.parcels.lock().expect("parcels");
         let first = parcels.queue.first_entry()?;
         (first.key().0 <= now_ns).then(|| first.remove())
     }
 
-    fn deliver(&self, env: Envelope) {
+    fn deliver(&self, env: Box<Envelope>) {
         let mut st = self.state();
         st.in_flight -= 1;
         if st.down.contains(&*env.dst) {
@@ -532,7 +533,7 @@ impl Network {
                 op: None,
                 body,
             };
-            mailbox.send(env);
+            mailbox.send(Box::new(env));
         }
     }
 

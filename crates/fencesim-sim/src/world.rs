@@ -60,7 +60,7 @@ pub(crate) struct World {
     /// The highest log index whose effects are in the history: every replica applies every
     /// entry, but the history records each once, when it first takes effect anywhere.
     recorded_index: Mutex<u64>,
-    inboxes: BTreeMap<String, Inbox<Envelope>>,
+    inboxes: BTreeMap<String, Inbox<Box<Envelope>>>,
     beliefs: Mutex<BTreeMap<String, Belief>>,
     starts: Mutex<BTreeMap<String, u64>>,
     next_process: Mutex<u64>,
@@ -76,7 +76,7 @@ impl World {
         clocks: Arc<Clocks>,
         net: Arc<Network>,
         nemesis: Nemesis,
-        inboxes: BTreeMap<String, Inbox<Envelope>>,
+        inboxes: BTreeMap<String, Inbox<Box<Envelope>>>,
         resource: Resource,
     ) -> Self {
         let restores = scenario
@@ -125,7 +125,7 @@ impl World {
     }
 
     /// The node's inbox (the same one across restarts).
-    pub fn inbox(&self, node: &str) -> Inbox<Envelope> {
+    pub fn inbox(&self, node: &str) -> Inbox<Box<Envelope>> {
         self.inboxes
             .get(node)
             .expect("every node has an inbox")

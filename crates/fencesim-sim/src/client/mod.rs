@@ -76,7 +76,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
 struct Client {
     world: Arc<World>,
     spec: ClientSpec,
-    inbox: Inbox<Envelope>,
+    inbox: Inbox<Box<Envelope>>,
     rng: Xoshiro256PlusPlus,
     process: u64,
     /// The lock service's nodes (one, or the Raft replicas) and which one to ask.
@@ -118,7 +118,11 @@ const REDIRECT_PAUSE_MS: u64 = 50;
 /// `invoke`: its grant or its refusal. Matching the operation as well as the token keeps an
 /// answer meant for an earlier entry with the same token (a service that lost its counter)
 /// from being taken for this one.
-async fn queue_answer(inbox: Inbox<Envelope>, entry: u64, invoke: u64) -> Option<AcquireOutcome> {
+async fn queue_answer(
+    inbox: Inbox<Box<Envelope>>,
+    entry: u64,
+    invoke: u64,
+) -> Option<AcquireOutcome> {
     loop {
         let env = inbox.recv().await.ok()?;
         if let Message::QueueAnswer { entry: e, outcome } = env.body {
@@ -130,7 +134,7 @@ async fn queue_answer(inbox: Inbox<Envelope>, entry: u64, invoke: u64) -> Option
 }
 
 /// The reply to request `id`, skipping anything else that arrives first.
-async fn reply_to(inbox: Inbox<Envelope>, id: u64) -> Option<Message> {
+async fn reply_to(inbox: Inbox<Box<Envelope>>, id: u64) -> Option<Message> {
     loop {
         match inbox.recv().await {
             Ok(env) if env.reply_to == Some(id) => return Some(env.body),
