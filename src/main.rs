@@ -916,9 +916,9 @@ fn bench_memory(quick: bool) -> u8 {
 
 /// Cost per simulated message of the reference scenario (simulated, recorded and checked, as a
 /// sweep does each seed) against raw madsim carrying as many plain requests and replies
-/// between as many nodes. Each of `rounds`
-/// rounds times `seeds_per_round` seeds of each, fencesim first, then the same seeds phase by
-/// phase (simulate; serialize, hash and check the history) to show where the time goes.
+/// between as many nodes. Each of `rounds` rounds times `seeds_per_round` seeds of each, seed
+/// by seed in turns, then the same seeds phase by phase (simulate; serialize, hash and check
+/// the history) to show where the time goes.
 /// Prints each round and the line `ratio X`, the median fencesim/raw ratio.
 fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
     let Some(scenario) = bundled_scenario("bench-reference") else {
@@ -928,27 +928,32 @@ fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
     let (mut ratios, mut phases) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let seeds = round * seeds_per_round..(round + 1) * seeds_per_round;
-        let clock = fencesim::bench::Stopwatch::start();
-        let mut messages = 0;
+        // Seed by seed, fencesim then raw madsim, so that both see the machine in the same
+        // state: its speed drifts by tens of percent within a second.
+        let (mut fencesim_s, mut raw_s) = (0.0, 0.0);
+        let (mut messages, mut raw_messages) = (0, 0);
         for seed in seeds.clone() {
-            // What a sweep does with each seed; one that is written also pays for serializing
-            // and hashing its history (the phase line below).
-            let done = fencesim::run::judge(&scenario, seed, &opts);
-            if done.report.failure.is_some() {
-                return exit::SIM_FAILED;
-            }
-            messages += done.report.network.sent;
+            let clock = fencesim::bench::Stopwatch::start();
+            // What a sweep does with each seed, dropping the history included; one that is
+            // written also pays for serializing and hashing its history (the phase line below).
+            let sent = {
+                let done = fencesim::run::judge(&scenario, seed, &opts);
+                if done.report.failure.is_some() {
+                    return exit::SIM_FAILED;
+                }
+                done.report.network.sent
+            };
+            fencesim_s += clock.seconds();
+            messages += sent;
+            // Two servers (lease service, resource) and three clients, as in the reference;
+            // each raw client makes as many round trips as fencesim's clients sent messages
+            // on average.
+            let clock = fencesim::bench::Stopwatch::start();
+            raw_messages += fencesim_sim::raw_rpc::run(seed, 2, 3, sent / 6);
+            raw_s += clock.seconds();
         }
-        let fencesim_us = clock.seconds() * 1e6 / messages.max(1) as f64;
-        // The reference has two servers (lease service, resource) and three clients; each
-        // raw client makes as many round trips as fencesim's clients sent messages on average.
-        let per_client = messages / seeds_per_round.max(1) / 6;
-        let clock = fencesim::bench::Stopwatch::start();
-        let raw_messages: u64 = seeds
-            .clone()
-            .map(|seed| fencesim_sim::raw_rpc::run(seed, 2, 3, per_client))
-            .sum();
-        let raw_us = clock.seconds() * 1e6 / raw_messages.max(1) as f64;
+        let fencesim_us = fencesim_s * 1e6 / messages.max(1) as f64;
+        let raw_us = raw_s * 1e6 / raw_messages.max(1) as f64;
         say!(
             "ratio round {round}: fencesim {fencesim_us:.2} us/message ({messages} messages), raw madsim {raw_us:.2} us/message ({raw_messages} messages)",
         );

@@ -139,16 +139,14 @@ pub fn counts(history: &History) -> Counts {
         match entry {
             Entry::Op(op) => {
                 ops[op.op_type as usize] += 1;
-                // A process makes many operations in a row: note it once per run of them.
-                if processes.last() != Some(&op.process) {
-                    processes.push(op.process);
+                // Few processes, many operations each: a sorted list, grown rarely.
+                if let Err(at) = processes.binary_search(&op.process) {
+                    processes.insert(at, op.process);
                 }
             }
             Entry::Event(ev) => *events.entry(ev.event).or_default() += 1,
         }
     }
-    processes.sort_unstable();
-    processes.dedup();
     let op_types = [OpType::Invoke, OpType::Ok, OpType::Fail, OpType::Info];
     let op_name = |t: OpType| {
         serde_json::to_value(t)

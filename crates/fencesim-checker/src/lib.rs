@@ -73,18 +73,17 @@ pub struct CheckResult {
 
 /// The checks that found nothing to look at in `history`, and what they needed.
 fn not_run(history: &Records) -> Vec<String> {
-    use fencesim_history::{Entry, EventKind as K, OpFn};
-    use std::collections::BTreeSet;
-    // One pass over the history for every check's needs (this runs on every seed).
-    let (mut events, mut fns) = (BTreeSet::new(), BTreeSet::new());
-    for entry in &history.entries {
-        match entry {
-            Entry::Event(e) => events.insert(e.event),
-            Entry::Op(o) => fns.insert(o.f),
-        };
-    }
-    let has = |kinds: &[K]| kinds.iter().any(|k| events.contains(k));
-    let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns.contains(f));
+    use fencesim_history::{EventKind as K, OpFn};
+    // The kinds present, one bit each (fewer than 64 of either): this runs on every seed, and
+    // a set insert per record cost as much as some checks.
+    const _: () = assert!((K::Deregister as usize) < 64 && (OpFn::Write as usize) < 64);
+    let bit = |discriminant: usize| 1u64 << discriminant;
+    let events = history
+        .events()
+        .fold(0, |seen, e| seen | bit(e.event as usize));
+    let fns = history.ops().fold(0, |seen, o| seen | bit(o.f as usize));
+    let has = |kinds: &[K]| kinds.iter().any(|k| events & bit(*k as usize) != 0);
+    let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns & bit(*f as usize) != 0);
     let needs: [(ViolationKind, bool, &str); 8] = [
         (
             ViolationKind::StaleWriteAccepted,

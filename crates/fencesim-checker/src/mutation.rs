@@ -42,7 +42,8 @@ pub(crate) fn check_unfenced(history: &Records) -> Vec<Violation> {
 }
 
 pub(crate) fn check_duplicates(history: &Records) -> Vec<Violation> {
-    // Per (key, value): the first accept and the operation it answered.
+    // Per (value, key): the first accept and the operation it answered. The value first: it
+    // tells writes apart, the key mostly does not.
     let mut first: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
     let mut violations = Vec::new();
     for e in accepts(history) {
@@ -55,7 +56,7 @@ pub(crate) fn check_duplicates(history: &Records) -> Vec<Violation> {
         let Some(value) = invoke.value.as_deref() else {
             continue;
         };
-        match first.get(&(key, value)) {
+        match first.get(&(value, key)) {
             Some(&(at, first_op)) if first_op != op => violations.push(Violation {
                 chain: Vec::new(),
                 kind: ViolationKind::DuplicateExecution,
@@ -68,7 +69,7 @@ pub(crate) fn check_duplicates(history: &Records) -> Vec<Violation> {
             }),
             Some(_) => {}
             None => {
-                first.insert((key, value), (e.at.index, op));
+                first.insert((value, key), (e.at.index, op));
             }
         }
     }
