@@ -251,6 +251,29 @@ mod tests {
     }
 
     #[test]
+    fn two_waiting_readers_are_both_woken_and_the_first_to_look_takes_the_message() {
+        let (tx, rx) = mailbox();
+        let (one, two) = (
+            Arc::new(Count(AtomicUsize::new(0))),
+            Arc::new(Count(AtomicUsize::new(0))),
+        );
+        let (w1, w2) = (Waker::from(Arc::clone(&one)), Waker::from(Arc::clone(&two)));
+        let (mut r1, mut r2) = (rx.recv(), rx.recv());
+        assert!(poll(&mut r1, &w1).is_pending());
+        assert!(poll(&mut r2, &w2).is_pending());
+        tx.send(5);
+        assert_eq!(one.0.load(Ordering::Relaxed), 1);
+        assert_eq!(two.0.load(Ordering::Relaxed), 1);
+        assert_eq!(poll(&mut r2, &w2), Poll::Ready(Ok(5)));
+        // The other waits again, and is woken by the next message only.
+        assert!(poll(&mut r1, &w1).is_pending());
+        tx.send(6);
+        assert_eq!(one.0.load(Ordering::Relaxed), 2);
+        assert_eq!(two.0.load(Ordering::Relaxed), 1);
+        assert_eq!(poll(&mut r1, &w1), Poll::Ready(Ok(6)));
+    }
+
+    #[test]
     fn a_closed_mailbox_is_drained_first_then_says_closed() {
         let (tx, rx) = mailbox();
         let count = Arc::new(Count(AtomicUsize::new(0)));
