@@ -949,8 +949,18 @@ fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
             // each raw client makes as many round trips as fencesim's clients sent messages
             // on average.
             let clock = fencesim::bench::Stopwatch::start();
-            raw_messages += fencesim_sim::raw_rpc::run(seed, 2, 3, sent / 6);
+            let raw_sent = fencesim_sim::raw_rpc::run(seed, 2, 3, sent / 6);
             raw_s += clock.seconds();
+            // A raw run that stopped part way would still count its time, and make madsim
+            // look slower than it is.
+            if raw_sent != sent / 6 * 6 {
+                eprintln!(
+                    "error: raw madsim seed {seed} carried {raw_sent} messages, not {}",
+                    sent / 6 * 6
+                );
+                return exit::SIM_FAILED;
+            }
+            raw_messages += raw_sent;
         }
         let fencesim_us = fencesim_s * 1e6 / messages.max(1) as f64;
         let raw_us = raw_s * 1e6 / raw_messages.max(1) as f64;

@@ -74,16 +74,17 @@ pub struct CheckResult {
 /// The checks that found nothing to look at in `history`, and what they needed.
 fn not_run(history: &Records) -> Vec<String> {
     use fencesim_history::{EventKind as K, OpFn};
-    // The kinds present, one bit each (fewer than 64 of either): this runs on every seed, and
-    // a set insert per record cost as much as some checks.
-    const _: () = assert!((K::Deregister as usize) < 64 && (OpFn::Write as usize) < 64);
-    let bit = |discriminant: usize| 1u64 << discriminant;
-    let events = history
+    // The kinds present, a flag each, indexed by discriminant: this runs on every seed, and a
+    // set insert per record cost as much as some checks. A fieldless enum of one byte has
+    // fewer than 256 variants, so every discriminant has its flag.
+    const _: () = assert!(std::mem::size_of::<K>() == 1 && std::mem::size_of::<OpFn>() == 1);
+    let (mut events, mut fns) = ([false; 256], [false; 256]);
+    history
         .events()
-        .fold(0, |seen, e| seen | bit(e.event as usize));
-    let fns = history.ops().fold(0, |seen, o| seen | bit(o.f as usize));
-    let has = |kinds: &[K]| kinds.iter().any(|k| events & bit(*k as usize) != 0);
-    let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns & bit(*f as usize) != 0);
+        .for_each(|e| events[e.event as usize] = true);
+    history.ops().for_each(|o| fns[o.f as usize] = true);
+    let has = |kinds: &[K]| kinds.iter().any(|k| events[*k as usize]);
+    let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns[*f as usize]);
     let needs: [(ViolationKind, bool, &str); 8] = [
         (
             ViolationKind::StaleWriteAccepted,

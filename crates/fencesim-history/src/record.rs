@@ -3,9 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 /// A short name in a record: a node, a lock, a resource key, a holder. Kept inline, without an
-/// allocation, up to 24 bytes, which every name fencesim makes fits: a run records thousands
-/// of them, and each was a string allocated on the simulation's thread and freed on the
-/// checker's. Reads as a `&str`; serialized as a plain JSON string.
+/// allocation, up to 24 bytes (every name in the bundled scenarios; a longer one, up to the 64
+/// characters a scenario allows, goes to the heap): a run records thousands of them, and each
+/// was a string allocated on the simulation's thread and freed on the checker's. Reads as a
+/// `&str`; serialized as a plain JSON string.
 pub type Name = compact_str::CompactString;
 
 /// When a record happened, by every clock that matters.

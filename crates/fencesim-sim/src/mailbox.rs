@@ -4,8 +4,9 @@
 //! and an event list built for many threads and many receivers. Here one thread runs the whole
 //! simulation and one task at a time reads a mailbox, so a queue under a mutex and the wakers
 //! of the tasks waiting on it are enough. It keeps the channel's behaviour that matters to
-//! histories: a message wakes a waiting reader once, and a reader that stopped waiting (its
-//! timeout passed, its task was killed) is not woken.
+//! histories: a message wakes each waiting reader once (there is one in practice; with more,
+//! the first to look takes the message and the others wait again), and a reader that stopped
+//! waiting (its timeout passed, its task was killed) is not woken.
 
 use std::collections::VecDeque;
 use std::future::Future;

@@ -142,8 +142,11 @@ pub(crate) struct Alarm {
 struct AlarmState {
     /// Deadlines of this alarm's madsim timers that have not fired yet.
     pending: Vec<SimInstant>,
-    /// The waiting task, while a wait is on.
+    /// The waiting task, once a wait has been polled.
     waiter: Option<Waker>,
+    /// A wait is on. Two at once would share one waiter slot, and the first to end would
+    /// leave the other unwoken at its deadline: refused.
+    busy: bool,
 }
 
 /// The waker an [`Alarm`] gives madsim for one of its timers.
@@ -183,7 +186,7 @@ impl Alarm {
         let mut future = std::pin::pin!(future);
         // madsim's sleep, for its deadline rule (at least 1 ms); armed only if needed.
         let mut sleep = madsim_sleep(duration);
-        let _waiting = Waiting(&self.shared);
+        let _waiting = Waiting::begin(&self.shared);
         std::future::poll_fn(|cx| {
             if let Poll::Ready(output) = future.as_mut().poll(cx) {
                 return Poll::Ready(Ok(output));
@@ -223,9 +226,21 @@ impl Alarm {
 /// wake no one.
 struct Waiting<'a>(&'a Mutex<AlarmState>);
 
+impl<'a> Waiting<'a> {
+    fn begin(shared: &'a Mutex<AlarmState>) -> Self {
+        // The lock is released before the check can panic: the other wait's guard still has to
+        // take it as the panic unwinds.
+        let was_busy = std::mem::replace(&mut shared.lock().expect("alarm").busy, true);
+        assert!(!was_busy, "an Alarm serves one wait at a time");
+        Waiting(shared)
+    }
+}
+
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.lock().expect("alarm").waiter = None;
+        let mut state = self.0.lock().expect("alarm");
+        state.waiter = None;
+        state.busy = false;
     }
 }
 
@@ -237,6 +252,7 @@ pub struct Elapsed;
 mod tests {
     use super::*;
     use crate::recorder::true_ns;
+    use std::pin::pin;
     use std::sync::atomic::AtomicUsize;
 
     /// Run `body` in a fresh simulation.
@@ -284,6 +300,19 @@ mod tests {
             );
             assert_eq!(short.await, Err(Elapsed));
             assert_eq!(ms(true_ns()), 1035);
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "an Alarm serves one wait at a time")]
+    fn two_waits_on_one_alarm_at_once_are_refused() {
+        simulate(async {
+            let alarm = Alarm::default();
+            let mut cx = Context::from_waker(Waker::noop());
+            let first = pin!(alarm.timeout(Duration::from_millis(200), Never(Default::default())));
+            let second = pin!(alarm.timeout(Duration::from_millis(100), Never(Default::default())));
+            assert!(first.poll(&mut cx).is_pending());
+            let _ = second.poll(&mut cx);
         });
     }
 
