@@ -1,7 +1,6 @@
 //! Appends history entries with their index, true time and the recording node's clocks.
 //! Entries are compact structs pushed to a Vec and serialized once, after the run.
 
-use std::cell::RefCell;
 use std::sync::{Mutex, OnceLock};
 
 use fencesim_history::{Entry, Event, Op, Stamp};
@@ -104,37 +103,9 @@ impl Recorder {
     }
 }
 
-thread_local! {
-    /// The clock of the run on this thread, while [`RunClock`] keeps it: looking madsim's up
-    /// clones its handle (two reference counts each way), and nodes read the time at almost
-    /// every step.
-    static RUN_CLOCK: RefCell<Option<madsim::time::TimeHandle>> = const { RefCell::new(None) };
-}
-
-/// Keeps the current run's madsim clock for [`true_ns`] on this thread until dropped. Made at
-/// the start of a run, inside its runtime.
-pub(crate) struct RunClock;
-
-impl RunClock {
-    pub(crate) fn keep() -> RunClock {
-        let time = madsim::time::TimeHandle::current();
-        RUN_CLOCK.with(|c| *c.borrow_mut() = Some(time));
-        RunClock
-    }
-}
-
-impl Drop for RunClock {
-    fn drop(&mut self) {
-        RUN_CLOCK.with(|c| *c.borrow_mut() = None);
-    }
-}
-
 /// True (simulated) time since the runtime started, ns.
 pub fn true_ns() -> u64 {
-    RUN_CLOCK.with(|c| match &*c.borrow() {
-        Some(time) => elapsed_ns(time),
-        None => elapsed_ns(&madsim::time::TimeHandle::current()),
-    })
+    elapsed_ns(&madsim::time::TimeHandle::current())
 }
 
 /// True time on `time` (a run's madsim clock, kept by whoever reads it often), ns.

@@ -166,7 +166,6 @@ async fn simulate(
     recorder: Arc<Recorder>,
     stats: Arc<Mutex<NetStats>>,
 ) {
-    let _clock = crate::recorder::RunClock::keep();
     let clocks = Arc::new(Clocks::default());
     let holds = scenario
         .faults

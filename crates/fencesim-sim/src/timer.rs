@@ -106,19 +106,10 @@ pub fn sleep(duration: Duration) -> Timer {
     }
 }
 
-/// `future`'s output, or `Err(Elapsed)` if `duration` (at least 1 ms) passes first. The future
-/// is polled first, so one that is ready at the deadline still wins, as with madsim's
-/// `timeout`.
+/// `future`'s output, or `Err(Elapsed)` if `duration` (at least 1 ms) passes first: one wait
+/// on an [`Alarm`] of its own, so one timer, which wakes no one once the wait is over.
 pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Output, Elapsed> {
-    let mut future = std::pin::pin!(future);
-    let mut timer = sleep(duration);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(output) = future.as_mut().poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        Pin::new(&mut timer).poll(cx).map(|()| Err(Elapsed))
-    })
-    .await
+    Alarm::default().timeout(duration, future).await
 }
 
 /// A task's timeouts, sharing madsim timers from one wait to the next.
@@ -176,8 +167,9 @@ impl Wake for AlarmTimer {
 }
 
 impl Alarm {
-    /// `future`'s output, or `Err(Elapsed)` if `duration` (at least 1 ms) passes first, as
-    /// [`timeout`] does.
+    /// `future`'s output, or `Err(Elapsed)` if `duration` (at least 1 ms) passes first. The
+    /// future is polled first, so one that is ready at the deadline still wins, as with
+    /// madsim's `timeout`.
     pub(crate) async fn timeout<F: Future>(
         &self,
         duration: Duration,
