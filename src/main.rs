@@ -116,14 +116,20 @@ enum Command {
         /// unsafe exposure) instead of lines of text.
         #[arg(long)]
         json: bool,
-        /// The history's format: fencesim's JSON Lines, or Jepsen's EDN (one operation map per
-        /// line, as history.edn).
+        /// The history's format: fencesim's JSON Lines, or Jepsen's EDN (operation maps, loose
+        /// or in one whole-file vector, as history.edn).
         #[arg(long, value_enum, default_value_t = HistoryFormat::Jsonl)]
         format: HistoryFormat,
         /// Search steps the linearizability check may take per key; past them the verdict is
-        /// unknown (exit 3).
-        #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_steps)]
+        /// unknown (exit 3). At least 1.
+        #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_steps,
+              value_parser = clap::value_parser!(u64).range(1..))]
         linearizability_steps: u64,
+        /// Search steps the linearizability check may take over all keys together; keys whose
+        /// turn comes after they are spent are unknown. At least 1.
+        #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_total_steps,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        linearizability_total_steps: u64,
     },
     /// Write a history.jsonl in another format, for other tools (Jepsen's Knossos and Elle).
     Export {
@@ -226,9 +232,11 @@ fn main() -> ExitCode {
             json,
             format,
             linearizability_steps,
+            linearizability_total_steps,
         } => {
             let options = fencesim_checker::CheckOptions {
                 linearizability_steps,
+                linearizability_total_steps,
             };
             check(&history, format, json, &options)
         }
@@ -650,11 +658,54 @@ fn export(path: &Path, out: Option<&Path>) -> u8 {
         None => fencesim_history::write_jepsen_edn(&history, std::io::stdout().lock()),
     };
     match written {
-        Ok(()) => exit::VALID,
+        Ok(export) => {
+            warn_of_lost_checks(&history, &export);
+            exit::VALID
+        }
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::VALID,
         Err(e) => {
             eprintln!("error: cannot write the export: {e}");
             exit::BAD_INPUT
+        }
+    }
+}
+
+/// Jepsen's form keeps operations only: say on stderr which checks the history could support
+/// and the export cannot, so that a `check` of the file calling it valid is not taken for the
+/// run's verdict.
+fn warn_of_lost_checks(history: &fencesim::History, export: &fencesim_history::EdnExport) {
+    if export.dropped_events == 0 {
+        return;
+    }
+    let ops_only = fencesim::History {
+        header: history.header.clone(),
+        entries: history
+            .entries
+            .iter()
+            .filter(|e| match e {
+                fencesim_history::Entry::Op(_) => true,
+                fencesim_history::Entry::Event(e) => e.event.is_nemesis(),
+            })
+            .cloned()
+            .collect(),
+    };
+    let before = fencesim_checker::not_checked(history);
+    let lost: Vec<String> = fencesim_checker::not_checked(&ops_only)
+        .into_iter()
+        .filter(|kind| !before.contains(kind))
+        .collect();
+    eprintln!(
+        "note: the EDN keeps {} operations and leaves out {} service and resource events \
+         (grants, expiries, accepts, rejects, beliefs)",
+        export.written, export.dropped_events
+    );
+    if !lost.is_empty() {
+        eprintln!(
+            "note: checks the history supports and the EDN cannot (check the history.jsonl for \
+             the run's verdict):"
+        );
+        for kind in lost {
+            eprintln!("  {kind}");
         }
     }
 }
@@ -692,8 +743,12 @@ fn check(
 
 fn print_check(path: &Path, verdict: RunVerdict, result: &fencesim_checker::CheckResult) {
     let n = result.violations.len();
+    let skipped = match result.not_checked.len() {
+        0 => String::new(),
+        k => format!("; {k} check{} had nothing to judge", if k == 1 { "" } else { "s" }),
+    };
     say!(
-        "{}: {:?} ({n} violation{})",
+        "{}: {:?} ({n} violation{}{skipped})",
         path.display(),
         verdict,
         if n == 1 { "" } else { "s" }

@@ -783,3 +783,96 @@ fn a_seed_range_past_the_last_seed_is_refused_and_the_last_seed_can_be_swept() {
         text(&o).0
     );
 }
+
+/// Hostile Jepsen EDN that crashed, aborted or hung the tool when it read EDN with the
+/// edn-format crate (a `\u` escape before a multi-byte character, a decimal whose exponent
+/// asked for 446744073709551615 bytes, 10,000 open brackets): each is now one located error
+/// line and exit 2.
+#[test]
+fn hostile_jepsen_edn_is_one_located_error() {
+    let dir = out_dir("hostile-edn");
+    let deep = "[".repeat(10_000);
+    let cases: [(&str, &str, &str); 4] = [
+        ("char-boundary", "dnu\\u\\lwƖƖw", "line 1: not EDN: column 6: bad character"),
+        (
+            "huge-exponent",
+            "2000000000000000000000000000000000000018e446744073709551615M",
+            "line 1: not EDN: column 1: bad number",
+        ),
+        (
+            "huge-exponent-long",
+            &format!("{}e446744073709551615M", "7".repeat(180)),
+            "line 1: not EDN: column 1: bad number",
+        ),
+        ("deep", &deep, "line 1: not EDN: column 257: nested deeper than 256 levels"),
+    ];
+    for (name, body, says) in cases {
+        let file = dir.join(format!("{name}.edn"));
+        std::fs::write(&file, body).unwrap();
+        let o = fencesim(&["check", file.to_str().unwrap(), "--format", "jepsen-edn"]);
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {}: {says}", file.display())),
+            "{name}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.len() < 300, "{name}: an error line of {} bytes", stderr.len());
+    }
+}
+
+/// A foreign value in an error is named by its type and cut short, never written out in full
+/// (a decimal `1E99999999M` once made a 100 MB error line).
+#[test]
+fn a_foreign_value_in_an_edn_error_is_cut_short() {
+    let dir = out_dir("foreign-edn");
+    let file = dir.join("h.edn");
+    let long = "x".repeat(100_000);
+    std::fs::write(
+        &file,
+        format!("{{:type :invoke, :f :write, :process 1E99999999M}}\n{{:type :ok, :f :{long}, :process 0}}\n"),
+    )
+    .unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap(), "--format", "jepsen-edn"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: line 1: field :process: expected a process number or :nemesis, found a decimal 1E99999999M\n",
+            file.display()
+        )
+    );
+    std::fs::write(&file, format!("{{:type :ok, :f :{long}, :process 0}}\n")).unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap(), "--format", "jepsen-edn"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.len() < 300, "an error line of {} bytes", stderr.len());
+    assert!(stderr.contains("found :xxxx"), "{stderr}");
+}
+
+/// Error lines are capped however much of the input a parser's message quotes.
+#[test]
+fn error_lines_are_capped() {
+    let dir = out_dir("capped-errors");
+    let long = "y".repeat(50_000);
+    let history = dir.join("h.jsonl");
+    std::fs::write(
+        &history,
+        format!("{{\"record\":\"header\",\"format_version\":1,\"scenario\":\"s\",\"seed\":\"{long}\",\"tool_version\":\"x\"}}\n"),
+    )
+    .unwrap();
+    let scenario = dir.join("s.toml");
+    std::fs::write(&scenario, format!("name = \"s\"\nduration_ms = \"{long}\"\n")).unwrap();
+    for args in [
+        vec!["check", history.to_str().unwrap()],
+        vec!["run", scenario.to_str().unwrap()],
+    ] {
+        let o = fencesim(&args);
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.len() < 600, "{args:?}: an error line of {} bytes", stderr.len());
+        assert!(stderr.contains("more characters)"), "{args:?}: {stderr}");
+    }
+}

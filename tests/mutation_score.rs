@@ -305,7 +305,7 @@ fn k07s_defect_is_masked_by_clients_that_check_their_own_lease() {
     let lapsed = count(&s, MASKED_SEEDS, |h| {
         h.events()
             .filter(|e| e.event == EventKind::Grant)
-            .filter(|e| e.expires_at_ms.is_some_and(|x| x as i64 <= e.at.mono_ms))
+            .filter(|e| e.expires_at_ms.is_some_and(|x| x <= e.at.mono_ms))
             .count()
     });
     assert!(

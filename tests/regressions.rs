@@ -60,3 +60,34 @@ fn the_queueing_safe_design_survives_the_random_nemesis() {
 fn waiters_a_crash_forgot_give_up_in_time_for_progress() {
     support::assert_met_on_whole_range(&load("queue-crash-forgets-waiters"), &opts());
 }
+
+/// A lock service's wall clock stepped below zero is honoured, not read as 0 (it was clamped
+/// with `.max(0)`, so a 5 s lease granted at a reading of -97 s lasted until the clock came
+/// back to +5 s, about 100 s later).
+#[test]
+fn a_negative_wall_clock_expires_leases_on_time() {
+    let scenario = load("negative-wall-clock-expiry");
+    support::assert_met_on_whole_range(&scenario, &opts());
+    let done = evaluate(&scenario, 0, &opts()).unwrap();
+    let events: Vec<_> = done.records.events().collect();
+    let grant = |holder: &str| {
+        events
+            .iter()
+            .find(|e| e.event == EventKind::Grant && e.holder.as_deref() == Some(holder))
+            .unwrap_or_else(|| panic!("{holder} is granted the lock"))
+    };
+    let first = grant("client-1");
+    // Asked at 3 s plus 1 ms of latency, on a clock 100 s behind: -96999 ms, so the lease
+    // expires 5 s later by that clock.
+    assert_eq!(first.at.wall_ms, -96_999);
+    assert_eq!(first.expires_at_ms, Some(-91_999));
+    let expired = events
+        .iter()
+        .find(|e| e.event == EventKind::Expire && e.token == first.token)
+        .expect("client-1's lease expires");
+    assert_eq!(expired.at.time_ns / 1_000_000, 8_001, "expired 5 s after the grant");
+    assert!(expired.at.wall_ms < 0, "{}", expired.at.wall_ms);
+    let second = grant("client-2");
+    assert_eq!(second.token, Some(2));
+    assert!(second.at.time_ns < 10_000_000_000, "{}", second.at.time_ns);
+}

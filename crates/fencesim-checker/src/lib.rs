@@ -71,6 +71,17 @@ pub struct CheckResult {
     pub not_checked: Vec<String>,
 }
 
+/// The checks that would find nothing to look at in `history`, each as `KIND: WHAT WAS
+/// LACKING` (as [`CheckResult::not_checked`] lists them), without running any check: cheap
+/// enough to tell, before or after a conversion, which checks a history can support.
+pub fn not_checked(history: &History) -> Vec<String> {
+    not_run(&Records::new(history))
+}
+
+/// How many checks [`not_run`] can find lacking: when all of them are, the history gives the
+/// checker nothing to judge, and the verdict is unknown rather than valid.
+const NEEDS: usize = 8;
+
 /// The checks that found nothing to look at in `history`, and what they needed.
 fn not_run(history: &Records) -> Vec<String> {
     use fencesim_history::{EventKind as K, OpFn};
@@ -85,7 +96,7 @@ fn not_run(history: &Records) -> Vec<String> {
     history.ops().for_each(|o| fns[o.f as usize] = true);
     let has = |kinds: &[K]| kinds.iter().any(|k| events[*k as usize]);
     let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns[*f as usize]);
-    let needs: [(ViolationKind, bool, &str); 8] = [
+    let needs: [(ViolationKind, bool, &str); NEEDS] = [
         (
             ViolationKind::StaleWriteAccepted,
             has(&[K::Accept]),
@@ -153,12 +164,16 @@ pub struct CheckOptions {
     /// Search steps the linearizability check may take per key before it gives up (the
     /// verdict is then unknown).
     pub linearizability_steps: u64,
+    /// Search steps the linearizability check may take over all keys together; keys whose
+    /// turn comes after it is spent are reported unknown, unsearched.
+    pub linearizability_total_steps: u64,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             linearizability_steps: linearizable::DEFAULT_STEP_BUDGET,
+            linearizability_total_steps: linearizable::DEFAULT_TOTAL_STEP_BUDGET,
         }
     }
 }
@@ -226,7 +241,12 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(release::check(history));
     violations.extend(mutation::check_unfenced(history));
     violations.extend(mutation::check_duplicates(history));
-    let (not_linearizable, unknown) = linearizable::check(history, options.linearizability_steps);
+    let (not_linearizable, mut unknown) =
+        linearizable::check(
+            history,
+            options.linearizability_steps,
+            options.linearizability_total_steps,
+        );
     violations.extend(not_linearizable);
     violations.extend(progress::check(history));
     // The graph costs as much as a check: build it only when there is something to explain.
@@ -235,6 +255,16 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
         for v in &mut violations {
             v.chain = graph.chain(&v.witnesses);
         }
+    }
+    let not_checked = not_run(history);
+    if not_checked.len() == NEEDS {
+        // A header and nothing any check can look at (no operations, no service events): to
+        // call that valid would pass an empty or truncated file for a correct system.
+        unknown.push(format!(
+            "nothing to judge: the history's {} entries hold no operation or event any check \
+             looks at",
+            history.entries.len()
+        ));
     }
     let verdict = match (violations.is_empty(), unknown.is_empty()) {
         (false, _) => Verdict::Invalid,
@@ -246,6 +276,6 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
         violations,
         unsafe_exposure: exposure::measure(history, &leases),
         unknown,
-        not_checked: not_run(history),
+        not_checked,
     }
 }

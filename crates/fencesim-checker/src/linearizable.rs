@@ -22,6 +22,10 @@ use crate::{Records, Violation};
 /// Search steps allowed per key before the verdict is unknown.
 pub const DEFAULT_STEP_BUDGET: u64 = 10_000_000;
 
+/// Search steps allowed over all keys together: without it a history of many hard keys costs
+/// their number times the per-key budget (10 keys ran 19 s before the verdict was unknown).
+pub const DEFAULT_TOTAL_STEP_BUDGET: u64 = 30_000_000;
+
 /// A written value, interned: the search compares and copies numbers, not strings.
 type Value = u32;
 
@@ -59,12 +63,25 @@ pub(crate) enum KeyVerdict {
     },
 }
 
-/// Check every key; violations, and the keys whose search ran out of budget.
-pub(crate) fn check(history: &Records, budget: u64) -> (Vec<Violation>, Vec<String>) {
+/// Check every key, each within `budget` steps and all of them within `total` steps;
+/// violations, and the keys left undecided (their search ran out of budget, or the total was
+/// spent before their turn).
+pub(crate) fn check(history: &Records, budget: u64, total: u64) -> (Vec<Violation>, Vec<String>) {
     let mut violations = Vec::new();
     let mut unknown = Vec::new();
+    let mut left = total;
     for (key, ops) in per_key(history) {
-        match search(&ops, budget) {
+        if left == 0 {
+            unknown.push(format!(
+                "linearizability of key {key:?} ({} operations) not searched: the total budget \
+                 of {total} search steps was spent on earlier keys",
+                ops.len()
+            ));
+            continue;
+        }
+        let (verdict, spent) = search_counted(&ops, budget.min(left));
+        left -= spent.min(left);
+        match verdict {
             KeyVerdict::Linearizable => {}
             KeyVerdict::Not { invoked, returned } => violations.push(Violation {
                 chain: Vec::new(),
@@ -264,8 +281,15 @@ fn step(state: Option<Value>, action: &Action) -> Option<Option<Value>> {
     }
 }
 
-/// The WGL search with memoization over one key's operations.
+/// The WGL search with memoization over one key's operations, within `budget` steps.
+#[cfg(test)]
 fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
+    search_counted(ops, budget).0
+}
+
+/// The WGL search with memoization over one key's operations: its verdict and the steps it
+/// took (at most `budget`).
+fn search_counted(ops: &[KeyOp], budget: u64) -> (KeyVerdict, u64) {
     let mut list = build_list(ops);
     let mut linearized = Linearized::default();
     let mut seen: BTreeSet<(Linearized, Option<Value>)> = BTreeSet::new();
@@ -280,7 +304,7 @@ fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
     while entry != NONE {
         steps += 1;
         if steps > budget {
-            return KeyVerdict::Unknown { steps: budget };
+            return (KeyVerdict::Unknown { steps: budget }, budget);
         }
         let node = list[entry];
         if node.is_call {
@@ -304,10 +328,11 @@ fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
             }
             let Some((call, before)) = stack.pop() else {
                 let op = &ops[blocked.map_or(node.op, |(_, op)| op)];
-                return KeyVerdict::Not {
+                let not = KeyVerdict::Not {
                     invoked: op.invoked,
                     returned: op.returned,
                 };
+                return (not, steps);
             };
             state = before;
             let call_node = list[call];
@@ -317,7 +342,7 @@ fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
             entry = call_node.next;
         }
     }
-    KeyVerdict::Linearizable
+    (KeyVerdict::Linearizable, steps)
 }
 
 #[cfg(test)]

@@ -411,6 +411,7 @@ impl Case {
                 &self.history,
                 &CheckOptions {
                     linearizability_steps: steps,
+                    ..CheckOptions::default()
                 },
             ),
             None => check(&self.history),
@@ -1940,4 +1941,47 @@ proptest! {
         prop_assert_eq!(result.violations.len(), 1, "{:#?}", result.violations);
         prop_assert_eq!(&result.violations[0].witnesses, &vec![w.accept, higher]);
     }
+}
+
+/// The linearizability search has a total budget over all keys, not only one per key: three
+/// hard keys with 50 steps each but 75 in all leave the third unsearched, and the verdict is
+/// unknown with a reason per key.
+#[test]
+fn the_total_search_budget_bounds_a_history_of_many_hard_keys() {
+    let mut b = B::new();
+    for key in ["k1", "k2", "k3"] {
+        for p in 0..12 {
+            b.write_rec(p, "w", OpType::Invoke, key, Some(1), &format!("v{p}"));
+        }
+        for p in 0..12 {
+            b.write_rec(p, "w", Done, key, Some(1), &format!("v{p}"));
+        }
+        b.read_on(12, "r", key, Some("ghost"));
+    }
+    let result = check_with(
+        &b.build(),
+        &CheckOptions {
+            linearizability_steps: 50,
+            linearizability_total_steps: 75,
+        },
+    );
+    assert_eq!(result.verdict, Verdict::Unknown);
+    assert_eq!(result.unknown.len(), 3, "{:#?}", result.unknown);
+    assert!(result.unknown[0].contains("\"k1\"") && result.unknown[0].contains("within 50 search steps"));
+    assert!(result.unknown[1].contains("\"k2\"") && result.unknown[1].contains("within 25 search steps"));
+    assert!(
+        result.unknown[2].contains("\"k3\"") && result.unknown[2].contains("not searched"),
+        "{}",
+        result.unknown[2]
+    );
+}
+
+/// A history with a header and nothing else has nothing to judge: unknown, not valid.
+#[test]
+fn an_empty_history_is_unknown_not_valid() {
+    let result = check(&B::new().build());
+    assert_eq!(result.verdict, Verdict::Unknown);
+    assert_eq!(result.unknown.len(), 1);
+    assert!(result.unknown[0].starts_with("nothing to judge"), "{}", result.unknown[0]);
+    assert_eq!(result.not_checked.len(), 8);
 }

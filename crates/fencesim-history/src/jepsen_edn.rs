@@ -12,23 +12,27 @@
 //! are left out. Reading ignores `:nemesis` operations; a history read back has client
 //! operations only, and the checker says which checks that leaves it unable to run.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use edn_format::{Keyword, Value};
-
+use crate::edn::{parse_all, Edn, Node};
 use crate::{Entry, Event, Header, History, HistoryError, Name, Op, OpFn, OpType, Phase, Stamp};
 
-fn kw(name: &str) -> Value {
-    Value::Keyword(Keyword::from_name(name))
+fn kw(name: &str) -> Node {
+    Node::new(Edn::Keyword(name.to_owned()))
 }
 
-fn string_or_nil(s: Option<&str>) -> Value {
-    s.map_or(Value::Nil, |s| Value::String(s.to_owned()))
+fn int(n: u64) -> Node {
+    // Indexes, times, processes and tokens of a history fit an i64; a larger one (a token of
+    // 2^63 or more) is written as a big integer rather than wrapped.
+    Node::new(i64::try_from(n).map_or_else(|_| Edn::BigInt(n.to_string()), Edn::Int))
 }
 
-fn int_or_nil(n: Option<u64>) -> Value {
-    n.map_or(Value::Nil, |n| Value::Integer(n as i64))
+fn string_or_nil(s: Option<&str>) -> Node {
+    Node::new(s.map_or(Edn::Nil, |s| Edn::Str(s.to_owned())))
+}
+
+fn int_or_nil(n: Option<u64>) -> Node {
+    n.map_or(Node::new(Edn::Nil), int)
 }
 
 fn type_name(t: OpType) -> &'static str {
@@ -50,89 +54,130 @@ fn f_name(f: OpFn) -> &'static str {
     }
 }
 
-fn op_map(op: &Op) -> Value {
+fn map(entries: Vec<(&str, Node)>) -> Edn {
+    Edn::Map(entries.into_iter().map(|(k, v)| (kw(k), v)).collect())
+}
+
+fn op_map(op: &Op) -> Edn {
     let value = match op.f {
-        OpFn::Read | OpFn::Write => Value::Vector(vec![
+        OpFn::Read | OpFn::Write => Edn::Vector(vec![
             string_or_nil(op.key.as_deref()),
             string_or_nil(op.value.as_deref()),
         ]),
-        _ => Value::Vector(vec![
-            string_or_nil(op.lock.as_deref()),
-            int_or_nil(op.token),
-        ]),
+        _ => Edn::Vector(vec![string_or_nil(op.lock.as_deref()), int_or_nil(op.token)]),
     };
-    let mut m = BTreeMap::from([
-        (kw("index"), Value::Integer(op.at.index as i64)),
-        (kw("time"), Value::Integer(op.at.time_ns as i64)),
-        (kw("process"), Value::Integer(op.process as i64)),
-        (kw("type"), kw(type_name(op.op_type))),
-        (kw("f"), kw(f_name(op.f))),
-        (kw("value"), value),
-        (kw("node"), Value::String(op.node.to_string())),
-    ]);
+    let mut entries = vec![
+        ("index", int(op.at.index)),
+        ("time", int(op.at.time_ns)),
+        ("process", int(op.process)),
+        ("type", kw(type_name(op.op_type))),
+        ("f", kw(f_name(op.f))),
+        ("value", Node::new(value)),
+        ("node", Node::new(Edn::Str(op.node.to_string()))),
+    ];
     if let (Some(token), OpFn::Read | OpFn::Write) = (op.token, op.f) {
-        m.insert(kw("token"), Value::Integer(token as i64));
+        entries.push(("token", int(token)));
     }
     if let Some(error) = &op.error {
-        m.insert(kw("error"), Value::String(error.clone()));
+        entries.push(("error", Node::new(Edn::Str(error.clone()))));
     }
-    Value::Map(m)
+    map(entries)
 }
 
-fn nemesis_map(e: &Event) -> Option<Value> {
+fn nemesis_map(e: &Event) -> Option<Edn> {
     let phase = match e.phase? {
         Phase::Start => "start",
         Phase::End => "stop",
     };
-    Some(Value::Map(BTreeMap::from([
-        (kw("index"), Value::Integer(e.at.index as i64)),
-        (kw("time"), Value::Integer(e.at.time_ns as i64)),
-        (kw("process"), kw("nemesis")),
-        (kw("type"), kw("info")),
-        (kw("f"), kw(&format!("{phase}-{}", e.event.as_str()))),
-        (kw("value"), string_or_nil(e.target.as_deref())),
-    ])))
+    Some(map(vec![
+        ("index", int(e.at.index)),
+        ("time", int(e.at.time_ns)),
+        ("process", kw("nemesis")),
+        ("type", kw("info")),
+        ("f", kw(&format!("{phase}-{}", e.event.as_str()))),
+        ("value", string_or_nil(e.target.as_deref())),
+    ]))
 }
 
-/// Write `history` in Jepsen's EDN form, one map per line.
-pub fn write_jepsen_edn(history: &History, mut out: impl Write) -> io::Result<()> {
+/// What [`write_jepsen_edn`] left out: the service and resource events that are not
+/// operations (grants, expiries, accepts, rejects, beliefs), which the checks that judge
+/// ground truth need.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EdnExport {
+    /// Operation maps written (client operations and nemesis actions).
+    pub written: u64,
+    /// Events dropped, because Jepsen's form has no place for them.
+    pub dropped_events: u64,
+}
+
+/// Write `history` in Jepsen's EDN form, one map per line. Returns what was written and what
+/// was dropped, so that a caller can say which checks the file can no longer support.
+pub fn write_jepsen_edn(history: &History, mut out: impl Write) -> io::Result<EdnExport> {
+    let mut export = EdnExport::default();
+    let mut line = String::new();
     for entry in &history.entries {
-        let map = match entry {
+        let value = match entry {
             Entry::Op(op) => Some(op_map(op)),
             Entry::Event(e) if e.event.is_nemesis() => nemesis_map(e),
             Entry::Event(_) => None,
         };
-        if let Some(map) = map {
-            writeln!(out, "{}", edn_format::emit_str(&map))?;
-        }
+        let Some(value) = value else {
+            export.dropped_events += 1;
+            continue;
+        };
+        line.clear();
+        value.write(&mut line);
+        writeln!(out, "{line}")?;
+        export.written += 1;
     }
-    out.flush()
+    out.flush()?;
+    Ok(export)
 }
 
-/// Read a Jepsen EDN history: operation maps (or tagged records of them), any number per line,
-/// as loose values or inside a whole-file vector whose brackets may sit on the first and last
-/// lines. An operation may not span lines. `name` becomes the header's scenario. Entries are
-/// numbered in file order; `:time` (ns) is kept when present.
+/// Read a Jepsen EDN history: operation maps (or tagged records of them, such as
+/// `#jepsen.history.Op{...}`) as loose values, one or more per line or spread over several
+/// lines, or inside one whole-file vector or list, as `jepsen.store` and Knossos's test data
+/// write them. `name` becomes the header's scenario. Entries are numbered in file order;
+/// `:time` (ns) is kept when present. Errors name the line where the offending value starts.
+///
+/// The reader ([`crate::edn`]) bounds its work by the input's size: numbers are never
+/// expanded, nesting is at most [`crate::edn::MAX_DEPTH`] deep, and error messages quote at
+/// most a few dozen characters of the input.
 pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> {
-    let mut entries = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let nodes = parse_all(text).map_err(|e| HistoryError::Parse {
+        line: e.line,
+        message: format!("not EDN: column {}: {}", e.column, e.message),
+    })?;
+    let ops: Vec<Node> = match <[Node; 1]>::try_from(nodes) {
+        // A whole-file vector or list of operations.
+        Ok([Node {
+            value: Edn::Vector(items) | Edn::List(items),
+            ..
+        }]) => items,
+        Ok([one]) => vec![one],
+        Err(nodes) => nodes,
+    };
+    let mut entries = Vec::with_capacity(ops.len());
+    for node in &ops {
         let err = |message: String| HistoryError::Parse {
-            line: i + 1,
+            line: node.line,
             message,
         };
-        for value in line_values(line).map_err(err)? {
-            let map = match value {
-                Value::Map(map) => map,
-                Value::TaggedElement(_, inner) => match *inner {
-                    Value::Map(map) => map,
-                    other => return Err(err(not_an_op(&other))),
-                },
-                other => return Err(err(not_an_op(&other))),
-            };
-            let index = entries.len() as u64;
-            if let Some(op) = read_op(&map, index).map_err(err)? {
-                entries.push(Entry::from(op));
-            }
+        let is_map = match &node.value {
+            Edn::Map(_) => true,
+            Edn::Tagged(_, inner) => matches!(inner.value, Edn::Map(_)),
+            _ => false,
+        };
+        if !is_map {
+            return Err(err(format!(
+                "expected an operation map {{:type ... :f ...}}, found a {} {}",
+                node.value.type_name(),
+                node.value.brief()
+            )));
+        }
+        let index = entries.len() as u64;
+        if let Some(op) = read_op(node, index).map_err(err)? {
+            entries.push(Entry::from(op));
         }
     }
     Ok(History {
@@ -147,78 +192,64 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
     })
 }
 
-fn not_an_op(v: &Value) -> String {
-    format!(
-        "expected an operation map {{:type ... :f ...}}, found {}",
-        edn_format::emit_str(v)
-    )
+/// "a keyword :x" and the like: a foreign value named by its type and a short rendering.
+fn found(v: &Node) -> String {
+    format!("a {} {}", v.value.type_name(), v.value.brief())
 }
 
-/// Every EDN value on one line, with a whole-file vector opened or closed on it taken apart.
-fn line_values(line: &str) -> Result<Vec<Value>, String> {
-    let parse = |text: &str| -> Result<Vec<Value>, edn_format::ParserError> {
-        edn_format::Parser::from_str(text, edn_format::ParserOptions::default()).collect()
-    };
-    let trimmed = line.trim();
-    let values = match parse(trimmed) {
-        Ok(values) => values,
-        // The first or last line of a whole-file vector spread over several lines.
-        Err(first) => {
-            let opened = trimmed.strip_prefix('[').unwrap_or(trimmed);
-            let inner = opened.strip_suffix(']').unwrap_or(opened);
-            parse(inner).map_err(|_| format!("not EDN: {first}"))?
-        }
-    };
-    Ok(values
-        .into_iter()
-        .flat_map(|v| match v {
-            Value::Vector(items) => items,
-            other => vec![other],
-        })
-        .collect())
+/// The line a field's value starts on, when it is not the map's own.
+fn at(map: &Node, v: &Node) -> String {
+    if v.line != map.line && v.line > 0 {
+        format!(" (line {})", v.line)
+    } else {
+        String::new()
+    }
 }
 
-fn get<'m>(map: &'m BTreeMap<Value, Value>, key: &str) -> Option<&'m Value> {
-    map.get(&kw(key))
-}
-
-fn keyword<'m>(map: &'m BTreeMap<Value, Value>, key: &str) -> Result<&'m str, String> {
-    match get(map, key) {
-        Some(Value::Keyword(k)) => Ok(k.name()),
+fn keyword<'m>(map: &'m Node, key: &str) -> Result<&'m str, String> {
+    match map.get(key) {
+        Some(Node {
+            value: Edn::Keyword(k),
+            ..
+        }) => Ok(k),
         Some(other) => Err(format!(
-            "field :{key}: expected a keyword, found {}",
-            edn_format::emit_str(other)
+            "field :{key}{}: expected a keyword, found {}",
+            at(map, other),
+            found(other)
         )),
         None => Err(format!("field :{key}: missing")),
     }
 }
 
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Nil => None,
-        other => Some(edn_format::emit_str(other)),
+fn text(v: &Node) -> Option<String> {
+    match &v.value {
+        Edn::Str(s) => Some(s.clone()),
+        Edn::Nil => None,
+        other => Some(other.to_string()),
     }
 }
 
-fn number(v: &Value) -> Option<u64> {
-    match v {
-        Value::Integer(n) if *n >= 0 => Some(*n as u64),
+fn number(v: &Node) -> Option<u64> {
+    match v.value {
+        Edn::Int(n) => u64::try_from(n).ok(),
         _ => None,
     }
 }
 
 /// One operation; `None` for the nemesis's.
-fn read_op(map: &BTreeMap<Value, Value>, index: u64) -> Result<Option<Op>, String> {
-    let process = match get(map, "process") {
-        Some(Value::Integer(p)) if *p >= 0 => *p as u64,
-        Some(Value::Keyword(k)) if k.name() == "nemesis" => return Ok(None),
-        Some(other) => {
-            return Err(format!(
-                "field :process: expected a process number or :nemesis, found {}",
-                edn_format::emit_str(other)
-            ))
-        }
+fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
+    let process = match map.get("process") {
+        Some(v) => match &v.value {
+            Edn::Int(p) if *p >= 0 => *p as u64,
+            Edn::Keyword(k) if k == "nemesis" => return Ok(None),
+            _ => {
+                return Err(format!(
+                    "field :process{}: expected a process number or :nemesis, found {}",
+                    at(map, v),
+                    found(v)
+                ))
+            }
+        },
         None => return Err("field :process: missing".into()),
     };
     let op_type = match keyword(map, "type")? {
@@ -228,7 +259,8 @@ fn read_op(map: &BTreeMap<Value, Value>, index: u64) -> Result<Option<Op>, Strin
         "info" => OpType::Info,
         other => {
             return Err(format!(
-                "field :type: expected :invoke, :ok, :fail or :info, found :{other}"
+                "field :type: expected :invoke, :ok, :fail or :info, found :{}",
+                Edn::Keyword(other.to_owned()).brief().trim_start_matches(':')
             ))
         }
     };
@@ -240,33 +272,38 @@ fn read_op(map: &BTreeMap<Value, Value>, index: u64) -> Result<Option<Op>, Strin
         "write" => OpFn::Write,
         other => {
             return Err(format!(
-                "field :f: expected :acquire, :renew, :release, :read or :write, found :{other}"
+                "field :f: expected :acquire, :renew, :release, :read or :write, found :{}",
+                Edn::Keyword(other.to_owned()).brief().trim_start_matches(':')
             ))
         }
     };
     // `[key value]` (Jepsen's independent tuple) or a bare value on the default key.
-    let (place, value) = match get(map, "value") {
-        Some(Value::Vector(pair)) if pair.len() == 2 => (text(&pair[0]), Some(&pair[1])),
+    let (place, value) = match map.get("value") {
+        Some(Node {
+            value: Edn::Vector(pair),
+            ..
+        }) if pair.len() == 2 => (text(&pair[0]), Some(&pair[1])),
         other => (None, other),
     };
     let mut op = Op {
         at: Stamp {
             index,
-            time_ns: get(map, "time").and_then(number).unwrap_or(index),
+            time_ns: map.get("time").and_then(number).unwrap_or(index),
             mono_ms: 0,
             wall_ms: 0,
         },
         process,
-        node: get(map, "node")
+        node: map
+            .get("node")
             .and_then(text)
             .map_or_else(|| format!("process-{process}").into(), Name::from),
         op_type,
         f,
         lock: None,
         key: None,
-        token: get(map, "token").and_then(number),
+        token: map.get("token").and_then(number),
         value: None,
-        error: get(map, "error").and_then(text),
+        error: map.get("error").and_then(text),
     };
     match f {
         OpFn::Read | OpFn::Write => {

@@ -57,7 +57,7 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
         }
         let parse_err = |e: serde_json::Error| HistoryError::Parse {
             line: line_no,
-            message: e.to_string(),
+            message: crate::cap_message(e.to_string()),
         };
         if header.is_none() {
             let h: HeaderLine = serde_json::from_str(&line).map_err(parse_err)?;
@@ -101,7 +101,10 @@ fn check_header(h: &HeaderLine, line: usize) -> Result<(), HistoryError> {
     } else {
         return Ok(());
     };
-    Err(HistoryError::Parse { line, message })
+    Err(HistoryError::Parse {
+        line,
+        message: crate::cap_message(message),
+    })
 }
 
 #[cfg(test)]
@@ -163,7 +166,7 @@ mod tests {
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(
             lines[0],
-            r#"{"record":"header","format_version":1,"scenario":"s","seed":7,"tool_version":"0.1.0"}"#
+            r#"{"record":"header","format_version":2,"scenario":"s","seed":7,"tool_version":"0.1.0"}"#
         );
         assert_eq!(
             lines[1],
@@ -202,7 +205,28 @@ mod tests {
         let err = read_jsonl(future.as_bytes()).unwrap_err().to_string();
         assert_eq!(
             err,
-            "line 1: format_version 9 is newer than this reader's 1"
+            "line 1: format_version 9 is newer than this reader's 2"
         );
+    }
+
+    /// Version 2 made local clocks signed: a version-1 file still reads, and a negative
+    /// expiry (a service clock stepped back past 0) round-trips.
+    #[test]
+    fn reads_version_1_and_keeps_negative_expiries() {
+        let v1 = concat!(
+            r#"{"record":"header","format_version":1,"scenario":"s","seed":7,"tool_version":"x"}"#,
+            "\n",
+            r#"{"record":"event","index":0,"time_ns":3001000000,"mono_ms":3001,"wall_ms":-96999,"node":"lease-service","event":"grant","lock":"lock","holder":"client-1","token":1,"expires_at_ms":-91999}"#,
+            "\n"
+        );
+        let h = read_jsonl(v1.as_bytes()).unwrap();
+        assert_eq!(h.header.format_version, 1);
+        let Entry::Event(grant) = &h.entries[0] else {
+            panic!("an event")
+        };
+        assert_eq!((grant.at.wall_ms, grant.expires_at_ms), (-96_999, Some(-91_999)));
+        let mut bytes = Vec::new();
+        write_jsonl(&h, &mut bytes).unwrap();
+        assert!(String::from_utf8(bytes).unwrap().contains(r#""expires_at_ms":-91999"#));
     }
 }

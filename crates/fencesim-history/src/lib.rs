@@ -8,17 +8,40 @@
 //! depends on this crate only, so a history recorded from a real system can be checked too.
 #![deny(missing_docs)]
 
+pub mod edn;
 mod jepsen_edn;
 mod jsonl;
 mod record;
 mod violation;
 
-pub use jepsen_edn::{read_jepsen_edn, write_jepsen_edn};
+pub use jepsen_edn::{read_jepsen_edn, write_jepsen_edn, EdnExport};
 pub use jsonl::{read_jsonl, write_jsonl, HistoryError};
 pub use record::{
     Entry, Event, EventKind, Header, History, Name, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
 };
 pub use violation::ViolationKind;
 
+/// The most characters of an error message [`cap_message`] keeps: a message that quotes the
+/// input (serde's "invalid type: string ...", a TOML value) must not become a line as long as
+/// the input.
+pub const MAX_MESSAGE_CHARS: usize = 240;
+
+/// `message` cut to at most [`MAX_MESSAGE_CHARS`] characters, ending in `… (N more
+/// characters)` when cut. Every error a reader of fencesim's formats returns goes through it.
+pub fn cap_message(message: impl Into<String>) -> String {
+    let message = message.into();
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message,
+        Some((cut, _)) => {
+            let more = message[cut..].chars().count();
+            format!("{}… ({more} more characters)", &message[..cut])
+        }
+    }
+}
+
 /// The history format version written into every header. Bump on incompatible changes.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// Version 2: `expires_at_ms` is a signed local-clock reading, negative when the clock it is
+/// on was stepped back past its start (version 1 clamped such readings to 0). A version-1 file
+/// is read unchanged: its values are a subset of version 2's.
+pub const FORMAT_VERSION: u32 = 2;

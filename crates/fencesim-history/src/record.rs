@@ -284,7 +284,7 @@ pub struct Event {
     pub highest: Option<u64>,
     /// Local-clock ms at which the lease expires (grant, renew).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at_ms: Option<u64>,
+    pub expires_at_ms: Option<i64>,
     /// The index of the invoke this event answers, where there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<u64>,

@@ -192,7 +192,7 @@ impl Replica {
         self.role = Role::Primary;
         self.epoch += 1;
         self.primary = Some(self.name.clone());
-        self.service.extend_all(now_ms.max(0) as u64);
+        self.service.extend_all(now_ms);
         self.next_ship_ms = now_ms;
         // The old primary fell silent, which is why this one took over: do not wait for its
         // acknowledgements until it answers a shipment again (as a backup, after a restart).

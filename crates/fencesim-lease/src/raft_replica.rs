@@ -163,7 +163,7 @@ impl Replica {
     }
 
     /// One clock tick; `now_ms` is this replica's clock, used by the lessor.
-    pub fn tick(&mut self, now_ms: u64) {
+    pub fn tick(&mut self, now_ms: i64) {
         self.raw.tick();
         self.ticks += 1;
         // The lessor hears of a demotion only `lessor_check_ticks` ticks after Raft notices it
@@ -190,7 +190,7 @@ impl Replica {
     }
 
     /// A client's request, stamped with this replica's clock. Only a leader proposes.
-    pub fn propose(&mut self, client: &str, request: u64, op: ClientOp, now_ms: u64) -> Proposal {
+    pub fn propose(&mut self, client: &str, request: u64, op: ClientOp, now_ms: i64) -> Proposal {
         if !self.is_leader() {
             return Proposal::NotLeader {
                 leader: self.leader(),
@@ -212,7 +212,7 @@ impl Replica {
     }
 
     /// Propose revoking every lease this (believed) leader's clock shows expired.
-    fn revoke_expired(&mut self, now_ms: u64, term: u64) {
+    fn revoke_expired(&mut self, now_ms: i64, term: u64) {
         let due: Vec<(String, u64)> = self
             .leases
             .service()
@@ -249,7 +249,7 @@ impl Replica {
     }
 
     /// Persist, apply and collect everything Raft has ready. Call after every input.
-    pub fn drain(&mut self, now_ms: u64) -> Output {
+    pub fn drain(&mut self, now_ms: i64) -> Output {
         let mut out = Output::default();
         while self.raw.has_ready() {
             let mut ready = self.raw.ready();
@@ -365,7 +365,7 @@ mod tests {
     }
 
     /// Deliver every message until the cluster is quiet; returns what was applied where.
-    fn settle(replicas: &mut [Replica], now_ms: u64) -> Vec<Output> {
+    fn settle(replicas: &mut [Replica], now_ms: i64) -> Vec<Output> {
         let mut outputs = Vec::new();
         loop {
             let mut messages = Vec::new();

@@ -89,7 +89,7 @@ pub enum Command {
         /// What it asks.
         op: ClientOp,
         /// The proposing leader's clock, local ms.
-        now_ms: u64,
+        now_ms: i64,
     },
     /// A leader decided that the lease on `lock` with `token` has expired by its clock.
     Revoke {
@@ -98,14 +98,14 @@ pub enum Command {
         /// The lease's token.
         token: u64,
         /// The proposer's clock, local ms.
-        now_ms: u64,
+        now_ms: i64,
         /// The term in which the proposer was leader when it decided.
         term: u64,
     },
     /// A new leader's first command (with `LeaderChange::Extend`).
     Promote {
         /// The new leader's clock, local ms.
-        now_ms: u64,
+        now_ms: i64,
     },
 }
 
@@ -145,7 +145,7 @@ pub enum Applied {
         lease: Lease,
         /// The proposer's clock when it decided, local ms (below `lease.expires_at_ms` only
         /// when a revocation was applied unchecked: the K08 defect).
-        decided_at_ms: u64,
+        decided_at_ms: i64,
     },
     /// A revocation was refused (stale term, or the lease had been renewed or released).
     RevokeRefused {
@@ -228,7 +228,7 @@ impl ReplicatedLeases {
         index: u64,
         client: &str,
         op: ClientOp,
-        now_ms: u64,
+        now_ms: i64,
     ) -> ClientOutcome {
         match op {
             ClientOp::Acquire { lock, ttl_ms } => ClientOutcome::Acquire(
@@ -248,7 +248,7 @@ impl ReplicatedLeases {
         &mut self,
         lock: String,
         token: u64,
-        now_ms: u64,
+        now_ms: i64,
         term: u64,
         entry_term: u64,
     ) -> Applied {
@@ -292,7 +292,7 @@ mod tests {
         ReplicatedLeases::new(LeaseConfig { max_ttl_ms: 1_000 }, policy)
     }
 
-    fn acquire(client: &str, now_ms: u64) -> Command {
+    fn acquire(client: &str, now_ms: i64) -> Command {
         Command::Client {
             client: client.into(),
             request: 1,

@@ -22,7 +22,7 @@ pub struct Lease {
     /// The TTL granted (after capping), in local-clock ms; renewals extend by this much.
     pub ttl_ms: u64,
     /// Local-clock ms at which the lease stops being valid: valid while `now_ms < expires_at_ms`.
-    pub expires_at_ms: u64,
+    pub expires_at_ms: i64,
 }
 
 /// The answer to [`LeaseService::acquire`].
@@ -33,12 +33,12 @@ pub enum AcquireOutcome {
         /// A token greater than every token this lock issued before.
         token: u64,
         /// Local-clock ms at which the new lease expires.
-        expires_at_ms: u64,
+        expires_at_ms: i64,
     },
     /// The service is in its restart grace and grants nothing before `until_ms` (local ms).
     Recovering {
         /// When grants resume, local-clock ms.
-        until_ms: u64,
+        until_ms: i64,
     },
     /// The lock is held and the caller now waits in its queue (a blocking acquire, see
     /// [`crate::wait_queue`]); `token` is its queue entry's, and the grant or the refusal
@@ -61,7 +61,7 @@ pub enum AcquireOutcome {
         /// its own name may wrongly take for its lock, case K13).
         token: u64,
         /// When the current lease expires unless renewed, local-clock ms.
-        expires_at_ms: u64,
+        expires_at_ms: i64,
     },
 }
 
@@ -71,7 +71,7 @@ pub enum RenewOutcome {
     /// The lease was extended to `expires_at_ms` (local-clock ms).
     Renewed {
         /// The new expiry.
-        expires_at_ms: u64,
+        expires_at_ms: i64,
     },
     /// The caller does not hold an unexpired lease with that token: it must stop acting as holder.
     Lost,
@@ -117,7 +117,7 @@ pub struct LeaseService {
     config: LeaseConfig,
     locks: LeaseTable,
     /// No grant before this local-clock ms (a restart grace), if set.
-    recovering_until_ms: Option<u64>,
+    recovering_until_ms: Option<i64>,
 }
 
 impl LeaseService {
@@ -142,12 +142,12 @@ impl LeaseService {
 
     /// Refuse every grant until local-clock `until_ms`: after losing state, a service that
     /// waits out one maximum TTL cannot hand out a lock an old holder may still use (case K17).
-    pub fn recover_until(&mut self, until_ms: u64) {
+    pub fn recover_until(&mut self, until_ms: i64) {
         self.recovering_until_ms = Some(until_ms);
     }
 
     /// When the restart grace ends, if it is still on at `now_ms` (local-clock ms).
-    pub fn recovering_until(&self, now_ms: u64) -> Option<u64> {
+    pub fn recovering_until(&self, now_ms: i64) -> Option<i64> {
         self.recovering_until_ms.filter(|u| now_ms < *u)
     }
 
@@ -163,7 +163,7 @@ impl LeaseService {
         lock: &str,
         holder: &str,
         ttl_ms: u64,
-        now_ms: u64,
+        now_ms: i64,
     ) -> AcquireOutcome {
         let ttl_ms = ttl_ms.min(self.config.max_ttl_ms);
         if let Some(until_ms) = self.recovering_until_ms.filter(|u| now_ms < *u) {
@@ -178,7 +178,7 @@ impl LeaseService {
             };
         }
         state.last_token += 1;
-        let expires_at_ms = now_ms.saturating_add(ttl_ms);
+        let expires_at_ms = now_ms.saturating_add_unsigned(ttl_ms);
         state.lease = Some(Lease {
             holder: holder.to_owned(),
             token: state.last_token,
@@ -199,7 +199,7 @@ impl LeaseService {
         lock: &str,
         holder: &str,
         ttl_ms: u64,
-        now_ms: u64,
+        now_ms: i64,
         token: u64,
     ) -> AcquireOutcome {
         let last = self.last_token(lock);
@@ -229,9 +229,9 @@ impl LeaseService {
     }
 
     /// Extend every lease to at least `now_ms` + its TTL (a new leader's promotion).
-    pub fn extend_all(&mut self, now_ms: u64) {
+    pub fn extend_all(&mut self, now_ms: i64) {
         for lease in self.locks.values_mut().filter_map(|s| s.lease.as_mut()) {
-            lease.expires_at_ms = lease.expires_at_ms.max(now_ms.saturating_add(lease.ttl_ms));
+            lease.expires_at_ms = lease.expires_at_ms.max(now_ms.saturating_add_unsigned(lease.ttl_ms));
         }
     }
 
@@ -252,10 +252,10 @@ impl LeaseService {
 
     /// Extend the caller's lease by its TTL from `now_ms`, if the caller holds `lock` with
     /// `token` and the lease has not expired.
-    pub fn renew(&mut self, lock: &str, holder: &str, token: u64, now_ms: u64) -> RenewOutcome {
+    pub fn renew(&mut self, lock: &str, holder: &str, token: u64, now_ms: i64) -> RenewOutcome {
         match self.live_lease_mut(lock, holder, token, now_ms) {
             Some(lease) => {
-                lease.expires_at_ms = now_ms.saturating_add(lease.ttl_ms);
+                lease.expires_at_ms = now_ms.saturating_add_unsigned(lease.ttl_ms);
                 RenewOutcome::Renewed {
                     expires_at_ms: lease.expires_at_ms,
                 }
@@ -265,7 +265,7 @@ impl LeaseService {
     }
 
     /// End the caller's lease, if the caller holds `lock` with `token` and it has not expired.
-    pub fn release(&mut self, lock: &str, holder: &str, token: u64, now_ms: u64) -> ReleaseOutcome {
+    pub fn release(&mut self, lock: &str, holder: &str, token: u64, now_ms: i64) -> ReleaseOutcome {
         if self.live_lease_mut(lock, holder, token, now_ms).is_none() {
             return ReleaseOutcome::NotHolder;
         }
@@ -285,7 +285,7 @@ impl LeaseService {
     }
 
     /// Remove and return every lease with `expires_at_ms <= now_ms`, in lock-name order.
-    pub fn expire_due(&mut self, now_ms: u64) -> Vec<Expired> {
+    pub fn expire_due(&mut self, now_ms: i64) -> Vec<Expired> {
         let mut expired = Vec::new();
         for (lock, state) in &mut self.locks {
             if state
@@ -305,7 +305,7 @@ impl LeaseService {
 
     /// The earliest `expires_at_ms` of any lease (local-clock ms), or `None` if no lease exists:
     /// the shell should call [`Self::expire_due`] once its clock reaches it.
-    pub fn next_expiry(&self) -> Option<u64> {
+    pub fn next_expiry(&self) -> Option<i64> {
         self.locks
             .values()
             .filter_map(|s| s.lease.as_ref().map(|l| l.expires_at_ms))
@@ -326,7 +326,7 @@ impl LeaseService {
     }
 
     /// Whether `lock` has no unexpired lease at `now_ms`.
-    pub fn is_free(&self, lock: &str, now_ms: u64) -> bool {
+    pub fn is_free(&self, lock: &str, now_ms: i64) -> bool {
         self.lease(lock).is_none_or(|l| l.expires_at_ms <= now_ms)
     }
 
@@ -345,7 +345,7 @@ impl LeaseService {
         lock: &str,
         holder: &str,
         token: u64,
-        now_ms: u64,
+        now_ms: i64,
     ) -> Option<&mut Lease> {
         self.locks
             .get_mut(lock)?

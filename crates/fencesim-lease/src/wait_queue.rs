@@ -25,7 +25,7 @@ pub struct Waiter {
     pub ttl_ms: u64,
     /// When its own lease runs out, local-clock ms: it joined at `now_ms` and renews nothing
     /// while it waits.
-    pub lease_expires_at_ms: u64,
+    pub lease_expires_at_ms: i64,
 }
 
 /// What [`WaitQueue::promote`] did with a waiter at the head of a queue.
@@ -61,7 +61,7 @@ impl WaitQueue {
         lock: &str,
         holder: &str,
         ttl_ms: u64,
-        now_ms: u64,
+        now_ms: i64,
     ) -> u64 {
         let ttl_ms = ttl_ms.min(service.config().max_ttl_ms);
         let token = service.issue_token(lock);
@@ -72,7 +72,7 @@ impl WaitQueue {
                 holder: holder.to_owned(),
                 token,
                 ttl_ms,
-                lease_expires_at_ms: now_ms.saturating_add(ttl_ms),
+                lease_expires_at_ms: now_ms.saturating_add_unsigned(ttl_ms),
             });
         token
     }
@@ -95,7 +95,7 @@ impl WaitQueue {
     pub fn promote(
         &mut self,
         service: &mut LeaseService,
-        now_ms: u64,
+        now_ms: i64,
         grant_expired: bool,
     ) -> Vec<Promotion> {
         let mut done = Vec::new();
@@ -122,7 +122,7 @@ impl WaitQueue {
                 let expires_at_ms = if lapsed {
                     waiter.lease_expires_at_ms
                 } else {
-                    now_ms.saturating_add(waiter.ttl_ms)
+                    now_ms.saturating_add_unsigned(waiter.ttl_ms)
                 };
                 let lease = Lease {
                     holder: waiter.holder,

@@ -25,7 +25,7 @@ struct ModelLease {
     holder: String,
     token: u64,
     ttl: u64,
-    expires_at: u64,
+    expires_at: i64,
 }
 
 /// One lock: its lease (if any) and the last token it ever issued (0: none).
@@ -72,12 +72,12 @@ impl Model {
     }
 
     /// The spec's validity rule: a lease is valid while `now < expires_at`.
-    fn is_valid(lease: &ModelLease, now: u64) -> bool {
+    fn is_valid(lease: &ModelLease, now: i64) -> bool {
         now < lease.expires_at
     }
 
     /// True iff `lock` has a valid lease held by `holder` with `token`.
-    fn owns(&self, lock: &str, holder: &str, token: u64, now: u64) -> bool {
+    fn owns(&self, lock: &str, holder: &str, token: u64, now: i64) -> bool {
         match self.lock(lock).and_then(|l| l.lease.as_ref()) {
             Some(lease) => {
                 lease.holder == holder && lease.token == token && Self::is_valid(lease, now)
@@ -86,7 +86,7 @@ impl Model {
         }
     }
 
-    fn acquire(&mut self, lock: &str, holder: &str, ttl: u64, now: u64) -> AcquireOutcome {
+    fn acquire(&mut self, lock: &str, holder: &str, ttl: u64, now: i64) -> AcquireOutcome {
         let ttl = if ttl > self.max_ttl {
             self.max_ttl
         } else {
@@ -103,7 +103,8 @@ impl Model {
             }
         }
         let token = record.last_token + 1;
-        let expires_at = now + ttl;
+        // max_ttl is at most MAX_TTL_BOUND, so the capped TTL fits an i64.
+        let expires_at = now + ttl as i64;
         record.last_token = token;
         record.lease = Some(ModelLease {
             holder: holder.to_string(),
@@ -117,18 +118,18 @@ impl Model {
         }
     }
 
-    fn renew(&mut self, lock: &str, holder: &str, token: u64, now: u64) -> RenewOutcome {
+    fn renew(&mut self, lock: &str, holder: &str, token: u64, now: i64) -> RenewOutcome {
         if !self.owns(lock, holder, token, now) {
             return RenewOutcome::Lost;
         }
         let lease = self.lock_mut(lock).lease.as_mut().unwrap();
-        lease.expires_at = now + lease.ttl;
+        lease.expires_at = now + lease.ttl as i64;
         RenewOutcome::Renewed {
             expires_at_ms: lease.expires_at,
         }
     }
 
-    fn release(&mut self, lock: &str, holder: &str, token: u64, now: u64) -> ReleaseOutcome {
+    fn release(&mut self, lock: &str, holder: &str, token: u64, now: i64) -> ReleaseOutcome {
         if !self.owns(lock, holder, token, now) {
             return ReleaseOutcome::NotHolder;
         }
@@ -138,7 +139,7 @@ impl Model {
 
     /// Reap every lease with `expires_at <= now`; the result is sorted by lock name explicitly
     /// because the model's `Vec` is in first-use order, not name order.
-    fn expire_due(&mut self, now: u64) -> Vec<Expired> {
+    fn expire_due(&mut self, now: i64) -> Vec<Expired> {
         let mut reaped = Vec::new();
         for record in &mut self.locks {
             let due = matches!(&record.lease, Some(l) if l.expires_at <= now);
@@ -159,8 +160,8 @@ impl Model {
         reaped
     }
 
-    fn next_expiry(&self) -> Option<u64> {
-        let mut min: Option<u64> = None;
+    fn next_expiry(&self) -> Option<i64> {
+        let mut min: Option<i64> = None;
         for record in &self.locks {
             if let Some(l) = &record.lease {
                 min = Some(match min {
@@ -324,13 +325,13 @@ struct Observed {
     tokens: Vec<u64>,
     /// Grants that may still be live: (holder, token, expires_at), updated by renewals and
     /// dropped on release.
-    claims: Vec<(String, u64, u64)>,
+    claims: Vec<(String, u64, i64)>,
 }
 
 /// Resolve a `Step` to the new clock value; never earlier than `now`.
-fn advance(now: u64, step: &Step, model: &Model) -> u64 {
+fn advance(now: i64, step: &Step, model: &Model) -> i64 {
     let target = match step {
-        Step::By(d) => now + d,
+        Step::By(d) => now + *d as i64,
         Step::ToNextExpiry => model.next_expiry().unwrap_or(now),
         Step::JustBeforeNextExpiry => model.next_expiry().map_or(now, |e| e.saturating_sub(1)),
         Step::ToExpiryOf(i) => model
@@ -363,13 +364,15 @@ fn resolve_token(pick: &TokenPick, lock: &str, model: &Model) -> u64 {
 }
 
 /// Run `ops` against both, checking properties (a), (b) and (c) after every operation.
-fn run(max_ttl: u64, ops: &[Op]) -> Result<(), TestCaseError> {
+/// `start` is the service clock's first reading: negative as often as not, because a wall clock
+/// stepped back past its start reads below zero and expiry must work the same there.
+fn run(max_ttl: u64, start: i64, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut service = LeaseService::new(LeaseConfig {
         max_ttl_ms: max_ttl,
     });
     let mut model = Model::new(max_ttl);
     let mut observed: Vec<Observed> = LOCKS.iter().map(|_| Observed::default()).collect();
-    let mut now = 0u64;
+    let mut now = start;
 
     for (i, op) in ops.iter().enumerate() {
         now = advance(now, &op.step, &model);
@@ -490,8 +493,8 @@ proptest! {
 
     /// Implementation and model agree on every answer, and the safety properties hold.
     #[test]
-    fn service_matches_model(max_ttl in 0..=MAX_TTL_BOUND, ops in ops()) {
-        run(max_ttl, &ops)?;
+    fn service_matches_model(max_ttl in 0..=MAX_TTL_BOUND, start in -10_000i64..10_000, ops in ops()) {
+        run(max_ttl, start, &ops)?;
     }
 }
 

@@ -43,8 +43,8 @@ impl ScenarioError {
             file: file.to_owned(),
             line,
             column,
-            field: field.to_owned(),
-            message: message.into(),
+            field: fencesim_history::cap_message(field),
+            message: fencesim_history::cap_message(message),
         }
     }
 

@@ -38,7 +38,7 @@ pub(crate) async fn run(world: Arc<World>) {
         table,
     );
     if incarnation > 1 && spec.restart_grace_ms > 0 {
-        service.recover_until(now_ms(&world) + spec.restart_grace_ms);
+        service.recover_until(now_ms(&world).saturating_add_unsigned(spec.restart_grace_ms));
     }
     if let (Fsync::Periodic, Some(every_ms)) = (spec.fsync, spec.fsync_every_ms) {
         // Runs on this node, so it dies with it: a crash stops syncing too.
@@ -67,7 +67,7 @@ pub(crate) async fn run(world: Arc<World>) {
             Some(at_ms) => {
                 let wait = world
                     .expiry_clock(NODE)
-                    .true_ns_until(true_ns(), at_ms as i64);
+                    .true_ns_until(true_ns(), at_ms);
                 match alarm
                     .timeout(Duration::from_nanos(wait), inbox.recv())
                     .await
@@ -236,7 +236,7 @@ impl Queue {
 
     /// When the queue next needs the node awake though no lease expires: the end of a restart
     /// grace that holds waiters back.
-    fn wake_at(&self, service: &LeaseService, now_ms: u64) -> Option<u64> {
+    fn wake_at(&self, service: &LeaseService, now_ms: i64) -> Option<i64> {
         if self.waiters.is_empty() {
             return None;
         }
@@ -245,7 +245,7 @@ impl Queue {
 }
 
 /// The service's expiry clock reading, local ms.
-fn now_ms(world: &World) -> u64 {
+fn now_ms(world: &World) -> i64 {
     world.expiry_now_ms(NODE)
 }
 
@@ -303,7 +303,7 @@ pub(crate) fn handle(
 ) -> (Option<Message>, Option<NodeEvent>) {
     let now = world.expiry_now_ms(node);
     let holder = &*env.src;
-    let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<u64>| {
+    let record = |kind: EventKind, lock: &str, token: u64, expires_at_ms: Option<i64>| {
         match kind {
             EventKind::Grant => world.lease_granted(node, lock, holder, token),
             EventKind::Release => world.lease_ended(node, lock),

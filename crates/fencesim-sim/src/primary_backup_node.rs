@@ -41,7 +41,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     let lease = LeaseConfig {
         max_ttl_ms: spec.max_ttl_ms,
     };
-    let now = world.expiry_now_ms(&name) as i64;
+    let now = world.expiry_now_ms(&name);
     let replica = match (index, incarnation) {
         (0, 1) => {
             world.set_leader(1, &name);
@@ -72,7 +72,7 @@ struct Node {
 impl Node {
     /// The replica's clock (the lease service's expiry clock), local ms.
     fn now_ms(&self) -> i64 {
-        self.world.expiry_now_ms(&self.name) as i64
+        self.world.expiry_now_ms(&self.name)
     }
 
     async fn serve(&mut self) {
@@ -119,7 +119,7 @@ impl Node {
             Role::Primary => self.replica.service().next_expiry(),
             Role::Backup => None,
         };
-        expiry.map_or(timer, |e| timer.min(at(e as i64)))
+        expiry.map_or(timer, |e| timer.min(at(e)))
     }
 
     async fn on_message(&mut self, env: Envelope) {

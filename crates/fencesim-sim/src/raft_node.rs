@@ -102,7 +102,7 @@ struct ReplicaNode {
 
 impl ReplicaNode {
     /// This replica's expiry clock, local ms (its stamp on the commands it proposes).
-    fn now_ms(&self) -> u64 {
+    fn now_ms(&self) -> i64 {
         self.world.expiry_now_ms(&self.name)
     }
 

@@ -49,7 +49,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
             continue;
         };
         Nemesis::safepoint(&world, &name, When::Before, event).await;
-        let now_ms = world.expiry_now_ms(&name) as i64;
+        let now_ms = world.expiry_now_ms(&name);
         let (reply, changed) = handle(&mut node, &env.body, now_ms);
         if changed {
             world.redis_disk(&name, |d| d.write(&node, spec.fsync));

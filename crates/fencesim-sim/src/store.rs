@@ -147,7 +147,7 @@ mod tests {
     use super::*;
     use fencesim_lease::{LeaseConfig, LeaseService};
 
-    fn granted(n: u64) -> LeaseTable {
+    fn granted(n: i64) -> LeaseTable {
         let mut s = LeaseService::new(LeaseConfig { max_ttl_ms: 100 });
         for i in 0..n {
             s.acquire("l", "a", 10, i * 1_000);

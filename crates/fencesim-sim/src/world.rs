@@ -278,9 +278,10 @@ impl World {
         }
     }
 
-    /// That clock's reading now, local ms (a wall clock stepped before 0 reads 0).
-    pub fn expiry_now_ms(&self, node: &str) -> u64 {
-        self.expiry_clock(node).read_ms(true_ns()).max(0) as u64
+    /// That clock's reading now, local ms: negative after a backward step past its start (a
+    /// lease granted then expires a TTL later on the same clock, as on a real host).
+    pub fn expiry_now_ms(&self, node: &str) -> i64 {
+        self.expiry_clock(node).read_ms(true_ns())
     }
 
     /// The node's monotonic clock now, local ms.
@@ -349,7 +350,7 @@ impl World {
             lock: Some(lock.into()),
             holder: Some(client.into()),
             token: Some(token),
-            expires_at_ms: until_ms.map(|u| u.max(0) as u64),
+            expires_at_ms: until_ms,
             ..Event::new(EventKind::Belief)
         });
         if let Some(generation) = watch {

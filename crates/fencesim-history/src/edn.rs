@@ -1,0 +1,2162 @@
+//! A small, bounded reader and writer for the part of EDN that Jepsen histories use.
+//!
+//! [`parse_all`] reads every top-level value of a text into [`Node`]s: an [`Edn`] value plus
+//! the line and column where it starts, so that a caller can say where a bad field is even
+//! inside a map spread over several lines. [`Edn::write`] (and `Display`) turns a value back
+//! into EDN text that `parse_all` reads back to an equal value.
+//!
+//! The reader is built to survive hostile input: it never panics, never recurses (collections,
+//! tags and `#_` are kept on an explicit stack capped at [`MAX_DEPTH`]), never expands a number
+//! (big integers and decimals stay as their text, and a number literal is at most
+//! [`MAX_NUMBER_LEN`] characters), and does work linear in the size of the input.
+//!
+//! What is read:
+//!
+//! - whitespace is spaces, tabs, line breaks, form feeds and commas; `;` starts a comment that
+//!   runs to the end of the line; a byte order mark at the very start is skipped;
+//! - `nil`, `true`, `false`;
+//! - numbers: an optional sign, digits, an optional fraction and exponent, and an optional
+//!   `N` (big integer) or `M` (decimal) suffix; `##Inf`, `##-Inf` and `##NaN`. Integers with a
+//!   leading zero (Clojure's octal), hexadecimal, radix and ratio (`1/2`) literals are errors;
+//! - strings with the escapes `\" \\ \/ \n \t \r \b \f` and `\uXXXX` (exactly four hex digits,
+//!   not a surrogate); characters `\c`, `\newline`, `\space`, `\tab`, `\return`,
+//!   `\formfeed`, `\backspace` and `\uXXXX`;
+//! - keywords (`:name`, `:ns/name`) and symbols following EDN's rules;
+//! - lists `( )`, vectors `[ ]`, maps `{ }`, sets `#{ }`, tagged values `#tag value`
+//!   (such as `#inst "…"`, `#uuid "…"` or Jepsen's records `#jepsen.history.Op{…}`) and the
+//!   discard `#_ value`.
+//!
+//! Not read (each is an error with its position): namespaced maps (`#:ns{…}`), regexes,
+//! reader conditionals and the other Clojure-only `#` forms, `'`, `` ` ``, `~`, `@`, `^`.
+
+
+use std::fmt;
+
+/// The deepest nesting [`parse_all`] accepts, counting every open collection, every `#tag`
+/// waiting for its value and every `#_` waiting for the value it discards. One level more is
+/// the error "nested deeper than 256 levels".
+pub const MAX_DEPTH: usize = 256;
+
+/// The longest number literal [`parse_all`] accepts, in characters (suffix and sign included).
+/// A longer one is the error "number too long".
+pub const MAX_NUMBER_LEN: usize = 4096;
+
+/// How many characters of offending text an error message quotes at most.
+const QUOTE_LEN: usize = 40;
+
+/// How many characters [`Edn::brief`] returns at most.
+const BRIEF_LEN: usize = 60;
+
+/// One EDN value. Collections hold [`Node`]s, so every element keeps its position.
+///
+/// Equality (`==`) is structural and ignores positions: sets and maps compare in file order
+/// (`#{1 2}` is not equal to `#{2 1}`), numbers of different variants never compare equal
+/// (`Int(1)` is not `Float(1.0)`, nor `BigInt("1")`), and two NaN floats compare equal so
+/// that `##NaN` round-trips.
+#[derive(Debug, Clone)]
+pub enum Edn {
+    /// `nil`.
+    Nil,
+    /// `true` or `false`.
+    Bool(bool),
+    /// An integer literal without suffix that fits an `i64`.
+    Int(i64),
+    /// An integer literal with the `N` suffix, or without suffix but outside the `i64` range:
+    /// its text as written, sign included and suffix removed (`-12N` is `"-12"`). Never
+    /// converted, so its size is bounded by [`MAX_NUMBER_LEN`].
+    BigInt(String),
+    /// A literal with a fraction or exponent and no suffix, read with Rust's `f64` parser;
+    /// out-of-range literals become infinite or zero. Also `##Inf`, `##-Inf` and `##NaN`.
+    Float(f64),
+    /// A literal with the `M` suffix: its text as written, sign included and suffix removed
+    /// (`1.50M` is `"1.50"`). Its exponent must fit in 32 bits, as for Java's `BigDecimal`.
+    Decimal(String),
+    /// A string, escapes resolved.
+    Str(String),
+    /// A character literal.
+    Char(char),
+    /// A keyword's name without the colon, namespace kept: `:jepsen.history/op` is
+    /// `"jepsen.history/op"`.
+    Keyword(String),
+    /// A symbol's text, namespace kept: `a.b/c` is `"a.b/c"`.
+    Symbol(String),
+    /// `( … )`.
+    List(Vec<Node>),
+    /// `[ … ]`.
+    Vector(Vec<Node>),
+    /// `#{ … }`, in file order; duplicates are kept.
+    Set(Vec<Node>),
+    /// `{ k v … }` as (key, value) pairs in file order; duplicate keys are kept and
+    /// [`Node::get`] returns the first.
+    Map(Vec<(Node, Node)>),
+    /// `#tag value`: the tag without `#` (`"inst"`, `"jepsen.history.Op"`) and the value.
+    Tagged(String, Box<Node>),
+}
+
+/// A value and where it starts in the text it was read from.
+///
+/// Equality (`==`) compares only the values, never the positions.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The value.
+    pub value: Edn,
+    /// The 1-based line of the value's first character (its opening bracket for a
+    /// collection, its `#` for a tagged value); 0 for a value built in code.
+    pub line: usize,
+    /// The 1-based column of the value's first character, counted in characters (not bytes);
+    /// 0 for a value built in code.
+    pub column: usize,
+}
+
+/// Why a text is not EDN that [`parse_all`] reads, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdnError {
+    /// The 1-based line where the problem is (for an unterminated string or collection, where
+    /// it was opened).
+    pub line: usize,
+    /// The 1-based column where the problem is, counted in characters.
+    pub column: usize,
+    /// What was expected and what was found, quoting at most about 40 characters of the text.
+    pub message: String,
+}
+
+impl fmt::Display for EdnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for EdnError {}
+
+impl Node {
+    /// A node for a value built in code, at line 0, column 0.
+    pub fn new(value: Edn) -> Node {
+        Node {
+            value,
+            line: 0,
+            column: 0,
+        }
+    }
+
+    /// The value of the first entry whose key is the keyword `keyword_name` (without the
+    /// colon, namespace included: `"jepsen.history/op"`), if this node is a map or a tagged
+    /// map (a record such as `#jepsen.history.Op{…}`); `None` if there is no such entry or
+    /// this node is anything else.
+    pub fn get(&self, keyword_name: &str) -> Option<&Node> {
+        let map = match &self.value {
+            Edn::Tagged(_, inner) => &inner.value,
+            other => other,
+        };
+        match map {
+            Edn::Map(entries) => entries
+                .iter()
+                .find(|(key, _)| matches!(&key.value, Edn::Keyword(name) if name == keyword_name))
+                .map(|(_, value)| value),
+            _ => None,
+        }
+    }
+}
+
+impl From<Edn> for Node {
+    fn from(value: Edn) -> Node {
+        Node::new(value)
+    }
+}
+
+impl PartialEq for Node {
+    fn eq(&self, other: &Node) -> bool {
+        self.value == other.value
+    }
+}
+
+impl PartialEq for Edn {
+    fn eq(&self, other: &Edn) -> bool {
+        match (self, other) {
+            (Edn::Nil, Edn::Nil) => true,
+            (Edn::Bool(a), Edn::Bool(b)) => a == b,
+            (Edn::Int(a), Edn::Int(b)) => a == b,
+            (Edn::Float(a), Edn::Float(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Edn::Char(a), Edn::Char(b)) => a == b,
+            (Edn::BigInt(a), Edn::BigInt(b))
+            | (Edn::Decimal(a), Edn::Decimal(b))
+            | (Edn::Str(a), Edn::Str(b))
+            | (Edn::Keyword(a), Edn::Keyword(b))
+            | (Edn::Symbol(a), Edn::Symbol(b)) => a == b,
+            (Edn::List(a), Edn::List(b))
+            | (Edn::Vector(a), Edn::Vector(b))
+            | (Edn::Set(a), Edn::Set(b)) => a == b,
+            (Edn::Map(a), Edn::Map(b)) => a == b,
+            (Edn::Tagged(t, a), Edn::Tagged(u, b)) => t == u && a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Edn {
+    /// What kind of value this is, for messages: "nil", "boolean", "integer", "big integer",
+    /// "float", "decimal", "string", "character", "keyword", "symbol", "list", "vector",
+    /// "set", "map" or "tagged value".
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Edn::Nil => "nil",
+            Edn::Bool(_) => "boolean",
+            Edn::Int(_) => "integer",
+            Edn::BigInt(_) => "big integer",
+            Edn::Float(_) => "float",
+            Edn::Decimal(_) => "decimal",
+            Edn::Str(_) => "string",
+            Edn::Char(_) => "character",
+            Edn::Keyword(_) => "keyword",
+            Edn::Symbol(_) => "symbol",
+            Edn::List(_) => "list",
+            Edn::Vector(_) => "vector",
+            Edn::Set(_) => "set",
+            Edn::Map(_) => "map",
+            Edn::Tagged(..) => "tagged value",
+        }
+    }
+
+    /// The value as EDN text cut to at most 60 characters (the last one `…` when cut), for
+    /// error messages. Only about 60 characters are ever rendered, however big the value.
+    pub fn brief(&self) -> String {
+        let mut out = String::new();
+        let mut sink = Sink {
+            out: &mut out,
+            room: Some(BRIEF_LEN),
+            cut: false,
+        };
+        write_value(self, &mut sink);
+        if sink.cut {
+            out.pop();
+            out.push('…');
+        }
+        out
+    }
+
+    /// Appends the value to `out` as EDN text that [`parse_all`] reads back to an equal value:
+    /// strings and characters escaped, `[a b]`, `(a b)`, `#{a b}`, `{:k v, :k2 v2}`,
+    /// `#tag value`, big integers with `N`, decimals with `M`, floats always with a `.` or an
+    /// exponent (`1.0`, `1e300`) and `##NaN`, `##Inf`, `##-Inf`.
+    ///
+    /// Text kept in a value (symbols, keywords, tags, big integers, decimals) is written as it
+    /// is, so a value built in code reads back only if that text is what the reader would have
+    /// produced: a valid symbol that is not `nil`, `true` or `false`, a non-empty keyword name,
+    /// a tag starting with a letter, a number literal without its suffix. Writing does not
+    /// recurse, so any depth can be written (dropping or comparing a value built in code
+    /// deeper than [`MAX_DEPTH`] does recurse).
+    pub fn write(&self, out: &mut String) {
+        let mut sink = Sink {
+            out,
+            room: None,
+            cut: false,
+        };
+        write_value(self, &mut sink);
+    }
+}
+
+impl fmt::Display for Edn {
+    /// The value as EDN text, as [`Edn::write`] gives it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = String::new();
+        self.write(&mut out);
+        f.write_str(&out)
+    }
+}
+
+impl fmt::Display for Node {
+    /// The node's value as EDN text, as [`Edn::write`] gives it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+/// Where written text goes; with `room`, at most that many characters, `cut` set when more
+/// were offered.
+struct Sink<'o> {
+    out: &'o mut String,
+    room: Option<usize>,
+    cut: bool,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, c: char) {
+        match &mut self.room {
+            None => self.out.push(c),
+            Some(0) => self.cut = true,
+            Some(room) => {
+                self.out.push(c);
+                *room -= 1;
+            }
+        }
+    }
+
+    fn push_str(&mut self, text: &str) {
+        if self.room.is_none() {
+            self.out.push_str(text);
+            return;
+        }
+        for c in text.chars() {
+            if self.cut {
+                return;
+            }
+            self.push(c);
+        }
+    }
+}
+
+/// Work left for the writer: collections are written one element at a time from here, so
+/// neither the depth nor the size of a value makes the writer recurse or queue much.
+enum Task<'v> {
+    Value(&'v Edn),
+    Text(&'static str),
+    Items {
+        items: &'v [Node],
+        next: usize,
+        close: &'static str,
+    },
+    Entries {
+        entries: &'v [(Node, Node)],
+        next: usize,
+    },
+}
+
+fn write_value(value: &Edn, sink: &mut Sink<'_>) {
+    let mut tasks = vec![Task::Value(value)];
+    while let Some(task) = tasks.pop() {
+        if sink.cut {
+            return;
+        }
+        match task {
+            Task::Items { items, next, close } => match items.get(next) {
+                None => sink.push_str(close),
+                Some(item) => {
+                    if next > 0 {
+                        sink.push(' ');
+                    }
+                    tasks.push(Task::Items {
+                        items,
+                        next: next + 1,
+                        close,
+                    });
+                    tasks.push(Task::Value(&item.value));
+                }
+            },
+            Task::Entries { entries, next } => match entries.get(next) {
+                None => sink.push('}'),
+                Some((key, value)) => {
+                    if next > 0 {
+                        sink.push_str(", ");
+                    }
+                    tasks.push(Task::Entries {
+                        entries,
+                        next: next + 1,
+                    });
+                    tasks.push(Task::Value(&value.value));
+                    tasks.push(Task::Text(" "));
+                    tasks.push(Task::Value(&key.value));
+                }
+            },
+            Task::Text(text) => sink.push_str(text),
+            Task::Value(value) => write_scalar_or_open(value, sink, &mut tasks),
+        }
+    }
+}
+
+/// Writes a scalar, or the opening of a collection and queues its elements.
+fn write_scalar_or_open<'v>(value: &'v Edn, sink: &mut Sink<'_>, tasks: &mut Vec<Task<'v>>) {
+    match value {
+        Edn::Nil => sink.push_str("nil"),
+        Edn::Bool(true) => sink.push_str("true"),
+        Edn::Bool(false) => sink.push_str("false"),
+        Edn::Int(n) => sink.push_str(&n.to_string()),
+        Edn::BigInt(text) => {
+            sink.push_str(text);
+            sink.push('N');
+        }
+        Edn::Decimal(text) => {
+            sink.push_str(text);
+            sink.push('M');
+        }
+        Edn::Float(x) => write_float(*x, sink),
+        Edn::Str(text) => write_string(text, sink),
+        Edn::Char(c) => write_char(*c, sink),
+        Edn::Keyword(name) => {
+            sink.push(':');
+            sink.push_str(name);
+        }
+        Edn::Symbol(name) => sink.push_str(name),
+        Edn::List(items) => {
+            sink.push('(');
+            tasks.push(Task::Items {
+                items,
+                next: 0,
+                close: ")",
+            });
+        }
+        Edn::Vector(items) => {
+            sink.push('[');
+            tasks.push(Task::Items {
+                items,
+                next: 0,
+                close: "]",
+            });
+        }
+        Edn::Set(items) => {
+            sink.push_str("#{");
+            tasks.push(Task::Items {
+                items,
+                next: 0,
+                close: "}",
+            });
+        }
+        Edn::Map(entries) => {
+            sink.push('{');
+            tasks.push(Task::Entries { entries, next: 0 });
+        }
+        Edn::Tagged(tag, inner) => {
+            sink.push('#');
+            sink.push_str(tag);
+            sink.push(' ');
+            tasks.push(Task::Value(&inner.value));
+        }
+    }
+}
+
+fn write_float(x: f64, sink: &mut Sink<'_>) {
+    if x.is_nan() {
+        sink.push_str("##NaN");
+    } else if x == f64::INFINITY {
+        sink.push_str("##Inf");
+    } else if x == f64::NEG_INFINITY {
+        sink.push_str("##-Inf");
+    } else {
+        // `{:?}` is the shortest text that reads back to the same f64, and always has a `.`
+        // or an exponent (`1.0`, `1e300`, `1.5e-7`), so it reads back as a float.
+        let text = format!("{x:?}");
+        sink.push_str(&text);
+        if !text.contains(['.', 'e', 'E']) {
+            sink.push_str(".0");
+        }
+    }
+}
+
+fn write_string(text: &str, sink: &mut Sink<'_>) {
+    sink.push('"');
+    for c in text.chars() {
+        if sink.cut {
+            return;
+        }
+        match c {
+            '"' => sink.push_str("\\\""),
+            '\\' => sink.push_str("\\\\"),
+            '\n' => sink.push_str("\\n"),
+            '\t' => sink.push_str("\\t"),
+            '\r' => sink.push_str("\\r"),
+            '\u{8}' => sink.push_str("\\b"),
+            '\u{c}' => sink.push_str("\\f"),
+            c if c.is_control() => sink.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => sink.push(c),
+        }
+    }
+    sink.push('"');
+}
+
+fn write_char(c: char, sink: &mut Sink<'_>) {
+    match c {
+        '\n' => sink.push_str("\\newline"),
+        ' ' => sink.push_str("\\space"),
+        '\t' => sink.push_str("\\tab"),
+        '\r' => sink.push_str("\\return"),
+        '\u{c}' => sink.push_str("\\formfeed"),
+        '\u{8}' => sink.push_str("\\backspace"),
+        // Control characters, all in the Basic Multilingual Plane (this includes the
+        // vertical tab, the one whitespace character without a name).
+        c if c.is_control() => sink.push_str(&format!("\\u{:04X}", u32::from(c))),
+        c => {
+            sink.push('\\');
+            sink.push(c);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+/// Reads every top-level value of `text`, in order (an empty or all-comment text gives an
+/// empty vector).
+///
+/// # Errors
+///
+/// An [`EdnError`] at the first problem: an unterminated string, collection, `#tag` or `#_`;
+/// a closing bracket that closes nothing or the wrong collection; a map with an odd number of
+/// forms; a bad escape or character literal (including surrogates); a bad number (ratio,
+/// leading zero, misplaced suffix, decimal exponent beyond 32 bits) or one longer than
+/// [`MAX_NUMBER_LEN`] characters; a bad symbol or keyword; an unexpected character; nesting
+/// deeper than [`MAX_DEPTH`].
+pub fn parse_all(text: &str) -> Result<Vec<Node>, EdnError> {
+    Reader::new(text).read_all()
+}
+
+/// What a frame of the reader's stack is waiting for.
+enum Open {
+    List,
+    Vector,
+    Set,
+    Map,
+    /// A tag waiting for its value.
+    Tag(String),
+    /// A `#_` waiting for the value it discards.
+    Discard,
+}
+
+/// An opened collection, tag or discard, where it was opened, and the elements read so far.
+struct Frame {
+    open: Open,
+    line: usize,
+    column: usize,
+    items: Vec<Node>,
+}
+
+struct Reader<'t> {
+    text: &'t str,
+    /// Byte offset of the next character, always on a character boundary.
+    pos: usize,
+    line: usize,
+    column: usize,
+}
+
+fn is_blank(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}' | ',')
+}
+
+/// Ends a symbol, keyword, number, tag or character name.
+fn is_delimiter(c: char) -> bool {
+    is_blank(c) || matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '"' | ';' | '\\')
+}
+
+/// May appear in a symbol or keyword (after the first character).
+fn is_constituent(c: char) -> bool {
+    c.is_alphanumeric() || ".*+!-_?$%&=<>/:#'".contains(c)
+}
+
+/// May start a symbol.
+fn is_symbol_start(c: char) -> bool {
+    c.is_alphabetic() || ".*+!-_?$%&=<>".contains(c)
+}
+
+/// The text in backticks, at most [`QUOTE_LEN`] characters of it, control characters escaped.
+fn quote(text: &str) -> String {
+    let mut quoted = String::from("`");
+    for (i, c) in text.chars().enumerate() {
+        if i == QUOTE_LEN {
+            quoted.push('…');
+            break;
+        }
+        if c.is_control() {
+            quoted.extend(c.escape_default());
+        } else {
+            quoted.push(c);
+        }
+    }
+    quoted.push('`');
+    quoted
+}
+
+fn error<T>(line: usize, column: usize, message: String) -> Result<T, EdnError> {
+    Err(EdnError {
+        line,
+        column,
+        message,
+    })
+}
+
+/// `name` (a symbol without namespace, or one half of a namespaced one) follows EDN's rules.
+fn valid_symbol_part(name: &str) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let second = chars.next();
+    is_symbol_start(first)
+        && !(matches!(first, '+' | '-' | '.') && second.is_some_and(|c| c.is_ascii_digit()))
+        && name.chars().all(|c| is_constituent(c) && c != '/')
+}
+
+/// `text` is a valid symbol (also used for tags).
+fn valid_symbol(text: &str) -> bool {
+    if text == "/" {
+        return true;
+    }
+    if text.contains("::") || text.ends_with(':') {
+        return false;
+    }
+    match text.split_once('/') {
+        None => valid_symbol_part(text),
+        Some((namespace, name)) => valid_symbol_part(namespace) && valid_symbol_part(name),
+    }
+}
+
+/// `name` (without the colon) is a valid keyword name: like a symbol, but a part may start
+/// with a digit (`:1`, Clojure reads it).
+fn valid_keyword(name: &str) -> bool {
+    let part = |p: &str| {
+        p.chars()
+            .next()
+            .is_some_and(|c| c != ':' && c != '#' && c != '\'')
+            && p.chars().all(|c| is_constituent(c) && c != '/')
+    };
+    if name == "/" {
+        return true;
+    }
+    if name.contains("::") || name.ends_with(':') {
+        return false;
+    }
+    match name.split_once('/') {
+        None => part(name),
+        Some((namespace, rest)) => part(namespace) && part(rest),
+    }
+}
+
+/// Reads `\uXXXX`'s four digits as a character: `None` if they are not four ASCII hex digits,
+/// `Some(Err(code))` for a surrogate.
+fn hex4(digits: &str) -> Option<Result<char, u32>> {
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let code = u32::from_str_radix(digits, 16).ok()?;
+    Some(char::from_u32(code).ok_or(code))
+}
+
+impl<'t> Reader<'t> {
+    fn new(text: &'t str) -> Reader<'t> {
+        Reader {
+            text,
+            pos: 0,
+            line: 1,
+            column: 1,
+        }
+    }
+
+    fn rest(&self) -> &'t str {
+        self.text.get(self.pos..).unwrap_or("")
+    }
+
+    fn peek(&self) -> Option<char> {
+        match self.text.as_bytes().get(self.pos) {
+            // The common case, without decoding.
+            Some(&byte) if byte.is_ascii() => Some(char::from(byte)),
+            Some(_) => self.rest().chars().next(),
+            None => None,
+        }
+    }
+
+    fn peek_second(&self) -> Option<char> {
+        self.rest().chars().nth(1)
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        if c == '\n' {
+            self.line += 1;
+            self.column = 1;
+        } else {
+            self.column += 1;
+        }
+        Some(c)
+    }
+
+    /// Skips whitespace, commas and `;` comments.
+    fn skip_blank(&mut self) {
+        while let Some(c) = self.peek() {
+            if is_blank(c) {
+                self.bump();
+            } else if c == ';' {
+                while self.peek().is_some_and(|c| c != '\n') {
+                    self.bump();
+                }
+            } else {
+                return;
+            }
+        }
+    }
+
+    /// The characters up to the next delimiter (possibly none), consumed.
+    fn token(&mut self) -> &'t str {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| !is_delimiter(c)) {
+            self.bump();
+        }
+        self.text.get(start..self.pos).unwrap_or("")
+    }
+
+    fn read_all(mut self) -> Result<Vec<Node>, EdnError> {
+        if self.text.starts_with('\u{feff}') {
+            self.pos = '\u{feff}'.len_utf8();
+        }
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            self.skip_blank();
+            let (line, column) = (self.line, self.column);
+            let Some(c) = self.peek() else {
+                return match stack.last() {
+                    None => Ok(done),
+                    Some(frame) => Err(unterminated(frame)),
+                };
+            };
+            let value = match c {
+                '(' | '[' | '{' => {
+                    self.bump();
+                    let open = match c {
+                        '(' => Open::List,
+                        '[' => Open::Vector,
+                        _ => Open::Map,
+                    };
+                    push_frame(&mut stack, open, line, column)?;
+                    continue;
+                }
+                ')' | ']' | '}' => {
+                    self.bump();
+                    let node = close(&mut stack, c, line, column)?;
+                    deliver(node, &mut stack, &mut done);
+                    continue;
+                }
+                '#' => match self.peek_second() {
+                    Some('{') => {
+                        self.bump();
+                        self.bump();
+                        push_frame(&mut stack, Open::Set, line, column)?;
+                        continue;
+                    }
+                    Some('_') => {
+                        self.bump();
+                        self.bump();
+                        push_frame(&mut stack, Open::Discard, line, column)?;
+                        continue;
+                    }
+                    Some('#') => {
+                        self.bump();
+                        self.bump();
+                        self.symbolic(line, column)?
+                    }
+                    Some(first) if first.is_alphabetic() => {
+                        self.bump();
+                        let tag = self.token();
+                        if !valid_symbol(tag) {
+                            return error(
+                                line,
+                                column,
+                                format!("bad tag {}: expected a symbol after `#`", quote(tag)),
+                            );
+                        }
+                        push_frame(&mut stack, Open::Tag(tag.to_owned()), line, column)?;
+                        continue;
+                    }
+                    other => {
+                        let found = match other {
+                            Some(c) => quote(&format!("#{c}")),
+                            None => "`#` at the end of input".to_owned(),
+                        };
+                        return error(
+                            line,
+                            column,
+                            format!(
+                                "unexpected {found}: expected `#{{`, `#_`, `##Inf`, `##-Inf`, \
+                                 `##NaN` or a tag such as `#inst`"
+                            ),
+                        );
+                    }
+                },
+                '"' => self.string(line, column)?,
+                '\\' => self.character(line, column)?,
+                _ => self.atom(line, column)?,
+            };
+            deliver(
+                Node {
+                    value,
+                    line,
+                    column,
+                },
+                &mut stack,
+                &mut done,
+            );
+        }
+    }
+
+    /// `##Inf`, `##-Inf` or `##NaN`, the `##` already read.
+    fn symbolic(&mut self, line: usize, column: usize) -> Result<Edn, EdnError> {
+        match self.token() {
+            "Inf" => Ok(Edn::Float(f64::INFINITY)),
+            "-Inf" => Ok(Edn::Float(f64::NEG_INFINITY)),
+            "NaN" => Ok(Edn::Float(f64::NAN)),
+            other => error(
+                line,
+                column,
+                format!(
+                    "bad symbolic value {}: expected `##Inf`, `##-Inf` or `##NaN`",
+                    quote(&format!("##{other}"))
+                ),
+            ),
+        }
+    }
+
+    /// A string, at its opening quote.
+    fn string(&mut self, line: usize, column: usize) -> Result<Edn, EdnError> {
+        self.bump();
+        let mut text = String::new();
+        loop {
+            let (esc_line, esc_column) = (self.line, self.column);
+            let Some(c) = self.bump() else {
+                return error(
+                    line,
+                    column,
+                    "unterminated string: expected `\"` before the end of input".to_owned(),
+                );
+            };
+            match c {
+                '"' => return Ok(Edn::Str(text)),
+                '\\' => {
+                    let resolved = match self.bump() {
+                        None => {
+                            return error(
+                                line,
+                                column,
+                                "unterminated string: expected `\"` before the end of input"
+                                    .to_owned(),
+                            )
+                        }
+                        Some('"') => '"',
+                        Some('\\') => '\\',
+                        Some('/') => '/',
+                        Some('n') => '\n',
+                        Some('t') => '\t',
+                        Some('r') => '\r',
+                        Some('b') => '\u{8}',
+                        Some('f') => '\u{c}',
+                        Some('u') => {
+                            // Up to four characters, stopping early at anything not a hex digit.
+                            let start = self.pos;
+                            for _ in 0..4 {
+                                if !self.peek().is_some_and(|h| h.is_ascii_hexdigit()) {
+                                    break;
+                                }
+                                self.bump();
+                            }
+                            let digits = self.text.get(start..self.pos).unwrap_or("");
+                            match hex4(digits) {
+                                Some(Ok(c)) => c,
+                                Some(Err(code)) => {
+                                    return error(
+                                        esc_line,
+                                        esc_column,
+                                        format!(
+                                            "bad escape `\\u{code:04X}` in string: surrogate code \
+                                             points are not characters"
+                                        ),
+                                    )
+                                }
+                                None => {
+                                    let after: String = self.rest().chars().take(1).collect();
+                                    return error(
+                                        esc_line,
+                                        esc_column,
+                                        format!(
+                                            "bad escape {} in string: expected exactly 4 hex \
+                                             digits after `\\u`",
+                                            quote(&format!("\\u{digits}{after}"))
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                        Some(other) => {
+                            return error(
+                                esc_line,
+                                esc_column,
+                                format!(
+                                    "bad escape {} in string: expected one of \\\" \\\\ \\/ \\b \
+                                     \\f \\n \\r \\t \\uXXXX",
+                                    quote(&format!("\\{other}"))
+                                ),
+                            )
+                        }
+                    };
+                    text.push(resolved);
+                }
+                c => text.push(c),
+            }
+        }
+    }
+
+    /// A character literal, at its backslash.
+    fn character(&mut self, line: usize, column: usize) -> Result<Edn, EdnError> {
+        self.bump();
+        let start = self.pos;
+        match self.bump() {
+            // A comma after `\\` is the character `,`, not whitespace.
+            Some(c) if c == ',' || !is_blank(c) => {
+                let rest = self.token();
+                if rest.is_empty() {
+                    return Ok(Edn::Char(c));
+                }
+                let name = self.text.get(start..self.pos).unwrap_or("");
+                let named = match name {
+                    "newline" => Some('\n'),
+                    "space" => Some(' '),
+                    "tab" => Some('\t'),
+                    "return" => Some('\r'),
+                    "formfeed" => Some('\u{c}'),
+                    "backspace" => Some('\u{8}'),
+                    _ => None,
+                };
+                if let Some(c) = named {
+                    return Ok(Edn::Char(c));
+                }
+                match name.strip_prefix('u').and_then(hex4) {
+                    Some(Ok(c)) => Ok(Edn::Char(c)),
+                    Some(Err(code)) => error(
+                        line,
+                        column,
+                        format!(
+                            "bad character `\\u{code:04X}`: surrogate code points are not \
+                             characters"
+                        ),
+                    ),
+                    None => error(
+                        line,
+                        column,
+                        format!(
+                            "bad character {}: expected one character, \\newline, \\space, \
+                             \\tab, \\return, \\formfeed, \\backspace or \\uXXXX",
+                            quote(&format!("\\{name}"))
+                        ),
+                    ),
+                }
+            }
+            _ => error(
+                line,
+                column,
+                "expected a character after `\\`, found whitespace or the end of input".to_owned(),
+            ),
+        }
+    }
+
+    /// A number, keyword, symbol, `nil`, `true` or `false`.
+    fn atom(&mut self, line: usize, column: usize) -> Result<Edn, EdnError> {
+        let token = self.token();
+        let mut chars = token.chars();
+        let first = chars.next().unwrap_or(' ');
+        let second = chars.next();
+        if first.is_ascii_digit()
+            || (matches!(first, '+' | '-') && second.is_some_and(|c| c.is_ascii_digit()))
+        {
+            return number(token, line, column);
+        }
+        if let Some(name) = token.strip_prefix(':') {
+            if name.starts_with(':') {
+                return error(
+                    line,
+                    column,
+                    format!(
+                        "bad keyword {}: auto-resolved keywords (`::`) are not EDN",
+                        quote(token)
+                    ),
+                );
+            }
+            if !valid_keyword(name) {
+                return error(
+                    line,
+                    column,
+                    format!(
+                        "bad keyword {}: expected `:` and a name such as `:type` or \
+                         `:jepsen.history/op`",
+                        quote(token)
+                    ),
+                );
+            }
+            return Ok(Edn::Keyword(name.to_owned()));
+        }
+        match token {
+            "nil" => return Ok(Edn::Nil),
+            "true" => return Ok(Edn::Bool(true)),
+            "false" => return Ok(Edn::Bool(false)),
+            _ => {}
+        }
+        if !is_symbol_start(first) && first != '/' {
+            return error(
+                line,
+                column,
+                format!(
+                    "unexpected character {}: expected a value (number, string, character, \
+                     keyword, symbol, collection or tagged value)",
+                    quote(&first.to_string())
+                ),
+            );
+        }
+        if !valid_symbol(token) {
+            let hint = if first == '.' && second.is_some_and(|c| c.is_ascii_digit()) {
+                "a number needs a digit before its `.`"
+            } else {
+                "expected a symbol such as `foo` or `a.b/c`"
+            };
+            return error(line, column, format!("bad symbol {}: {hint}", quote(token)));
+        }
+        Ok(Edn::Symbol(token.to_owned()))
+    }
+}
+
+/// A number literal (`token` starts with a digit, or a sign and a digit).
+fn number(token: &str, line: usize, column: usize) -> Result<Edn, EdnError> {
+    let length = token.chars().count();
+    if length > MAX_NUMBER_LEN {
+        return error(
+            line,
+            column,
+            format!(
+                "number too long: {length} characters (at most {MAX_NUMBER_LEN}) in {}",
+                quote(token)
+            ),
+        );
+    }
+    let bad = |why: &str| error(line, column, format!("bad number {}: {why}", quote(token)));
+    let bytes = token.as_bytes();
+    let digits_from = |mut i: usize| {
+        while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = 0;
+    if matches!(bytes.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let int_start = i;
+    i = digits_from(i);
+    let int_digits = &bytes[int_start..i];
+    let mut fractional = false;
+    if bytes.get(i) == Some(&b'.') {
+        fractional = true;
+        i = digits_from(i + 1);
+    }
+    let mut exponent: Option<&str> = None;
+    if matches!(bytes.get(i), Some(b'e' | b'E')) {
+        let exp_start = i + 1;
+        i = exp_start;
+        if matches!(bytes.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let digits_start = i;
+        i = digits_from(i);
+        if i == digits_start {
+            return bad("expected digits after the exponent's `e`");
+        }
+        exponent = token.get(exp_start..i);
+    }
+    let literal = token.get(..i).unwrap_or("");
+    let suffix = token.get(i..).unwrap_or("");
+    let is_float = fractional || exponent.is_some();
+    let leading_zero = int_digits.len() > 1 && int_digits[0] == b'0';
+    match suffix {
+        "" if is_float => match literal.parse::<f64>() {
+            Ok(x) => Ok(Edn::Float(x)),
+            Err(_) => bad("expected a float"),
+        },
+        "" | "N" if leading_zero => {
+            bad("an integer cannot start with 0 (octal literals are not supported)")
+        }
+        "" => Ok(match literal.parse::<i64>() {
+            Ok(n) => Edn::Int(n),
+            Err(_) => Edn::BigInt(literal.to_owned()),
+        }),
+        "N" if is_float => bad("the `N` suffix needs an integer (use `M` for a decimal)"),
+        "N" => Ok(Edn::BigInt(literal.to_owned())),
+        "M" => match exponent {
+            Some(exp) if exp.parse::<i32>().is_err() => {
+                bad("the decimal's exponent does not fit in 32 bits")
+            }
+            _ => Ok(Edn::Decimal(literal.to_owned())),
+        },
+        s if s.starts_with('/') => bad("ratios are not supported"),
+        _ => bad("expected digits, a fraction, an exponent, then optionally `N` or `M`"),
+    }
+}
+
+fn push_frame(
+    stack: &mut Vec<Frame>,
+    open: Open,
+    line: usize,
+    column: usize,
+) -> Result<(), EdnError> {
+    if stack.len() >= MAX_DEPTH {
+        return error(
+            line,
+            column,
+            format!("nested deeper than {MAX_DEPTH} levels"),
+        );
+    }
+    stack.push(Frame {
+        open,
+        line,
+        column,
+        items: Vec::new(),
+    });
+    Ok(())
+}
+
+/// The error for input ending while `frame` is open.
+fn unterminated(frame: &Frame) -> EdnError {
+    let message = match &frame.open {
+        Open::List => "unterminated list: expected `)` before the end of input".to_owned(),
+        Open::Vector => "unterminated vector: expected `]` before the end of input".to_owned(),
+        Open::Set => "unterminated set: expected `}` before the end of input".to_owned(),
+        Open::Map => "unterminated map: expected `}` before the end of input".to_owned(),
+        Open::Tag(tag) => format!(
+            "expected a value after {} before the end of input",
+            quote(&format!("#{tag}"))
+        ),
+        Open::Discard => "expected a value after `#_` before the end of input".to_owned(),
+    };
+    EdnError {
+        line: frame.line,
+        column: frame.column,
+        message,
+    }
+}
+
+/// Closes the innermost collection with `closer` (at `line`, `column`), giving its node (at
+/// the collection's opening bracket).
+fn close(
+    stack: &mut Vec<Frame>,
+    closer: char,
+    line: usize,
+    column: usize,
+) -> Result<Node, EdnError> {
+    let Some(frame) = stack.pop() else {
+        return error(
+            line,
+            column,
+            format!("unmatched `{closer}`: no list, vector, set or map is open"),
+        );
+    };
+    let (expected, what) = match &frame.open {
+        Open::List => (')', "list"),
+        Open::Vector => (']', "vector"),
+        Open::Set => ('}', "set"),
+        Open::Map => ('}', "map"),
+        Open::Tag(tag) => {
+            return error(
+                line,
+                column,
+                format!(
+                    "expected a value after {}, found `{closer}`",
+                    quote(&format!("#{tag}"))
+                ),
+            )
+        }
+        Open::Discard => {
+            return error(
+                line,
+                column,
+                format!("expected a value after `#_`, found `{closer}`"),
+            )
+        }
+    };
+    if closer != expected {
+        return error(
+            line,
+            column,
+            format!(
+                "expected `{expected}` to close the {what} opened at line {}, column {}, found \
+                 `{closer}`",
+                frame.line, frame.column
+            ),
+        );
+    }
+    let value = match frame.open {
+        Open::List => Edn::List(frame.items),
+        Open::Vector => Edn::Vector(frame.items),
+        Open::Set => Edn::Set(frame.items),
+        _ => {
+            let count = frame.items.len();
+            let mut entries = Vec::with_capacity(count / 2);
+            let mut items = frame.items.into_iter();
+            while let Some(key) = items.next() {
+                let Some(value) = items.next() else {
+                    return error(
+                        key.line,
+                        key.column,
+                        format!(
+                            "map opened at line {}, column {} has an odd number of forms \
+                             ({count}): the key {} has no value",
+                            frame.line,
+                            frame.column,
+                            key.value.brief()
+                        ),
+                    );
+                };
+                entries.push((key, value));
+            }
+            Edn::Map(entries)
+        }
+    };
+    Ok(Node {
+        value,
+        line: frame.line,
+        column: frame.column,
+    })
+}
+
+/// Hands a finished value to the innermost frame: a collection keeps it, a tag wraps it (and
+/// the tagged value is handed on in turn), a `#_` drops it; with no frame it is top-level.
+fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
+    loop {
+        let Some(frame) = stack.last_mut() else {
+            done.push(node);
+            return;
+        };
+        if !matches!(frame.open, Open::Tag(_) | Open::Discard) {
+            frame.items.push(node);
+            return;
+        }
+        let Some(frame) = stack.pop() else {
+            return;
+        };
+        match frame.open {
+            Open::Tag(tag) => {
+                node = Node {
+                    value: Edn::Tagged(tag, Box::new(node)),
+                    line: frame.line,
+                    column: frame.column,
+                };
+            }
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Knossos's test histories, read where they lie (never copied into the repository):
+    /// `FENCESIM_KNOSSOS_DATA`, else the shared peers folder beside the repository.
+    fn knossos_dir() -> std::path::PathBuf {
+        std::env::var_os("FENCESIM_KNOSSOS_DATA").map_or_else(
+            || {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../../shared/peers/knossos-data")
+            },
+            std::path::PathBuf::from,
+        )
+    }
+
+    fn one(text: &str) -> Node {
+        let mut nodes = parse_all(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(nodes.len(), 1, "{text:?}");
+        nodes.remove(0)
+    }
+
+    fn val(text: &str) -> Edn {
+        one(text).value
+    }
+
+    fn err(text: &str) -> EdnError {
+        match parse_all(text) {
+            Ok(nodes) => panic!("{text:?} parsed: {nodes:?}"),
+            Err(e) => e,
+        }
+    }
+
+    fn n(value: Edn) -> Node {
+        Node::new(value)
+    }
+
+    fn kw(name: &str) -> Node {
+        n(Edn::Keyword(name.into()))
+    }
+
+    fn int(i: i64) -> Node {
+        n(Edn::Int(i))
+    }
+
+    fn text_of(nodes: &[Node]) -> String {
+        let mut out = String::new();
+        for node in nodes {
+            node.value.write(&mut out);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn written(value: &Edn) -> String {
+        let mut out = String::new();
+        value.write(&mut out);
+        out
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(val("nil"), Edn::Nil);
+        assert_eq!(val("true"), Edn::Bool(true));
+        assert_eq!(val("false"), Edn::Bool(false));
+        assert_eq!(val("0"), Edn::Int(0));
+        assert_eq!(val("-0"), Edn::Int(0));
+        assert_eq!(val("-17"), Edn::Int(-17));
+        assert_eq!(val("+7"), Edn::Int(7));
+        assert_eq!(val("9223372036854775807"), Edn::Int(i64::MAX));
+        assert_eq!(val("-9223372036854775808"), Edn::Int(i64::MIN));
+        assert_eq!(
+            val("9223372036854775808"),
+            Edn::BigInt("9223372036854775808".into())
+        );
+        assert_eq!(val("5N"), Edn::BigInt("5".into()));
+        assert_eq!(val("-12N"), Edn::BigInt("-12".into()));
+        assert_eq!(val("1.5"), Edn::Float(1.5));
+        assert_eq!(val("-2.5e3"), Edn::Float(-2500.0));
+        assert_eq!(val("1e10"), Edn::Float(1e10));
+        assert_eq!(val("1E-2"), Edn::Float(0.01));
+        assert_eq!(val("1."), Edn::Float(1.0));
+        assert_eq!(val("1.e2"), Edn::Float(100.0));
+        assert_eq!(val("+1.5"), Edn::Float(1.5));
+        assert_eq!(val("-0.0"), Edn::Float(-0.0));
+        assert_eq!(val("01.5"), Edn::Float(1.5));
+        assert_eq!(val("1e400"), Edn::Float(f64::INFINITY));
+        assert_eq!(val("1e446744073709551615"), Edn::Float(f64::INFINITY));
+        assert_eq!(val("1.50M"), Edn::Decimal("1.50".into()));
+        assert_eq!(val("1M"), Edn::Decimal("1".into()));
+        assert_eq!(val("-3e10M"), Edn::Decimal("-3e10".into()));
+        assert_eq!(val("##Inf"), Edn::Float(f64::INFINITY));
+        assert_eq!(val("##-Inf"), Edn::Float(f64::NEG_INFINITY));
+        assert!(matches!(val("##NaN"), Edn::Float(x) if x.is_nan()));
+        assert_eq!(val(":type"), Edn::Keyword("type".into()));
+        assert_eq!(
+            val(":jepsen.history/op"),
+            Edn::Keyword("jepsen.history/op".into())
+        );
+        assert_eq!(val(":1"), Edn::Keyword("1".into()));
+        assert_eq!(val(":not-held"), Edn::Keyword("not-held".into()));
+        for s in [
+            "foo", "a.b/c", "+", "-", "/", "<=", "*x*", "a#", "é", "-foo", "..", "x'",
+        ] {
+            assert_eq!(val(s), Edn::Symbol(s.into()), "{s}");
+        }
+    }
+
+    #[test]
+    fn strings_and_characters() {
+        assert_eq!(
+            val(r#""a\"b\\c\nd\te\rf\bg\fh\/i\u00e9\u0041""#),
+            Edn::Str("a\"b\\c\nd\te\rf\u{8}g\u{c}h/iéA".into())
+        );
+        assert_eq!(val("\"ƖƖ\nx\""), Edn::Str("ƖƖ\nx".into()));
+        assert_eq!(val("\"\""), Edn::Str(String::new()));
+        let chars = [
+            ("\\a", 'a'),
+            ("\\u", 'u'),
+            ("\\n", 'n'),
+            ("\\newline", '\n'),
+            ("\\space", ' '),
+            ("\\tab", '\t'),
+            ("\\return", '\r'),
+            ("\\formfeed", '\u{c}'),
+            ("\\backspace", '\u{8}'),
+            ("\\u0041", 'A'),
+            ("\\u00e9", 'é'),
+            ("\\Ɩ", 'Ɩ'),
+            ("\\😀", '😀'),
+            ("\\(", '('),
+            ("\\\\", '\\'),
+            ("\\\"", '"'),
+            ("\\,", ','),
+        ];
+        for (text, c) in chars {
+            assert_eq!(val(text), Edn::Char(c), "{text}");
+        }
+        // A character ends at a delimiter, including the next backslash.
+        let nodes = parse_all("[\\a\\b \\c]").unwrap();
+        assert_eq!(
+            nodes[0].value,
+            Edn::Vector(vec![
+                n(Edn::Char('a')),
+                n(Edn::Char('b')),
+                n(Edn::Char('c'))
+            ])
+        );
+    }
+
+    #[test]
+    fn collections_comments_discard_tags() {
+        assert_eq!(val("[1 2, 3]"), Edn::Vector(vec![int(1), int(2), int(3)]));
+        assert_eq!(val("(a)"), Edn::List(vec![n(Edn::Symbol("a".into()))]));
+        assert_eq!(val("#{1 1 2}"), Edn::Set(vec![int(1), int(1), int(2)]));
+        assert_eq!(val("[]"), Edn::Vector(vec![]));
+        assert_eq!(val("{}"), Edn::Map(vec![]));
+        assert_eq!(
+            val("{:a 1, :b [2]}"),
+            Edn::Map(vec![
+                (kw("a"), int(1)),
+                (kw("b"), n(Edn::Vector(vec![int(2)])))
+            ])
+        );
+        assert_eq!(
+            val("; leading\n[1 ; one\n #_ 2 #_#_ 3 4 5 #_[6 [7]]]"),
+            Edn::Vector(vec![int(1), int(5)])
+        );
+        assert_eq!(val("{:a #_ :b 1}"), Edn::Map(vec![(kw("a"), int(1))]));
+        assert_eq!(
+            val("#inst \"2024-01-01T00:00:00Z\""),
+            Edn::Tagged(
+                "inst".into(),
+                Box::new(n(Edn::Str("2024-01-01T00:00:00Z".into())))
+            )
+        );
+        assert_eq!(
+            val("#uuid\"f81d4fae-7dec-11d0-a765-00a0c91e6bf6\""),
+            Edn::Tagged(
+                "uuid".into(),
+                Box::new(n(Edn::Str("f81d4fae-7dec-11d0-a765-00a0c91e6bf6".into())))
+            )
+        );
+        let op = one("#jepsen.history.Op{:index 0, :type :invoke}");
+        assert_eq!(
+            op.value,
+            Edn::Tagged(
+                "jepsen.history.Op".into(),
+                Box::new(n(Edn::Map(vec![
+                    (kw("index"), int(0)),
+                    (kw("type"), kw("invoke"))
+                ])))
+            )
+        );
+        assert_eq!(
+            op.get("type").map(|v| &v.value),
+            Some(&Edn::Keyword("invoke".into()))
+        );
+        assert_eq!(val("#a #_ x #b y").type_name(), "tagged value");
+        let all = parse_all(" 1 :a \"s\" [] ; end").unwrap();
+        assert_eq!(all.len(), 4);
+        assert!(parse_all("").unwrap().is_empty());
+        assert!(parse_all(" ,, ; only a comment").unwrap().is_empty());
+        assert_eq!(parse_all("\u{feff}1").unwrap()[0].value, Edn::Int(1));
+        assert_eq!(parse_all("#_1").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn positions() {
+        let text = "[{:process 1,\n  :type :invoke,\n  :value\n   \"ƖƖ\" :x 2}]";
+        let top = one(text);
+        assert_eq!((top.line, top.column), (1, 1));
+        let Edn::Vector(items) = &top.value else {
+            panic!("not a vector")
+        };
+        let op = &items[0];
+        assert_eq!((op.line, op.column), (1, 2));
+        let process = op.get("process").unwrap();
+        assert_eq!((process.line, process.column), (1, 12));
+        let typ = op.get("type").unwrap();
+        assert_eq!((typ.line, typ.column), (2, 9));
+        let value = op.get("value").unwrap();
+        assert_eq!((value.line, value.column), (4, 4));
+        // Columns count characters: `"ƖƖ"` is 4 characters, so `:x` is at column 9.
+        let Edn::Map(entries) = &op.value else {
+            panic!("not a map")
+        };
+        assert_eq!((entries[3].0.line, entries[3].0.column), (4, 9));
+        let tagged = one("\n  #inst \"x\"");
+        assert_eq!((tagged.line, tagged.column), (2, 3));
+        let Edn::Tagged(_, inner) = &tagged.value else {
+            panic!()
+        };
+        assert_eq!((inner.line, inner.column), (2, 9));
+    }
+
+    #[test]
+    fn get_and_type_names() {
+        let map = one("{:a 1 \"a\" 2 :a 3 :ns/b 4}");
+        assert_eq!(map.get("a").map(|v| &v.value), Some(&Edn::Int(1)));
+        assert_eq!(map.get("ns/b").map(|v| &v.value), Some(&Edn::Int(4)));
+        assert!(map.get("b").is_none());
+        assert!(map.get("missing").is_none());
+        assert!(one("[:a 1]").get("a").is_none());
+        let names = [
+            ("nil", "nil"),
+            ("true", "boolean"),
+            ("1", "integer"),
+            ("1N", "big integer"),
+            ("1.0", "float"),
+            ("1M", "decimal"),
+            ("\"s\"", "string"),
+            ("\\c", "character"),
+            (":k", "keyword"),
+            ("s", "symbol"),
+            ("()", "list"),
+            ("[]", "vector"),
+            ("#{}", "set"),
+            ("{}", "map"),
+            ("#t 1", "tagged value"),
+        ];
+        for (text, name) in names {
+            assert_eq!(val(text).type_name(), name, "{text}");
+        }
+    }
+
+    #[test]
+    fn brief_is_short() {
+        assert_eq!(val("{:a [1 2.5 \"x\"]}").brief(), "{:a [1 2.5 \"x\"]}");
+        let long = val(&format!("[{}]", "12345 ".repeat(100)));
+        let brief = long.brief();
+        assert_eq!(brief.chars().count(), 60);
+        assert!(brief.starts_with("[12345 12345"));
+        assert!(brief.ends_with('…'));
+        let exactly_60 = Edn::Str("a".repeat(58));
+        assert_eq!(exactly_60.brief(), format!("\"{}\"", "a".repeat(58)));
+        let huge = Edn::Str("ƖƖ".repeat(500_000));
+        let brief = huge.brief();
+        assert_eq!(brief.chars().count(), 60);
+        assert!(brief.starts_with("\"ƖƖ"));
+        // Deep values built in code are written without recursion.
+        let mut deep = Edn::Vector(vec![]);
+        for _ in 0..5 {
+            deep = Edn::Vector(vec![n(deep)]);
+        }
+        assert_eq!(deep.brief(), "[[[[[[]]]]]]");
+    }
+
+    #[test]
+    fn writer_format() {
+        let map = Edn::Map(vec![
+            (kw("k"), n(Edn::Symbol("v".into()))),
+            (kw("k2"), n(Edn::Vector(vec![int(1), int(2)]))),
+            (n(Edn::Vector(vec![int(1)])), n(Edn::Nil)),
+        ]);
+        assert_eq!(written(&map), "{:k v, :k2 [1 2], [1] nil}");
+        assert_eq!(map.to_string(), "{:k v, :k2 [1 2], [1] nil}");
+        assert_eq!(written(&Edn::Float(1.0)), "1.0");
+        assert_eq!(written(&Edn::Float(-0.5)), "-0.5");
+        assert_eq!(written(&Edn::Float(1e300)), "1e300");
+        assert_eq!(written(&Edn::Float(f64::NAN)), "##NaN");
+        assert_eq!(written(&Edn::Float(f64::INFINITY)), "##Inf");
+        assert_eq!(written(&Edn::Float(f64::NEG_INFINITY)), "##-Inf");
+        assert_eq!(written(&Edn::BigInt("12".into())), "12N");
+        assert_eq!(written(&Edn::Decimal("1.5".into())), "1.5M");
+        assert_eq!(
+            written(&Edn::Str("a\"\\\n\u{1}é".into())),
+            "\"a\\\"\\\\\\n\\u0001é\""
+        );
+        assert_eq!(written(&Edn::Char('\n')), "\\newline");
+        assert_eq!(written(&Edn::Char('\u{0}')), "\\u0000");
+        assert_eq!(written(&Edn::Char('x')), "\\x");
+        assert_eq!(written(&Edn::Set(vec![int(1), int(2)])), "#{1 2}");
+        assert_eq!(
+            written(&Edn::List(vec![int(1), n(Edn::List(vec![]))])),
+            "(1 ())"
+        );
+        assert_eq!(
+            written(&Edn::Tagged(
+                "inst".into(),
+                Box::new(n(Edn::Str("t".into())))
+            )),
+            "#inst \"t\""
+        );
+    }
+
+    #[test]
+    fn errors() {
+        let cases: &[(&str, usize, usize, &str)] = &[
+            ("\"abc", 1, 1, "unterminated string"),
+            ("\"abc\\", 1, 1, "unterminated string"),
+            ("[1 2", 1, 1, "unterminated vector"),
+            (
+                "[(1 2]",
+                1,
+                6,
+                "expected `)` to close the list opened at line 1, column 2",
+            ),
+            ("(", 1, 1, "unterminated list"),
+            ("#{", 1, 1, "unterminated set"),
+            ("\n {:a", 2, 2, "unterminated map"),
+            ("1 )", 1, 3, "unmatched `)`"),
+            (
+                "{:a 1 :b}",
+                1,
+                7,
+                "odd number of forms (3): the key :b has no value",
+            ),
+            ("\"a\\qb\"", 1, 3, "bad escape `\\q`"),
+            ("\"\\u12\"", 1, 2, "exactly 4 hex digits"),
+            ("\"\\uƖƖƖƖ\"", 1, 2, "exactly 4 hex digits"),
+            ("\"\\uD800\"", 1, 2, "surrogate"),
+            ("\\uDFFF", 1, 1, "surrogate"),
+            ("\\u12", 1, 1, "bad character"),
+            ("\\abc", 1, 1, "bad character"),
+            ("\\", 1, 1, "expected a character"),
+            ("[\\ ]", 1, 2, "expected a character"),
+            ("1/2", 1, 1, "ratios are not supported"),
+            ("012", 1, 1, "cannot start with 0"),
+            ("1e", 1, 1, "digits after the exponent"),
+            ("1.5N", 1, 1, "`N` suffix needs an integer"),
+            ("12abc", 1, 1, "bad number"),
+            ("0x1F", 1, 1, "bad number"),
+            ("1e99999999999M", 1, 1, "does not fit in 32 bits"),
+            (".5", 1, 1, "digit before its `.`"),
+            ("@x", 1, 1, "unexpected character `@`"),
+            ("'x", 1, 1, "unexpected character `'`"),
+            ("a::b", 1, 1, "bad symbol"),
+            ("a/b/c", 1, 1, "bad symbol"),
+            (":", 1, 1, "bad keyword"),
+            ("::a", 1, 1, "auto-resolved"),
+            ("#", 1, 1, "at the end of input"),
+            ("#(+ 1)", 1, 1, "unexpected `#(`"),
+            ("#:a{}", 1, 1, "unexpected `#:`"),
+            ("##Foo", 1, 1, "bad symbolic value `##Foo`"),
+            ("#_", 1, 1, "expected a value after `#_` before the end"),
+            ("[#_]", 1, 4, "expected a value after `#_`, found `]`"),
+            (
+                "#inst",
+                1,
+                1,
+                "expected a value after `#inst` before the end",
+            ),
+            ("[#inst]", 1, 7, "expected a value after `#inst`, found `]`"),
+            ("#a/b/c 1", 1, 1, "bad tag"),
+        ];
+        for &(text, line, column, message) in cases {
+            let e = err(text);
+            assert!(
+                e.message.contains(message),
+                "{text:?}: {e} does not mention {message:?}"
+            );
+            assert_eq!((e.line, e.column), (line, column), "{text:?}: {e}");
+        }
+        let e = err("[1\n  )");
+        assert_eq!(e.to_string(), "line 2, column 3: expected `]` to close the vector opened at line 1, column 1, found `)`");
+        // Quotes are capped.
+        let e = err(&format!("{}x", "1".repeat(1000)));
+        assert!(e.message.contains(&format!("`{}…`", "1".repeat(40))), "{e}");
+        assert!(e.message.len() < 200, "{e}");
+        let e = err(&format!("a::{}", "b".repeat(1000)));
+        assert!(e.message.len() < 200, "{e}");
+        let boxed: Box<dyn std::error::Error> = Box::new(err("]"));
+        assert!(boxed.to_string().starts_with("line 1, column 1: unmatched"));
+    }
+
+    #[test]
+    fn hostile_inputs() {
+        // edn-format 3.3.0 panics on this (byte slicing inside `Ɩ`).
+        let e = err("dnu\\u\\lwƖƖw");
+        assert!(e.message.contains("bad character"), "{e}");
+        assert_eq!((e.line, e.column), (1, 6));
+        // edn-format tries to allocate 446744073709551615 bytes for this one...
+        let e = err("2000000000000000000000000000000000000018e446744073709551615M");
+        assert!(e.message.contains("does not fit in 32 bits"), "{e}");
+        // ... and hangs on longer ones.
+        let e = err("2000000000000000000000000000000000000018e-9223372036854775808M");
+        assert!(e.message.contains("does not fit in 32 bits"), "{e}");
+        let e = err(&format!("{}e99999999999999999999999999M", "9".repeat(4000)));
+        assert!(e.message.contains("does not fit in 32 bits"), "{e}");
+        assert_eq!(val("1e2147483647M"), Edn::Decimal("1e2147483647".into()));
+        for deep in [
+            "[".repeat(10_000),
+            "{:a ".repeat(10_000),
+            "#_".repeat(10_000),
+            "#a ".repeat(10_000),
+            format!("{}{}", "(".repeat(10_000), ")".repeat(10_000)),
+        ] {
+            let e = err(&deep);
+            assert_eq!(e.message, "nested deeper than 256 levels");
+            assert_eq!(e.line, 1);
+        }
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        let mut node = &one(&ok);
+        let mut depth = 1;
+        while let Edn::Vector(items) = &node.value {
+            match items.first() {
+                Some(inner) => {
+                    node = inner;
+                    depth += 1;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(depth, MAX_DEPTH);
+        let e = err(&format!(
+            "{}{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        ));
+        assert_eq!(e.column, MAX_DEPTH + 1);
+        // A megabyte of digits: one linear scan, then "number too long".
+        let e = err(&format!("{}M", "7".repeat(1 << 20)));
+        assert!(
+            e.message.starts_with("number too long: 1048577 characters"),
+            "{e}"
+        );
+        assert!(e.message.len() < 200);
+        let e = err(&format!("[{}N]", "7".repeat(1 << 20)));
+        assert!(e.message.starts_with("number too long"), "{e}");
+        let longest = format!("{}M", "7".repeat(MAX_NUMBER_LEN - 1));
+        assert_eq!(val(&longest), Edn::Decimal("7".repeat(MAX_NUMBER_LEN - 1)));
+        // A megabyte string and a megabyte symbol are fine.
+        let big = format!("\"{}\"", "ƖƖ\\n".repeat(1 << 18));
+        assert!(matches!(val(&big), Edn::Str(s) if s.chars().count() == 3 << 18));
+        assert!(matches!(val(&"x".repeat(1 << 20)), Edn::Symbol(s) if s.len() == 1 << 20));
+        // Many values at one level are fine.
+        let wide = format!("[{}]", "{:a 1} ".repeat(100_000));
+        assert!(matches!(val(&wide), Edn::Vector(v) if v.len() == 100_000));
+    }
+
+    fn sample_values() -> Vec<Edn> {
+        let strings = [
+            String::new(),
+            "plain".into(),
+            "q\"b\\s/n\nt\tr\rb\u{8}f\u{c}".into(),
+            (0u8..0x20)
+                .map(char::from)
+                .chain(['\u{7f}', '\u{85}'])
+                .collect(),
+            "ƖƖ é 😀 \u{2028} \u{feff}".into(),
+            "#{} [] ; not a comment".into(),
+        ];
+        let chars = [
+            'a', 'u', 'n', '\\', '"', '(', ')', '[', ']', '{', '}', ';', ',', '#', ':', ' ', '\n',
+            '\t', '\r', '\u{8}', '\u{c}', '\u{0}', '\u{b}', '\u{7f}', 'é', 'Ɩ', '😀', '\u{2028}',
+            '\u{feff}',
+        ];
+        let floats = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            0.1,
+            1e16,
+            1e300,
+            -1e-300,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let mut values = vec![
+            Edn::Nil,
+            Edn::Bool(true),
+            Edn::Bool(false),
+            Edn::Int(0),
+            Edn::Int(-1),
+            Edn::Int(i64::MAX),
+            Edn::Int(i64::MIN),
+            Edn::BigInt("0".into()),
+            Edn::BigInt("-99999999999999999999999".into()),
+            Edn::BigInt("+5".into()),
+            Edn::Decimal("1.50".into()),
+            Edn::Decimal("-3e-10".into()),
+            Edn::Decimal("007".into()),
+            Edn::Keyword("a".into()),
+            Edn::Keyword("jepsen.history/op".into()),
+            Edn::Keyword("1".into()),
+            Edn::Keyword("nil".into()),
+            Edn::Symbol("foo".into()),
+            Edn::Symbol("a.b/c".into()),
+            Edn::Symbol("/".into()),
+            Edn::Symbol("-".into()),
+            Edn::Symbol("<=>".into()),
+        ];
+        values.extend(strings.into_iter().map(Edn::Str));
+        values.extend(chars.into_iter().map(Edn::Char));
+        values.extend(floats.into_iter().map(Edn::Float));
+        let scalars: Vec<Node> = values.iter().cloned().map(Node::new).collect();
+        values.push(Edn::Vector(scalars.clone()));
+        values.push(Edn::List(scalars.clone()));
+        values.push(Edn::Set(scalars.clone()));
+        values.push(Edn::Map(
+            scalars
+                .iter()
+                .cloned()
+                .zip(scalars.iter().rev().cloned())
+                .collect(),
+        ));
+        values.push(Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(2))]));
+        values.push(Edn::Vector(vec![]));
+        values.push(Edn::List(vec![]));
+        values.push(Edn::Set(vec![]));
+        values.push(Edn::Map(vec![]));
+        values.push(Edn::Tagged(
+            "jepsen.history.Op".into(),
+            Box::new(n(Edn::Map(vec![
+                (kw("index"), int(0)),
+                (
+                    kw("value"),
+                    n(Edn::Vector(vec![n(Edn::Char('x')), n(Edn::Nil)])),
+                ),
+            ]))),
+        ));
+        values.push(Edn::Tagged(
+            "a".into(),
+            Box::new(n(Edn::Tagged("b/c".into(), Box::new(n(Edn::Char('u')))))),
+        ));
+        let mut deep = Edn::Map(vec![(n(Edn::Set(vec![])), n(Edn::Char('a')))]);
+        for i in 0..MAX_DEPTH - 2 {
+            deep = match i % 4 {
+                0 => Edn::Vector(vec![n(deep), int(1)]),
+                1 => Edn::List(vec![n(Edn::Char('\\')), n(deep)]),
+                2 => Edn::Map(vec![(n(deep), n(Edn::Str("v".into())))]),
+                _ => Edn::Set(vec![n(deep)]),
+            };
+        }
+        values.push(deep);
+        values
+    }
+
+    #[test]
+    fn round_trip_hand_built() {
+        let values = sample_values();
+        for value in &values {
+            let text = written(value);
+            let back = parse_all(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(back.len(), 1, "{text:?}");
+            assert_eq!(&back[0].value, value, "{text:?}");
+            assert_eq!(written(&back[0].value), text);
+        }
+        let nodes: Vec<Node> = values.into_iter().map(Node::new).collect();
+        let text = text_of(&nodes);
+        assert_eq!(parse_all(&text).unwrap(), nodes);
+    }
+
+    /// A random value at most `depth` collections deep, from the sample scalars.
+    fn random_value(rng: &mut Lcg, scalars: &[Edn], depth: usize) -> Edn {
+        let pick = if depth == 0 { 0 } else { rng.below(7) };
+        let items = |rng: &mut Lcg| -> Vec<Node> {
+            (0..rng.below(5))
+                .map(|_| Node::new(random_value(rng, scalars, depth - 1)))
+                .collect()
+        };
+        match pick {
+            0 | 1 => scalars[rng.below(scalars.len())].clone(),
+            2 => Edn::Vector(items(rng)),
+            3 => Edn::List(items(rng)),
+            4 => Edn::Set(items(rng)),
+            5 => {
+                let keys = items(rng);
+                let values = items(rng);
+                Edn::Map(keys.into_iter().zip(values).collect())
+            }
+            _ => {
+                let tags = ["inst", "uuid", "jepsen.history.Op", "a/b", "x#"];
+                Edn::Tagged(
+                    tags[rng.below(tags.len())].into(),
+                    Box::new(Node::new(random_value(rng, scalars, depth - 1))),
+                )
+            }
+        }
+    }
+
+    #[test]
+    fn round_trip_random_values() {
+        let scalars: Vec<Edn> = sample_values()
+            .into_iter()
+            .filter(|v| {
+                !matches!(
+                    v,
+                    Edn::List(_) | Edn::Vector(_) | Edn::Set(_) | Edn::Map(_) | Edn::Tagged(..)
+                )
+            })
+            .collect();
+        let mut rng = Lcg(42);
+        for case in 0..3000 {
+            let value = random_value(&mut rng, &scalars, 6);
+            let text = written(&value);
+            let back = parse_all(&text).unwrap_or_else(|e| panic!("case {case}: {text:?}: {e}"));
+            assert_eq!(back.len(), 1, "case {case}: {text:?}");
+            assert_eq!(back[0].value, value, "case {case}: {text:?}");
+            assert_eq!(written(&back[0].value), text, "case {case}");
+            let brief = value.brief();
+            assert!(brief.chars().count() <= 60);
+            if text.chars().count() <= 60 {
+                assert_eq!(brief, text);
+            } else {
+                let kept: String = text.chars().take(59).collect();
+                assert_eq!(brief, format!("{kept}…"));
+            }
+        }
+    }
+
+    #[test]
+    fn equality_ignores_positions() {
+        assert_eq!(
+            parse_all("[1 {:a 2}]").unwrap(),
+            parse_all("\n\n  [1\n{:a\n 2}]").unwrap()
+        );
+        assert_ne!(val("[1 2]"), val("[2 1]"));
+        assert_ne!(val("#{1 2}"), val("#{2 1}"));
+        assert_ne!(val("1"), val("1.0"));
+        assert_ne!(val("1"), val("1N"));
+        assert_ne!(val("1N"), val("1M"));
+        assert_ne!(val(":a"), val("a"));
+        assert_ne!(val("#a 1"), val("#b 1"));
+        assert_eq!(val("##NaN"), Edn::Float(f64::NAN));
+        assert_eq!(one("  [1]").to_string(), "[1]");
+        let mut deep = Edn::Nil;
+        for _ in 0..1000 {
+            deep = Edn::Vector(vec![n(deep)]);
+        }
+        assert_eq!(written(&deep).len(), 2003);
+        assert_eq!(
+            err(&written(&deep)).message,
+            "nested deeper than 256 levels"
+        );
+    }
+
+    /// Knuth's MMIX linear congruential generator: deterministic, no crate needed.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            self.0 >> 33
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    #[test]
+    fn mutation_fuzz() {
+        let seeds: Vec<Vec<u8>> = [
+            "[{:process 70, :type :invoke, :f :read, :value nil}\n {:process 7, :type :ok, :f :cas, :value [2 1], :time 99286665244}]",
+            "{:type :fail, :error [:not-found \"etcd: lease\\n \\u00e9 not found\"], :index 1134, :x 1.5e-3, :y -2N, :z 3.25M}",
+            "#jepsen.history.Op{:index 0, :time #inst \"2024-01-01\", :v #{:n1 :n2}} (a.b/c \\newline \\u0041 \\Ɩ) ; c\n #_ [1 2] ##Inf",
+            "dnu\\u\\lwƖƖw 2000000000000000000000000000000000000018e446744073709551615M",
+            "[[[[{:a \"ƖƖ\"}]]]] (((#{\"x\" \\y :z}))) #uuid \"f81d4fae\" ##NaN -0.0 +7 9223372036854775808",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        let snippets: &[&[u8]] = &[
+            b"\\u",
+            b"\\",
+            b"\"",
+            "Ɩ".as_bytes(),
+            "😀".as_bytes(),
+            b"#_",
+            b"##",
+            b"#{",
+            b"#",
+            b"e9",
+            b"e-",
+            b"M",
+            b"N",
+            b".",
+            b"/",
+            b":",
+            b"::",
+            b"[",
+            b"]",
+            b"{",
+            b"}",
+            b"(",
+            b")",
+            b";",
+            b"\n",
+            b" ",
+            b",",
+            b"0",
+            b"9",
+            b"-",
+            b"+",
+            b"nil",
+            b"\\u0041",
+            b"\\uD800",
+            b"\\newline",
+            b"##-Inf",
+            b"#inst ",
+            b"99999999999999999999",
+        ];
+        let mut rng = Lcg(0x5eed_ed17);
+        let mut current = seeds[0].clone();
+        let (mut ok, mut failed) = (0u32, 0u32);
+        for iteration in 0..200_000u32 {
+            if current.len() > 2048 || rng.below(2) == 0 {
+                current = seeds[rng.below(seeds.len())].clone();
+            }
+            for _ in 0..1 + rng.below(2) {
+                let at = rng.below(current.len() + 1);
+                match rng.below(5) {
+                    0 if !current.is_empty() => {
+                        let at = at.min(current.len() - 1);
+                        current[at] = match rng.below(3) {
+                            0 => rng.below(256) as u8,
+                            _ => b"[]{}()#_\\\"u:;, 0123456789eEMN.+-/"[rng.below(33)],
+                        };
+                    }
+                    1 | 2 => {
+                        let snippet = snippets[rng.below(snippets.len())];
+                        current.splice(at..at, snippet.iter().copied());
+                    }
+                    3 => {
+                        let end = (at + 1 + rng.below(8)).min(current.len());
+                        current.drain(at.min(end)..end);
+                    }
+                    _ => {
+                        let end = (at + 1 + rng.below(16)).min(current.len());
+                        let copy = current[at.min(end)..end].to_vec();
+                        current.splice(at..at, copy);
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&current);
+            match parse_all(&text) {
+                Ok(nodes) => {
+                    ok += 1;
+                    let first = text_of(&nodes);
+                    let back = parse_all(&first).unwrap_or_else(|e| {
+                        panic!("iteration {iteration}: {text:?} wrote {first:?}: {e}")
+                    });
+                    assert_eq!(back, nodes, "iteration {iteration}: {text:?} -> {first:?}");
+                    assert_eq!(text_of(&back), first, "iteration {iteration}");
+                }
+                Err(e) => {
+                    failed += 1;
+                    assert!(e.line >= 1 && e.column >= 1, "{e}");
+                    assert!(e.message.chars().count() < 400, "{e}");
+                }
+            }
+        }
+        println!("mutation fuzz: {ok} parsed and round-tripped, {failed} rejected");
+        assert!(ok > 10_000 && failed > 10_000, "ok {ok}, failed {failed}");
+    }
+
+    fn knossos_file(relative: &str) -> Option<String> {
+        let path = knossos_dir().join(relative);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                println!("skipping {}: {e}", path.display());
+                None
+            }
+        }
+    }
+
+    fn single_vector_len(nodes: &[Node]) -> usize {
+        assert_eq!(nodes.len(), 1);
+        match &nodes[0].value {
+            Edn::Vector(items) | Edn::List(items) => items.len(),
+            other => panic!("expected one vector, found a {}", other.type_name()),
+        }
+    }
+
+    #[test]
+    fn knossos_cas_failure() {
+        let Some(text) = knossos_file("cas-register/bad/cas-failure.edn") else {
+            return;
+        };
+        let nodes = parse_all(&text).unwrap();
+        assert_eq!(single_vector_len(&nodes), 590);
+        let Edn::Vector(ops) = &nodes[0].value else {
+            panic!()
+        };
+        let nemesis = ops
+            .iter()
+            .find(|op| op.line == 475)
+            .expect("an op starting on line 475");
+        assert_eq!(nemesis.column, 2);
+        assert_eq!(
+            nemesis.get("process").map(|v| &v.value),
+            Some(&Edn::Keyword("nemesis".into()))
+        );
+        let value = nemesis.get("value").unwrap();
+        assert_eq!((value.line, value.column), (479, 3));
+        assert!(matches!(&value.value, Edn::Str(s) if s.starts_with("Cut off [:n3 #[:n4")));
+    }
+
+    #[test]
+    fn knossos_etcd_mutex() {
+        let Some(text) = knossos_file("mutex/bad/etcd.edn") else {
+            return;
+        };
+        let nodes = parse_all(&text).unwrap();
+        assert_eq!(single_vector_len(&nodes), 1135);
+        let Edn::Vector(ops) = &nodes[0].value else {
+            panic!()
+        };
+        let last = &ops[1134];
+        assert_eq!(last.get("index").map(|v| &v.value), Some(&Edn::Int(1134)));
+        assert_eq!(
+            last.get("time").map(|v| &v.value),
+            Some(&Edn::Int(34_821_084_511))
+        );
+        let error = last.get("error").unwrap();
+        assert_eq!(
+            error.value,
+            Edn::Vector(vec![
+                kw("not-found"),
+                n(Edn::Str("etcdserver: requested lease not found".into()))
+            ])
+        );
+        assert_eq!(last.line, 1135);
+    }
+
+    fn edn_files(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths {
+            if path.is_dir() {
+                edn_files(&path, found);
+            } else if path.extension().is_some_and(|e| e == "edn") {
+                found.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn knossos_all_files() {
+        let root = knossos_dir();
+        if !root.is_dir() {
+            println!("skipping: {} is absent", root.display());
+            return;
+        }
+        let mut files = Vec::new();
+        edn_files(&root, &mut files);
+        assert!(!files.is_empty());
+        let mut failures = Vec::new();
+        let mut values = 0;
+        for path in &files {
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(e) => {
+                    failures.push(format!("{}: unreadable: {e}", path.display()));
+                    continue;
+                }
+            };
+            match parse_all(&text) {
+                Ok(nodes) => {
+                    values += nodes.len();
+                    let back = parse_all(&text_of(&nodes)).unwrap();
+                    assert_eq!(back, nodes, "{}", path.display());
+                }
+                Err(e) => failures.push(format!("{}: {e}", path.display())),
+            }
+        }
+        println!(
+            "knossos: {} files, {values} top-level values, {} failures",
+            files.len(),
+            failures.len()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}

@@ -1,0 +1,79 @@
+//! What each fuzz target does with one input: parse it, and where it parses, check the
+//! properties that must hold for every input (a written form reads back the same; the checker
+//! judges it without panicking and within its budgets). The fuzz targets call these, and so
+//! does `tests/fuzz_corpus.rs` in the main workspace (it includes this file), replaying the
+//! seed corpus and every crash input ever found with a plain `cargo test`.
+//!
+//! Whatever the input, these functions must return: a panic, an abort, a hang or a stack
+//! overflow is a bug in fencesim's readers (issue: no input may crash the tool).
+
+use fencesim_checker::{check_with, CheckOptions};
+use fencesim_history::{read_jepsen_edn, read_jsonl, write_jepsen_edn, write_jsonl, History};
+
+/// Small search budgets: a fuzz input is judged in well under the fuzzer's timeout, and the
+/// budgets themselves are under test (a history past them must come back unknown, quickly).
+const OPTIONS: CheckOptions = CheckOptions {
+    linearizability_steps: 20_000,
+    linearizability_total_steps: 50_000,
+};
+
+/// A scenario file: validated, and if valid, written back with `to_toml` (what `shrink` does)
+/// and read again to the same scenario.
+pub fn scenario(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(scenario) = fencesim_scenario::parse(text, "fuzz.toml", None) else {
+        return;
+    };
+    let written = fencesim_scenario::to_toml(&scenario);
+    match fencesim_scenario::parse(&written, "written.toml", None) {
+        Ok(back) => assert_eq!(back, scenario, "to_toml changed the scenario:\n{written}"),
+        Err(e) => panic!("to_toml wrote a file that does not parse: {e}\n{written}"),
+    }
+}
+
+/// A history.jsonl: read, and if it reads, written back byte for byte readable to the same
+/// history, then checked.
+pub fn history_jsonl(data: &[u8]) {
+    let Ok(history) = read_jsonl(data) else {
+        return;
+    };
+    let mut written = Vec::new();
+    write_jsonl(&history, &mut written).expect("writing to memory");
+    let back = read_jsonl(&written[..]).expect("a written history reads back");
+    assert_eq!(back, history, "a history changed through write_jsonl");
+    judge(&history);
+}
+
+/// A Jepsen history.edn: read, and if it reads, exported and read back to the same operations,
+/// then checked.
+pub fn history_edn(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(history) = read_jepsen_edn(text, "fuzz") else {
+        return;
+    };
+    let mut written = Vec::new();
+    write_jepsen_edn(&history, &mut written).expect("writing to memory");
+    let written = String::from_utf8(written).expect("the EDN writer writes UTF-8");
+    let back = read_jepsen_edn(&written, "fuzz").expect("an exported history reads back");
+    assert_eq!(back.entries, history.entries, "operations changed through the export:\n{written}");
+    judge(&history);
+}
+
+fn judge(history: &History) {
+    let result = check_with(history, &OPTIONS);
+    // Every violation points at records of the history.
+    for v in &result.violations {
+        for w in &v.witnesses {
+            assert!(
+                (*w as usize) < history.entries.len(),
+                "{}: witness {w} outside the history's {} entries",
+                v.kind,
+                history.entries.len()
+            );
+        }
+    }
+}
