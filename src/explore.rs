@@ -68,6 +68,11 @@ pub struct ExploreSummary {
     pub seeds_run: u64,
     /// Whether the sweep stopped at its first counterexample (no `--keep-going`).
     pub stopped_early: bool,
+    /// Whether the user interrupted the sweep (Ctrl-C): the counts are of the seeds done
+    /// before it, a prefix of the range, and the summary cannot stand for the whole range or
+    /// shard (`--merge` refuses it). Left out when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// Seeds judged valid.
     pub valid: u64,
     /// Seeds with at least one violation.
@@ -127,6 +132,7 @@ impl ExploreSummary {
                 .collect(),
             seeds_run: 0,
             stopped_early: false,
+            interrupted: false,
             valid: 0,
             invalid: 0,
             unknown: 0,
@@ -176,6 +182,18 @@ impl ExploreSummary {
         let Some(((first_name, first), rest)) = parts.split_first() else {
             return Err("--merge: no summaries given".into());
         };
+        if let Some((name, part)) = parts.iter().find(|(_, p)| p.interrupted) {
+            return Err(format!(
+                "{name}: the partial summary of an interrupted sweep ({} seeds run{}) cannot \
+                 stand for its shard; run it again",
+                part.seeds_run,
+                if part.shards.is_empty() {
+                    String::new()
+                } else {
+                    format!(" of shard {}", part.shards.join(", "))
+                }
+            ));
+        }
         let count = shard_count_of(first_name, first)?;
         let mut merged = first.clone();
         for (name, part) in rest {
@@ -259,7 +277,9 @@ impl ExploreSummary {
                 self.scenario,
                 self.seeds_run,
                 if self.seeds_run == 1 { "" } else { "s" },
-                if self.stopped_early {
+                if self.interrupted {
+                    " (INTERRUPTED: a partial summary)"
+                } else if self.stopped_early {
                     " (stopped at the first counterexample)"
                 } else {
                     ""

@@ -30,6 +30,18 @@ pub fn load_named(arg: &str) -> Result<Scenario, ScenarioError> {
     let path = std::path::Path::new(arg);
     match (path.is_file(), bundled::find(arg)) {
         (false, Some((file, text))) => parse_scenario(text, &format!("bundled:{file}")),
+        (false, None) if !path.exists() => Err(ScenarioError::Io {
+            file: arg.to_owned(),
+            message: match bundled::nearest(arg) {
+                Some(near) => format!(
+                    "no such file, and no bundled scenario of that name (did you mean \
+                     {near}? `fencesim list` shows them all)"
+                ),
+                None => "no such file, and no bundled scenario of that name (`fencesim list` \
+                         shows them all)"
+                    .to_owned(),
+            },
+        }),
         _ => load_scenario(path),
     }
 }
@@ -51,6 +63,9 @@ pub mod exit {
     pub const UNKNOWN: u8 = 3;
     /// The simulation itself failed (panic, time limit, deadlock, nondeterminism).
     pub const SIM_FAILED: u8 = 4;
+    /// The user interrupted a sweep (Ctrl-C, 128 + SIGINT as shells report it): what it
+    /// found so far was printed and written, marked partial.
+    pub const INTERRUPTED: u8 = 130;
 }
 
 /// What [`check_scenario`] ran.
@@ -62,8 +77,9 @@ pub struct Checked {
     pub seeds_run: u64,
 }
 
-/// Why [`check_scenario`] failed.
-#[derive(Debug, thiserror::Error)]
+/// Why [`check_scenario`] failed. Its `Debug` form is its message, so that a test's
+/// `.unwrap()` prints the explanation as lines of text, not as one escaped string.
+#[derive(thiserror::Error)]
 pub enum ScenarioCheckError {
     /// The scenario could not be read or is invalid (the message names file, line and field).
     #[error("{0}")]
@@ -101,6 +117,12 @@ pub enum ScenarioCheckError {
     /// The counterexample's files could not be written.
     #[error("cannot write the run's output: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl std::fmt::Debug for ScenarioCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// Run a scenario over `seeds` and require its `[expect]` on every one: for a user's own test

@@ -67,6 +67,13 @@ enum Command {
         /// --seed is given).
         #[arg(long)]
         expect: bool,
+        /// With --expect over the range: write every seed's files, not only those of the
+        /// seeds that miss the expectation.
+        #[arg(long)]
+        write_all: bool,
+        /// With --expect over the range: no progress on stderr.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Run many seeds in parallel until the first counterexample (a seed that misses the
     /// scenario's expectation); write files only for counterexamples and a summary.
@@ -156,8 +163,9 @@ enum Command {
     Shrink {
         /// A report.json written by `run` or `explore`.
         report: PathBuf,
-        /// Where the minimal scenario (NAME-seed-N-min.toml) and its run's files go.
-        #[arg(long, value_name = "DIR", default_value = "reports/shrunk")]
+        /// Where the minimal scenario (NAME-seed-N-min.toml) and its run's files go (the same
+        /// folder `explore --shrink` uses with the default --out, git-ignored).
+        #[arg(long, value_name = "DIR", default_value = "reports/runs/shrunk")]
         out: PathBuf,
         /// The violation kind to keep (default: the report's first violation's).
         #[arg(long)]
@@ -181,19 +189,26 @@ enum Command {
         /// Run only this part (default: every part, in this order).
         #[arg(long, value_enum)]
         only: Option<BenchPart>,
+        /// Seeds per scenario for the `expectations` part (from each scenario's first seed;
+        /// --quick makes it 20).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        expectation_seeds: u64,
     },
 }
 
 fn main() -> ExitCode {
     init_tracing();
     quiet_simulation_panics();
+    stop_sweeps_on_ctrl_c();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run {
             target,
             seed,
             expect,
-        } => run(&target, seed, expect),
+            write_all,
+            quiet,
+        } => run(&target, seed, expect, &RangeArgs { write_all, quiet }),
         Command::Explore {
             scenario,
             seeds,
@@ -253,7 +268,14 @@ fn main() -> ExitCode {
             jobs,
             quick,
             only,
-        } => bench(seeds, jobs as usize, quick, only),
+            expectation_seeds,
+        } => {
+            let counts = BenchSeeds {
+                scenarios: if quick { 1 } else { seeds },
+                expectations: if quick { 20 } else { expectation_seeds },
+            };
+            bench(&counts, jobs as usize, quick, only)
+        }
     };
     ExitCode::from(code)
 }
@@ -266,10 +288,30 @@ fn quiet_simulation_panics() {
         let in_simulation = std::thread::current()
             .name()
             .is_some_and(|n| n.starts_with("fencesim-seed-"));
-        if !in_simulation || std::env::var_os("RUST_BACKTRACE").is_some() {
+        // RUST_BACKTRACE is often set for other work; it must not turn every failed seed of
+        // a sweep into a page of backtrace. FENCESIM_DEBUG_PANICS asks for them on purpose.
+        if !in_simulation || std::env::var_os("FENCESIM_DEBUG_PANICS").is_some() {
             default(info);
         }
     }));
+}
+
+/// The first Ctrl-C lets a sweep finish the seeds in progress and write what it found so far
+/// (a partial summary, exit 130); a second one quits at once.
+fn stop_sweeps_on_ctrl_c() {
+    let result = ctrlc::set_handler(|| {
+        if fencesim::run::interrupted() {
+            std::process::exit(i32::from(exit::INTERRUPTED));
+        }
+        fencesim::run::interrupt();
+        eprintln!(
+            "\ninterrupted: finishing the seeds in progress, then writing what was found so far \
+             (Ctrl-C again to quit at once)"
+        );
+    });
+    // Without the handler (another one was installed first, as in a test harness) Ctrl-C
+    // still stops the process, only without a summary: nothing to report.
+    drop(result);
 }
 
 /// Diagnostics only when RUST_LOG asks for them: the hot loop stays quiet by default.
@@ -313,7 +355,7 @@ fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
     Ok((scenario, opts))
 }
 
-fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
+fn run(target: &Target, seed: Option<u64>, expect: bool, range: &RangeArgs) -> u8 {
     let (scenario, opts) = match prepare(target) {
         Ok(p) => p,
         Err(code) => return code,
@@ -323,51 +365,131 @@ fn run(target: &Target, seed: Option<u64>, expect: bool) -> u8 {
         (None, false) => vec![scenario.seeds.start],
         (None, true) => (scenario.seeds.start..scenario.seeds.end).collect(),
     };
-    let runs = match sweep(&scenario, &seeds, default_jobs(), &opts, |done| {
-        write(&opts.out, done.serialize()?)
-    }) {
-        Ok(runs) => runs,
-        Err(e) => {
-            eprintln!(
-                "error: cannot write the run's output under {}: {e}",
-                opts.out.display()
-            );
-            return exit::BAD_INPUT;
-        }
-    };
-    let single = runs.len() == 1;
-    let mut worst = exit::VALID;
-    for done in &runs {
-        let code = seed_exit_code(&done.report, expect);
-        // A sweep prints only the seeds that need attention; a single run always prints.
-        if single || code != exit::VALID {
-            print_seed(done, expect);
-        }
-        worst = worse(worst, code);
+    if let [seed] = seeds[..] {
+        return run_one(&scenario, seed, expect, &opts);
     }
+    run_range(&scenario, &seeds, range, &opts)
+}
+
+/// How `run --expect` sweeps a scenario's whole range.
+struct RangeArgs {
+    /// Write every seed's files, not only those of the seeds that miss the expectation.
+    write_all: bool,
+    /// No progress on stderr.
+    quiet: bool,
+}
+
+/// One seed: always written and printed.
+fn run_one(scenario: &Scenario, seed: u64, expect: bool, opts: &RunOptions) -> u8 {
+    let done = match fencesim::run::run_seed(scenario, seed, opts) {
+        Ok(done) => done,
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    print_seed(&done, expect);
     if opts.check_determinism {
         // A failed rerun is the seed's verdict (simulation failed); a passed one says so here.
-        let same = runs.iter().filter(|d| d.report.failure.is_none()).count();
+        let same = u8::from(done.report.failure.is_none());
+        say!("determinism: {same} of 1 seed ran twice with the same history");
+    }
+    seed_exit_code(&done.report, expect)
+}
+
+/// What a `run --expect` sweep keeps: counts, and the seeds that missed, written.
+#[derive(Default)]
+struct RangeTally {
+    run: u64,
+    met: u64,
+    /// Seeds whose simulation did not fail (their determinism rerun, if asked, matched).
+    same: u64,
+    written: u64,
+    missed: Vec<SeedRun>,
+}
+
+/// Every seed of the scenario's range under `--expect`, in parallel, with progress as
+/// `explore` shows it. Files are written for the seeds that miss the expectation (all seeds
+/// with `--write-all`): a range of a thousand seeds would otherwise write a thousand folders.
+fn run_range(scenario: &Scenario, seeds: &[u64], range: &RangeArgs, opts: &RunOptions) -> u8 {
+    if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
+        return unwritable(&opts.out, &e);
+    }
+    let progress = progress::Progress::new(seeds.len() as u64, range.quiet);
+    let handle = |done: Judged| -> std::io::Result<(bool, bool, Option<SeedRun>)> {
+        let met = done.report.expectation.met;
+        let same = done.report.failure.is_none();
+        progress.seed_done(!met);
+        let kept = if met && !range.write_all {
+            None
+        } else {
+            Some(write(&opts.out, done.serialize()?)?)
+        };
+        Ok((met, same, kept))
+    };
+    let fold = |mut t: RangeTally, (met, same, kept): (bool, bool, Option<SeedRun>)| {
+        t.run += 1;
+        t.met += u64::from(met);
+        t.same += u64::from(same);
+        if let Some(done) = kept {
+            t.written += 1;
+            if !met {
+                t.missed.push(done);
+            }
+        }
+        t
+    };
+    let result = sweep_fold(
+        scenario,
+        seeds,
+        default_jobs(),
+        opts,
+        handle,
+        |_| false,
+        RangeTally::default(),
+        fold,
+    );
+    progress.finish();
+    let tally = match result {
+        Ok(t) => t,
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    let mut worst = exit::VALID;
+    for done in &tally.missed {
+        print_seed(done, true);
+        worst = worse(worst, seed_exit_code(&done.report, true));
+    }
+    if opts.check_determinism {
         say!(
-            "determinism: {same} of {} seed{} ran twice with the same history",
-            runs.len(),
-            if runs.len() == 1 { "" } else { "s" }
+            "determinism: {} of {} seeds ran twice with the same history",
+            tally.same,
+            tally.run
         );
     }
-    if !single {
-        let met = runs.iter().filter(|d| d.report.expectation.met).count();
-        let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
+    let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
+    say!(
+        "{}: expectation met on {}/{} seeds ({first}..{}); files written for {} seed{} under {}{}",
+        scenario.name,
+        tally.met,
+        tally.run,
+        last + 1,
+        tally.written,
+        if tally.written == 1 { "" } else { "s" },
+        opts.out.join(&scenario.name).display(),
+        if range.write_all {
+            ""
+        } else {
+            " (those that missed; --write-all writes every seed's)"
+        }
+    );
+    if fencesim::run::interrupted() {
         say!(
-            "{}: expectation met on {met}/{} seeds ({first}..{})",
-            scenario.name,
-            runs.len(),
-            last + 1
+            "interrupted after {} of {} seeds: the counts above are partial",
+            tally.run,
+            seeds.len()
         );
+        return exit::INTERRUPTED;
     }
     worst
 }
 
-/// How `explore` sweeps.
 struct ExploreArgs {
     seeds: String,
     jobs: usize,
@@ -391,6 +513,9 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
             return exit::BAD_INPUT;
         }
     };
+    if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
+        return unwritable(&opts.out, &e);
+    }
     let progress = progress::Progress::new(seeds.len() as u64, args.quiet);
     let clock = fencesim::bench::Stopwatch::start();
     // With --keep-going every counterexample is written as it is found, so histories do not
@@ -430,8 +555,10 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return unwritable(&opts.out, &e),
     };
-    let stopped_early = summary.seeds_run < seeds.len() as u64;
-    let summary = summary.finish(stopped_early, seconds);
+    let interrupted = fencesim::run::interrupted();
+    let stopped_early = summary.seeds_run < seeds.len() as u64 && !interrupted;
+    let mut summary = summary.finish(stopped_early, seconds);
+    summary.interrupted = interrupted;
     let mut worst = exit::VALID;
     let mut first_report = None;
     for written in kept {
@@ -457,6 +584,14 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         return unwritable(&opts.out, &e);
     }
     say!("summary: {}", path.display());
+    if interrupted {
+        say!(
+            "interrupted after {} of {} seeds: the summary is partial (explore --merge refuses it)",
+            summary.seeds_run,
+            seeds.len()
+        );
+        return exit::INTERRUPTED;
+    }
     if let (true, Some(report)) = (args.shrink, first_report) {
         // A counterexample that only misses the expectation (no violation) has nothing to
         // shrink; `shrink` says so, and the sweep's exit code stands.
@@ -469,6 +604,16 @@ fn explore(target: &Target, args: &ExploreArgs) -> u8 {
 enum Written {
     Done(Box<SeedRun>),
     Pending(Box<Judged>),
+}
+
+/// Make `out/<name>/` and write a probe file in it, so that an output folder that cannot be
+/// written is refused before a sweep, not after it.
+fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
+    let dir = out.join(name);
+    std::fs::create_dir_all(&dir)?;
+    let probe = dir.join(".fencesim-write-probe");
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
 }
 
 fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
@@ -500,17 +645,17 @@ fn merge_summaries(paths: &[PathBuf]) -> u8 {
             return exit::BAD_INPUT;
         }
     };
-    for line in merged.lines() {
-        say!("{line}");
-    }
     let missing = merged.missing_shards();
     if !missing.is_empty() {
-        // A lost shard must not pass for a whole sweep in CI.
+        // A lost shard must not pass for a whole sweep in CI, nor look like one: no summary.
         eprintln!(
             "error: the merge lacks shards {} of the sweep",
             missing.join(", ")
         );
         return exit::BAD_INPUT;
+    }
+    for line in merged.lines() {
+        say!("{line}");
     }
     if merged.failed > 0 {
         exit::SIM_FAILED
@@ -812,17 +957,26 @@ enum BenchPart {
     Memory,
     /// The checker alone on synthetic histories.
     Checker,
+    /// Every bundled scenario's expectation over many seeds (not only its own short range):
+    /// exits 1 naming the scenarios and seeds that miss.
+    Expectations,
 }
 
 /// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
-fn bench(seeds: u64, jobs: usize, quick: bool, only: Option<BenchPart>) -> u8 {
+/// Seeds per scenario of the bench parts that sweep every bundled scenario.
+struct BenchSeeds {
+    scenarios: u64,
+    expectations: u64,
+}
+
+fn bench(seeds: &BenchSeeds, jobs: usize, quick: bool, only: Option<BenchPart>) -> u8 {
     use clap::ValueEnum;
     for part in BenchPart::value_variants() {
         if only.is_some_and(|o| o != *part) {
             continue;
         }
         let code = match part {
-            BenchPart::Scenarios => bench_scenarios(if quick { 1 } else { seeds }, jobs),
+            BenchPart::Scenarios => bench_scenarios(seeds.scenarios, jobs),
             BenchPart::Ratio => {
                 let (rounds, seeds) = if quick { (1, 1) } else { (7, 10) };
                 bench_ratio(rounds, seeds)
@@ -830,6 +984,7 @@ fn bench(seeds: u64, jobs: usize, quick: bool, only: Option<BenchPart>) -> u8 {
             BenchPart::Explore => bench_explore(quick),
             BenchPart::Memory => bench_memory(quick),
             BenchPart::Checker => bench_checker(quick),
+            BenchPart::Expectations => bench_expectations(seeds.expectations),
         };
         if code != exit::VALID {
             return code;
@@ -901,6 +1056,62 @@ fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
 }
 
 /// A bundled scenario by name, parsed (bundled files are valid: tests parse every one).
+/// Every bundled scenario over `seeds` seeds from its first, on every core: each must meet
+/// its `[expect]` on every seed, not only over the short range its file runs (a race that a
+/// scenario claims to show can be lost on a few seeds in a thousand). Exits 1 if any misses.
+fn bench_expectations(seeds: u64) -> u8 {
+    say!("{:<40} {:>12} {:>8}  missed seeds", "scenario", "met", "seeds/s");
+    let mut missed_any = false;
+    for (file, text) in bundled::SCENARIOS {
+        let scenario = match fencesim::parse_scenario(text, file) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: bundled scenario is invalid: {e}");
+                return exit::SIM_FAILED;
+            }
+        };
+        let first = scenario.seeds.start;
+        let list: Vec<u64> = (first..first.saturating_add(seeds)).collect();
+        let clock = fencesim::bench::Stopwatch::start();
+        let handle = |done: Judged| Ok((done.report.seed, done.report.expectation.met));
+        let fold = |mut missed: Vec<u64>, (seed, met): (u64, bool)| {
+            if !met {
+                missed.push(seed);
+            }
+            missed
+        };
+        let opts = RunOptions::in_memory();
+        let Ok(missed) = sweep_fold(
+            &scenario,
+            &list,
+            default_jobs(),
+            &opts,
+            handle,
+            |_| false,
+            Vec::new(),
+            fold,
+        ) else {
+            eprintln!("error: {file}: a seed could not be judged");
+            return exit::SIM_FAILED;
+        };
+        missed_any |= !missed.is_empty();
+        let shown: Vec<String> = missed.iter().take(10).map(u64::to_string).collect();
+        say!(
+            "{:<40} {:>12} {:>8.0}  {}{}",
+            scenario.name,
+            format!("{}/{}", list.len() - missed.len(), list.len()),
+            list.len() as f64 / clock.seconds().max(1e-9),
+            if missed.is_empty() { "-".to_owned() } else { shown.join(" ") },
+            if missed.len() > 10 { format!(" ... ({} in all)", missed.len()) } else { String::new() }
+        );
+    }
+    if missed_any {
+        eprintln!("error: a bundled scenario misses its expectation on some seeds (above)");
+        return exit::VIOLATION;
+    }
+    exit::VALID
+}
+
 fn bundled_scenario(name: &str) -> Option<fencesim::Scenario> {
     bundled::find(name).and_then(|(file, text)| fencesim::parse_scenario(text, file).ok())
 }

@@ -13,6 +13,22 @@ use crate::expectation::is_met;
 use crate::readable;
 use crate::report::{self, ExpectationResult, HistoryRef, Report, RunVerdict};
 
+/// Set once the user asks a sweep to stop (Ctrl-C): workers finish the seeds they are on and
+/// claim no more, so the seeds done so far form a prefix of the sweep that can be summarised.
+/// A process-wide flag because the signal is process-wide; it never reaches a simulation.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Ask every sweep in this process to stop after the seeds in progress (the binary calls it on
+/// Ctrl-C; a library user may call it from a handler of its own).
+pub fn interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`interrupt`] was called: a sweep that returns with this set is partial.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// What the caller asked for.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -353,7 +369,7 @@ pub fn sweep_fold<T: Send, A>(
             let sender = sender.clone();
             let (next, stopped, handle, stop) = (&next, &stopped, &handle, &stop);
             scope.spawn(move || loop {
-                if stopped.load(Ordering::Relaxed) {
+                if stopped.load(Ordering::Relaxed) || interrupted() {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);

@@ -74,6 +74,60 @@ fn a_missing_file() {
         stderr.starts_with("error: scenarios/does-not-exist.toml: cannot read scenario: "),
         "{stderr}"
     );
+    assert!(stderr.contains("`fencesim list` shows them all"), "{stderr}");
+}
+
+/// A mistyped bundled name says which one was probably meant and where the list is, not only
+/// "No such file or directory".
+#[test]
+fn a_mistyped_bundled_name_points_at_the_list() {
+    let o = fencesim(&["run", "pause-fencd"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr,
+        "error: pause-fencd: cannot read scenario: no such file, and no bundled scenario of that \
+         name (did you mean pause-fenced? `fencesim list` shows them all)\n"
+    );
+}
+
+/// The linearizability budgets refuse 0 (a budget of no steps can only ever say unknown).
+#[test]
+fn a_zero_linearizability_budget_is_refused() {
+    let history = "reports/examples/pause-unfenced/0/history.jsonl";
+    for flag in ["--linearizability-steps", "--linearizability-total-steps"] {
+        let o = fencesim(&["check", history, flag, "0"]);
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains("0 is not in 1.."), "{flag}: {stderr}");
+    }
+}
+
+/// A failed seed's report is the whole story: no backtrace and no panic message on stderr,
+/// even with RUST_BACKTRACE set (it used to print a page per seed).
+#[test]
+fn a_failed_seed_prints_no_backtrace_even_with_rust_backtrace_set() {
+    let dir = out_dir("sim-failed-quiet");
+    let source =
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
+    let file = dir.join("tiny.toml");
+    std::fs::write(
+        &file,
+        source.replace("duration_ms = 60000", "duration_ms = 60000\nmax_records = 40"),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["explore", file.to_str().unwrap(), "--seeds", "0..3", "--keep-going", "--quiet"])
+        .args(["--out", dir.to_str().unwrap()])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{stdout}{stderr}");
+    assert!(!stderr.contains("stack backtrace"), "{stderr}");
+    assert!(!stderr.contains("panicked at"), "{stderr}");
+    assert_eq!(stdout.matches("simulation failed: history limit exceeded").count(), 3, "{stdout}");
 }
 
 #[test]

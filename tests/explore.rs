@@ -170,6 +170,7 @@ fn keep_going_runs_every_seed_and_shards_merge_into_the_whole_sweep() {
         "{}",
         text(&o).1
     );
+    assert_eq!(text(&o).0, "", "no summary that looks like a success before the error");
     let o = fencesim(&[
         "explore",
         "--merge",
@@ -218,4 +219,75 @@ fn merge_refuses_a_file_that_is_not_a_summary() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).1);
     let empty = json(&out.join("pause-fenced/explore-summary-shard-5-of-10.json"));
     assert_eq!(empty["seeds_run"], 0);
+}
+
+/// Ctrl-C during a sweep: the seeds in progress finish, the partial summary is printed and
+/// written marked `interrupted`, the exit code is 130, and `--merge` refuses it as a shard.
+#[test]
+fn an_interrupted_sweep_writes_its_partial_summary() {
+    let out = out_dir("explore-interrupted");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args([
+            "explore",
+            "random-nemesis-fenced",
+            "--seeds",
+            "0..1000000",
+            "--keep-going",
+            "--shard",
+            "0/2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(support::root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start fencesim");
+    // Some seeds must be done before the signal, so that the summary has something in it.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let o = child.wait_with_output().expect("fencesim ends");
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stderr.contains("interrupted: finishing the seeds in progress"), "{stderr}");
+    assert!(stdout.contains("(INTERRUPTED: a partial summary)"), "{stdout}");
+    assert!(stdout.contains("interrupted after "), "{stdout}");
+    let path = out.join("random-nemesis-fenced/explore-summary-shard-0-of-2.json");
+    let summary = json(&path);
+    assert_eq!(summary["interrupted"], true);
+    let run = summary["seeds_run"].as_u64().unwrap();
+    assert!(run > 0 && run < 500_000, "{run} seeds run");
+    assert_eq!(summary["stopped_early"], false);
+    let o = fencesim(&["explore", "--merge", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("the partial summary of an interrupted sweep"),
+        "{}",
+        text(&o).1
+    );
+}
+
+/// An output folder that cannot be written is refused before the sweep, not after it.
+#[test]
+fn an_unwritable_out_folder_is_refused_before_the_sweep() {
+    let out = out_dir("explore-unwritable");
+    let blocker = out.join("file");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    let o = fencesim(&[
+        "explore",
+        "random-nemesis-fenced",
+        "--seeds",
+        "0..1000000",
+        "--keep-going",
+        "--out",
+        blocker.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.starts_with("error: cannot write the run's output under"), "{stderr}");
+    assert_eq!(stdout, "", "no seed was run");
 }

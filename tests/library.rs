@@ -53,6 +53,9 @@ fn check_scenario_fails_with_the_explanation_and_the_reproduction() {
         message.ends_with(&format!("reproduce: {reproduce}")),
         "{message}"
     );
+    // `.unwrap()` prints the Debug form: it is the same readable text, lines and all, not
+    // one escaped line.
+    assert_eq!(format!("{err:?}"), message);
 }
 
 #[test]
