@@ -215,14 +215,38 @@ fn list(md: &mut String, title: &str, items: &[String]) {
     md.push('\n');
 }
 
-/// timeline.html: the template with the report and the history (header first, as
-/// history.jsonl has it) as its data. Every `<` in the data is written `\u003c`, which JSON
-/// and JavaScript read back as `<` but an HTML parser never sees: a description holding
-/// `</script>` or `<!--` cannot end the script early.
+/// The scenario's nodes by role, for timeline.html, which gives each a lane even if it
+/// recorded nothing (an idle Redis node, a client that crashed before its first operation).
+/// The page gets the names from here rather than repeating the rule that names the lock
+/// service's nodes ([`fencesim_scenario::LockServiceSpec::nodes`]).
+#[derive(Serialize)]
+struct PageNodes<'a> {
+    clients: Vec<&'a str>,
+    lock_service: Vec<String>,
+    resource: &'static str,
+}
+
+impl<'a> PageNodes<'a> {
+    fn of(scenario: &'a crate::Scenario) -> Self {
+        PageNodes {
+            clients: scenario.clients.iter().map(|c| c.name.as_str()).collect(),
+            lock_service: scenario.lock_service.nodes(),
+            resource: fencesim_scenario::RESOURCE_NODE,
+        }
+    }
+}
+
+/// timeline.html: the template with the report, the scenario's nodes ([`PageNodes`]) and the
+/// history (header first, as history.jsonl has it) as its data. Every `<` in the data is
+/// written `\u003c`, which JSON and JavaScript read back as `<` but an HTML parser never
+/// sees: a description holding `</script>` or `<!--` cannot end the script early.
 pub fn timeline_html(report: &Report, history_jsonl: &[u8]) -> std::io::Result<String> {
     let mut data = String::with_capacity(history_jsonl.len() + 4096);
     data.push_str("{\"report\":");
     data.push_str(&serde_json::to_string(report).map_err(std::io::Error::other)?);
+    data.push_str(",\"nodes\":");
+    let nodes = PageNodes::of(&report.scenario);
+    data.push_str(&serde_json::to_string(&nodes).map_err(std::io::Error::other)?);
     data.push_str(",\"history\":[");
     let text = std::str::from_utf8(history_jsonl).map_err(std::io::Error::other)?;
     for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
