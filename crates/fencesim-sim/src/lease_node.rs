@@ -43,12 +43,12 @@ pub(crate) async fn run(world: Arc<World>) {
     if let (Fsync::Periodic, Some(every_ms)) = (spec.fsync, spec.fsync_every_ms) {
         // Runs on this node, so it dies with it: a crash stops syncing too.
         let w = Arc::clone(&world);
-        madsim::task::spawn(async move {
+        madsim::task::spawn(crate::guard::guarded(async move {
             loop {
                 crate::timer::sleep(Duration::from_millis(every_ms)).await;
                 w.store.lock().expect("store").sync(true_ns());
             }
-        });
+        }));
     }
     let inbox = world.inbox(NODE);
     let mut queue = Queue::default();

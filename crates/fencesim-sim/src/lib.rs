@@ -18,6 +18,7 @@ compile_error!(
 
 mod client;
 pub mod clock;
+mod guard;
 mod lease_node;
 pub mod mailbox;
 pub mod message;

@@ -101,7 +101,7 @@ impl Nemesis {
 
     /// Run `task` on the nemesis node, which no fault pauses or kills.
     pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
-        self.carrier.spawn(task);
+        self.carrier.spawn(crate::guard::guarded(task));
     }
 
     /// Arm the time-triggered faults. One due at time 0 starts now, before any client has run,

@@ -37,12 +37,12 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     if let (Fsync::Periodic, Some(every_ms)) = (spec.fsync, spec.fsync_every_ms) {
         // Runs on this node, so it dies with it: a crash stops syncing too.
         let (w, n) = (Arc::clone(&world), name.clone());
-        madsim::task::spawn(async move {
+        madsim::task::spawn(crate::guard::guarded(async move {
             loop {
                 crate::timer::sleep(Duration::from_millis(every_ms)).await;
                 w.redis_disk(&n, |d| d.sync());
             }
-        });
+        }));
     }
     while let Ok(env) = inbox.recv().await {
         let Some(event) = request_event(&env.body) else {

@@ -44,13 +44,13 @@ pub(crate) async fn run(world: Arc<World>) {
                         // K20: the write passed the check; it is stored later, unchecked,
                         // while the node goes on serving other requests.
                         let (w, delay_ms) = (Arc::clone(&world), spec.apply_delay_ms);
-                        madsim::task::spawn(async move {
+                        madsim::task::spawn(crate::guard::guarded(async move {
                             crate::timer::sleep(Duration::from_millis(delay_ms)).await;
                             write_and_reply(&w, &env, |r, key, token, value| {
                                 r.apply(key, token, value)
                             })
                             .await;
-                        });
+                        }));
                         continue;
                     }
                 }

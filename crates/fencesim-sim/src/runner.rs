@@ -2,6 +2,7 @@
 //! scenario, and the history kept even when the simulation panics.
 
 use std::collections::BTreeSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use fencesim_scenario::{
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
+use crate::guard::{guarded, panic_text, stop_on_failure};
 use crate::nemesis::{sleep_until_ms, Nemesis};
 use crate::random_nemesis::{self, NemesisPlan};
 use crate::recorder::{true_ns, Recorder};
@@ -90,13 +92,22 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
                 config,
             );
             rt.set_time_limit(time_limit(&sc));
-            rt.block_on(simulate(sc, seed, rec, st));
+            // The main future itself is not guarded: were it to panic, the run must end at
+            // once rather than wait for the nodes' tasks to run down to the time limit.
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                rt.block_on(simulate(sc, seed, rec, st))
+            }));
+            // A task's panic, caught before madsim saw it, is the cause even if the runtime
+            // then failed too (a deadlock of the tasks left waiting on the one that died).
+            match (crate::guard::take_failure(), ran) {
+                (Some(message), _) => Err(message),
+                (None, Err(payload)) => Err(panic_text(&*payload)),
+                (None, Ok(())) => Ok(()),
+            }
         })
-        .and_then(|t| {
-            t.join()
-                .map_err(|payload| std::io::Error::other(panic_text(&payload)))
-        });
-    let failure = joined.err().map(|e| classify(e.to_string()));
+        .map_err(|e| e.to_string())
+        .and_then(|t| t.join().unwrap_or_else(|payload| Err(panic_text(&*payload))));
+    let failure = joined.err().map(classify);
     let history = History {
         header: Header {
             format_version: FORMAT_VERSION,
@@ -133,16 +144,6 @@ fn time_limit(scenario: &Scenario) -> Duration {
             .saturating_mul(2)
             .saturating_add(10_000),
     )
-}
-
-fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
 }
 
 fn classify(message: String) -> SimFailure {
@@ -247,6 +248,21 @@ async fn simulate(
     }
     Nemesis::schedule(&world);
 
+    // A task that panics (a design's bug, the history limit) ends the run here, at once.
+    stop_on_failure(run_to_end(&world, &stats)).await;
+    // End every node's tasks before the runtime goes: madsim does not free tasks still pending
+    // when it is dropped (servers waiting for requests, timers), so without this each seed would
+    // leak them and a long sweep's memory would grow with the number of seeds.
+    let handle = madsim::runtime::Handle::current();
+    for node in world.scenario.node_names() {
+        handle.kill(node.as_str());
+    }
+    handle.kill(crate::transport::NEMESIS_NODE);
+}
+
+/// Wait for the clients, the random nemesis's recovery window and the messages in flight,
+/// within `duration_ms`; then keep the network's counts.
+async fn run_to_end(world: &World, stats: &Mutex<NetStats>) {
     let deadline_ns = world.scenario.duration_ms * 1_000_000;
     let clients = world.scenario.clients.len();
     let all_done = async {
@@ -270,14 +286,6 @@ async fn simulate(
         crate::timer::sleep(Duration::from_millis(10)).await;
     }
     *stats.lock().expect("stats") = world.net.stats();
-    // End every node's tasks before the runtime goes: madsim does not free tasks still pending
-    // when it is dropped (servers waiting for requests, timers), so without this each seed would
-    // leak them and a long sweep's memory would grow with the number of seeds.
-    let handle = madsim::runtime::Handle::current();
-    for node in world.scenario.node_names() {
-        handle.kill(node.as_str());
-    }
-    handle.kill(crate::transport::NEMESIS_NODE);
 }
 
 /// Create node `name` whose main task is `init()`, run again by madsim on every restart.
@@ -288,6 +296,6 @@ fn start_node<F: std::future::Future + 'static>(
     madsim::runtime::Handle::current()
         .create_node()
         .name(name)
-        .init(init)
+        .init(move || guarded(init()))
         .build();
 }
