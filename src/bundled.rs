@@ -115,7 +115,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
             diagonal = above;
         }
     }
@@ -130,7 +132,10 @@ mod tests {
     fn a_slip_finds_its_scenario_and_noise_finds_none() {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(nearest("pause-fencd"), Some("pause-fenced"));
-        assert_eq!(nearest("scenarios/pause-unfencd.toml"), Some("pause-unfenced"));
+        assert_eq!(
+            nearest("scenarios/pause-unfencd.toml"),
+            Some("pause-unfenced")
+        );
         assert_eq!(nearest("my-lock"), None);
     }
 }

@@ -74,7 +74,10 @@ fn a_missing_file() {
         stderr.starts_with("error: scenarios/does-not-exist.toml: cannot read scenario: "),
         "{stderr}"
     );
-    assert!(stderr.contains("`fencesim list` shows them all"), "{stderr}");
+    assert!(
+        stderr.contains("`fencesim list` shows them all"),
+        "{stderr}"
+    );
 }
 
 /// A mistyped bundled name says which one was probably meant and where the list is, not only
@@ -114,11 +117,21 @@ fn a_failed_seed_prints_no_backtrace_even_with_rust_backtrace_set() {
     let file = dir.join("tiny.toml");
     std::fs::write(
         &file,
-        source.replace("duration_ms = 60000", "duration_ms = 60000\nmax_records = 40"),
+        source.replace(
+            "duration_ms = 60000",
+            "duration_ms = 60000\nmax_records = 40",
+        ),
     )
     .unwrap();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .args(["explore", file.to_str().unwrap(), "--seeds", "0..3", "--keep-going", "--quiet"])
+        .args([
+            "explore",
+            file.to_str().unwrap(),
+            "--seeds",
+            "0..3",
+            "--keep-going",
+            "--quiet",
+        ])
         .args(["--out", dir.to_str().unwrap()])
         .env("RUST_BACKTRACE", "1")
         .output()
@@ -129,7 +142,13 @@ fn a_failed_seed_prints_no_backtrace_even_with_rust_backtrace_set() {
     assert!(!stderr.contains("panicked at"), "{stderr}");
     // madsim's own line for a task that panics: fencesim catches the panic first.
     assert!(!stderr.contains("context: node="), "{stderr}");
-    assert_eq!(stdout.matches("simulation failed: history limit exceeded").count(), 3, "{stdout}");
+    assert_eq!(
+        stdout
+            .matches("simulation failed: history limit exceeded")
+            .count(),
+        3,
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -849,7 +868,11 @@ fn hostile_jepsen_edn_is_one_located_error() {
     let dir = out_dir("hostile-edn");
     let deep = "[".repeat(10_000);
     let cases: [(&str, &str, &str); 4] = [
-        ("char-boundary", "dnu\\u\\lwƖƖw", "line 1: not EDN: column 6: bad character"),
+        (
+            "char-boundary",
+            "dnu\\u\\lwƖƖw",
+            "line 1: not EDN: column 6: bad character",
+        ),
         (
             "huge-exponent",
             "2000000000000000000000000000000000000018e446744073709551615M",
@@ -860,7 +883,11 @@ fn hostile_jepsen_edn_is_one_located_error() {
             &format!("{}e446744073709551615M", "7".repeat(180)),
             "line 1: not EDN: column 1: bad number",
         ),
-        ("deep", &deep, "line 1: not EDN: column 257: nested deeper than 256 levels"),
+        (
+            "deep",
+            &deep,
+            "line 1: not EDN: column 257: nested deeper than 256 levels",
+        ),
     ];
     for (name, body, says) in cases {
         let file = dir.join(format!("{name}.edn"));
@@ -873,7 +900,11 @@ fn hostile_jepsen_edn_is_one_located_error() {
             "{name}: {stderr}"
         );
         assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
-        assert!(stderr.len() < 300, "{name}: an error line of {} bytes", stderr.len());
+        assert!(
+            stderr.len() < 300,
+            "{name}: an error line of {} bytes",
+            stderr.len()
+        );
     }
 }
 
@@ -903,7 +934,11 @@ fn a_foreign_value_in_an_edn_error_is_cut_short() {
     let o = fencesim(&["check", file.to_str().unwrap(), "--format", "jepsen-edn"]);
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.len() < 300, "an error line of {} bytes", stderr.len());
+    assert!(
+        stderr.len() < 300,
+        "an error line of {} bytes",
+        stderr.len()
+    );
     assert!(stderr.contains("found :xxxx"), "{stderr}");
 }
 
@@ -919,7 +954,11 @@ fn error_lines_are_capped() {
     )
     .unwrap();
     let scenario = dir.join("s.toml");
-    std::fs::write(&scenario, format!("name = \"s\"\nduration_ms = \"{long}\"\n")).unwrap();
+    std::fs::write(
+        &scenario,
+        format!("name = \"s\"\nduration_ms = \"{long}\"\n"),
+    )
+    .unwrap();
     for args in [
         vec!["check", history.to_str().unwrap()],
         vec!["run", scenario.to_str().unwrap()],
@@ -928,7 +967,11 @@ fn error_lines_are_capped() {
         let (_, stderr) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-        assert!(stderr.len() < 600, "{args:?}: an error line of {} bytes", stderr.len());
+        assert!(
+            stderr.len() < 600,
+            "{args:?}: an error line of {} bytes",
+            stderr.len()
+        );
         assert!(stderr.contains("more characters)"), "{args:?}: {stderr}");
     }
 }

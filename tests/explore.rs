@@ -170,7 +170,11 @@ fn keep_going_runs_every_seed_and_shards_merge_into_the_whole_sweep() {
         "{}",
         text(&o).1
     );
-    assert_eq!(text(&o).0, "", "no summary that looks like a success before the error");
+    assert_eq!(
+        text(&o).0,
+        "",
+        "no summary that looks like a success before the error"
+    );
     let o = fencesim(&[
         "explore",
         "--merge",
@@ -253,8 +257,14 @@ fn an_interrupted_sweep_writes_its_partial_summary() {
     let o = child.wait_with_output().expect("fencesim ends");
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{stdout}{stderr}");
-    assert!(stderr.contains("interrupted: finishing the seeds in progress"), "{stderr}");
-    assert!(stdout.contains("(INTERRUPTED: a partial summary)"), "{stdout}");
+    assert!(
+        stderr.contains("interrupted: finishing the seeds in progress"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("(INTERRUPTED: a partial summary)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("interrupted after "), "{stdout}");
     let path = out.join("random-nemesis-fenced/explore-summary-shard-0-of-2.json");
     let summary = json(&path);
@@ -265,7 +275,9 @@ fn an_interrupted_sweep_writes_its_partial_summary() {
     let o = fencesim(&["explore", "--merge", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o).1.contains("the partial summary of an interrupted sweep"),
+        text(&o)
+            .1
+            .contains("the partial summary of an interrupted sweep"),
         "{}",
         text(&o).1
     );
@@ -288,6 +300,9 @@ fn an_unwritable_out_folder_is_refused_before_the_sweep() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
-    assert!(stderr.starts_with("error: cannot write the run's output under"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot write the run's output under"),
+        "{stderr}"
+    );
     assert_eq!(stdout, "", "no seed was run");
 }

@@ -73,7 +73,8 @@ fn the_seeds_are_valid_inputs() {
     for (file, data) in inputs("seeds", "history_edn") {
         if file.starts_with("valid-") {
             let text = String::from_utf8(data).expect("UTF-8");
-            fencesim_history::read_jepsen_edn(&text, "seed").unwrap_or_else(|e| panic!("{file}: {e}"));
+            fencesim_history::read_jepsen_edn(&text, "seed")
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
         }
     }
 }

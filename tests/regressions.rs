@@ -85,7 +85,11 @@ fn a_negative_wall_clock_expires_leases_on_time() {
         .iter()
         .find(|e| e.event == EventKind::Expire && e.token == first.token)
         .expect("client-1's lease expires");
-    assert_eq!(expired.at.time_ns / 1_000_000, 8_001, "expired 5 s after the grant");
+    assert_eq!(
+        expired.at.time_ns / 1_000_000,
+        8_001,
+        "expired 5 s after the grant"
+    );
     assert!(expired.at.wall_ms < 0, "{}", expired.at.wall_ms);
     let second = grant("client-2");
     assert_eq!(second.token, Some(2));

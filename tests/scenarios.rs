@@ -24,7 +24,10 @@ fn expect_met_on_range(file: &str) {
         "{stdout}"
     );
     // Only the seeds that miss are written: none here.
-    assert!(!out.join(name).join("0").exists(), "seed 0's folder was written");
+    assert!(
+        !out.join(name).join("0").exists(),
+        "seed 0's folder was written"
+    );
 }
 
 /// `--write-all` writes every seed's folder, as a user asks for when they want them all.
@@ -42,9 +45,15 @@ fn write_all_writes_every_seed_of_the_range() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
-    assert!(stdout.contains("files written for 10 seeds under"), "{stdout}");
+    assert!(
+        stdout.contains("files written for 10 seeds under"),
+        "{stdout}"
+    );
     for seed in 0..10 {
-        let report = out.join("pause-fenced").join(seed.to_string()).join("report.json");
+        let report = out
+            .join("pause-fenced")
+            .join(seed.to_string())
+            .join("report.json");
         assert!(report.exists(), "{}", report.display());
     }
     assert!(stderr.is_empty(), "--quiet shows no progress: {stderr}");
@@ -56,18 +65,40 @@ fn write_all_writes_every_seed_of_the_range() {
 fn a_range_writes_only_the_seeds_that_miss() {
     let dir = out_dir("expect-misses");
     let claim = dir.join("claim.toml");
-    let text_of = std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml")).unwrap();
+    let text_of =
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
     // Claim the fenced design unsafe: every seed misses.
-    let wrong = text_of.replace("verdict = \"valid\"", "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]");
+    let wrong = text_of.replace(
+        "verdict = \"valid\"",
+        "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
+    );
     assert_ne!(wrong, text_of);
-    std::fs::write(&claim, wrong.replace("seeds = \"0..10\"", "seeds = \"0..3\"")).unwrap();
+    std::fs::write(
+        &claim,
+        wrong.replace("seeds = \"0..10\"", "seeds = \"0..3\""),
+    )
+    .unwrap();
     let out = dir.join("out");
-    let o = fencesim(&["run", claim.to_str().unwrap(), "--expect", "--out", out.to_str().unwrap()]);
+    let o = fencesim(&[
+        "run",
+        claim.to_str().unwrap(),
+        "--expect",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
     assert_eq!(stdout.matches("reproduce: ").count(), 3, "{stdout}");
-    assert!(stdout.contains("expectation met on 0/3 seeds (0..3); files written for 3 seeds"), "{stdout}");
-    assert!(out.join("pause-fenced").join("2").join("report.json").exists());
+    assert!(
+        stdout.contains("expectation met on 0/3 seeds (0..3); files written for 3 seeds"),
+        "{stdout}"
+    );
+    assert!(out
+        .join("pause-fenced")
+        .join("2")
+        .join("report.json")
+        .exists());
 }
 
 #[test]

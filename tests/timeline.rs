@@ -286,7 +286,10 @@ fn the_stale_witness_of_a_stale_write_is_marked_apart_from_the_newer_one() {
     assert_eq!(v["selected"], serde_json::json!(["W1 stale", "W2 newer"]));
     assert_eq!(
         v["chips"],
-        serde_json::json!(["W1 stale #118: resource accept", "W2 newer #110: resource accept"])
+        serde_json::json!([
+            "W1 stale #118: resource accept",
+            "W2 newer #110: resource accept"
+        ])
     );
     assert_eq!(
         v["detail"],
@@ -366,18 +369,30 @@ fn fit_keeps_every_witness_clear_of_the_edges() {
         assert_eq!(v["away"], 0, "{name}: zoomed away from every witness: {v}");
         for when in ["initial", "fitted"] {
             let drawn = v[when].as_array().expect("margins");
-            assert_eq!(drawn.len() as u64, witnesses, "{name} {when}: every witness drawn: {v}");
+            assert_eq!(
+                drawn.len() as u64,
+                witnesses,
+                "{name} {when}: every witness drawn: {v}"
+            );
             for w in drawn {
                 for side in ["ring", "marker"] {
                     for m in w[side].as_array().expect("left, right") {
                         let m = m.as_f64().expect("margin");
-                        assert!(m >= 0.03, "{name} {when}: witness {} {side}: {m}: {v}", w["idx"]);
+                        assert!(
+                            m >= 0.03,
+                            "{name} {when}: witness {} {side}: {m}: {v}",
+                            w["idx"]
+                        );
                     }
                 }
             }
         }
         // And the view still shows the whole run.
-        let (v0, v1, tmax) = (v["view"][0].as_f64(), v["view"][1].as_f64(), v["tmax"].as_f64());
+        let (v0, v1, tmax) = (
+            v["view"][0].as_f64(),
+            v["view"][1].as_f64(),
+            v["tmax"].as_f64(),
+        );
         assert!(v0 <= Some(0.0) && v1 >= tmax, "{name}: {v}");
     }
 }

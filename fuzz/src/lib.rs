@@ -59,7 +59,10 @@ pub fn history_edn(data: &[u8]) {
     write_jepsen_edn(&history, &mut written).expect("writing to memory");
     let written = String::from_utf8(written).expect("the EDN writer writes UTF-8");
     let back = read_jepsen_edn(&written, "fuzz").expect("an exported history reads back");
-    assert_eq!(back.entries, history.entries, "operations changed through the export:\n{written}");
+    assert_eq!(
+        back.entries, history.entries,
+        "operations changed through the export:\n{written}"
+    );
     judge(&history);
 }
 

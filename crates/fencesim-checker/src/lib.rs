@@ -241,12 +241,11 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(release::check(history));
     violations.extend(mutation::check_unfenced(history));
     violations.extend(mutation::check_duplicates(history));
-    let (not_linearizable, mut unknown) =
-        linearizable::check(
-            history,
-            options.linearizability_steps,
-            options.linearizability_total_steps,
-        );
+    let (not_linearizable, mut unknown) = linearizable::check(
+        history,
+        options.linearizability_steps,
+        options.linearizability_total_steps,
+    );
     violations.extend(not_linearizable);
     violations.extend(progress::check(history));
     // The graph costs as much as a check: build it only when there is something to explain.

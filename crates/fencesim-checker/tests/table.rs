@@ -1967,8 +1967,14 @@ fn the_total_search_budget_bounds_a_history_of_many_hard_keys() {
     );
     assert_eq!(result.verdict, Verdict::Unknown);
     assert_eq!(result.unknown.len(), 3, "{:#?}", result.unknown);
-    assert!(result.unknown[0].contains("\"k1\"") && result.unknown[0].contains("within 50 search steps"));
-    assert!(result.unknown[1].contains("\"k2\"") && result.unknown[1].contains("within 25 search steps"));
+    assert!(
+        result.unknown[0].contains("\"k1\"")
+            && result.unknown[0].contains("within 50 search steps")
+    );
+    assert!(
+        result.unknown[1].contains("\"k2\"")
+            && result.unknown[1].contains("within 25 search steps")
+    );
     assert!(
         result.unknown[2].contains("\"k3\"") && result.unknown[2].contains("not searched"),
         "{}",
@@ -1982,6 +1988,10 @@ fn an_empty_history_is_unknown_not_valid() {
     let result = check(&B::new().build());
     assert_eq!(result.verdict, Verdict::Unknown);
     assert_eq!(result.unknown.len(), 1);
-    assert!(result.unknown[0].starts_with("nothing to judge"), "{}", result.unknown[0]);
+    assert!(
+        result.unknown[0].starts_with("nothing to judge"),
+        "{}",
+        result.unknown[0]
+    );
     assert_eq!(result.not_checked.len(), 8);
 }

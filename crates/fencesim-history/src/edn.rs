@@ -29,7 +29,6 @@
 //! Not read (each is an error with its position): namespaced maps (`#:ns{…}`), regexes,
 //! reader conditionals and the other Clojure-only `#` forms, `'`, `` ` ``, `~`, `@`, `^`.
 
-
 use std::fmt;
 
 /// The deepest nesting [`parse_all`] accepts, counting every open collection, every `#tag`

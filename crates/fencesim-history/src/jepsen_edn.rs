@@ -64,7 +64,10 @@ fn op_map(op: &Op) -> Edn {
             string_or_nil(op.key.as_deref()),
             string_or_nil(op.value.as_deref()),
         ]),
-        _ => Edn::Vector(vec![string_or_nil(op.lock.as_deref()), int_or_nil(op.token)]),
+        _ => Edn::Vector(vec![
+            string_or_nil(op.lock.as_deref()),
+            int_or_nil(op.token),
+        ]),
     };
     let mut entries = vec![
         ("index", int(op.at.index)),
@@ -150,10 +153,12 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
     })?;
     let ops: Vec<Node> = match <[Node; 1]>::try_from(nodes) {
         // A whole-file vector or list of operations.
-        Ok([Node {
-            value: Edn::Vector(items) | Edn::List(items),
-            ..
-        }]) => items,
+        Ok(
+            [Node {
+                value: Edn::Vector(items) | Edn::List(items),
+                ..
+            }],
+        ) => items,
         Ok([one]) => vec![one],
         Err(nodes) => nodes,
     };
@@ -260,7 +265,9 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         other => {
             return Err(format!(
                 "field :type: expected :invoke, :ok, :fail or :info, found :{}",
-                Edn::Keyword(other.to_owned()).brief().trim_start_matches(':')
+                Edn::Keyword(other.to_owned())
+                    .brief()
+                    .trim_start_matches(':')
             ))
         }
     };
@@ -273,7 +280,9 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         other => {
             return Err(format!(
                 "field :f: expected :acquire, :renew, :release, :read or :write, found :{}",
-                Edn::Keyword(other.to_owned()).brief().trim_start_matches(':')
+                Edn::Keyword(other.to_owned())
+                    .brief()
+                    .trim_start_matches(':')
             ))
         }
     };

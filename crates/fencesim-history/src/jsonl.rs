@@ -224,9 +224,14 @@ mod tests {
         let Entry::Event(grant) = &h.entries[0] else {
             panic!("an event")
         };
-        assert_eq!((grant.at.wall_ms, grant.expires_at_ms), (-96_999, Some(-91_999)));
+        assert_eq!(
+            (grant.at.wall_ms, grant.expires_at_ms),
+            (-96_999, Some(-91_999))
+        );
         let mut bytes = Vec::new();
         write_jsonl(&h, &mut bytes).unwrap();
-        assert!(String::from_utf8(bytes).unwrap().contains(r#""expires_at_ms":-91999"#));
+        assert!(String::from_utf8(bytes)
+            .unwrap()
+            .contains(r#""expires_at_ms":-91999"#));
     }
 }

@@ -231,7 +231,9 @@ impl LeaseService {
     /// Extend every lease to at least `now_ms` + its TTL (a new leader's promotion).
     pub fn extend_all(&mut self, now_ms: i64) {
         for lease in self.locks.values_mut().filter_map(|s| s.lease.as_mut()) {
-            lease.expires_at_ms = lease.expires_at_ms.max(now_ms.saturating_add_unsigned(lease.ttl_ms));
+            lease.expires_at_ms = lease
+                .expires_at_ms
+                .max(now_ms.saturating_add_unsigned(lease.ttl_ms));
         }
     }
 

@@ -65,9 +65,7 @@ pub(crate) async fn run(world: Arc<World>) {
         .min();
         let next = match wake_at {
             Some(at_ms) => {
-                let wait = world
-                    .expiry_clock(NODE)
-                    .true_ns_until(true_ns(), at_ms);
+                let wait = world.expiry_clock(NODE).true_ns_until(true_ns(), at_ms);
                 match alarm
                     .timeout(Duration::from_nanos(wait), inbox.recv())
                     .await

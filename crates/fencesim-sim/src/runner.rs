@@ -106,7 +106,10 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
             }
         })
         .map_err(|e| e.to_string())
-        .and_then(|t| t.join().unwrap_or_else(|payload| Err(panic_text(&*payload))));
+        .and_then(|t| {
+            t.join()
+                .unwrap_or_else(|payload| Err(panic_text(&*payload)))
+        });
     let failure = joined.err().map(classify);
     let history = History {
         header: Header {

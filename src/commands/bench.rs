@@ -1,0 +1,367 @@
+//! `fencesim bench`: fencesim measured, in parts (docs/performance.md).
+
+use fencesim::run::{default_jobs, sweep, sweep_fold, Judged, RunOptions};
+use fencesim::{bundled, exit};
+
+/// The parts of `fencesim bench`, in the order a full run takes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BenchPart {
+    /// Seeds/s, records and simulated latencies of every bundled scenario.
+    Scenarios,
+    /// Cost per message of the reference scenario against raw madsim (`ratio X`).
+    Ratio,
+    /// Explore throughput with 1 and 2 jobs.
+    Explore,
+    /// Peak resident memory along a long sweep.
+    Memory,
+    /// The checker alone on synthetic histories.
+    Checker,
+    /// Every bundled scenario's expectation over many seeds (not only its own short range):
+    /// exits 1 naming the scenarios and seeds that miss.
+    Expectations,
+}
+
+/// Seeds per scenario of the bench parts that sweep every bundled scenario.
+pub(crate) struct BenchSeeds {
+    pub(crate) scenarios: u64,
+    pub(crate) expectations: u64,
+}
+
+/// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
+pub(crate) fn bench(seeds: &BenchSeeds, jobs: usize, quick: bool, only: Option<BenchPart>) -> u8 {
+    use clap::ValueEnum;
+    for part in BenchPart::value_variants() {
+        if only.is_some_and(|o| o != *part) {
+            continue;
+        }
+        let code = match part {
+            BenchPart::Scenarios => bench_scenarios(seeds.scenarios, jobs),
+            BenchPart::Ratio => {
+                let (rounds, seeds) = if quick { (1, 1) } else { (7, 10) };
+                bench_ratio(rounds, seeds)
+            }
+            BenchPart::Explore => bench_explore(quick),
+            BenchPart::Memory => bench_memory(quick),
+            BenchPart::Checker => bench_checker(quick),
+            BenchPart::Expectations => bench_expectations(seeds.expectations),
+        };
+        if code != exit::VALID {
+            return code;
+        }
+    }
+    exit::VALID
+}
+
+/// Every bundled scenario over `seeds` seeds on `jobs` threads.
+pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
+    use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
+    let opts = RunOptions::in_memory();
+    say!(
+        "{:<40} {:>8} {:>10} {:>12} {:>16} {:>16}",
+        "scenario",
+        "seeds/s",
+        "records",
+        "sim s/real s",
+        "acquire ms p50/p99",
+        "election ms p50/p99"
+    );
+    for (file, text) in bundled::SCENARIOS {
+        let scenario = match fencesim::parse_scenario(text, file) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: bundled scenario is invalid: {e}");
+                return exit::SIM_FAILED;
+            }
+        };
+        let list: Vec<u64> =
+            (scenario.seeds.start..scenario.seeds.start.saturating_add(seeds)).collect();
+        let clock = fencesim::bench::Stopwatch::start();
+        let measured = sweep(&scenario, &list, jobs, &opts, |done| {
+            let history = done.records;
+            Ok((
+                done.report.history.entries,
+                done.report.simulated_ms,
+                acquire_latencies(&history),
+                election_latencies(&history),
+            ))
+        });
+        let seconds = clock.seconds();
+        let Ok(measured) = measured else {
+            eprintln!("error: {file}: a seed could not be measured");
+            return exit::SIM_FAILED;
+        };
+        let records: u64 = measured.iter().map(|m| m.0).sum();
+        let simulated_s: f64 = measured.iter().map(|m| m.1 as f64 / 1000.0).sum();
+        let acquire = Summary::of(measured.iter().flat_map(|m| m.2.clone()).collect());
+        let election = Summary::of(measured.iter().flat_map(|m| m.3.clone()).collect());
+        let pair = |s: Summary| {
+            if s.count == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.0}/{:.0}", s.median_ms, s.p99_ms)
+            }
+        };
+        say!(
+            "{:<40} {:>8.1} {:>10} {:>12.0} {:>16} {:>16}",
+            scenario.name,
+            list.len() as f64 / seconds.max(1e-9),
+            records / list.len().max(1) as u64,
+            simulated_s / seconds.max(1e-9),
+            pair(acquire),
+            pair(election)
+        );
+    }
+    exit::VALID
+}
+
+/// Every bundled scenario over `seeds` seeds from its first, on every core: each must meet
+/// its `[expect]` on every seed, not only over the short range its file runs (a race that a
+/// scenario claims to show can be lost on a few seeds in a thousand). Exits 1 if any misses.
+pub(crate) fn bench_expectations(seeds: u64) -> u8 {
+    say!(
+        "{:<40} {:>12} {:>8}  missed seeds",
+        "scenario",
+        "met",
+        "seeds/s"
+    );
+    let mut missed_any = false;
+    for (file, text) in bundled::SCENARIOS {
+        let scenario = match fencesim::parse_scenario(text, file) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: bundled scenario is invalid: {e}");
+                return exit::SIM_FAILED;
+            }
+        };
+        let first = scenario.seeds.start;
+        let list: Vec<u64> = (first..first.saturating_add(seeds)).collect();
+        let clock = fencesim::bench::Stopwatch::start();
+        let handle = |done: Judged| Ok((done.report.seed, done.report.expectation.met));
+        let fold = |mut missed: Vec<u64>, (seed, met): (u64, bool)| {
+            if !met {
+                missed.push(seed);
+            }
+            missed
+        };
+        let opts = RunOptions::in_memory();
+        let Ok(missed) = sweep_fold(
+            &scenario,
+            &list,
+            default_jobs(),
+            &opts,
+            handle,
+            |_| false,
+            Vec::new(),
+            fold,
+        ) else {
+            eprintln!("error: {file}: a seed could not be judged");
+            return exit::SIM_FAILED;
+        };
+        missed_any |= !missed.is_empty();
+        let shown: Vec<String> = missed.iter().take(10).map(u64::to_string).collect();
+        say!(
+            "{:<40} {:>12} {:>8.0}  {}{}",
+            scenario.name,
+            format!("{}/{}", list.len() - missed.len(), list.len()),
+            list.len() as f64 / clock.seconds().max(1e-9),
+            if missed.is_empty() {
+                "-".to_owned()
+            } else {
+                shown.join(" ")
+            },
+            if missed.len() > 10 {
+                format!(" ... ({} in all)", missed.len())
+            } else {
+                String::new()
+            }
+        );
+    }
+    if missed_any {
+        eprintln!("error: a bundled scenario misses its expectation on some seeds (above)");
+        return exit::VIOLATION;
+    }
+    exit::VALID
+}
+
+/// A bundled scenario by name, parsed (bundled files are valid: tests parse every one).
+pub(crate) fn bundled_scenario(name: &str) -> Option<fencesim::Scenario> {
+    bundled::find(name).and_then(|(file, text)| fencesim::parse_scenario(text, file).ok())
+}
+
+/// The median of `values` (the upper one of an even count); 0 for none.
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Explore throughput on the random nemesis with 1 and 2 jobs, taken in turns (1, 2, 1, 2...)
+/// so that warm-up and the machine's changing load fall on both alike; the speedup is the
+/// ratio of the medians.
+pub(crate) fn bench_explore(quick: bool) -> u8 {
+    let opts = RunOptions::in_memory();
+    let Some(nemesis) = bundled_scenario("random-nemesis-fenced") else {
+        return exit::SIM_FAILED;
+    };
+    let (seeds, rounds) = if quick { (4u64, 1) } else { (100, 5) };
+    let seeds: Vec<u64> = (0..seeds).collect();
+    let mut rates = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        for jobs in [1, 2] {
+            let clock = fencesim::bench::Stopwatch::start();
+            if sweep(&nemesis, &seeds, jobs, &opts, |_| Ok(())).is_err() {
+                return exit::SIM_FAILED;
+            }
+            let rate = seeds.len() as f64 / clock.seconds().max(1e-9);
+            say!(
+                "explore round {round}: random-nemesis-fenced, {} seeds, {jobs} job(s): {rate:.1} seeds/s",
+                seeds.len()
+            );
+            rates[jobs - 1].push(rate);
+        }
+    }
+    let [one, two] = rates.map(median);
+    say!("explore 1 job {one:.1} seeds/s, 2 jobs {two:.1} seeds/s (medians)");
+    say!("explore speedup with 2 jobs: {:.2}", two / one.max(1e-9));
+    exit::VALID
+}
+
+/// Peak resident memory along a long sweep of a cheap scenario on 2 threads: it must not grow
+/// with the number of seeds.
+pub(crate) fn bench_memory(quick: bool) -> u8 {
+    let opts = RunOptions::in_memory();
+    let Some(cheap) = bundled_scenario("pause-fenced") else {
+        return exit::SIM_FAILED;
+    };
+    let (total, step) = if quick {
+        (200u64, 100u64)
+    } else {
+        (100_000, 20_000)
+    };
+    for start in (0..total).step_by(step as usize) {
+        let chunk: Vec<u64> = (start..start + step).collect();
+        if sweep(&cheap, &chunk, 2, &opts, |_| Ok(())).is_err() {
+            return exit::SIM_FAILED;
+        }
+        say!(
+            "peak RSS after {} seeds of pause-fenced: {}",
+            start + step,
+            fencesim::bench::peak_rss()
+                .map_or("unavailable".to_owned(), |kb| format!("{} MiB", kb / 1024))
+        );
+    }
+    exit::VALID
+}
+
+/// Cost per simulated message of the reference scenario (simulated, recorded and checked, as a
+/// sweep does each seed) against raw madsim carrying as many plain requests and replies
+/// between as many nodes. Each of `rounds` rounds times `seeds_per_round` seeds of each, seed
+/// by seed in turns, then the same seeds phase by phase (simulate; serialize, hash and check
+/// the history) to show where the time goes.
+/// Prints each round and the line `ratio X`, the median fencesim/raw ratio.
+pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
+    let Some(scenario) = bundled_scenario("bench-reference") else {
+        return exit::SIM_FAILED;
+    };
+    let opts = RunOptions::in_memory();
+    let (mut ratios, mut phases) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let seeds = round * seeds_per_round..(round + 1) * seeds_per_round;
+        // Seed by seed, fencesim then raw madsim, so that both see the machine in the same
+        // state: its speed drifts by tens of percent within a second.
+        let (mut fencesim_s, mut raw_s) = (0.0, 0.0);
+        let (mut messages, mut raw_messages) = (0, 0);
+        for seed in seeds.clone() {
+            let clock = fencesim::bench::Stopwatch::start();
+            // What a sweep does with each seed, dropping the history included; one that is
+            // written also pays for serializing and hashing its history (the phase line below).
+            let sent = {
+                let done = fencesim::run::judge(&scenario, seed, &opts);
+                if done.report.failure.is_some() {
+                    return exit::SIM_FAILED;
+                }
+                done.report.network.sent
+            };
+            fencesim_s += clock.seconds();
+            messages += sent;
+            // Two servers (lease service, resource) and three clients, as in the reference;
+            // each raw client makes as many round trips as fencesim's clients sent messages
+            // on average.
+            let clock = fencesim::bench::Stopwatch::start();
+            let raw_sent = fencesim_sim::raw_rpc::run(seed, 2, 3, sent / 6);
+            raw_s += clock.seconds();
+            // A raw run that stopped part way would still count its time, and make madsim
+            // look slower than it is.
+            if raw_sent != sent / 6 * 6 {
+                eprintln!(
+                    "error: raw madsim seed {seed} carried {raw_sent} messages, not {}",
+                    sent / 6 * 6
+                );
+                return exit::SIM_FAILED;
+            }
+            raw_messages += raw_sent;
+        }
+        let fencesim_us = fencesim_s * 1e6 / messages.max(1) as f64;
+        let raw_us = raw_s * 1e6 / raw_messages.max(1) as f64;
+        say!(
+            "ratio round {round}: fencesim {fencesim_us:.2} us/message ({messages} messages), raw madsim {raw_us:.2} us/message ({raw_messages} messages)",
+        );
+        ratios.push(fencesim_us / raw_us.max(1e-9));
+        match fencesim::bench::phases(&scenario, seeds) {
+            Ok(p) => phases.push(p),
+            Err(e) => {
+                eprintln!("error: bench-reference: {e}");
+                return exit::SIM_FAILED;
+            }
+        }
+    }
+    let phase =
+        |pick: fn(&fencesim::bench::Phases) -> f64| median(phases.iter().map(pick).collect());
+    say!(
+        "fencesim us/message by phase (medians): simulate {:.2}, serialize {:.2}, hash {:.2}, check {:.2}",
+        phase(|p| p.simulate_us),
+        phase(|p| p.serialize_us),
+        phase(|p| p.hash_us),
+        phase(|p| p.check_us)
+    );
+    say!("ratio {:.2}", median(ratios));
+    exit::VALID
+}
+
+/// The checker alone, on synthetic histories of the sizes issue 6 names: every check on a
+/// 1,000,000-record history, and linearizability on 10,000 operations from 10 processes.
+pub(crate) fn bench_checker(quick: bool) -> u8 {
+    use fencesim::bench::synthetic::{concurrent_register_history, sequential_history};
+    let (records, ops) = if quick {
+        (100_000, 1_000)
+    } else {
+        (1_000_000, 10_000)
+    };
+    let timed = |history: &fencesim::History| {
+        let clock = fencesim::bench::Stopwatch::start();
+        let result = fencesim::check(history);
+        (clock.seconds(), result)
+    };
+    let long = sequential_history(records / 12);
+    let (seconds, result) = timed(&long);
+    say!(
+        "checker: every check on {} records: {seconds:.2} s ({:.0} records/s), {:?}",
+        long.entries.len(),
+        long.entries.len() as f64 / seconds.max(1e-9),
+        result.verdict
+    );
+    let concurrent = concurrent_register_history(ops, 10, 10, 1);
+    let (seconds, result) = timed(&concurrent);
+    say!(
+        "checker: linearizability of {ops} operations from 10 processes (1% of writes info): {seconds:.2} s, {:?}",
+        result.verdict
+    );
+    if result.verdict == fencesim::Verdict::Valid {
+        exit::VALID
+    } else {
+        eprintln!(
+            "error: a synthetic history that is correct by construction was judged {:?}",
+            result.verdict
+        );
+        exit::VIOLATION
+    }
+}

@@ -1,0 +1,105 @@
+//! `fencesim check`: judge a history file, fencesim's JSON Lines or Jepsen's EDN.
+
+use std::path::Path;
+
+use fencesim::{exit, report::RunVerdict};
+
+/// History file formats `check` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum HistoryFormat {
+    /// fencesim's JSON Lines (docs/history-format.md).
+    Jsonl,
+    /// Jepsen's EDN operations, one map per line.
+    JepsenEdn,
+}
+
+/// Read a history in `format`, or print why not (file and line) and return `None`.
+pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesim::History> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: cannot open history: {e}", path.display());
+            return None;
+        }
+    };
+    let read = match format {
+        HistoryFormat::Jsonl => fencesim_history::read_jsonl(text.as_bytes()),
+        HistoryFormat::JepsenEdn => {
+            let name = path
+                .file_stem()
+                .map_or("jepsen".into(), |s| s.to_string_lossy());
+            fencesim_history::read_jepsen_edn(&text, &name)
+        }
+    };
+    read.map_err(|e| eprintln!("error: {}: {e}", path.display()))
+        .ok()
+}
+
+pub(crate) fn check(
+    path: &Path,
+    format: HistoryFormat,
+    json: bool,
+    options: &fencesim_checker::CheckOptions,
+) -> u8 {
+    let Some(history) = load_history(path, format) else {
+        return exit::BAD_INPUT;
+    };
+    let result = fencesim_checker::check_with(&history, options);
+    let verdict = fencesim::report::verdict(&result, None);
+    if json {
+        let out = serde_json::json!({
+            "history": path.display().to_string(),
+            "verdict": verdict,
+            "violations": result.violations,
+            "unknown": result.unknown,
+            "not_checked": result.not_checked,
+            "unsafe_exposure": result.unsafe_exposure,
+        });
+        say!("{out}");
+    } else {
+        print_check(path, verdict, &result);
+    }
+    match verdict {
+        RunVerdict::Valid => exit::VALID,
+        RunVerdict::Unknown => exit::UNKNOWN,
+        _ => exit::VIOLATION,
+    }
+}
+
+pub(crate) fn print_check(
+    path: &Path,
+    verdict: RunVerdict,
+    result: &fencesim_checker::CheckResult,
+) {
+    let n = result.violations.len();
+    let skipped = match result.not_checked.len() {
+        0 => String::new(),
+        k => format!(
+            "; {k} check{} had nothing to judge",
+            if k == 1 { "" } else { "s" }
+        ),
+    };
+    say!(
+        "{}: {:?} ({n} violation{}{skipped})",
+        path.display(),
+        verdict,
+        if n == 1 { "" } else { "s" }
+    );
+    for v in &result.violations {
+        say!(
+            "  {}: {} [witnesses {:?}]",
+            v.kind,
+            v.explanation,
+            v.witnesses
+        );
+        if !v.chain.is_empty() {
+            say!("    chain: {}", v.chain.join(" -> "));
+        }
+    }
+    for reason in &result.unknown {
+        say!("  unknown: {reason}");
+    }
+    for lacked in &result.not_checked {
+        say!("  not checked: {lacked}");
+    }
+}

@@ -1,0 +1,219 @@
+//! `fencesim explore`: a sweep of seeds until the first counterexample, its summary, and
+//! `--merge` of the summaries of a sweep's shards.
+
+use std::path::PathBuf;
+
+use fencesim::exit;
+use fencesim::explore::{ExploreSummary, SeedOutcome};
+use fencesim::run::{sweep_fold, write, Judged, SeedRun};
+
+use super::shrink::shrink;
+use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Target};
+use crate::progress;
+
+pub(crate) struct ExploreArgs {
+    pub(crate) seeds: String,
+    pub(crate) jobs: usize,
+    pub(crate) shard: Option<String>,
+    pub(crate) keep_going: bool,
+    pub(crate) quiet: bool,
+    pub(crate) shrink: bool,
+}
+
+/// `explore`: many seeds in parallel until the first counterexample (or all of them with
+/// `--keep-going`); files only for counterexamples, and a summary.
+pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
+    let (scenario, opts) = match prepare(target) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let seeds = match select_seeds(&args.seeds, args.shard.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
+        return unwritable(&opts.out, &e);
+    }
+    let progress = progress::Progress::new(seeds.len() as u64, args.quiet);
+    let clock = fencesim::bench::Stopwatch::start();
+    // With --keep-going every counterexample is written as it is found, so histories do not
+    // pile up in memory; otherwise the few found are written after the sweep, once it is known
+    // which of them come before the first (workers may finish later seeds first).
+    let handle = |done: Judged| -> std::io::Result<(SeedOutcome, Option<Written>)> {
+        let outcome = SeedOutcome::of(&done.report);
+        progress.seed_done(!outcome.met);
+        let kept = match (outcome.met, args.keep_going) {
+            (true, _) => None,
+            (false, true) => Some(Written::Done(Box::new(write(
+                &opts.out,
+                done.serialize()?,
+            )?))),
+            (false, false) => Some(Written::Pending(Box::new(done))),
+        };
+        Ok((outcome, kept))
+    };
+    let stop = |(outcome, _): &(SeedOutcome, Option<Written>)| !args.keep_going && !outcome.met;
+    // Each seed is counted as its turn comes and forgotten, so a long sweep's memory stays
+    // flat; only the counterexamples are kept, to print and write below.
+    let start = (
+        ExploreSummary::start(&scenario, &args.seeds, args.shard.as_deref()),
+        Vec::new(),
+    );
+    let fold = |(mut summary, mut kept): (ExploreSummary, Vec<Written>), (outcome, written)| {
+        summary.add(&outcome);
+        kept.extend(written);
+        (summary, kept)
+    };
+    let results = sweep_fold(
+        &scenario, &seeds, args.jobs, &opts, handle, stop, start, fold,
+    );
+    progress.finish();
+    let seconds = clock.seconds();
+    let (summary, kept) = match results {
+        Ok(r) => r,
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    let interrupted = fencesim::run::interrupted();
+    let stopped_early = summary.seeds_run < seeds.len() as u64 && !interrupted;
+    let mut summary = summary.finish(stopped_early, seconds);
+    summary.interrupted = interrupted;
+    let mut worst = exit::VALID;
+    let mut first_report = None;
+    for written in kept {
+        let done = match written {
+            Written::Done(run) => *run,
+            Written::Pending(done) => match done.serialize().and_then(|e| write(&opts.out, e)) {
+                Ok(run) => run,
+                Err(e) => return unwritable(&opts.out, &e),
+            },
+        };
+        print_seed(&done, true);
+        worst = worse(worst, seed_exit_code(&done.report, true));
+        first_report.get_or_insert(done.report_path);
+    }
+    for line in summary.lines() {
+        say!("{line}");
+    }
+    let path = opts
+        .out
+        .join(&scenario.name)
+        .join(ExploreSummary::file_name(args.shard.as_deref()));
+    if let Err(e) = summary.write(&path) {
+        return unwritable(&opts.out, &e);
+    }
+    say!("summary: {}", path.display());
+    if interrupted {
+        say!(
+            "interrupted after {} of {} seeds: the summary is partial (explore --merge refuses it)",
+            summary.seeds_run,
+            seeds.len()
+        );
+        return exit::INTERRUPTED;
+    }
+    if let (true, Some(report)) = (args.shrink, first_report) {
+        // A counterexample that only misses the expectation (no violation) has nothing to
+        // shrink; `shrink` says so, and the sweep's exit code stands.
+        shrink(&report, &opts.out.join("shrunk"), None);
+    }
+    worst
+}
+
+/// A counterexample's files: written during the sweep, or still to write.
+pub(crate) enum Written {
+    Done(Box<SeedRun>),
+    Pending(Box<Judged>),
+}
+
+/// `explore --merge`: join shard summaries and print the whole sweep's. Exits as `explore`
+/// would have on the whole sweep: 4 if a simulation failed, else 1 if a seed missed the
+/// expectation, else 0.
+pub(crate) fn merge_summaries(paths: &[PathBuf]) -> u8 {
+    let mut parts = Vec::new();
+    for path in paths {
+        match ExploreSummary::read(path) {
+            Ok(s) => parts.push((path.display().to_string(), s)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::BAD_INPUT;
+            }
+        }
+    }
+    let merged = match ExploreSummary::merge(&parts) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let missing = merged.missing_shards();
+    if !missing.is_empty() {
+        // A lost shard must not pass for a whole sweep in CI, nor look like one: no summary.
+        eprintln!(
+            "error: the merge lacks shards {} of the sweep",
+            missing.join(", ")
+        );
+        return exit::BAD_INPUT;
+    }
+    for line in merged.lines() {
+        say!("{line}");
+    }
+    if merged.failed > 0 {
+        exit::SIM_FAILED
+    } else if merged.counterexample_count > 0 {
+        exit::VIOLATION
+    } else {
+        exit::VALID
+    }
+}
+
+/// The most seeds one `explore` takes (split larger sweeps across shards).
+use fencesim::run::MAX_SWEEP_SEEDS;
+
+/// Parse `A..B` and an optional `I/N` shard (every N-th seed from the I-th).
+pub(crate) fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
+    let (a, b) = range.split_once("..").ok_or_else(bad)?;
+    // B may be one past the last seed, 2^64, so that seed 18446744073709551615 can be swept too.
+    let (a, b): (u64, u128) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if b > 1 << 64 {
+        return Err(format!(
+            "--seeds: {range:?} ends past the last seed: B is at most 18446744073709551616 (one past {})",
+            u64::MAX
+        ));
+    }
+    if u128::from(a) >= b {
+        return Err(bad());
+    }
+    let (index, count) = match shard {
+        None => (0, 1),
+        Some(s) => {
+            let bad = || format!("--shard: expected I/N with I < N, found {s:?}");
+            let (i, n) = s.split_once('/').ok_or_else(bad)?;
+            let (i, n): (u64, u64) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+            if n == 0 || i >= n {
+                return Err(bad());
+            }
+            (i, n)
+        }
+    };
+    // Every `count`-th seed from `a + index`, without walking the whole range.
+    let first = u128::from(a) + u128::from(index);
+    let n = if first >= b {
+        0
+    } else {
+        (b - first - 1) / u128::from(count) + 1
+    };
+    if n > u128::from(MAX_SWEEP_SEEDS) {
+        return Err(format!("--seeds: {n} seeds selected; at most {MAX_SWEEP_SEEDS} per sweep (split it with --shard)"));
+    }
+    // Every seed selected is below b <= 2^64, so each fits a u64.
+    Ok((0..n)
+        .map(|i| (first + i * u128::from(count)) as u64)
+        .collect())
+}

@@ -1,0 +1,79 @@
+//! `fencesim export`: a history.jsonl as Jepsen EDN, saying what the conversion drops.
+
+use std::path::Path;
+
+use fencesim::exit;
+
+use super::check::{load_history, HistoryFormat};
+
+/// Formats `export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// Jepsen's EDN operations, one map per line.
+    JepsenEdn,
+}
+
+pub(crate) fn export(path: &Path, out: Option<&Path>) -> u8 {
+    let Some(history) = load_history(path, HistoryFormat::Jsonl) else {
+        return exit::BAD_INPUT;
+    };
+    let written = match out {
+        Some(file) => std::fs::File::create(file)
+            .and_then(|f| fencesim_history::write_jepsen_edn(&history, std::io::BufWriter::new(f))),
+        None => fencesim_history::write_jepsen_edn(&history, std::io::stdout().lock()),
+    };
+    match written {
+        Ok(export) => {
+            warn_of_lost_checks(&history, &export);
+            exit::VALID
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::VALID,
+        Err(e) => {
+            eprintln!("error: cannot write the export: {e}");
+            exit::BAD_INPUT
+        }
+    }
+}
+
+/// Jepsen's form keeps operations only: say on stderr which checks the history could support
+/// and the export cannot, so that a `check` of the file calling it valid is not taken for the
+/// run's verdict.
+pub(crate) fn warn_of_lost_checks(
+    history: &fencesim::History,
+    export: &fencesim_history::EdnExport,
+) {
+    if export.dropped_events == 0 {
+        return;
+    }
+    let ops_only = fencesim::History {
+        header: history.header.clone(),
+        entries: history
+            .entries
+            .iter()
+            .filter(|e| match e {
+                fencesim_history::Entry::Op(_) => true,
+                fencesim_history::Entry::Event(e) => e.event.is_nemesis(),
+            })
+            .cloned()
+            .collect(),
+    };
+    let before = fencesim_checker::not_checked(history);
+    let lost: Vec<String> = fencesim_checker::not_checked(&ops_only)
+        .into_iter()
+        .filter(|kind| !before.contains(kind))
+        .collect();
+    eprintln!(
+        "note: the EDN keeps {} operations and leaves out {} service and resource events \
+         (grants, expiries, accepts, rejects, beliefs)",
+        export.written, export.dropped_events
+    );
+    if !lost.is_empty() {
+        eprintln!(
+            "note: checks the history supports and the EDN cannot (check the history.jsonl for \
+             the run's verdict):"
+        );
+        for kind in lost {
+            eprintln!("  {kind}");
+        }
+    }
+}

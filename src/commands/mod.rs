@@ -1,0 +1,121 @@
+//! What the commands share: loading the scenario a `run` or `explore` names, the output
+//! folder check, and how a seed is printed and what it makes the exit code.
+
+use std::path::{Path, PathBuf};
+
+use fencesim::run::{RunOptions, SeedRun};
+use fencesim::{exit, report::RunVerdict, Scenario};
+
+pub(crate) mod bench;
+pub(crate) mod check;
+pub(crate) mod explore;
+pub(crate) mod export;
+pub(crate) mod list;
+pub(crate) mod replay;
+pub(crate) mod run;
+pub(crate) mod shrink;
+
+/// What `run` and `explore` share: the scenario and how to run it.
+#[derive(clap::Args)]
+pub(crate) struct Target {
+    /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
+    pub(crate) scenario: String,
+    /// Output root; files go to DIR/<scenario name>/<seed>/.
+    #[arg(long, value_name = "DIR", default_value = "reports/runs")]
+    pub(crate) out: PathBuf,
+    /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
+    #[arg(long)]
+    pub(crate) check_determinism: bool,
+    /// Force swarm mode on the scenario's random nemesis.
+    #[arg(long)]
+    pub(crate) swarm: bool,
+}
+
+/// Load a scenario from a path, or else from the bundled set by name.
+pub(crate) fn load(arg: &str) -> Result<Scenario, String> {
+    fencesim::load_named(arg).map_err(|e| e.to_string())
+}
+
+/// Load the target's scenario (a file, else a bundled name), apply `--swarm`, and build the
+/// run options; on bad input, the exit code.
+pub(crate) fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
+    let mut scenario = load(&t.scenario).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::BAD_INPUT
+    })?;
+    if t.swarm {
+        let Some(nemesis) = scenario.nemesis.as_mut() else {
+            eprintln!(
+                "error: {}: --swarm needs a scenario with a [nemesis] section",
+                t.scenario
+            );
+            return Err(exit::BAD_INPUT);
+        };
+        nemesis.swarm = true;
+    }
+    let opts = RunOptions {
+        out: t.out.clone(),
+        scenario_arg: t.scenario.clone(),
+        check_determinism: t.check_determinism,
+        swarm: t.swarm,
+    };
+    Ok((scenario, opts))
+}
+
+/// Make `out/<name>/` and write a probe file in it, so that an output folder that cannot be
+/// written is refused before a sweep, not after it.
+pub(crate) fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
+    let dir = out.join(name);
+    std::fs::create_dir_all(&dir)?;
+    let probe = dir.join(".fencesim-write-probe");
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
+}
+
+pub(crate) fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
+    eprintln!(
+        "error: cannot write the run's output under {}: {e}",
+        out.display()
+    );
+    exit::BAD_INPUT
+}
+
+pub(crate) fn print_seed(done: &SeedRun, expect: bool) {
+    // The expectation line only where it is judged: --expect and explore.
+    say!("{}", done.explain(expect));
+    say!("report: {}", done.report_path.display());
+    if seed_exit_code(&done.report, expect) != exit::VALID {
+        say!("reproduce: {}", done.report.reproduce);
+    }
+}
+
+pub(crate) fn seed_exit_code(r: &fencesim::report::Report, expect: bool) -> u8 {
+    match r.verdict {
+        RunVerdict::SimFailed => exit::SIM_FAILED,
+        _ if expect => {
+            if r.expectation.met {
+                exit::VALID
+            } else {
+                exit::VIOLATION
+            }
+        }
+        RunVerdict::Valid => exit::VALID,
+        RunVerdict::Invalid => exit::VIOLATION,
+        RunVerdict::Unknown => exit::UNKNOWN,
+    }
+}
+
+/// The more serious of two exit codes: a failed simulation over unknown over a violation.
+pub(crate) fn worse(a: u8, b: u8) -> u8 {
+    let rank = |c: u8| match c {
+        exit::SIM_FAILED => 3,
+        exit::UNKNOWN => 2,
+        exit::VIOLATION => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}

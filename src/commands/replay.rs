@@ -1,0 +1,74 @@
+//! `fencesim replay`: the run a report describes, again, compared byte for byte.
+
+use std::path::{Path, PathBuf};
+
+use fencesim::exit;
+use fencesim::run::{write, RunOptions};
+
+/// `replay`: the run a report describes, again, compared byte for byte.
+pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
+    let stored = match read_report(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let opts = RunOptions {
+        out,
+        scenario_arg: path.display().to_string(),
+        check_determinism: false,
+        swarm: false,
+    };
+    let done = match fencesim::run::evaluate(&stored.scenario, stored.seed, &opts)
+        .and_then(|e| write(&opts.out, e))
+    {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!(
+                "error: cannot write the replay under {}: {e}",
+                opts.out.display()
+            );
+            return exit::BAD_INPUT;
+        }
+    };
+    say!("{}", done.verdict_line());
+    say!("report: {}", done.report_path.display());
+    if done.report.history.sha256 == stored.history.sha256 {
+        say!("replay identical: history sha256 {}", stored.history.sha256);
+        exit::VALID
+    } else {
+        say!(
+            "replay DIFFERS: history sha256 {} (recorded {}); tool {} (recorded {})",
+            done.report.history.sha256,
+            stored.history.sha256,
+            done.report.tool.version,
+            stored.tool.version
+        );
+        exit::SIM_FAILED
+    }
+}
+
+/// Read a report.json, or print why not and return the exit code.
+pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        eprintln!("error: {}: cannot read: {e}", path.display());
+        exit::BAD_INPUT
+    })?;
+    let report: fencesim::report::Report = serde_json::from_slice(&bytes).map_err(|e| {
+        // serde's message ends with its own "at line L column C": say it once.
+        let message = e.to_string();
+        let what = message.split(" at line ").next().unwrap_or(&message);
+        eprintln!(
+            "error: {}:{}:{}: not a fencesim report: {what}",
+            path.display(),
+            e.line(),
+            e.column()
+        );
+        exit::BAD_INPUT
+    })?;
+    // A hand-edited report could hold a scenario that validation would refuse.
+    let text = fencesim_scenario::to_toml(&report.scenario);
+    if let Err(e) = fencesim::parse_scenario(&text, "report.json") {
+        eprintln!("error: {}: its scenario is not valid: {e}", path.display());
+        return Err(exit::BAD_INPUT);
+    }
+    Ok(report)
+}

@@ -1,0 +1,147 @@
+//! `fencesim run`: one seed, or with `--expect` every seed of the scenario's range.
+
+use fencesim::run::{default_jobs, sweep_fold, write, Judged, RunOptions, SeedRun};
+use fencesim::{exit, Scenario};
+
+use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Target};
+use crate::progress;
+
+pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, range: &RangeArgs) -> u8 {
+    let (scenario, opts) = match prepare(target) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let seeds: Vec<u64> = match (seed, expect) {
+        (Some(s), _) => vec![s],
+        (None, false) => vec![scenario.seeds.start],
+        (None, true) => (scenario.seeds.start..scenario.seeds.end).collect(),
+    };
+    if let [seed] = seeds[..] {
+        return run_one(&scenario, seed, expect, &opts);
+    }
+    run_range(&scenario, &seeds, range, &opts)
+}
+
+/// How `run --expect` sweeps a scenario's whole range.
+pub(crate) struct RangeArgs {
+    /// Write every seed's files, not only those of the seeds that miss the expectation.
+    pub(crate) write_all: bool,
+    /// No progress on stderr.
+    pub(crate) quiet: bool,
+}
+
+/// One seed: always written and printed.
+pub(crate) fn run_one(scenario: &Scenario, seed: u64, expect: bool, opts: &RunOptions) -> u8 {
+    let done = match fencesim::run::run_seed(scenario, seed, opts) {
+        Ok(done) => done,
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    print_seed(&done, expect);
+    if opts.check_determinism {
+        // A failed rerun is the seed's verdict (simulation failed); a passed one says so here.
+        let same = u8::from(done.report.failure.is_none());
+        say!("determinism: {same} of 1 seed ran twice with the same history");
+    }
+    seed_exit_code(&done.report, expect)
+}
+
+/// What a `run --expect` sweep keeps: counts, and the seeds that missed, written.
+#[derive(Default)]
+pub(crate) struct RangeTally {
+    run: u64,
+    met: u64,
+    /// Seeds whose simulation did not fail (their determinism rerun, if asked, matched).
+    same: u64,
+    written: u64,
+    missed: Vec<SeedRun>,
+}
+
+/// Every seed of the scenario's range under `--expect`, in parallel, with progress as
+/// `explore` shows it. Files are written for the seeds that miss the expectation (all seeds
+/// with `--write-all`): a range of a thousand seeds would otherwise write a thousand folders.
+pub(crate) fn run_range(
+    scenario: &Scenario,
+    seeds: &[u64],
+    range: &RangeArgs,
+    opts: &RunOptions,
+) -> u8 {
+    if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
+        return unwritable(&opts.out, &e);
+    }
+    let progress = progress::Progress::new(seeds.len() as u64, range.quiet);
+    let handle = |done: Judged| -> std::io::Result<(bool, bool, Option<SeedRun>)> {
+        let met = done.report.expectation.met;
+        let same = done.report.failure.is_none();
+        progress.seed_done(!met);
+        let kept = if met && !range.write_all {
+            None
+        } else {
+            Some(write(&opts.out, done.serialize()?)?)
+        };
+        Ok((met, same, kept))
+    };
+    let fold = |mut t: RangeTally, (met, same, kept): (bool, bool, Option<SeedRun>)| {
+        t.run += 1;
+        t.met += u64::from(met);
+        t.same += u64::from(same);
+        if let Some(done) = kept {
+            t.written += 1;
+            if !met {
+                t.missed.push(done);
+            }
+        }
+        t
+    };
+    let result = sweep_fold(
+        scenario,
+        seeds,
+        default_jobs(),
+        opts,
+        handle,
+        |_| false,
+        RangeTally::default(),
+        fold,
+    );
+    progress.finish();
+    let tally = match result {
+        Ok(t) => t,
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    let mut worst = exit::VALID;
+    for done in &tally.missed {
+        print_seed(done, true);
+        worst = worse(worst, seed_exit_code(&done.report, true));
+    }
+    if opts.check_determinism {
+        say!(
+            "determinism: {} of {} seeds ran twice with the same history",
+            tally.same,
+            tally.run
+        );
+    }
+    let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
+    say!(
+        "{}: expectation met on {}/{} seeds ({first}..{}); files written for {} seed{} under {}{}",
+        scenario.name,
+        tally.met,
+        tally.run,
+        last + 1,
+        tally.written,
+        if tally.written == 1 { "" } else { "s" },
+        opts.out.join(&scenario.name).display(),
+        if range.write_all {
+            ""
+        } else {
+            " (those that missed; --write-all writes every seed's)"
+        }
+    );
+    if fencesim::run::interrupted() {
+        say!(
+            "interrupted after {} of {} seeds: the counts above are partial",
+            tally.run,
+            seeds.len()
+        );
+        return exit::INTERRUPTED;
+    }
+    worst
+}

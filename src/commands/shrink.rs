@@ -1,0 +1,99 @@
+//! `fencesim shrink`: a failing run reduced to a minimal scenario file.
+
+use std::path::Path;
+
+use fencesim::exit;
+use fencesim::run::RunOptions;
+
+use super::replay::read_report;
+use super::unwritable;
+
+/// `shrink`: reduce a failing run to a minimal scenario, write it as TOML, run it once to
+/// write its report, and print how to rerun it.
+pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
+    let stored = match read_report(path) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let kind = match kind {
+        Some(k) => match fencesim::ViolationKind::ALL
+            .into_iter()
+            .find(|v| v.as_str() == k)
+        {
+            Some(k) => k,
+            None => {
+                let all: Vec<&str> = fencesim::ViolationKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
+                eprintln!(
+                    "error: --kind: expected one of {}, found {k:?}",
+                    all.join(", ")
+                );
+                return exit::BAD_INPUT;
+            }
+        },
+        None => match stored.violations.first() {
+            Some(v) => v.kind,
+            None => {
+                eprintln!(
+                    "error: {}: seed {} of {} has no violation to shrink (verdict {})",
+                    path.display(),
+                    stored.seed,
+                    stored.scenario.name,
+                    serde_json::to_value(stored.verdict)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                );
+                return exit::BAD_INPUT;
+            }
+        },
+    };
+    let clock = fencesim::bench::Stopwatch::start();
+    let shrunk = match fencesim::shrink::shrink_report(&stored, kind) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return exit::BAD_INPUT;
+        }
+    };
+    let seconds = clock.seconds();
+    let file = out.join(format!("{}.toml", shrunk.scenario.name));
+    let written = std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(&file, fencesim_scenario::to_toml(&shrunk.scenario)));
+    if let Err(e) = written {
+        return unwritable(out, &e);
+    }
+    let (b, a) = (shrunk.before, shrunk.after);
+    say!(
+        "shrunk seed {} of {} keeping {}: faults {} -> {}, clients {} -> {}, run {} ms -> {} ms ({} runs, {seconds:.1} s)",
+        shrunk.seed,
+        stored.scenario.name,
+        kind.as_str(),
+        b.faults,
+        a.faults,
+        b.clients,
+        a.clients,
+        b.duration_ms,
+        a.duration_ms,
+        shrunk.runs
+    );
+    say!("minimal scenario: {}", file.display());
+    let file_arg = file.display().to_string();
+    let opts = RunOptions {
+        out: out.to_path_buf(),
+        scenario_arg: file_arg.clone(),
+        check_determinism: false,
+        swarm: false,
+    };
+    match fencesim::run::run_seed(&shrunk.scenario, shrunk.seed, &opts) {
+        Ok(done) => {
+            say!("{}", done.verdict_line());
+            say!("report: {}", done.report_path.display());
+        }
+        Err(e) => return unwritable(out, &e),
+    }
+    say!("reproduce: fencesim run {file_arg} --seed {}", shrunk.seed);
+    exit::VALID
+}
