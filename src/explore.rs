@@ -297,7 +297,7 @@ impl ExploreSummary {
             ),
             format!("  seeds with each violation: {}", kinds.join(", ")),
             format!(
-                "  expectation met on {}/{} seeds; counterexamples: {}",
+                "  expectation met on {}/{} seeds; counterexample seeds: {}",
                 self.expectation_met,
                 self.seeds_run,
                 self.counterexample_list()

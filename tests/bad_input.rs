@@ -111,18 +111,7 @@ fn a_zero_linearizability_budget_is_refused() {
 #[test]
 fn a_failed_seed_prints_no_backtrace_even_with_rust_backtrace_set() {
     let dir = out_dir("sim-failed-quiet");
-    let source =
-        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
-            .unwrap();
-    let file = dir.join("tiny.toml");
-    std::fs::write(
-        &file,
-        source.replace(
-            "duration_ms = 60000",
-            "duration_ms = 60000\nmax_records = 40",
-        ),
-    )
-    .unwrap();
+    let file = support::history_limit_scenario(&dir);
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
         .args([
             "explore",
@@ -974,4 +963,100 @@ fn error_lines_are_capped() {
         );
         assert!(stderr.contains("more characters)"), "{args:?}: {stderr}");
     }
+}
+
+/// A random nemesis whose plan would be millions of faults is refused, located, before it is
+/// drawn (a run of 10^12 ms with a heal just before its end took all of a machine's memory).
+#[test]
+fn a_random_nemesis_plan_too_large_to_draw_is_refused() {
+    let dir = out_dir("huge-plan");
+    let source =
+        std::fs::read_to_string(support::root().join("scenarios/random-nemesis-fenced.toml"))
+            .unwrap();
+    let mut lines: Vec<String> = source.lines().map(str::to_owned).collect();
+    let run = lines
+        .iter()
+        .position(|l| l.starts_with("duration_ms = "))
+        .unwrap();
+    lines[run] = "duration_ms = 1000000000000".into();
+    let heal = lines
+        .iter()
+        .position(|l| l.starts_with("heal_at_ms = "))
+        .unwrap();
+    lines[heal] = "heal_at_ms = 999999000000".into();
+    let file = dir.join("huge.toml");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let o = fencesim(&["run", file.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: {}:{}:14: field `nemesis.heal_at_ms`: the random nemesis would draw up to ",
+            file.display(),
+            heal + 1
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("at most 100000"), "{stderr}");
+}
+
+/// A token that is not a non-negative integer is an error naming the field, not a silently
+/// missing token (two acquires of the token "abc" were judged valid with no token at all).
+#[test]
+fn a_jepsen_token_of_the_wrong_type_is_located() {
+    let dir = out_dir("edn-token-type");
+    let cases = [
+        (
+            "{:process 0, :type :ok, :f :acquire, :value [\"lock\" \"abc\"]}",
+            "field :value's token: expected a non-negative integer, found a string \"abc\"",
+        ),
+        (
+            "{:process 0, :type :ok, :f :write, :value [\"k\" 1], :token 5.0}",
+            "field :token: expected a non-negative integer, found a float 5.0",
+        ),
+        (
+            "{:process 0, :type :ok, :f :write, :value 1, :time -3}",
+            "field :time: expected a non-negative integer, found an integer -3",
+        ),
+    ];
+    for (i, (body, says)) in cases.into_iter().enumerate() {
+        let file = dir.join(format!("{i}.edn"));
+        std::fs::write(&file, format!("{body}\n")).unwrap();
+        let o = fencesim(&["check", file.to_str().unwrap(), "--format", "jepsen-edn"]);
+        let (_, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{body}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!("error: {}: line 1: {says}\n", file.display())
+        );
+    }
+    // An .edn file checked as JSON Lines says which flag was meant.
+    let o = fencesim(&["check", dir.join("0.edn").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("(an .edn file: add --format jepsen-edn)"),
+        "{}",
+        text(&o).1
+    );
+}
+
+/// Control characters quoted from the input are escaped: an error is one line and writes no
+/// escape sequence to the terminal.
+#[test]
+fn control_characters_in_an_error_are_escaped() {
+    let dir = out_dir("control-chars");
+    let file = dir.join("h.jsonl");
+    std::fs::write(
+        &file,
+        "{\"record\":\"header\",\"format_version\":1,\"scenario\":\"s\",\"seed\":0,\"tool_version\":\"x\"}\n{\"record\":\"op\",\"index\":0,\"time_ns\":0,\"mono_ms\":0,\"wall_ms\":0,\"process\":0,\"node\":\"c\",\"type\":\"line1\\nerror: forged \\u001b[31m\",\"f\":\"write\"}\n",
+    )
+    .unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains("line1\\nerror: forged"), "{stderr}");
 }

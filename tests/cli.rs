@@ -114,18 +114,7 @@ fn expect_fails_when_the_expectation_is_wrong() {
 #[test]
 fn a_failed_simulation_exits_4_keeps_its_history_and_prints_the_seed() {
     let dir = out_dir("sim-failed");
-    let source =
-        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
-            .unwrap();
-    let file = dir.join("tiny.toml");
-    std::fs::write(
-        &file,
-        source.replace(
-            "duration_ms = 60000",
-            "duration_ms = 60000\nmax_records = 40",
-        ),
-    )
-    .unwrap();
+    let file = support::history_limit_scenario(&dir);
     let o = fencesim(&[
         "run",
         file.to_str().unwrap(),

@@ -66,12 +66,8 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
         "election ms p50/p99"
     );
     for (file, text) in bundled::SCENARIOS {
-        let scenario = match fencesim::parse_scenario(text, file) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: bundled scenario is invalid: {e}");
-                return exit::SIM_FAILED;
-            }
+        let Some(scenario) = parse_bundled(file, text) else {
+            return exit::SIM_FAILED;
         };
         let list: Vec<u64> =
             (scenario.seeds.start..scenario.seeds.start.saturating_add(seeds)).collect();
@@ -126,12 +122,8 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
     );
     let mut missed_any = false;
     for (file, text) in bundled::SCENARIOS {
-        let scenario = match fencesim::parse_scenario(text, file) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: bundled scenario is invalid: {e}");
-                return exit::SIM_FAILED;
-            }
+        let Some(scenario) = parse_bundled(file, text) else {
+            return exit::SIM_FAILED;
         };
         let first = scenario.seeds.start;
         let list: Vec<u64> = (first..first.saturating_add(seeds)).collect();
@@ -183,9 +175,17 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
     exit::VALID
 }
 
+/// A bundled scenario's text parsed, or `None` after saying why (bundled files are valid:
+/// tests parse every one, so this is a broken build).
+fn parse_bundled(file: &str, text: &str) -> Option<fencesim::Scenario> {
+    fencesim::parse_scenario(text, file)
+        .map_err(|e| eprintln!("error: bundled scenario is invalid: {e}"))
+        .ok()
+}
+
 /// A bundled scenario by name, parsed (bundled files are valid: tests parse every one).
 pub(crate) fn bundled_scenario(name: &str) -> Option<fencesim::Scenario> {
-    bundled::find(name).and_then(|(file, text)| fencesim::parse_scenario(text, file).ok())
+    bundled::find(name).and_then(|(file, text)| parse_bundled(file, text))
 }
 
 /// The median of `values` (the upper one of an even count); 0 for none.

@@ -31,7 +31,12 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
             fencesim_history::read_jepsen_edn(&text, &name)
         }
     };
-    read.map_err(|e| eprintln!("error: {}: {e}", path.display()))
+    // A Jepsen history read as JSON Lines fails on its first line; say what was likely meant.
+    let hint = match (format, path.extension().and_then(|e| e.to_str())) {
+        (HistoryFormat::Jsonl, Some("edn")) => " (an .edn file: add --format jepsen-edn)",
+        _ => "",
+    };
+    read.map_err(|e| eprintln!("error: {}: {e}{hint}", path.display()))
         .ok()
 }
 

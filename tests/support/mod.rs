@@ -27,6 +27,21 @@ pub fn fencesim(args: &[&str]) -> Output {
         .expect("run fencesim")
 }
 
+/// `pause-fenced` with a history limit of 40 records, written into `dir`: every seed fails
+/// (exit 4, `history limit exceeded: 40 records`).
+pub fn history_limit_scenario(dir: &Path) -> PathBuf {
+    let source = std::fs::read_to_string(root().join("scenarios/incidents/pause-fenced.toml"))
+        .expect("bundled scenario");
+    let file = dir.join("tiny.toml");
+    let tiny = source.replace(
+        "duration_ms = 60000",
+        "duration_ms = 60000\nmax_records = 40",
+    );
+    assert_ne!(tiny, source, "pause-fenced's duration line moved");
+    std::fs::write(&file, tiny).expect("write the scenario");
+    file
+}
+
 /// stdout and stderr as text.
 pub fn text(out: &Output) -> (String, String) {
     (

@@ -197,9 +197,34 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
     })
 }
 
-/// "a keyword :x" and the like: a foreign value named by its type and a short rendering.
+/// "a keyword :x", "an integer -1": a foreign value named by its type and a short rendering.
 fn found(v: &Node) -> String {
-    format!("a {} {}", v.value.type_name(), v.value.brief())
+    let name = v.value.type_name();
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name} {}", v.value.brief())
+}
+
+/// A field that must be a non-negative integer when present (a token, a time): `None` if it
+/// is absent or nil, an error naming the field if it is anything else, so that a token
+/// written as a string or a float is not silently read as no token at all.
+fn count(map: &Node, field: &str, v: Option<&Node>) -> Result<Option<u64>, String> {
+    match v {
+        None => Ok(None),
+        Some(Node {
+            value: Edn::Nil, ..
+        }) => Ok(None),
+        Some(v) => number(v).map(Some).ok_or_else(|| {
+            format!(
+                "field {field}{}: expected a non-negative integer, found {}",
+                at(map, v),
+                found(v)
+            )
+        }),
+    }
 }
 
 /// The line a field's value starts on, when it is not the map's own.
@@ -294,10 +319,11 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         }) if pair.len() == 2 => (text(&pair[0]), Some(&pair[1])),
         other => (None, other),
     };
+    let token = count(map, ":token", map.get("token"))?;
     let mut op = Op {
         at: Stamp {
             index,
-            time_ns: map.get("time").and_then(number).unwrap_or(index),
+            time_ns: count(map, ":time", map.get("time"))?.unwrap_or(index),
             mono_ms: 0,
             wall_ms: 0,
         },
@@ -310,7 +336,7 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         f,
         lock: None,
         key: None,
-        token: map.get("token").and_then(number),
+        token,
         value: None,
         error: map.get("error").and_then(text),
     };
@@ -321,7 +347,9 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         }
         _ => {
             op.lock = Some(place.map_or_else(|| "lock".into(), Name::from));
-            op.token = op.token.or(value.and_then(number));
+            if op.token.is_none() {
+                op.token = count(map, ":value's token", value)?;
+            }
         }
     }
     Ok(Some(op))

@@ -27,9 +27,23 @@ pub use violation::ViolationKind;
 pub const MAX_MESSAGE_CHARS: usize = 240;
 
 /// `message` cut to at most [`MAX_MESSAGE_CHARS`] characters, ending in `… (N more
-/// characters)` when cut. Every error a reader of fencesim's formats returns goes through it.
+/// characters)` when cut, with control characters escaped (`\n`, `\u{1b}`): quoted input
+/// must not add lines to an error or reach the terminal as escape sequences. Every error a
+/// reader of fencesim's formats returns goes through it.
 pub fn cap_message(message: impl Into<String>) -> String {
-    let message = message.into();
+    let mut message = message.into();
+    if message.chars().any(char::is_control) {
+        message = message
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
+    }
     match message.char_indices().nth(MAX_MESSAGE_CHARS) {
         None => message,
         Some((cut, _)) => {

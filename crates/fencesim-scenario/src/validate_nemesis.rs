@@ -23,6 +23,10 @@ const DRAWABLE: &[(RawFaultKind, &str)] = &[
     (RawFaultKind::HoldAll, "hold-all"),
 ];
 
+/// The most faults a random nemesis may draw for one seed (the drawn plan is held in memory
+/// whole, and every fault is a task and records of the run).
+pub const MAX_DRAWN_FAULTS: u64 = 100_000;
+
 pub(crate) fn resolve(
     cx: &Ctx,
     spanned: &Spanned<RawNemesis>,
@@ -164,7 +168,7 @@ pub(crate) fn resolve(
         },
         None => [0.05, 0.5],
     };
-    Ok(NemesisSpec {
+    let spec = NemesisSpec {
         kinds,
         swarm: n.swarm.unwrap_or(false),
         placement: n.placement.unwrap_or_default(),
@@ -239,5 +243,18 @@ pub(crate) fn resolve(
             },
             true,
         )?,
-    })
+    };
+    // The plan is drawn whole before the run: a heal far away with short intervals would be
+    // millions of faults (a run of 10^12 ms took all of a machine's memory). Bound it here.
+    let most = (spec.heal_at_ms - spec.start_ms) / spec.interval_ms.min_ms.max(1);
+    if most > MAX_DRAWN_FAULTS {
+        let m = format!(
+            "the random nemesis would draw up to {most} faults before the heal ({} ms of faults \
+             at intervals from {} ms); at most {MAX_DRAWN_FAULTS}: heal sooner or draw less often",
+            spec.heal_at_ms - spec.start_ms,
+            spec.interval_ms.min_ms
+        );
+        return Err(cx.err(n.heal_at_ms.span(), "nemesis.heal_at_ms", m));
+    }
+    Ok(spec)
 }
