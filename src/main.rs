@@ -110,7 +110,8 @@ enum Command {
               conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink"])]
         merge: Vec<PathBuf>,
     },
-    /// Check a history.jsonl file (recorded by fencesim or converted from a real system).
+    /// Check a history: a history.jsonl (recorded by fencesim or converted from a real system),
+    /// or a Jepsen history.edn with --format jepsen-edn.
     Check {
         /// The history file.
         history: PathBuf,

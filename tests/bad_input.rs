@@ -1060,3 +1060,21 @@ fn control_characters_in_an_error_are_escaped() {
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
     assert!(stderr.contains("line1\\nerror: forged"), "{stderr}");
 }
+
+/// A history that is not text says so, not that it cannot be opened.
+#[test]
+fn a_binary_history_is_named_as_not_text() {
+    let dir = out_dir("binary-history");
+    let file = dir.join("h.jsonl");
+    std::fs::write(&file, [0xff, 0xfe, 0x00]).unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: cannot read history: not UTF-8 text\n",
+            file.display()
+        )
+    );
+}

@@ -18,7 +18,13 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {}: cannot open history: {e}", path.display());
+            // read_to_string says "stream did not contain valid UTF-8" for a binary file.
+            let why = if e.kind() == std::io::ErrorKind::InvalidData {
+                "cannot read history: not UTF-8 text".to_owned()
+            } else {
+                format!("cannot open history: {e}")
+            };
+            eprintln!("error: {}: {why}", path.display());
             return None;
         }
     };
