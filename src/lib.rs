@@ -114,6 +114,17 @@ pub enum ScenarioCheckError {
         /// The command that reproduces it.
         reproduce: String,
     },
+    /// The sweep was interrupted ([`run::interrupt`], Ctrl-C) before every seed ran, and no
+    /// seed run so far missed the expectation: the range was not checked.
+    #[error(
+        "check_scenario: interrupted after {seeds_run} of {count} seeds; the range was not checked"
+    )]
+    Interrupted {
+        /// Seeds run, each meeting the expectation.
+        seeds_run: u64,
+        /// Seeds in the range.
+        count: u64,
+    },
     /// The counterexample's files could not be written.
     #[error("cannot write the run's output: {0}")]
     Io(#[from] std::io::Error),
@@ -172,6 +183,7 @@ pub fn check_scenario(
     )?;
     let seeds_run = results.len() as u64;
     match results.into_iter().flatten().next() {
+        None if seeds_run < count => Err(ScenarioCheckError::Interrupted { seeds_run, count }),
         None => Ok(Checked {
             scenario: parsed.name,
             seeds_run,

@@ -298,7 +298,8 @@ fn quiet_simulation_panics() {
 /// (a partial summary, exit 130); a second one quits at once.
 fn stop_sweeps_on_ctrl_c() {
     let result = ctrlc::set_handler(|| {
-        if fencesim::run::interrupted() {
+        // Only a sweep has seeds in progress to finish; anything else stops at once.
+        if fencesim::run::interrupted() || !fencesim::run::sweep_running() {
             std::process::exit(i32::from(exit::INTERRUPTED));
         }
         fencesim::run::interrupt();

@@ -29,6 +29,31 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// How many sweeps are running in this process: outside them a Ctrl-C has nothing to let
+/// finish, and the binary quits at once.
+static SWEEPS_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a sweep is running now (see [`interrupt`]).
+pub fn sweep_running() -> bool {
+    SWEEPS_RUNNING.load(Ordering::SeqCst) > 0
+}
+
+/// Counts a sweep as running while it lives.
+struct Running;
+
+impl Running {
+    fn start() -> Self {
+        SWEEPS_RUNNING.fetch_add(1, Ordering::SeqCst);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        SWEEPS_RUNNING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// What the caller asked for.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -358,6 +383,7 @@ pub fn sweep_fold<T: Send, A>(
     mut fold: impl FnMut(A, T) -> A,
 ) -> std::io::Result<A> {
     // Taken out for each fold and put back: `fold` owns the accumulator while it runs.
+    let _running = Running::start();
     let mut acc = Some(init);
     let next = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);

@@ -1078,3 +1078,24 @@ fn a_binary_history_is_named_as_not_text() {
         )
     );
 }
+
+/// `run --expect` refuses a range larger than a sweep may be, as `explore` does, instead of
+/// allocating it (a range of 10^14 seeds aborted on allocation).
+#[test]
+fn run_expect_refuses_a_range_too_large_to_sweep() {
+    let dir = out_dir("huge-range");
+    let source =
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
+    let file = dir.join("wide.toml");
+    let wide = source.replace("seeds = \"0..10\"", "seeds = \"0..100000000000000\"");
+    assert_ne!(wide, source);
+    std::fs::write(&file, wide).unwrap();
+    let o = fencesim(&["run", file.to_str().unwrap(), "--expect"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("are 100000000000000 seeds; run --expect takes at most 100000000"),
+        "{stderr}"
+    );
+}

@@ -45,6 +45,11 @@ pub(crate) fn bench(seeds: &BenchSeeds, jobs: usize, quick: bool, only: Option<B
             BenchPart::Checker => bench_checker(quick),
             BenchPart::Expectations => bench_expectations(seeds.expectations),
         };
+        if fencesim::run::interrupted() {
+            // A part cut short measured fewer seeds than it says; stop rather than report it.
+            eprintln!("interrupted: the figures of the part in progress are partial");
+            return exit::INTERRUPTED;
+        }
         if code != exit::VALID {
             return code;
         }
@@ -86,6 +91,9 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
             eprintln!("error: {file}: a seed could not be measured");
             return exit::SIM_FAILED;
         };
+        if fencesim::run::interrupted() {
+            return exit::INTERRUPTED;
+        }
         let records: u64 = measured.iter().map(|m| m.0).sum();
         let simulated_s: f64 = measured.iter().map(|m| m.1 as f64 / 1000.0).sum();
         let acquire = Summary::of(measured.iter().flat_map(|m| m.2.clone()).collect());
@@ -149,6 +157,9 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
             eprintln!("error: {file}: a seed could not be judged");
             return exit::SIM_FAILED;
         };
+        if fencesim::run::interrupted() {
+            return exit::INTERRUPTED;
+        }
         missed_any |= !missed.is_empty();
         let shown: Vec<String> = missed.iter().take(10).map(u64::to_string).collect();
         say!(

@@ -76,7 +76,8 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return unwritable(&opts.out, &e),
     };
-    let interrupted = fencesim::run::interrupted();
+    // A Ctrl-C that came as the last seeds finished cut nothing: the sweep is whole.
+    let interrupted = fencesim::run::interrupted() && summary.seeds_run < seeds.len() as u64;
     let stopped_early = summary.seeds_run < seeds.len() as u64 && !interrupted;
     let mut summary = summary.finish(stopped_early, seconds);
     summary.interrupted = interrupted;

@@ -6,20 +6,33 @@ use fencesim::{exit, Scenario};
 use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Target};
 use crate::progress;
 
-pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, range: &RangeArgs) -> u8 {
+pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, sweep: &RangeArgs) -> u8 {
     let (scenario, opts) = match prepare(target) {
         Ok(p) => p,
         Err(code) => return code,
     };
+    let range = &scenario.seeds;
+    if seed.is_none() && expect && range.end - range.start > fencesim::run::MAX_SWEEP_SEEDS {
+        eprintln!(
+            "error: {}: seeds {}..{} are {} seeds; run --expect takes at most {} (use explore \
+             with --shard to split a larger sweep)",
+            target.scenario,
+            range.start,
+            range.end,
+            range.end - range.start,
+            fencesim::run::MAX_SWEEP_SEEDS
+        );
+        return exit::BAD_INPUT;
+    }
     let seeds: Vec<u64> = match (seed, expect) {
         (Some(s), _) => vec![s],
-        (None, false) => vec![scenario.seeds.start],
-        (None, true) => (scenario.seeds.start..scenario.seeds.end).collect(),
+        (None, false) => vec![range.start],
+        (None, true) => (range.start..range.end).collect(),
     };
     if let [seed] = seeds[..] {
         return run_one(&scenario, seed, expect, &opts);
     }
-    run_range(&scenario, &seeds, range, &opts)
+    run_range(&scenario, &seeds, sweep, &opts)
 }
 
 /// How `run --expect` sweeps a scenario's whole range.

@@ -259,9 +259,12 @@ fn text(v: &Node) -> Option<String> {
     }
 }
 
+/// A non-negative integer: an `Int`, or a big integer (`5N`, or what the writer makes of a
+/// value above `i64::MAX`) that fits a `u64`.
 fn number(v: &Node) -> Option<u64> {
-    match v.value {
-        Edn::Int(n) => u64::try_from(n).ok(),
+    match &v.value {
+        Edn::Int(n) => u64::try_from(*n).ok(),
+        Edn::BigInt(text) => text.trim_start_matches('+').parse().ok(),
         _ => None,
     }
 }
@@ -269,9 +272,9 @@ fn number(v: &Node) -> Option<u64> {
 /// One operation; `None` for the nemesis's.
 fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
     let process = match map.get("process") {
-        Some(v) => match &v.value {
-            Edn::Int(p) if *p >= 0 => *p as u64,
-            Edn::Keyword(k) if k == "nemesis" => return Ok(None),
+        Some(v) => match (&v.value, number(v)) {
+            (_, Some(p)) => p,
+            (Edn::Keyword(k), _) if k == "nemesis" => return Ok(None),
             _ => {
                 return Err(format!(
                     "field :process{}: expected a process number or :nemesis, found {}",
@@ -417,6 +420,19 @@ mod tests {
             (1, 20, Some(7))
         );
         assert_eq!(ops[1].key.as_deref(), Some("register"));
+    }
+
+    /// A token above `i64::MAX` is written as a big integer (`...N`) and read back as itself.
+    #[test]
+    fn a_token_past_i64_reads_back() {
+        let text = "{:process 18446744073709551615N, :type :ok, :f :acquire, :value [\"l\" 18446744073709551615N]}\n";
+        let h = read_jepsen_edn(text, "big").unwrap();
+        let op = h.ops().next().unwrap();
+        assert_eq!((op.process, op.token), (u64::MAX, Some(u64::MAX)));
+        let mut out = Vec::new();
+        write_jepsen_edn(&h, &mut out).unwrap();
+        let back = read_jepsen_edn(std::str::from_utf8(&out).unwrap(), "big").unwrap();
+        assert_eq!(back.entries, h.entries);
     }
 
     #[test]
