@@ -15,7 +15,9 @@ fn an_interrupted_check_scenario_is_an_error_not_a_pass() {
         other => panic!("expected Interrupted, got {other}"),
     }
     assert_eq!(
-        check_scenario("pause-fenced", 0..5).unwrap_err().to_string(),
+        check_scenario("pause-fenced", 0..5)
+            .unwrap_err()
+            .to_string(),
         "check_scenario: interrupted after 0 of 5 seeds; the range was not checked"
     );
 }
