@@ -70,3 +70,44 @@ fn check_determinism_flag_passes_for_a_deterministic_run() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o).0);
 }
+
+/// `explore --check-determinism` says what the reruns found, as `run` does; a seed whose first
+/// run failed is not rerun, and is counted apart instead of as a rerun that differed.
+#[test]
+fn the_determinism_line_counts_reruns_and_seeds_not_rerun() {
+    let out = out_dir("det-explore");
+    let o = fencesim(&[
+        "explore",
+        "pause-fenced",
+        "--seeds",
+        "0..4",
+        "--check-determinism",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("determinism: 4 of 4 seeds ran twice with the same history\n"),
+        "{stdout}"
+    );
+    let failing = support::history_limit_scenario(&out);
+    let o = fencesim(&[
+        "run",
+        failing.to_str().unwrap(),
+        "--seed",
+        "1",
+        "--check-determinism",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(4), "{stdout}");
+    assert!(
+        stdout.contains(
+            "determinism: 0 of 0 seeds ran twice with the same history (1 not rerun: their first run failed)"
+        ),
+        "{stdout}"
+    );
+}

@@ -8,7 +8,9 @@ use fencesim::explore::{ExploreSummary, SeedOutcome};
 use fencesim::run::{sweep_fold, write, Judged, SeedRun};
 
 use super::shrink::shrink;
-use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Target};
+use super::{
+    ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
+};
 use crate::progress;
 
 pub(crate) struct ExploreArgs {
@@ -42,8 +44,10 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     // With --keep-going every counterexample is written as it is found, so histories do not
     // pile up in memory; otherwise the few found are written after the sweep, once it is known
     // which of them come before the first (workers may finish later seeds first).
-    let handle = |done: Judged| -> std::io::Result<(SeedOutcome, Option<Written>)> {
+    let handle = |done: Judged| -> std::io::Result<(SeedOutcome, Determinism, Option<Written>)> {
         let outcome = SeedOutcome::of(&done.report);
+        let mut determinism = Determinism::default();
+        determinism.add(&done.report);
         progress.seed_done(!outcome.met);
         let kept = match (outcome.met, args.keep_going) {
             (true, _) => None,
@@ -53,17 +57,22 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
             )?))),
             (false, false) => Some(Written::Pending(Box::new(done))),
         };
-        Ok((outcome, kept))
+        Ok((outcome, determinism, kept))
     };
-    let stop = |(outcome, _): &(SeedOutcome, Option<Written>)| !args.keep_going && !outcome.met;
+    let stop = |(outcome, _, _): &(SeedOutcome, Determinism, Option<Written>)| {
+        !args.keep_going && !outcome.met
+    };
     // Each seed is counted as its turn comes and forgotten, so a long sweep's memory stays
     // flat; only the counterexamples are kept, to print and write below.
     let start = (
         ExploreSummary::start(&scenario, &args.seeds, args.shard.as_deref()),
         Vec::new(),
     );
-    let fold = |(mut summary, mut kept): (ExploreSummary, Vec<Written>), (outcome, written)| {
+    let mut determinism = Determinism::default();
+    let fold = |(mut summary, mut kept): (ExploreSummary, Vec<Written>),
+                (outcome, seed, written)| {
         summary.add(&outcome);
+        determinism.merge(seed);
         kept.extend(written);
         (summary, kept)
     };
@@ -97,6 +106,9 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     }
     for line in summary.lines() {
         say!("{line}");
+    }
+    if opts.check_determinism {
+        say!("{}", determinism.line());
     }
     let path = opts
         .out

@@ -106,6 +106,51 @@ pub(crate) fn seed_exit_code(r: &fencesim::report::Report, expect: bool) -> u8 {
 }
 
 /// The more serious of two exit codes: a failed simulation over unknown over a violation.
+/// What `--check-determinism` found over a run's seeds: a seed is simulated a second time
+/// only if its first run did not fail, so seeds whose first run failed are counted apart
+/// rather than as reruns that differed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Determinism {
+    same: u64,
+    differed: u64,
+    not_rerun: u64,
+}
+
+impl Determinism {
+    /// Count one seed's report.
+    pub(crate) fn add(&mut self, report: &fencesim::report::Report) {
+        match &report.failure {
+            None => self.same += 1,
+            Some(f) if f.kind == fencesim::FailureKind::Nondeterministic => self.differed += 1,
+            Some(_) => self.not_rerun += 1,
+        }
+    }
+
+    /// Add another tally's counts (a sweep folds each seed's).
+    pub(crate) fn merge(&mut self, other: Determinism) {
+        self.same += other.same;
+        self.differed += other.differed;
+        self.not_rerun += other.not_rerun;
+    }
+
+    /// The line `run` and `explore` print under `--check-determinism`.
+    pub(crate) fn line(&self) -> String {
+        let rerun = self.same + self.differed;
+        let mut line = format!(
+            "determinism: {} of {rerun} seed{} ran twice with the same history",
+            self.same,
+            if rerun == 1 { "" } else { "s" }
+        );
+        if self.not_rerun > 0 {
+            line.push_str(&format!(
+                " ({} not rerun: their first run failed)",
+                self.not_rerun
+            ));
+        }
+        line
+    }
+}
+
 pub(crate) fn worse(a: u8, b: u8) -> u8 {
     let rank = |c: u8| match c {
         exit::SIM_FAILED => 3,

@@ -3,7 +3,9 @@
 use fencesim::run::{default_jobs, sweep_fold, write, Judged, RunOptions, SeedRun};
 use fencesim::{exit, Scenario};
 
-use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Target};
+use super::{
+    ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
+};
 use crate::progress;
 
 pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, sweep: &RangeArgs) -> u8 {
@@ -52,8 +54,9 @@ pub(crate) fn run_one(scenario: &Scenario, seed: u64, expect: bool, opts: &RunOp
     print_seed(&done, expect);
     if opts.check_determinism {
         // A failed rerun is the seed's verdict (simulation failed); a passed one says so here.
-        let same = u8::from(done.report.failure.is_none());
-        say!("determinism: {same} of 1 seed ran twice with the same history");
+        let mut determinism = Determinism::default();
+        determinism.add(&done.report);
+        say!("{}", determinism.line());
     }
     seed_exit_code(&done.report, expect)
 }
@@ -63,8 +66,8 @@ pub(crate) fn run_one(scenario: &Scenario, seed: u64, expect: bool, opts: &RunOp
 pub(crate) struct RangeTally {
     run: u64,
     met: u64,
-    /// Seeds whose simulation did not fail (their determinism rerun, if asked, matched).
-    same: u64,
+    /// What the determinism reruns found (counted whether or not they were asked for).
+    determinism: Determinism,
     written: u64,
     missed: Vec<SeedRun>,
 }
@@ -82,21 +85,22 @@ pub(crate) fn run_range(
         return unwritable(&opts.out, &e);
     }
     let progress = progress::Progress::new(seeds.len() as u64, range.quiet);
-    let handle = |done: Judged| -> std::io::Result<(bool, bool, Option<SeedRun>)> {
+    let handle = |done: Judged| -> std::io::Result<(bool, Determinism, Option<SeedRun>)> {
         let met = done.report.expectation.met;
-        let same = done.report.failure.is_none();
+        let mut determinism = Determinism::default();
+        determinism.add(&done.report);
         progress.seed_done(!met);
         let kept = if met && !range.write_all {
             None
         } else {
             Some(write(&opts.out, done.serialize()?)?)
         };
-        Ok((met, same, kept))
+        Ok((met, determinism, kept))
     };
-    let fold = |mut t: RangeTally, (met, same, kept): (bool, bool, Option<SeedRun>)| {
+    let fold = |mut t: RangeTally, (met, seed, kept): (bool, Determinism, Option<SeedRun>)| {
         t.run += 1;
         t.met += u64::from(met);
-        t.same += u64::from(same);
+        t.determinism.merge(seed);
         if let Some(done) = kept {
             t.written += 1;
             if !met {
@@ -126,11 +130,7 @@ pub(crate) fn run_range(
         worst = worse(worst, seed_exit_code(&done.report, true));
     }
     if opts.check_determinism {
-        say!(
-            "determinism: {} of {} seeds ran twice with the same history",
-            tally.same,
-            tally.run
-        );
+        say!("{}", tally.determinism.line());
     }
     let (first, last) = (seeds[0], seeds[seeds.len() - 1]);
     say!(
