@@ -391,28 +391,17 @@ fn write_scalar_or_open<'v>(value: &'v Edn, sink: &mut Sink<'_>, tasks: &mut Vec
             sink.push_str(name);
         }
         Edn::Symbol(name) => sink.push_str(name),
-        Edn::List(items) => {
-            sink.push('(');
+        Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => {
+            let (open, close) = match value {
+                Edn::List(_) => ("(", ")"),
+                Edn::Vector(_) => ("[", "]"),
+                _ => ("#{", "}"),
+            };
+            sink.push_str(open);
             tasks.push(Task::Items {
                 items,
                 next: 0,
-                close: ")",
-            });
-        }
-        Edn::Vector(items) => {
-            sink.push('[');
-            tasks.push(Task::Items {
-                items,
-                next: 0,
-                close: "]",
-            });
-        }
-        Edn::Set(items) => {
-            sink.push_str("#{");
-            tasks.push(Task::Items {
-                items,
-                next: 0,
-                close: "}",
+                close,
             });
         }
         Edn::Map(entries) => {
