@@ -3,6 +3,8 @@
 
 use fencesim_history::ViolationKind;
 
+pub use fencesim_design::MessageKind;
+
 use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
 
@@ -716,73 +718,17 @@ impl NodeRole {
     }
 }
 
-/// The kind of a message in the transport, for `hold` faults.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MessageKind {
-    /// Client to lease service.
-    Acquire,
-    /// Lease service to client.
-    AcquireReply,
-    /// Client to lease service.
-    Renew,
-    /// Lease service to client.
-    RenewReply,
-    /// Client to lease service.
-    Release,
-    /// Lease service to client.
-    ReleaseReply,
-    /// Client to resource.
-    Read,
-    /// Resource to client.
-    ReadReply,
-    /// Client to resource.
-    Write,
-    /// Resource to client.
-    WriteReply,
-    /// Between Raft replicas.
-    Raft,
-    /// A Raft follower's or a backup's answer to a client: ask the leader instead.
-    Redirect,
-    /// Primary-backup: the primary's table shipped to the backup (also its heartbeat), and the
-    /// backup's acknowledgement.
-    Replicate,
-}
-
-impl MessageKind {
-    /// Whether a node of `role` ever sends this kind (a `hold` on anything else never matches).
-    pub fn sent_by(self, role: NodeRole) -> bool {
+impl NodeRole {
+    /// Whether a node of this role ever sends `kind` (a `hold` on anything else never matches).
+    pub fn sends(self, kind: MessageKind) -> bool {
         use MessageKind::*;
-        match role {
-            NodeRole::Client => matches!(self, Acquire | Renew | Release | Read | Write),
+        match self {
+            NodeRole::Client => matches!(kind, Acquire | Renew | Release | Read | Write),
             NodeRole::LeaseService => matches!(
-                self,
+                kind,
                 AcquireReply | RenewReply | ReleaseReply | Raft | Redirect | Replicate
             ),
-            NodeRole::Resource => matches!(self, ReadReply | WriteReply),
-        }
-    }
-
-    /// Every kind name, for error messages.
-    pub const NAMES: &'static str = "acquire, acquire-reply, renew, renew-reply, release, \
-         release-reply, read, read-reply, write, write-reply, raft, redirect, replicate";
-
-    /// The name used in files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageKind::Acquire => "acquire",
-            MessageKind::AcquireReply => "acquire-reply",
-            MessageKind::Renew => "renew",
-            MessageKind::RenewReply => "renew-reply",
-            MessageKind::Release => "release",
-            MessageKind::ReleaseReply => "release-reply",
-            MessageKind::Read => "read",
-            MessageKind::ReadReply => "read-reply",
-            MessageKind::Write => "write",
-            MessageKind::WriteReply => "write-reply",
-            MessageKind::Raft => "raft",
-            MessageKind::Redirect => "redirect",
-            MessageKind::Replicate => "replicate",
+            NodeRole::Resource => matches!(kind, ReadReply | WriteReply),
         }
     }
 }

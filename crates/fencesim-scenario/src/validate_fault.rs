@@ -427,7 +427,7 @@ fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKin
         );
         return Err(cx.err(spanned.span(), "faults.message", m));
     }
-    if let Some(sender) = from.filter(|s| !message.sent_by(NodeRole::of(s)) || single_raft(s)) {
+    if let Some(sender) = from.filter(|s| !NodeRole::of(s).sends(message) || single_raft(s)) {
         let m = format!(
             "node {sender:?} never sends a {:?} message, so this hold would never match",
             message.as_str()

@@ -584,7 +584,7 @@ const MESSAGES: [MessageKind; 13] = [
 /// hold that could never match).
 fn sends(raft: bool, from: &str, message: MessageKind) -> bool {
     let role = NodeRole::of(from);
-    message.sent_by(role)
+    role.sends(message)
         && match message {
             MessageKind::Raft | MessageKind::Redirect => raft && role == NodeRole::LeaseService,
             MessageKind::Replicate => false,

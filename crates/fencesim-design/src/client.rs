@@ -1,0 +1,241 @@
+//! Client protocols: how a client acquires, renews and releases a lease.
+
+use crate::message::{DesignMessage, RequestId};
+use crate::time::{Now, TimerId};
+
+/// The lock operation the harness's workload loop begins; each is one Jepsen operation
+/// (invoke, then ok, fail or info), however many requests the protocol makes for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockOp {
+    /// Take the lease (a failed attempt is retried by the workload after a seeded backoff).
+    Acquire,
+    /// Keep the lease with `token` alive (a keepalive).
+    Renew {
+        /// The token the acquire completed with.
+        token: u64,
+    },
+    /// Give the lease with `token` back.
+    Release {
+        /// The token the acquire completed with.
+        token: u64,
+    },
+}
+
+/// How an operation ended, as Jepsen's completions say it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpResult {
+    /// It took effect. An acquire names the fencing token the client will present (or, for a
+    /// design without fencing tokens, the opaque value it presents instead).
+    Ok {
+        /// The token (acquire), or `None` (renew, release).
+        token: Option<u64>,
+    },
+    /// It did not take effect, for the reason given (`"held by c2"`).
+    Fail {
+        /// Why, for the history and reports.
+        error: String,
+    },
+    /// Nobody knows (no reply in time): Jepsen's `info`. The harness retires the client's
+    /// process and continues under a new one, as Jepsen does.
+    Unknown {
+        /// Why, for the history and reports (`"no reply within 500 ms"`).
+        error: String,
+    },
+}
+
+/// One effect of a client protocol, applied by the harness in the order pushed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientEffect<M> {
+    /// Send request `msg` to node `to`; its reply comes back as `id`.
+    Request {
+        /// The id [`ClientCtx::request`] returned.
+        id: RequestId,
+        /// The receiving node's name.
+        to: String,
+        /// The request.
+        msg: M,
+    },
+    /// Send `msg` to node `to`, expecting no reply (any that comes is dropped).
+    Send {
+        /// The receiving node's name.
+        to: String,
+        /// The message.
+        msg: M,
+    },
+    /// Call [`ClientProtocol::on_timer`] with `id` after `after_ms` of simulated time.
+    SetTimer {
+        /// The timer.
+        id: TimerId,
+        /// How long from now, ms (at least 1).
+        after_ms: u64,
+    },
+    /// Forget timer `id` if it is set.
+    CancelTimer(TimerId),
+    /// The current operation ended.
+    Complete(OpResult),
+    /// The client now believes it holds the lease with `token` until `until_ms` on its
+    /// monotonic clock (a second call for the same token extends it).
+    Believe {
+        /// The lease's token.
+        token: u64,
+        /// Until when, ms of the client's monotonic clock.
+        until_ms: i64,
+    },
+    /// The client knows its lease is gone (told so, or its extension failed): it stops
+    /// believing it holds it, and the workload abandons the rest of its cycle.
+    Lost {
+        /// Why, for the history (`"told the lease is lost"`).
+        reason: String,
+    },
+}
+
+/// Seeded randomness, lent by the harness from the client's own stream of the root seed.
+pub trait Entropy {
+    /// A uniform draw from `low..high` (`low < high`).
+    fn range_u64(&mut self, low: u64, high: u64) -> u64;
+}
+
+/// What a client protocol's handler is given: the client's clocks, its randomness, and where
+/// its effects go.
+pub struct ClientCtx<'a, M> {
+    now: Now,
+    effects: &'a mut Vec<ClientEffect<M>>,
+    last_request: &'a mut u64,
+    entropy: &'a mut dyn Entropy,
+}
+
+impl<M> std::fmt::Debug for ClientCtx<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCtx")
+            .field("now", &self.now)
+            .field("effects", &self.effects.len())
+            .field("last_request", &self.last_request)
+            .finish()
+    }
+}
+
+impl<'a, M: DesignMessage> ClientCtx<'a, M> {
+    /// A context at `now`: effects are appended to `effects`, request ids count on from
+    /// `last_request`, draws come from `entropy`. Made by the harness, or by a test driver.
+    pub fn new(
+        now: Now,
+        effects: &'a mut Vec<ClientEffect<M>>,
+        last_request: &'a mut u64,
+        entropy: &'a mut dyn Entropy,
+    ) -> Self {
+        ClientCtx {
+            now,
+            effects,
+            last_request,
+            entropy,
+        }
+    }
+
+    /// The client's clocks now. Every reading within one call is the same instant.
+    pub fn now(&self) -> Now {
+        self.now
+    }
+
+    /// Send request `msg` to node `to`; returns the id its reply will come back under.
+    pub fn request(&mut self, to: impl Into<String>, msg: M) -> RequestId {
+        *self.last_request += 1;
+        let id = RequestId(*self.last_request);
+        self.effects.push(ClientEffect::Request {
+            id,
+            to: to.into(),
+            msg,
+        });
+        id
+    }
+
+    /// Send `msg` to node `to` without waiting for an answer.
+    pub fn send(&mut self, to: impl Into<String>, msg: M) {
+        self.effects.push(ClientEffect::Send { to: to.into(), msg });
+    }
+
+    /// Set timer `id` to fire after `after_ms` ms (replacing it if set).
+    pub fn set_timer(&mut self, id: TimerId, after_ms: u64) {
+        self.effects.push(ClientEffect::SetTimer { id, after_ms });
+    }
+
+    /// Cancel timer `id`.
+    pub fn cancel_timer(&mut self, id: TimerId) {
+        self.effects.push(ClientEffect::CancelTimer(id));
+    }
+
+    /// End the current operation with `result`.
+    pub fn complete(&mut self, result: OpResult) {
+        self.effects.push(ClientEffect::Complete(result));
+    }
+
+    /// Believe the lease with `token` held until `until_ms` (monotonic clock).
+    pub fn believe(&mut self, token: u64, until_ms: i64) {
+        self.effects.push(ClientEffect::Believe { token, until_ms });
+    }
+
+    /// The lease is known lost, for `reason`.
+    pub fn lost(&mut self, reason: impl Into<String>) {
+        self.effects.push(ClientEffect::Lost {
+            reason: reason.into(),
+        });
+    }
+
+    /// A seeded uniform draw from `low..high`.
+    pub fn random_range(&mut self, low: u64, high: u64) -> u64 {
+        self.entropy.range_u64(low, high)
+    }
+}
+
+/// What a client protocol knows about the client it runs in, from the scenario's `[[clients]]`
+/// entry and the harness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The client's node name.
+    pub name: String,
+    /// The lock it takes.
+    pub lock: String,
+    /// The TTL it asks for, ms.
+    pub ttl_ms: u64,
+    /// How much earlier than the TTL it stops trusting its lease, ms (its clock-drift margin).
+    pub safety_margin_ms: u64,
+    /// How long it waits for a reply before the operation's outcome is unknown, ms.
+    pub timeout_ms: u64,
+    /// Which start of the client this is: 1, then one more after each crash and restart.
+    pub incarnation: u64,
+    /// The lock service's node names, in the scenario's order.
+    pub service_nodes: Vec<String>,
+}
+
+/// The client side of a lock protocol: an event-driven state machine with its own timers.
+///
+/// The workload loop (acquire, read, work while renewing, write with the token, release) is
+/// the harness's. For each lock operation it records the invoke, calls
+/// [`begin`](ClientProtocol::begin), and then feeds the protocol replies, other messages and
+/// timers until the protocol pushes [`ClientEffect::Complete`] (exactly once per operation).
+/// Replies to requests of an earlier operation are dropped, as a client's connection layer
+/// drops answers nobody waits for. A protocol must set a timer for every wait, or its client
+/// waits forever.
+///
+/// Messages the protocol did not ask for (a queued grant, a watch, a revocation) arrive
+/// through [`on_message`](ClientProtocol::on_message) while an operation is in progress.
+pub trait ClientProtocol: Send + 'static {
+    /// The design's message type.
+    type Msg: DesignMessage;
+
+    /// Begin `op`.
+    fn begin(&mut self, op: LockOp, ctx: &mut ClientCtx<'_, Self::Msg>);
+
+    /// The reply to `request` arrived.
+    fn on_reply(&mut self, request: RequestId, msg: Self::Msg, ctx: &mut ClientCtx<'_, Self::Msg>);
+
+    /// A message that answers no request of this operation arrived from `from`. The default
+    /// ignores it.
+    fn on_message(&mut self, from: &str, msg: Self::Msg, ctx: &mut ClientCtx<'_, Self::Msg>) {
+        let _ = (from, msg, ctx);
+    }
+
+    /// Timer `id` fired. The default ignores it.
+    fn on_timer(&mut self, id: TimerId, ctx: &mut ClientCtx<'_, Self::Msg>) {
+        let _ = (id, ctx);
+    }
+}

@@ -1,0 +1,40 @@
+//! The design API: what a lock design implements so that fencesim can simulate it.
+//!
+//! A design is a lock service and the client protocol that talks to it. Both are sans-IO state
+//! machines, in the style of stateright's `Actor` with its `Out` effects and raft-rs's
+//! `step`/`ready`: the harness hands them a message or a timer together with `now` read from
+//! the node's own clocks ([`Now`]), and they answer with effects pushed into a context
+//! ([`NodeCtx`], [`ClientCtx`]). They never sleep, read a clock, spawn a task or draw a random
+//! number of their own, so the harness can run them under its simulated network, clocks and
+//! faults, one seed at a time, and get the same history every time.
+//!
+//! - A lock-service node implements [`LockNode`]: it starts from what its disk kept across a
+//!   crash ([`Durability`] says whether a write is synced), and its effects send messages, set
+//!   timers, persist state and record the ground-truth [`ServiceEvent`]s (grant, renew,
+//!   release, expire, revoke) that the history's service events and the checkers come from.
+//! - The client side implements [`ClientProtocol`]: the harness's workload loop begins each
+//!   lock operation ([`LockOp`]: acquire, renew, release) as one Jepsen operation, and the
+//!   protocol completes it ([`OpResult`]: ok, fail, or info when the outcome is unknown) after
+//!   as many requests, to as many nodes, as it needs. It also says what its client believes
+//!   about its own lease ([`ClientCtx::believe`], [`ClientCtx::lost`]), the client view the
+//!   mutual-exclusion check judges.
+//! - Messages are the design's own type ([`DesignMessage`]); each names its [`MessageKind`], so
+//!   `hold` faults and the targeted nemesis can aim at it.
+//!
+//! The harness keeps everything else: transport and message faults, per-node clocks, crash and
+//! restart with fsync semantics, the workload loop and its safepoints, the nemesis, history,
+//! checkers, explore, shrink and replay. This crate has no dependency on madsim, async code,
+//! clocks or randomness; `cargo tree -p fencesim-design` shows it.
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod event;
+pub mod message;
+pub mod node;
+pub mod time;
+
+pub use client::{ClientCtx, ClientEffect, ClientInfo, ClientProtocol, Entropy, LockOp, OpResult};
+pub use event::{ServiceEvent, ServiceEventKind};
+pub use message::{DesignMessage, MessageKind, Origin, RequestId};
+pub use node::{Durability, LockNode, NodeCtx, NodeEffect};
+pub use time::{Now, TimerId};

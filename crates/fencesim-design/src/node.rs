@@ -1,0 +1,133 @@
+//! Lock-service nodes: the server side of a design.
+
+use crate::event::ServiceEvent;
+use crate::message::{DesignMessage, Origin};
+use crate::time::{Now, TimerId};
+
+/// How far a [`NodeCtx::persist`] write gets before the node goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// On disk before the node goes on (an `fsync` per write): survives a crash.
+    Synced,
+    /// In the page cache only: a crash before the next synced write loses it (a service with
+    /// `fsync = never` or a periodic fsync, as in the incidents where a restarted lock server
+    /// granted a lease it had already granted).
+    Unsynced,
+}
+
+/// One effect of a lock-service node, applied by the harness in the order pushed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeEffect<M, D> {
+    /// Send `msg` to node `to` (a client, or another node of the service).
+    Send {
+        /// The receiving node's name.
+        to: String,
+        /// The message.
+        msg: M,
+    },
+    /// Answer the request that came from `origin` with `msg`.
+    Reply {
+        /// The request's origin, as the node was given it.
+        origin: Origin,
+        /// The answer.
+        msg: M,
+    },
+    /// Call [`LockNode::on_timer`] with `id` once `after_ms` of simulated time has passed.
+    SetTimer {
+        /// The timer.
+        id: TimerId,
+        /// How long from now, ms (at least 1: a timer never fires within the same instant).
+        after_ms: u64,
+    },
+    /// Forget timer `id` if it is set.
+    CancelTimer(TimerId),
+    /// Write the node's durable state.
+    Persist {
+        /// The whole durable state (what [`LockNode`]'s start is given after a crash).
+        state: D,
+        /// Synced or not.
+        durability: Durability,
+    },
+    /// Record a decision into the history.
+    Record(ServiceEvent),
+}
+
+/// What a node's handler is given: its clocks' reading, and where its effects go.
+#[derive(Debug)]
+pub struct NodeCtx<'a, M, D> {
+    now: Now,
+    effects: &'a mut Vec<NodeEffect<M, D>>,
+}
+
+impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
+    /// A context at `now` whose effects are appended to `effects` (made by the harness, or by a
+    /// test driver; the harness drains `effects` after each call).
+    pub fn new(now: Now, effects: &'a mut Vec<NodeEffect<M, D>>) -> Self {
+        NodeCtx { now, effects }
+    }
+
+    /// The node's clocks now. Every reading within one call is the same instant.
+    pub fn now(&self) -> Now {
+        self.now
+    }
+
+    /// Send `msg` to node `to`.
+    pub fn send(&mut self, to: impl Into<String>, msg: M) {
+        self.effects.push(NodeEffect::Send { to: to.into(), msg });
+    }
+
+    /// Answer the request from `origin` with `msg`.
+    pub fn reply(&mut self, origin: &Origin, msg: M) {
+        self.effects.push(NodeEffect::Reply {
+            origin: origin.clone(),
+            msg,
+        });
+    }
+
+    /// Set timer `id` to fire after `after_ms` ms (replacing it if set).
+    pub fn set_timer(&mut self, id: TimerId, after_ms: u64) {
+        self.effects.push(NodeEffect::SetTimer { id, after_ms });
+    }
+
+    /// Cancel timer `id`.
+    pub fn cancel_timer(&mut self, id: TimerId) {
+        self.effects.push(NodeEffect::CancelTimer(id));
+    }
+
+    /// Write `state` as the node's durable state.
+    pub fn persist(&mut self, state: D, durability: Durability) {
+        self.effects.push(NodeEffect::Persist { state, durability });
+    }
+
+    /// Record `event` into the history.
+    pub fn record(&mut self, event: ServiceEvent) {
+        self.effects.push(NodeEffect::Record(event));
+    }
+}
+
+/// A node of a lock service: a state machine driven by messages and timers.
+///
+/// The harness makes the node (through its design) from the durable state its disk kept: on
+/// the first start nothing, after a crash the last [`Durability::Synced`] write and any
+/// unsynced writes that a later synced one carried to disk. Everything else the node held is
+/// gone, as a process's memory is. While it runs, the harness calls one handler at a time, each
+/// at one instant; a paused node (a GC pause) is simply not called until the pause ends.
+pub trait LockNode: Send + 'static {
+    /// The design's message type.
+    type Msg: DesignMessage;
+    /// What the node writes to disk and starts from after a crash.
+    type Durable: Clone + std::fmt::Debug + Send + 'static;
+
+    /// A message arrived from `origin`.
+    fn on_message(
+        &mut self,
+        origin: &Origin,
+        msg: Self::Msg,
+        ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>,
+    );
+
+    /// Timer `id` fired. The default ignores it (a node without timers).
+    fn on_timer(&mut self, id: TimerId, ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>) {
+        let _ = (id, ctx);
+    }
+}
