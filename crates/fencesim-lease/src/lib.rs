@@ -12,7 +12,6 @@
 //! [`LeaseService::expire_due`] by asking [`LeaseService::next_expiry`].
 #![deny(missing_docs)]
 
-pub mod lease_record;
 pub mod primary_backup;
 pub mod raft_replica;
 pub mod replicated;

@@ -18,6 +18,10 @@ compile_error!(
 
 mod client;
 pub mod clock;
+pub mod design_body;
+mod design_node;
+mod design_timers;
+mod designs;
 mod guard;
 mod lease_node;
 pub mod mailbox;
@@ -27,7 +31,6 @@ mod primary_backup_node;
 mod raft_node;
 pub mod random_nemesis;
 pub mod raw_rpc;
-mod record_node;
 pub mod recorder;
 mod redis_node;
 mod resource_node;

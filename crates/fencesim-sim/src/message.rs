@@ -1,15 +1,16 @@
 //! What nodes say to each other.
 
-use fencesim_lease::lease_record::{CasOutcome, LeaseRecord, Versioned};
 use fencesim_lease::primary_backup::Shipment;
 use fencesim_lease::raft_replica::RaftMessage;
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
 
+use crate::design_body::DesignBody;
+
 /// A message body. Requests go from clients to the lease service or the resource; each reply
 /// carries the outcome of the sans-IO state machine unchanged.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Message {
     /// Ask for a lease on `lock` for `ttl_ms`.
     Acquire {
@@ -120,32 +121,8 @@ pub enum Message {
     Replicate(Shipment),
     /// The backup has the table of a [`Message::Replicate`].
     ReplicateAck,
-    /// Lease-record design: read `lock`'s record.
-    RecordGet {
-        /// The lock.
-        lock: String,
-    },
-    /// The record as the store has it.
-    RecordGetReply(Versioned),
-    /// Lease-record design: swap `lock`'s record if it is still at `expected_version`.
-    RecordCas {
-        /// The lock.
-        lock: String,
-        /// The version the client read (`None`: write whatever the version, an unconditional
-        /// update: the K21 defect).
-        expected_version: Option<u64>,
-        /// The new record (`None`: release).
-        record: Option<LeaseRecord>,
-        /// What the swap is for, so that `hold` faults name it as acquire, renew or release.
-        purpose: MessageKind,
-    },
-    /// The store's answer.
-    RecordCasReply {
-        /// Swapped or not.
-        outcome: CasOutcome,
-        /// The request's purpose (the reply is its `-reply` kind).
-        purpose: MessageKind,
-    },
+    /// A message of a design on the design API (`fencesim-design`), carried unchanged.
+    Design(DesignBody),
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
     /// so timers computed from it must be recomputed.
     ClockChanged,
@@ -181,14 +158,7 @@ impl Message {
             Message::RedisDelete { .. } => MessageKind::Release,
             Message::RedisDeleteReply(_) => MessageKind::ReleaseReply,
             Message::Replicate(_) | Message::ReplicateAck => MessageKind::Replicate,
-            Message::RecordGet { .. } => MessageKind::Acquire,
-            Message::RecordGetReply(_) => MessageKind::AcquireReply,
-            Message::RecordCas { purpose, .. } => *purpose,
-            Message::RecordCasReply { purpose, .. } => match purpose {
-                MessageKind::Renew => MessageKind::RenewReply,
-                MessageKind::Release => MessageKind::ReleaseReply,
-                _ => MessageKind::AcquireReply,
-            },
+            Message::Design(body) => body.kind(),
             Message::ClockChanged => panic!("a local signal has no network kind"),
         }
     }

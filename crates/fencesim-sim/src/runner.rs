@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
+use fencesim_lease_record::StoreNode;
 use fencesim_resource::{FenceMode, Resource};
 use fencesim_scenario::{
     Action, LockServiceKind, ResourceMode, Scenario, TokenSource, LEASE_SERVICE_NODE, RESOURCE_NODE,
@@ -22,7 +23,7 @@ use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
 use crate::{
-    client, lease_node, primary_backup_node, raft_node, record_node, redis_node, resource_node,
+    client, design_node, lease_node, primary_backup_node, raft_node, redis_node, resource_node,
 };
 
 /// How a simulation failed (as opposed to finding a violation).
@@ -232,7 +233,9 @@ async fn simulate(
         }
         LockServiceKind::LeaseRecord => {
             let w = Arc::clone(&world);
-            start_node(LEASE_SERVICE_NODE, move || record_node::run(Arc::clone(&w)));
+            start_node(LEASE_SERVICE_NODE, move || {
+                design_node::run(Arc::clone(&w), LEASE_SERVICE_NODE, StoreNode::start)
+            });
         }
         LockServiceKind::PrimaryBackup => {
             for (index, name) in world.lease_nodes().iter().enumerate() {

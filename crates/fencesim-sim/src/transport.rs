@@ -37,7 +37,7 @@ use crate::recorder::Recorder;
 pub const NEMESIS_NODE: &str = "nemesis";
 
 /// A message in transit.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Envelope {
     /// Sender node (shared, not copied, per message: see [`Network::name`]).
     pub src: Arc<str>,

@@ -6,14 +6,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::mailbox::{mailbox, Inbox, Outbox};
+use fencesim_design::Now;
 use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
-use fencesim_lease::lease_record::RecordStore;
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_lease::LeaseTable;
 use fencesim_resource::Resource;
 use fencesim_scenario::{ExpiryClock, LockServiceKind, Scenario, LEASE_SERVICE_NODE};
 
 use crate::clock::{Clocks, LinearClock};
+use crate::design_node::{AnyDisk, Disk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
 use crate::redis_node::RedisDisk;
@@ -45,8 +46,8 @@ pub(crate) struct World {
     pub store: Mutex<Store>,
     /// The resource's state: durable (a database that syncs every write).
     pub resource: Mutex<Resource>,
-    /// The lease-record design's compare-and-swap store: durable (it syncs every swap).
-    pub record_store: Mutex<RecordStore>,
+    /// The disks of the nodes of designs on the design API, by node.
+    design_disks: Mutex<BTreeMap<String, Box<dyn AnyDisk>>>,
     /// Each Redis node's disk.
     redis_disks: Mutex<BTreeMap<String, RedisDisk>>,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
@@ -94,7 +95,7 @@ impl World {
             resource: Mutex::new(resource),
             raft_storage: Mutex::new(BTreeMap::new()),
             redis_disks: Mutex::new(BTreeMap::new()),
-            record_store: Mutex::new(RecordStore::new()),
+            design_disks: Mutex::new(BTreeMap::new()),
             recorded_index: Mutex::new(0),
             leader: Mutex::new(None),
             live_leases: Mutex::new(BTreeMap::new()),
@@ -284,6 +285,32 @@ impl World {
         self.expiry_clock(node).read_ms(true_ns())
     }
 
+    /// Node `node`'s clocks now, as a design reads them.
+    pub fn now(&self, node: &str) -> Now {
+        let clocks = self.clocks.get(node);
+        let now_ns = true_ns();
+        Now {
+            mono_ms: clocks.mono.read_ms(now_ns),
+            wall_ms: clocks.wall.read_ms(now_ns),
+        }
+    }
+
+    /// Apply `f` to design node `node`'s disk (empty at first).
+    pub fn design_disk<D: Send + 'static, R>(
+        &self,
+        node: &str,
+        f: impl FnOnce(&mut Disk<D>) -> R,
+    ) -> R {
+        let mut disks = self.design_disks.lock().expect("design disks");
+        let disk = disks
+            .entry(node.to_owned())
+            .or_insert_with(|| Box::new(Disk::<D>::default()));
+        match disk.as_any_mut().downcast_mut::<Disk<D>>() {
+            Some(disk) => f(disk),
+            None => unreachable!("node {node}'s disk holds another design's state"),
+        }
+    }
+
     /// The node's monotonic clock now, local ms.
     pub fn mono_ms(&self, node: &str) -> i64 {
         self.clocks.get(node).mono.read_ms(true_ns())
@@ -299,6 +326,14 @@ impl World {
             self.forget_lost_leases("lost: not on disk when the service crashed");
         }
         if let Some(disk) = self.redis_disks.lock().expect("redis disks").get_mut(node) {
+            disk.crash();
+        }
+        if let Some(disk) = self
+            .design_disks
+            .lock()
+            .expect("design disks")
+            .get_mut(node)
+        {
             disk.crash();
         }
         self.end_belief(node, "crashed");

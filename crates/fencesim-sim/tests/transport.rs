@@ -198,7 +198,10 @@ fn a_message_in_flight_when_the_link_is_cut_is_lost_and_one_sent_before_a_heal_l
         (dropped, env.body)
     });
     assert_eq!(dropped, 1);
-    assert_eq!(healed, read("after heal"));
+    assert!(
+        matches!(&healed, Message::Read { key } if key == "after heal"),
+        "{healed:?}"
+    );
 }
 
 #[test]

@@ -31,7 +31,9 @@ use crate::timer::Alarm;
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
 
-mod lease_record;
+mod protocol;
+
+pub(crate) use protocol::Protocol;
 mod redlock;
 
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
@@ -50,6 +52,9 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     sleep_until_ms(spec.start_ms).await;
     let process = world.new_process();
     let lease_nodes = world.lease_nodes();
+    let protocol =
+        crate::designs::client_protocol(&world.scenario, &spec, incarnation, &lease_nodes)
+            .map(protocol::ProtocolState::new);
     let mut client = Client {
         world,
         spec,
@@ -60,8 +65,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         lease_target: 0,
         incarnation,
         lock_value: None,
-        candidate: None,
-        record_version: 0,
+        protocol,
         keepalive_stopped: false,
         granted_from_queue: false,
         last_invoke: 0,
@@ -86,10 +90,8 @@ struct Client {
     incarnation: u64,
     /// Redlock: the random value of the lock held now (release and extend compare it).
     lock_value: Option<u64>,
-    /// Lease-record design: the client's memory of the record, and the version it last
-    /// swapped in (renewals and the release swap on it).
-    candidate: Option<fencesim_lease::lease_record::Candidate>,
-    record_version: u64,
+    /// The design's client protocol, for a design on the design API.
+    protocol: Option<protocol::ProtocolState>,
     /// The keepalive stream ended silently at a failure this cycle (`renew_after_failure =
     /// "stop"`, K09).
     keepalive_stopped: bool,
@@ -174,8 +176,8 @@ impl Client {
         if let Some(redlock) = self.world.scenario.lock_service.redlock {
             return self.redlock_acquire(redlock).await;
         }
-        if let Some(judged_by) = self.world.scenario.lock_service.expiry_judged_by {
-            return self.record_acquire(judged_by).await;
+        if self.protocol.is_some() {
+            return self.protocol_acquire().await;
         }
         loop {
             self.safepoint(When::Before, NodeEvent::Acquire).await;
@@ -305,8 +307,8 @@ impl Client {
         if let Some(redlock) = self.world.scenario.lock_service.redlock {
             return self.redlock_extend(redlock, token).await;
         }
-        if self.world.scenario.lock_service.expiry_judged_by.is_some() {
-            return self.record_renew(token).await;
+        if self.protocol.is_some() {
+            return self.protocol_renew(token).await;
         }
         self.safepoint(When::Before, NodeEvent::Renew).await;
         let op = self.template(OpFn::Renew, Some(token), None);
@@ -393,8 +395,8 @@ impl Client {
         if let Some(redlock) = self.world.scenario.lock_service.redlock {
             return self.redlock_release(redlock, token).await;
         }
-        if self.world.scenario.lock_service.expiry_judged_by.is_some() {
-            return self.record_release(token).await;
+        if self.protocol.is_some() {
+            return self.protocol_release(token).await;
         }
         self.safepoint(When::Before, NodeEvent::Release).await;
         self.world.end_belief(&self.spec.name, "released");

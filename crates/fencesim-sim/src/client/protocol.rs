@@ -1,0 +1,352 @@
+//! The client side of a design on the design API: the workload's acquire, renew and release,
+//! each one Jepsen operation run through the design's [`ClientProtocol`].
+//!
+//! For each operation the client records the invoke, begins it in the protocol, and then feeds
+//! the protocol the replies to its requests, other messages of its design, and its timers, until
+//! the protocol completes the operation. Effects are applied in the order the protocol pushed
+//! them. While the protocol's timers stay as they are, the client waits for messages under one
+//! timeout for the earliest of them, so a stream of messages nobody waits for does not move a
+//! deadline.
+
+use fencesim_design::{
+    ClientCtx, ClientEffect, ClientProtocol, DesignMessage, Entropy, LockOp, Now, OpResult,
+    RequestId, TimerId,
+};
+use fencesim_history::{OpFn, OpType};
+use fencesim_scenario::NodeEvent;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::Client;
+use crate::design_body::DesignBody;
+use crate::message::Message;
+use crate::nemesis::When;
+use crate::recorder::true_ns;
+use crate::transport::Envelope;
+use crate::world::OpTemplate;
+
+/// What the protocol is handed.
+pub(crate) enum Input {
+    Begin(LockOp),
+    Reply(RequestId, DesignBody),
+    Message(String, DesignBody),
+    Timer(TimerId),
+}
+
+/// A client protocol with its message type erased, so that the client (one type for every
+/// design) can hold any design's.
+pub(crate) trait Protocol: Send {
+    /// Hand `input` to the protocol at `now`; its effects are appended to `out`.
+    fn handle(
+        &mut self,
+        input: Input,
+        now: Now,
+        last_request: &mut u64,
+        entropy: &mut dyn Entropy,
+        out: &mut Vec<ClientEffect<DesignBody>>,
+    );
+}
+
+impl<P: ClientProtocol> Protocol for P {
+    fn handle(
+        &mut self,
+        input: Input,
+        now: Now,
+        last_request: &mut u64,
+        entropy: &mut dyn Entropy,
+        out: &mut Vec<ClientEffect<DesignBody>>,
+    ) {
+        let mut effects = Vec::new();
+        let mut ctx = ClientCtx::new(now, &mut effects, last_request, entropy);
+        match input {
+            Input::Begin(op) => self.begin(op, &mut ctx),
+            Input::Reply(id, body) => {
+                if let Some(msg) = body.downcast::<P::Msg>() {
+                    self.on_reply(id, msg, &mut ctx);
+                }
+            }
+            Input::Message(from, body) => {
+                if let Some(msg) = body.downcast::<P::Msg>() {
+                    self.on_message(&from, msg, &mut ctx);
+                }
+            }
+            Input::Timer(id) => self.on_timer(id, &mut ctx),
+        }
+        out.extend(effects.into_iter().map(erase));
+    }
+}
+
+fn erase<M: DesignMessage>(effect: ClientEffect<M>) -> ClientEffect<DesignBody> {
+    match effect {
+        ClientEffect::Request { id, to, msg } => ClientEffect::Request {
+            id,
+            to,
+            msg: DesignBody::new(msg),
+        },
+        ClientEffect::Send { to, msg } => ClientEffect::Send {
+            to,
+            msg: DesignBody::new(msg),
+        },
+        ClientEffect::SetTimer { id, after_ms } => ClientEffect::SetTimer { id, after_ms },
+        ClientEffect::CancelTimer(id) => ClientEffect::CancelTimer(id),
+        ClientEffect::Complete(r) => ClientEffect::Complete(r),
+        ClientEffect::Believe { token, until_ms } => ClientEffect::Believe { token, until_ms },
+        ClientEffect::Lost { reason } => ClientEffect::Lost { reason },
+    }
+}
+
+/// The client's seeded stream, lent to the protocol.
+struct Seeded<'a>(&'a mut Xoshiro256PlusPlus);
+
+impl Entropy for Seeded<'_> {
+    fn range_u64(&mut self, low: u64, high: u64) -> u64 {
+        self.0.gen_range(low..high)
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Default)]
+struct Ended {
+    result: Option<OpResult>,
+    lost: bool,
+}
+
+/// The protocol's side of the client: the protocol, its requests in flight and its timers.
+pub(crate) struct ProtocolState {
+    protocol: Box<dyn Protocol>,
+    /// Requests of the current operation: (transport id, the protocol's id).
+    requests: Vec<(u64, RequestId)>,
+    last_request: u64,
+    timers: crate::design_timers::Timers,
+    effects: Vec<ClientEffect<DesignBody>>,
+}
+
+impl ProtocolState {
+    pub fn new(protocol: Box<dyn Protocol>) -> Self {
+        ProtocolState {
+            protocol,
+            requests: Vec::new(),
+            last_request: 0,
+            timers: Default::default(),
+            effects: Vec::new(),
+        }
+    }
+}
+
+impl Client {
+    fn protocol_state(&mut self) -> &mut ProtocolState {
+        self.protocol.as_mut().expect("a design on the design API")
+    }
+
+    /// Acquire through the protocol, retrying with backoff until it succeeds; the token.
+    pub(super) async fn protocol_acquire(&mut self) -> u64 {
+        loop {
+            self.safepoint(When::Before, NodeEvent::Acquire).await;
+            let op = self.template(OpFn::Acquire, None, None);
+            let invoke = self.world.op(op.record(OpType::Invoke));
+            self.last_invoke = invoke;
+            let ended = self.protocol_op(LockOp::Acquire, &op, invoke).await;
+            match ended.result {
+                Some(OpResult::Ok { token: Some(token) }) => {
+                    self.safepoint(When::After, NodeEvent::Grant).await;
+                    return token;
+                }
+                Some(OpResult::Ok { token: None }) => {
+                    panic!("the design's client protocol completed an acquire with no token")
+                }
+                _ => self.backoff().await,
+            }
+        }
+    }
+
+    /// One keepalive through the protocol; false if the protocol says the lease is lost.
+    pub(super) async fn protocol_renew(&mut self, token: u64) -> bool {
+        self.safepoint(When::Before, NodeEvent::Renew).await;
+        let op = self.template(OpFn::Renew, Some(token), None);
+        let invoke = self.world.op(op.record(OpType::Invoke));
+        self.last_invoke = invoke;
+        let ended = self.protocol_op(LockOp::Renew { token }, &op, invoke).await;
+        self.safepoint(When::After, NodeEvent::Renew).await;
+        !ended.lost
+    }
+
+    /// Release through the protocol.
+    pub(super) async fn protocol_release(&mut self, token: u64) {
+        self.safepoint(When::Before, NodeEvent::Release).await;
+        self.world.end_belief(&self.spec.name, "released");
+        let op = self.template(OpFn::Release, Some(token), None);
+        let invoke = self.world.op(op.record(OpType::Invoke));
+        self.last_invoke = invoke;
+        self.protocol_op(LockOp::Release { token }, &op, invoke)
+            .await;
+        self.safepoint(When::After, NodeEvent::Release).await;
+    }
+
+    /// Run `op` (invoked at history index `invoke`) until the protocol completes it.
+    async fn protocol_op(&mut self, op: LockOp, tpl: &OpTemplate, invoke: u64) -> Ended {
+        let mut ended = Ended::default();
+        self.protocol_state().requests.clear();
+        self.feed(Input::Begin(op), tpl, invoke, &mut ended);
+        while ended.result.is_none() {
+            let Some((deadline_ns, _)) = self.protocol_state().timers.earliest() else {
+                match self.inbox.recv().await {
+                    Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
+                    Err(_) => break,
+                }
+                continue;
+            };
+            if deadline_ns <= true_ns() {
+                // A message already waiting comes before a due timer.
+                match self.inbox.try_recv() {
+                    Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
+                    Err(_) => {
+                        let due = self.protocol_state().timers.pop_due();
+                        if let Some(id) = due {
+                            self.feed(Input::Timer(id), tpl, invoke, &mut ended);
+                        }
+                    }
+                }
+                continue;
+            }
+            self.wait_until(deadline_ns, tpl, invoke, &mut ended).await;
+        }
+        ended
+    }
+
+    /// Deliver messages until `deadline_ns`, the operation's completion, or a change of the
+    /// earliest timer, whichever comes first; at the deadline, fire that timer.
+    async fn wait_until(
+        &mut self,
+        deadline_ns: u64,
+        tpl: &OpTemplate,
+        invoke: u64,
+        ended: &mut Ended,
+    ) {
+        let left = std::time::Duration::from_nanos(deadline_ns - true_ns());
+        let alarm = std::mem::take(&mut self.alarm);
+        let waited = alarm
+            .timeout(left, async {
+                loop {
+                    let Ok(env) = self.inbox.recv().await else {
+                        return false;
+                    };
+                    self.deliver(*env, tpl, invoke, ended);
+                    let earliest = self.protocol_state().timers.earliest().map(|t| t.0);
+                    if ended.result.is_some() || earliest != Some(deadline_ns) {
+                        return true;
+                    }
+                }
+            })
+            .await;
+        self.alarm = alarm;
+        match waited {
+            Ok(true) => {}
+            // The inbox is gone: the simulation is ending.
+            Ok(false) => {
+                ended.result = Some(OpResult::Unknown {
+                    error: "shut down".into(),
+                })
+            }
+            Err(_elapsed) => {
+                let due = self.protocol_state().timers.pop_due();
+                if let Some(id) = due {
+                    self.feed(Input::Timer(id), tpl, invoke, ended);
+                }
+            }
+        }
+    }
+
+    /// Hand `env` to the protocol: a reply to one of this operation's requests, or another
+    /// message of its design. Replies to earlier operations and harness messages are dropped.
+    fn deliver(&mut self, env: Envelope, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
+        let Envelope {
+            src,
+            reply_to,
+            body,
+            ..
+        } = env;
+        let Message::Design(body) = body else {
+            return;
+        };
+        let input = match reply_to {
+            Some(net_id) => {
+                let requests = &mut self.protocol_state().requests;
+                let Some(slot) = requests.iter().position(|(n, _)| *n == net_id) else {
+                    return;
+                };
+                Input::Reply(requests.swap_remove(slot).1, body)
+            }
+            None => Input::Message(src.to_string(), body),
+        };
+        self.feed(input, tpl, invoke, ended);
+    }
+
+    /// Call the protocol with `input` and apply its effects in order.
+    fn feed(&mut self, input: Input, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
+        let now = self.world.now(&self.spec.name);
+        let state = self.protocol.as_mut().expect("a design on the design API");
+        let mut effects = std::mem::take(&mut state.effects);
+        let mut entropy = Seeded(&mut self.rng);
+        state.protocol.handle(
+            input,
+            now,
+            &mut state.last_request,
+            &mut entropy,
+            &mut effects,
+        );
+        for effect in effects.drain(..) {
+            self.apply(effect, tpl, invoke, ended);
+        }
+        self.protocol_state().effects = effects;
+    }
+
+    fn apply(
+        &mut self,
+        effect: ClientEffect<DesignBody>,
+        tpl: &OpTemplate,
+        invoke: u64,
+        ended: &mut Ended,
+    ) {
+        let name = &self.spec.name;
+        match effect {
+            ClientEffect::Request { id, to, msg } => {
+                let net_id =
+                    self.world
+                        .net
+                        .send(name, &to, None, Some(invoke), Message::Design(msg));
+                self.protocol_state().requests.push((net_id, id));
+            }
+            ClientEffect::Send { to, msg } => {
+                self.world
+                    .net
+                    .send(name, &to, None, Some(invoke), Message::Design(msg));
+            }
+            ClientEffect::SetTimer { id, after_ms } => {
+                self.protocol_state().timers.set(id, after_ms)
+            }
+            ClientEffect::CancelTimer(id) => self.protocol_state().timers.cancel(id),
+            ClientEffect::Complete(result) => {
+                match &result {
+                    OpResult::Ok { token } => self.complete(tpl, OpType::Ok, |o| {
+                        if token.is_some() {
+                            o.token = *token;
+                        }
+                    }),
+                    OpResult::Fail { error } => {
+                        self.complete(tpl, OpType::Fail, |o| o.error = Some(error.clone()))
+                    }
+                    OpResult::Unknown { error } => {
+                        self.complete(tpl, OpType::Info, |o| o.error = Some(error.clone()));
+                        self.process = self.world.new_process();
+                    }
+                }
+                ended.result = Some(result);
+            }
+            ClientEffect::Believe { token, until_ms } => self.believe_until(token, until_ms),
+            ClientEffect::Lost { reason } => {
+                self.world.end_belief(&self.spec.name, &reason);
+                ended.lost = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! A design's timers on one node or client: the ones its effects set, by id, on simulated time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use fencesim_design::TimerId;
+
+use crate::mailbox::Inbox;
+use crate::recorder::true_ns;
+use crate::timer::Alarm;
+use crate::transport::Envelope;
+
+/// What woke a node loop.
+pub(crate) enum Wake {
+    /// A message arrived.
+    Message(Box<Envelope>),
+    /// This timer is due (and no longer set).
+    Timer(TimerId),
+    /// The inbox is gone: the simulation is ending.
+    Closed,
+}
+
+/// Timers by id, each with its deadline in true simulated ns.
+#[derive(Debug, Default)]
+pub(crate) struct Timers {
+    deadlines: BTreeMap<TimerId, u64>,
+}
+
+impl Timers {
+    /// Set `id` to fire `after_ms` from now (at least 1 ms, as madsim's sleeps), replacing it.
+    pub fn set(&mut self, id: TimerId, after_ms: u64) {
+        let deadline_ns = true_ns().saturating_add(after_ms.max(1).saturating_mul(1_000_000));
+        self.deadlines.insert(id, deadline_ns);
+    }
+
+    /// Forget `id`.
+    pub fn cancel(&mut self, id: TimerId) {
+        self.deadlines.remove(&id);
+    }
+
+    /// The earliest deadline (ns) and its timer; ties go to the lower id.
+    pub fn earliest(&self) -> Option<(u64, TimerId)> {
+        self.deadlines.iter().map(|(id, at)| (*at, *id)).min()
+    }
+
+    /// Unset and return the earliest timer if it is due now.
+    pub fn pop_due(&mut self) -> Option<TimerId> {
+        let (at, id) = self.earliest()?;
+        (at <= true_ns()).then(|| {
+            self.deadlines.remove(&id);
+            id
+        })
+    }
+
+    /// Wait for the next message or the earliest timer, whichever comes first. A message
+    /// already waiting wins over a timer that is due (a node resumed after a pause reads what
+    /// arrived meanwhile first, as a timeout polls its future before its deadline).
+    pub async fn next(&mut self, alarm: &Alarm, inbox: &Inbox<Box<Envelope>>) -> Wake {
+        let Some((at, _)) = self.earliest() else {
+            return match inbox.recv().await {
+                Ok(env) => Wake::Message(env),
+                Err(_) => Wake::Closed,
+            };
+        };
+        let now = true_ns();
+        if at > now {
+            match alarm
+                .timeout(Duration::from_nanos(at - now), inbox.recv())
+                .await
+            {
+                Ok(Ok(env)) => return Wake::Message(env),
+                Ok(Err(_)) => return Wake::Closed,
+                Err(_elapsed) => {}
+            }
+        } else if let Ok(env) = inbox.try_recv() {
+            return Wake::Message(env);
+        }
+        match self.pop_due() {
+            Some(id) => Wake::Timer(id),
+            None => unreachable!("the earliest timer is due once its wait elapsed"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::mailbox::mailbox;
+    use crate::message::Message;
+
+    fn simulate(body: impl std::future::Future<Output = ()> + 'static) {
+        let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+        rt.block_on(body);
+    }
+
+    fn envelope(id: u64) -> Box<Envelope> {
+        let name: Arc<str> = Arc::from("n");
+        Box::new(Envelope {
+            src: Arc::clone(&name),
+            dst: name,
+            id,
+            reply_to: None,
+            op: None,
+            body: Message::ClockChanged,
+        })
+    }
+
+    #[test]
+    fn timers_are_replaced_by_id_cancelled_and_fire_earliest_first() {
+        simulate(async {
+            let (outbox, inbox) = mailbox();
+            let alarm = Alarm::default();
+            let mut timers = Timers::default();
+            timers.set(TimerId(1), 10);
+            timers.set(TimerId(2), 5);
+            timers.set(TimerId(3), 30);
+            timers.cancel(TimerId(2));
+            timers.set(TimerId(1), 20);
+            let set_at = timers.earliest().map(|(at, id)| (at - 20_000_000, id));
+            assert_eq!(
+                set_at,
+                Some((true_ns(), TimerId(1))),
+                "replaced: 20 ms from now"
+            );
+            assert!(timers.pop_due().is_none(), "nothing is due at 0 ms");
+            assert!(matches!(
+                timers.next(&alarm, &inbox).await,
+                Wake::Timer(TimerId(1))
+            ));
+            // madsim's clock moves on a few ns as tasks run: within the ms, not to the ns.
+            assert!(
+                (20_000_000..21_000_000).contains(&true_ns()),
+                "{}",
+                true_ns()
+            );
+            // At the next deadline a message is already waiting: it comes first.
+            crate::timer::sleep(Duration::from_millis(15)).await;
+            outbox.send(envelope(9));
+            assert!(matches!(timers.next(&alarm, &inbox).await, Wake::Message(e) if e.id == 9));
+            assert!(matches!(
+                timers.next(&alarm, &inbox).await,
+                Wake::Timer(TimerId(3))
+            ));
+            let now = true_ns();
+            assert!(
+                now >= 35_000_000,
+                "a due timer fires when asked, not at its deadline"
+            );
+            timers.set(TimerId(4), 0);
+            assert_eq!(
+                timers.earliest(),
+                Some((now + 1_000_000, TimerId(4))),
+                "at least 1 ms"
+            );
+        });
+    }
+}
