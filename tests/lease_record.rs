@@ -1,5 +1,6 @@
 //! Case K11 on the lease-record design: a candidate that judges a record by its own shorter
-//! duration takes over a healthy holder; one that reads the holder's duration waits.
+//! duration takes over a healthy holder; one that reads the holder's duration waits. And the
+//! design used safely stays safe under the random nemesis.
 
 mod support;
 
@@ -105,4 +106,12 @@ fn a_restarted_holder_taking_its_own_record_gets_a_new_token() {
         .map(|e| (e.token, e.highest))
         .collect();
     assert_eq!(late, [(Some(1), Some(2))]);
+}
+
+#[test]
+fn the_random_nemesis_finds_nothing_on_any_seed_of_its_range() {
+    let path = support::root().join("scenarios/lease-record-random-nemesis.toml");
+    let scenario = fencesim::load_scenario(&path).expect("bundled scenario loads");
+    assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 500));
+    support::assert_met_on_whole_range(&scenario, &opts());
 }
