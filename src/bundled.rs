@@ -34,6 +34,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/raft-k08-revoke-checked"),
     bundle!("raft-random-nemesis"),
     bundle!("lease-record-random-nemesis"),
+    bundle!("redlock-random-nemesis"),
     bundle!("incidents/redlock-pause-unfenced"),
     bundle!("incidents/redlock-pause-equality"),
     bundle!("incidents/redlock-pause-counter-fenced"),

@@ -144,3 +144,11 @@ fn k05_with_counter_tokens_is_an_overlap_not_a_token_going_back() {
     let kinds: Vec<_> = report.violations.iter().map(|v| v.kind).collect();
     assert_eq!(kinds, [fencesim::ViolationKind::MutualExclusionClient]);
 }
+
+#[test]
+fn the_random_nemesis_finds_nothing_on_any_seed_of_its_range() {
+    let path = support::root().join("scenarios/redlock-random-nemesis.toml");
+    let scenario = fencesim::load_scenario(&path).expect("bundled scenario loads");
+    assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 100));
+    support::assert_met_on_whole_range(&scenario, &opts());
+}

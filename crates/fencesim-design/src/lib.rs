@@ -36,5 +36,5 @@ pub mod time;
 pub use client::{ClientCtx, ClientEffect, ClientInfo, ClientProtocol, Entropy, LockOp, OpResult};
 pub use event::{ServiceEvent, ServiceEventKind};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
-pub use node::{Durability, LockNode, NodeCtx, NodeEffect};
+pub use node::{Durability, LockNode, NodeCtx, NodeEffect, NodeStart};
 pub use time::{Now, TimerId};

@@ -1,6 +1,6 @@
 //! Lock-service nodes: the server side of a design.
 
-use crate::event::ServiceEvent;
+use crate::event::{ServiceEvent, ServiceEventKind};
 use crate::message::{DesignMessage, Origin};
 use crate::time::{Now, TimerId};
 
@@ -48,8 +48,12 @@ pub enum NodeEffect<M, D> {
         /// Synced or not.
         durability: Durability,
     },
-    /// Record a decision into the history.
+    /// Record a decision into the history (it also counts as [`NodeEffect::Decided`]).
     Record(ServiceEvent),
+    /// A decision of this kind was taken, for event-triggered faults (`after = "grant"` on this
+    /// node), without a history event: a node whose decisions are no ground truth (a Redis
+    /// node of Redlock, whose grants only the client's majority turns into a lease).
+    Decided(ServiceEventKind),
 }
 
 /// What a node's handler is given: its clocks' reading, and where its effects go.
@@ -103,20 +107,48 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
     pub fn record(&mut self, event: ServiceEvent) {
         self.effects.push(NodeEffect::Record(event));
     }
+
+    /// Say a decision of `kind` was taken, without recording it (see [`NodeEffect::Decided`]).
+    pub fn decided(&mut self, kind: ServiceEventKind) {
+        self.effects.push(NodeEffect::Decided(kind));
+    }
+}
+
+/// What a node starts from, each time it starts: the first time, and after every crash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeStart<D> {
+    /// The node's name (`lease-service`, `redis-2`).
+    pub name: String,
+    /// Its position among the lock service's nodes, from 0.
+    pub index: usize,
+    /// Which start this is: 1, then one more after each restart.
+    pub incarnation: u64,
+    /// What its disk kept: nothing on the first start; after a crash the last synced write.
+    pub durable: Option<D>,
 }
 
 /// A node of a lock service: a state machine driven by messages and timers.
 ///
-/// The harness makes the node (through its design) from the durable state its disk kept: on
-/// the first start nothing, after a crash the last [`Durability::Synced`] write and any
-/// unsynced writes that a later synced one carried to disk. Everything else the node held is
+/// The harness makes the node (through its design) from a [`NodeStart`], with a context for
+/// the effects of starting (a timer, say): its durable state is what its disk kept, on the first
+/// start nothing, after a crash the last [`Durability::Synced`] write (which carries every
+/// unsynced write before it). Everything else the node held is
 /// gone, as a process's memory is. While it runs, the harness calls one handler at a time, each
 /// at one instant; a paused node (a GC pause) is simply not called until the pause ends.
-pub trait LockNode: Send + 'static {
+pub trait LockNode: Sized + Send + 'static {
     /// The design's message type.
     type Msg: DesignMessage;
     /// What the node writes to disk and starts from after a crash.
     type Durable: Clone + std::fmt::Debug + Send + 'static;
+    /// The node's settings, from the scenario (the same at every start).
+    type Config: Clone + std::fmt::Debug + Send + Sync + 'static;
+
+    /// Start the node: the first time, and again after every crash.
+    fn start(
+        config: &Self::Config,
+        start: NodeStart<Self::Durable>,
+        ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>,
+    ) -> Self;
 
     /// A message arrived from `origin`.
     fn on_message(
@@ -129,5 +161,12 @@ pub trait LockNode: Send + 'static {
     /// Timer `id` fired. The default ignores it (a node without timers).
     fn on_timer(&mut self, id: TimerId, ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>) {
         let _ = (id, ctx);
+    }
+
+    /// Whether the node takes up messages now. While it does not (a node still restarting),
+    /// the harness drops what arrives unseen, with no safepoint, and its senders time out. The
+    /// default: always.
+    fn serving(&self) -> bool {
+        true
     }
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use fencesim_design::{
     ClientCtx, ClientEffect, ClientInfo, ClientProtocol, DesignMessage, Durability, Entropy,
-    LockNode, LockOp, MessageKind, NodeCtx, NodeEffect, Now, OpResult, Origin, RequestId,
-    ServiceEvent, ServiceEventKind, TimerId,
+    LockNode, LockOp, MessageKind, NodeCtx, NodeEffect, NodeStart, Now, OpResult, Origin,
+    RequestId, ServiceEvent, ServiceEventKind, TimerId,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -38,7 +38,7 @@ struct ToyServer {
 }
 
 impl ToyServer {
-    fn start(durability: Durability, durable: Option<u64>) -> Self {
+    fn new(durability: Durability, durable: Option<u64>) -> Self {
         ToyServer {
             durability,
             last_token: durable.unwrap_or(0),
@@ -50,6 +50,11 @@ impl ToyServer {
 impl LockNode for ToyServer {
     type Msg = ToyMsg;
     type Durable = u64;
+    type Config = Durability;
+
+    fn start(config: &Durability, start: NodeStart<u64>, _: &mut NodeCtx<'_, ToyMsg, u64>) -> Self {
+        ToyServer::new(*config, start.durable)
+    }
 
     fn on_message(&mut self, origin: &Origin, msg: ToyMsg, ctx: &mut NodeCtx<'_, ToyMsg, u64>) {
         let ToyMsg::Acquire { holder, ttl_ms } = msg else {
@@ -200,7 +205,7 @@ impl Driver {
         Driver {
             now_ms: 0,
             delay_ms: 5,
-            server: Some(ToyServer::start(durability, None)),
+            server: Some(ToyServer::new(durability, None)),
             durability,
             disk_synced: None,
             disk_pending: None,
@@ -311,7 +316,16 @@ impl Driver {
     fn crash_and_restart(&mut self) {
         self.disk_pending = None;
         self.server_timers.clear();
-        self.server = Some(ToyServer::start(self.durability, self.disk_synced));
+        let start = NodeStart {
+            name: "server".into(),
+            index: 0,
+            incarnation: 2,
+            durable: self.disk_synced,
+        };
+        let mut effects = Vec::new();
+        let mut ctx = NodeCtx::new(self.now(), &mut effects);
+        self.server = Some(ToyServer::start(&self.durability, start, &mut ctx));
+        assert!(effects.is_empty(), "the toy starts without effects");
     }
 
     /// Run until `until_ms`, delivering messages and firing timers in time order (messages

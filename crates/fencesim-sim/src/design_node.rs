@@ -12,7 +12,8 @@ use std::any::Any;
 use std::sync::Arc;
 
 use fencesim_design::{
-    Durability, LockNode, MessageKind, NodeCtx, NodeEffect, Origin, ServiceEvent, ServiceEventKind,
+    Durability, LockNode, MessageKind, NodeCtx, NodeEffect, NodeStart, Origin, ServiceEvent,
+    ServiceEventKind,
 };
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
@@ -77,18 +78,31 @@ impl<D: Send + 'static> AnyDisk for Disk<D> {
     }
 }
 
-/// Node `name`'s main task, run again by madsim on every restart: `start` makes the node from
-/// what its disk kept.
+/// Lock-service node `index` (named `name`)'s main task, run again by madsim on every restart:
+/// the node starts from `config` and what its disk kept.
 pub(crate) async fn run<N: LockNode>(
     world: Arc<World>,
-    name: &'static str,
-    start: impl Fn(Option<N::Durable>) -> N,
+    name: String,
+    index: usize,
+    config: N::Config,
 ) {
-    world.start(name);
+    let name = name.as_str();
+    let incarnation = world.start(name);
     let inbox = world.inbox(name);
-    let mut node = start(world.design_disk(name, |d: &mut Disk<N::Durable>| d.durable()));
+    let begin = NodeStart {
+        name: name.to_owned(),
+        index,
+        incarnation,
+        durable: world.design_disk(name, |d: &mut Disk<N::Durable>| d.durable()),
+    };
     let mut effects = Vec::new();
     let (mut timers, alarm) = (Timers::default(), Alarm::default());
+    let mut node = N::start(
+        &config,
+        begin,
+        &mut NodeCtx::new(world.now(name), &mut effects),
+    );
+    apply(&world, name, &mut effects, &mut timers);
     loop {
         let env = match timers.next(&alarm, &inbox).await {
             Wake::Message(env) => env,
@@ -104,7 +118,7 @@ pub(crate) async fn run<N: LockNode>(
         let Envelope {
             src, id, op, body, ..
         } = *env;
-        let Some(msg) = design_message::<N::Msg>(body) else {
+        let Some(msg) = design_message::<N::Msg>(body).filter(|_| node.serving()) else {
             continue;
         };
         let before = before_event(fencesim_design::DesignMessage::kind(&msg));
@@ -144,7 +158,7 @@ fn before_event(kind: MessageKind) -> Option<NodeEvent> {
 /// Apply `effects` in order; returns the safepoint event of the last decision recorded.
 fn apply<M: fencesim_design::DesignMessage, D: Clone + Send + 'static>(
     world: &World,
-    name: &'static str,
+    name: &str,
     effects: &mut Vec<NodeEffect<M, D>>,
     timers: &mut Timers,
 ) -> Option<NodeEvent> {
@@ -170,6 +184,7 @@ fn apply<M: fencesim_design::DesignMessage, D: Clone + Send + 'static>(
                 after = safepoint_after(event.kind).or(after);
                 world.event(history_event(name, event));
             }
+            NodeEffect::Decided(kind) => after = safepoint_after(kind).or(after),
         }
     }
     after

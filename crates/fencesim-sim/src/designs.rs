@@ -1,9 +1,13 @@
 //! Which design on the design API a scenario runs, until the design registry takes this over:
-//! the client protocol each client runs. (The lock-service nodes are started in `runner.rs`.)
+//! the client protocol each client runs, and the settings of the lock-service nodes (started in
+//! `runner.rs`).
 
 use fencesim_design::ClientInfo;
 use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
-use fencesim_scenario::{ClientSpec, ExpiryJudgedBy, LockServiceKind, Scenario};
+use fencesim_redlock::{
+    AppendFsync, ExpiryClock, RedisConfig, RedlockClient, RedlockClientConfig, TokenSource,
+};
+use fencesim_scenario::{ClientSpec, ExpiryJudgedBy, Fsync, LockServiceKind, Scenario};
 
 use crate::client::Protocol;
 
@@ -35,9 +39,38 @@ pub(crate) fn client_protocol(
             };
             Some(Box::new(RecordClient::new(info, judgement, takeover)))
         }
-        LockServiceKind::Single
-        | LockServiceKind::Raft
-        | LockServiceKind::Redlock
-        | LockServiceKind::PrimaryBackup => None,
+        LockServiceKind::Redlock => {
+            let spec = scenario.lock_service.redlock?;
+            let config = RedlockClientConfig {
+                drift_ppm: spec.drift_ppm,
+                recheck_elapsed: spec.recheck_elapsed,
+                node_timeout_ms: spec.node_timeout_ms,
+                token_source: match spec.token_source {
+                    fencesim_scenario::TokenSource::Random => TokenSource::Random,
+                    fencesim_scenario::TokenSource::Counter => TokenSource::Counter,
+                },
+            };
+            Some(Box::new(RedlockClient::new(info, config)))
+        }
+        LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => None,
+    }
+}
+
+/// The settings of a Redlock scenario's `redis-N` nodes.
+pub(crate) fn redis_config(scenario: &Scenario) -> RedisConfig {
+    let spec = &scenario.lock_service;
+    let fsync = match (spec.fsync, spec.fsync_every_ms) {
+        (Fsync::Always, _) => AppendFsync::Always,
+        (Fsync::Periodic, Some(every_ms)) => AppendFsync::Periodic { every_ms },
+        // Validation requires a period with `periodic`; without one nothing would sync.
+        (Fsync::Periodic, None) | (Fsync::Never, _) => AppendFsync::Never,
+    };
+    RedisConfig {
+        fsync,
+        restart_delay_ms: spec.redlock.map_or(0, |r| r.restart_delay_ms),
+        expiry_clock: match spec.expiry_clock {
+            fencesim_scenario::ExpiryClock::Wall => ExpiryClock::Wall,
+            fencesim_scenario::ExpiryClock::Monotonic => ExpiryClock::Monotonic,
+        },
     }
 }

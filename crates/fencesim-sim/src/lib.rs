@@ -32,7 +32,6 @@ mod raft_node;
 pub mod random_nemesis;
 pub mod raw_rpc;
 pub mod recorder;
-mod redis_node;
 mod resource_node;
 mod runner;
 pub mod seeds;

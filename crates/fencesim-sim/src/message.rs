@@ -79,44 +79,6 @@ pub enum Message {
         /// The leader's node name, if the follower knows it.
         leader: Option<String>,
     },
-    /// Redis `SET key value NX PX ttl_ms`: a Redlock client locking one node.
-    RedisSet {
-        /// The lock's key.
-        key: String,
-        /// The acquisition's random value.
-        value: u64,
-        /// TTL, ms of the node's expiry clock.
-        ttl_ms: u64,
-    },
-    /// Whether the key was set.
-    RedisSetReply(bool),
-    /// Compare-and-extend: reset the key's TTL if it still holds `value`.
-    RedisExtend {
-        /// The lock's key.
-        key: String,
-        /// The holder's value.
-        value: u64,
-        /// New TTL, ms.
-        ttl_ms: u64,
-    },
-    /// Whether the key was extended.
-    RedisExtendReply(bool),
-    /// Compare-and-delete: delete the key if it still holds `value`.
-    RedisDelete {
-        /// The lock's key.
-        key: String,
-        /// The holder's value.
-        value: u64,
-    },
-    /// Whether the key was deleted.
-    RedisDeleteReply(bool),
-    /// Redis `INCR counter`: a token from one node's counter.
-    RedisIncr {
-        /// The counter's key.
-        counter: String,
-    },
-    /// The counter's new value.
-    RedisIncrReply(u64),
     /// Primary-backup: the primary's whole table, shipped to the backup; also its heartbeat.
     Replicate(Shipment),
     /// The backup has the table of a [`Message::Replicate`].
@@ -149,14 +111,6 @@ impl Message {
             Message::WriteReply(_) => MessageKind::WriteReply,
             Message::Raft(_) => MessageKind::Raft,
             Message::Redirect { .. } => MessageKind::Redirect,
-            // Redis commands travel as the lock operations they implement, so `hold` faults
-            // name them the same way for every design.
-            Message::RedisSet { .. } | Message::RedisIncr { .. } => MessageKind::Acquire,
-            Message::RedisSetReply(_) | Message::RedisIncrReply(_) => MessageKind::AcquireReply,
-            Message::RedisExtend { .. } => MessageKind::Renew,
-            Message::RedisExtendReply(_) => MessageKind::RenewReply,
-            Message::RedisDelete { .. } => MessageKind::Release,
-            Message::RedisDeleteReply(_) => MessageKind::ReleaseReply,
             Message::Replicate(_) | Message::ReplicateAck => MessageKind::Replicate,
             Message::Design(body) => body.kind(),
             Message::ClockChanged => panic!("a local signal has no network kind"),

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
 use fencesim_lease_record::StoreNode;
+use fencesim_redlock::RedisServer;
 use fencesim_resource::{FenceMode, Resource};
 use fencesim_scenario::{
     Action, LockServiceKind, ResourceMode, Scenario, TokenSource, LEASE_SERVICE_NODE, RESOURCE_NODE,
@@ -22,9 +23,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{
-    client, design_node, lease_node, primary_backup_node, raft_node, redis_node, resource_node,
-};
+use crate::{client, design_node, lease_node, primary_backup_node, raft_node, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,15 +225,19 @@ async fn simulate(
             }
         }
         LockServiceKind::Redlock => {
-            for (index, name) in world.lease_nodes().iter().enumerate() {
-                let w = Arc::clone(&world);
-                start_node(name, move || redis_node::run(Arc::clone(&w), index));
+            let config = crate::designs::redis_config(&world.scenario);
+            for (index, name) in world.lease_nodes().into_iter().enumerate() {
+                let (w, n) = (Arc::clone(&world), name.clone());
+                start_node(&name, move || {
+                    design_node::run::<RedisServer>(Arc::clone(&w), n.clone(), index, config)
+                });
             }
         }
         LockServiceKind::LeaseRecord => {
             let w = Arc::clone(&world);
             start_node(LEASE_SERVICE_NODE, move || {
-                design_node::run(Arc::clone(&w), LEASE_SERVICE_NODE, StoreNode::start)
+                let name = LEASE_SERVICE_NODE.to_owned();
+                design_node::run::<StoreNode>(Arc::clone(&w), name, 0, ())
             });
         }
         LockServiceKind::PrimaryBackup => {

@@ -107,41 +107,6 @@ impl Store {
     }
 }
 
-/// A disk holding one value of `T` (a Redis node's data): writes reach it as the `fsync` knob
-/// says, and a crash loses what was not synced.
-#[derive(Debug, Default)]
-pub(crate) struct Disk<T> {
-    synced: T,
-    pending: Option<T>,
-}
-
-impl<T: Clone + Default> Disk<T> {
-    /// Write the current data; sync at once if `fsync` is `always`.
-    pub fn write(&mut self, data: &T, fsync: Fsync) {
-        self.pending = Some(data.clone());
-        if fsync == Fsync::Always {
-            self.sync();
-        }
-    }
-
-    /// Make the pending write durable.
-    pub fn sync(&mut self) {
-        if let Some(data) = self.pending.take() {
-            self.synced = data;
-        }
-    }
-
-    /// A crash: the unsynced write is gone.
-    pub fn crash(&mut self) {
-        self.pending = None;
-    }
-
-    /// What a restarting node finds on disk.
-    pub fn recover(&self) -> T {
-        self.synced.clone()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,19 +143,6 @@ mod tests {
         always.write(&granted(3), Fsync::Always, 1);
         always.crash();
         assert_eq!(always.recover(TokenCounter::Store)["l"].last_token, 3);
-    }
-
-    #[test]
-    fn a_disk_keeps_only_what_was_synced() {
-        let mut disk: Disk<u32> = Disk::default();
-        disk.write(&1, Fsync::Always);
-        disk.write(&2, Fsync::Periodic);
-        assert_eq!(disk.recover(), 1, "not synced yet");
-        disk.sync();
-        disk.write(&3, Fsync::Never);
-        disk.crash();
-        disk.sync();
-        assert_eq!(disk.recover(), 2);
     }
 
     #[test]

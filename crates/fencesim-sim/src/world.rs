@@ -17,7 +17,6 @@ use crate::clock::{Clocks, LinearClock};
 use crate::design_node::{AnyDisk, Disk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
-use crate::redis_node::RedisDisk;
 use crate::store::Store;
 use crate::transport::{Envelope, Network};
 
@@ -48,8 +47,6 @@ pub(crate) struct World {
     pub resource: Mutex<Resource>,
     /// The disks of the nodes of designs on the design API, by node.
     design_disks: Mutex<BTreeMap<String, Box<dyn AnyDisk>>>,
-    /// Each Redis node's disk.
-    redis_disks: Mutex<BTreeMap<String, RedisDisk>>,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
     raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
     /// The single lease service's live leases as its events tell them: lock -> (holder, token).
@@ -94,7 +91,6 @@ impl World {
             store: Mutex::new(Store::new(restores)),
             resource: Mutex::new(resource),
             raft_storage: Mutex::new(BTreeMap::new()),
-            redis_disks: Mutex::new(BTreeMap::new()),
             design_disks: Mutex::new(BTreeMap::new()),
             recorded_index: Mutex::new(0),
             leader: Mutex::new(None),
@@ -147,12 +143,6 @@ impl World {
         all.entry(node.to_owned())
             .or_insert_with(|| new_storage(peers))
             .clone()
-    }
-
-    /// Apply `f` to Redis node `node`'s disk (empty at first).
-    pub fn redis_disk<R>(&self, node: &str, f: impl FnOnce(&mut RedisDisk) -> R) -> R {
-        let mut disks = self.redis_disks.lock().expect("redis disks");
-        f(disks.entry(node.to_owned()).or_default())
     }
 
     /// True the first time any replica reports applying log `index` (entries apply in order).
@@ -324,9 +314,6 @@ impl World {
         {
             self.store.lock().expect("store").crash();
             self.forget_lost_leases("lost: not on disk when the service crashed");
-        }
-        if let Some(disk) = self.redis_disks.lock().expect("redis disks").get_mut(node) {
-            disk.crash();
         }
         if let Some(disk) = self
             .design_disks

@@ -1,7 +1,9 @@
 //! The store node (the `lease-service` node of a lease-record scenario): the compare-and-swap
 //! store, synced on every swap. It never expires anything; its events say what each swap meant.
 
-use fencesim_design::{Durability, LockNode, NodeCtx, Origin, ServiceEvent, ServiceEventKind};
+use fencesim_design::{
+    Durability, LockNode, NodeCtx, NodeStart, Origin, ServiceEvent, ServiceEventKind,
+};
 
 use crate::message::{Purpose, RecordMessage};
 use crate::store::{CasOutcome, LeaseRecord, RecordStore, Versioned};
@@ -13,20 +15,19 @@ pub struct StoreNode {
     store: RecordStore,
 }
 
-impl StoreNode {
-    /// Start from what the disk kept (`None` on the first start: an empty store).
-    pub fn start(durable: Option<RecordStore>) -> Self {
-        StoreNode {
-            store: durable.unwrap_or_default(),
-        }
-    }
-}
-
 type Ctx<'a> = NodeCtx<'a, RecordMessage, RecordStore>;
 
 impl LockNode for StoreNode {
     type Msg = RecordMessage;
     type Durable = RecordStore;
+    type Config = ();
+
+    /// Start from what the disk kept (nothing on the first start: an empty store).
+    fn start(_: &(), start: NodeStart<RecordStore>, _: &mut Ctx<'_>) -> Self {
+        StoreNode {
+            store: start.durable.unwrap_or_default(),
+        }
+    }
 
     fn on_message(&mut self, origin: &Origin, msg: RecordMessage, ctx: &mut Ctx<'_>) {
         match msg {

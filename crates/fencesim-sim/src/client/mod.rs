@@ -34,7 +34,6 @@ use crate::world::{OpTemplate, World};
 mod protocol;
 
 pub(crate) use protocol::Protocol;
-mod redlock;
 
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
 /// restart.
@@ -64,7 +63,6 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         lease_nodes,
         lease_target: 0,
         incarnation,
-        lock_value: None,
         protocol,
         keepalive_stopped: false,
         granted_from_queue: false,
@@ -88,8 +86,6 @@ struct Client {
     lease_target: usize,
     /// Which start of the client this is (1, then one more after each restart).
     incarnation: u64,
-    /// Redlock: the random value of the lock held now (release and extend compare it).
-    lock_value: Option<u64>,
     /// The design's client protocol, for a design on the design API.
     protocol: Option<protocol::ProtocolState>,
     /// The keepalive stream ended silently at a failure this cycle (`renew_after_failure =
@@ -173,9 +169,6 @@ impl Client {
     }
 
     async fn acquire(&mut self) -> u64 {
-        if let Some(redlock) = self.world.scenario.lock_service.redlock {
-            return self.redlock_acquire(redlock).await;
-        }
         if self.protocol.is_some() {
             return self.protocol_acquire().await;
         }
@@ -304,9 +297,6 @@ impl Client {
 
     /// One keepalive; false only if the service answered that the lease is lost.
     async fn renew(&mut self, token: u64) -> bool {
-        if let Some(redlock) = self.world.scenario.lock_service.redlock {
-            return self.redlock_extend(redlock, token).await;
-        }
         if self.protocol.is_some() {
             return self.protocol_renew(token).await;
         }
@@ -392,9 +382,6 @@ impl Client {
     }
 
     async fn release(&mut self, token: u64) {
-        if let Some(redlock) = self.world.scenario.lock_service.redlock {
-            return self.redlock_release(redlock, token).await;
-        }
         if self.protocol.is_some() {
             return self.protocol_release(token).await;
         }
