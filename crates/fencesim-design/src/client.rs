@@ -87,6 +87,12 @@ pub enum ClientEffect<M> {
         /// Why, for the history (`"told the lease is lost"`).
         reason: String,
     },
+    /// Ask the workload to renew at once, before its first read, if it renews at all: a lease
+    /// granted from a queue counted its deadline from a request long ago.
+    RenewNow,
+    /// The client's keepalive stream ended silently (case K09): the workload sends no more
+    /// renewals this cycle, but goes on working and writes.
+    StopRenewing,
 }
 
 /// Seeded randomness, lent by the harness from the client's own stream of the root seed.
@@ -178,6 +184,16 @@ impl<'a, M: DesignMessage> ClientCtx<'a, M> {
         self.effects.push(ClientEffect::Lost {
             reason: reason.into(),
         });
+    }
+
+    /// Renew at once (see [`ClientEffect::RenewNow`]).
+    pub fn renew_now(&mut self) {
+        self.effects.push(ClientEffect::RenewNow);
+    }
+
+    /// Stop renewing this cycle (see [`ClientEffect::StopRenewing`]).
+    pub fn stop_renewing(&mut self) {
+        self.effects.push(ClientEffect::StopRenewing);
     }
 
     /// A seeded uniform draw from `low..high`.

@@ -12,6 +12,7 @@ trait Payload: Any + fmt::Debug + Send + Sync {
     fn kind(&self) -> MessageKind;
     fn clone_box(&self) -> Box<dyn Payload>;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn as_any(&self) -> &dyn Any;
 }
 
 impl<M: DesignMessage> Payload for M {
@@ -24,6 +25,10 @@ impl<M: DesignMessage> Payload for M {
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+
+    fn as_any(&self) -> &dyn Any {
         self
     }
 }
@@ -45,6 +50,11 @@ impl DesignBody {
     /// The message as design `M`'s, or `None` if it is another design's.
     pub fn downcast<M: DesignMessage>(self) -> Option<M> {
         self.0.into_any().downcast::<M>().ok().map(|m| *m)
+    }
+
+    /// A look at the message as design `M`'s, or `None` if it is another design's.
+    pub fn downcast_ref<M: DesignMessage>(&self) -> Option<&M> {
+        self.0.as_any().downcast_ref::<M>()
     }
 }
 
@@ -87,6 +97,8 @@ mod tests {
         let body = DesignBody::new(Ping(7));
         assert_eq!(body.kind(), MessageKind::Renew);
         assert_eq!(format!("{body:?}"), "Ping(7)");
+        assert_eq!(body.downcast_ref::<Ping>(), Some(&Ping(7)));
+        assert!(body.downcast_ref::<Other>().is_none());
         assert_eq!(body.clone().downcast::<Ping>(), Some(Ping(7)));
         assert!(body.downcast::<Other>().is_none());
     }

@@ -1,23 +1,27 @@
-//! Which design on the design API a scenario runs, until the design registry takes this over:
+//! Which design a scenario runs, until the design registry takes this over:
 //! the client protocol each client runs, and the settings of the lock-service nodes (started in
 //! `runner.rs`).
 
 use fencesim_design::ClientInfo;
+use fencesim_lease::{LeaseClient, LeaseClientConfig};
 use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
 use fencesim_redlock::{
     AppendFsync, ExpiryClock, RedisConfig, RedlockClient, RedlockClientConfig, TokenSource,
 };
-use fencesim_scenario::{ClientSpec, ExpiryJudgedBy, Fsync, LockServiceKind, Scenario};
+use fencesim_scenario::{
+    ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, LockServiceKind, OnLostLease, Reclaim,
+    RenewAfterFailure, Scenario,
+};
 
 use crate::client::Protocol;
 
-/// The client protocol of `spec`'s design, or `None` for a design not yet on the design API.
+/// The client protocol of `spec`'s design.
 pub(crate) fn client_protocol(
     scenario: &Scenario,
     spec: &ClientSpec,
     incarnation: u64,
     service_nodes: &[String],
-) -> Option<Box<dyn Protocol>> {
+) -> Box<dyn Protocol> {
     let info = ClientInfo {
         name: spec.name.clone(),
         lock: spec.lock.clone(),
@@ -37,10 +41,13 @@ pub(crate) fn client_protocol(
                 fencesim_scenario::Takeover::CompareAndSwap => Takeover::CompareAndSwap,
                 fencesim_scenario::Takeover::Unconditional => Takeover::Unconditional,
             };
-            Some(Box::new(RecordClient::new(info, judgement, takeover)))
+            Box::new(RecordClient::new(info, judgement, takeover))
         }
         LockServiceKind::Redlock => {
-            let spec = scenario.lock_service.redlock?;
+            let spec = scenario
+                .lock_service
+                .redlock
+                .expect("a redlock scenario has its redlock settings");
             let config = RedlockClientConfig {
                 drift_ppm: spec.drift_ppm,
                 recheck_elapsed: spec.recheck_elapsed,
@@ -50,9 +57,18 @@ pub(crate) fn client_protocol(
                     fencesim_scenario::TokenSource::Counter => TokenSource::Counter,
                 },
             };
-            Some(Box::new(RedlockClient::new(info, config)))
+            Box::new(RedlockClient::new(info, config))
         }
-        LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => None,
+        LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
+            let config = LeaseClientConfig {
+                reclaim_by_name: spec.reclaim == Reclaim::ByName,
+                keep_role_when_lost: spec.on_lost_lease == OnLostLease::KeepRole,
+                deadline_from_notice: spec.deadline_from == DeadlineFrom::Notice,
+                stop_renewing_after_failure: spec.renew_after_failure == RenewAfterFailure::Stop,
+                max_ttl_ms: scenario.lock_service.max_ttl_ms,
+            };
+            Box::new(LeaseClient::new(info, config))
+        }
     }
 }
 

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use fencesim_history::{Event, EventKind};
 use fencesim_lease::wait_queue::{Promotion, WaitQueue};
-use fencesim_lease::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, RenewOutcome};
+use fencesim_lease::{
+    AcquireOutcome, Attempt, LeaseConfig, LeaseMessage, LeaseService, ReleaseOutcome, RenewOutcome,
+};
 use fencesim_scenario::{AcquireMode, Fsync, NodeEvent, Reaper, ReleaseMode, LEASE_SERVICE_NODE};
 
 use crate::message::Message;
@@ -152,8 +154,8 @@ async fn settle(world: &Arc<World>, service: &mut LeaseService, queue: &mut Queu
 #[derive(Default)]
 struct Queue {
     waiters: WaitQueue,
-    /// (lock, token) -> (client, its acquire's operation index).
-    requests: BTreeMap<(String, u64), (String, Option<u64>)>,
+    /// (lock, token) -> (client, its acquire's operation index, its acquire attempt).
+    requests: BTreeMap<(String, u64), (String, Option<u64>, Attempt)>,
 }
 
 impl Queue {
@@ -164,7 +166,12 @@ impl Queue {
         service: &mut LeaseService,
         env: &Envelope,
     ) -> Option<Message> {
-        let Message::Acquire { lock, ttl_ms } = &env.body else {
+        let Some(LeaseMessage::Acquire {
+            lock,
+            ttl_ms,
+            attempt,
+        }) = env.body.as_lease()
+        else {
             return None;
         };
         let now = now_ms(world);
@@ -176,9 +183,11 @@ impl Queue {
         }
         let token = self.waiters.enqueue(service, lock, &env.src, *ttl_ms, now);
         persist(world, service);
-        self.requests
-            .insert((lock.clone(), token), (env.src.to_string(), env.op));
-        Some(Message::AcquireReply(AcquireOutcome::Queued { token }))
+        let request = (env.src.to_string(), env.op, *attempt);
+        self.requests.insert((lock.clone(), token), request);
+        Some(Message::lease(LeaseMessage::AcquireReply(
+            AcquireOutcome::Queued { token },
+        )))
     }
 
     /// Grant free locks to their queues' heads (or drop lapsed waiters), recording each grant,
@@ -217,11 +226,12 @@ impl Queue {
                     (lock, token, AcquireOutcome::WaiterExpired { token })
                 }
             };
-            if let Some((client, op)) = self.requests.remove(&(lock, token)) {
-                let answer = Message::QueueAnswer {
+            if let Some((client, op, attempt)) = self.requests.remove(&(lock, token)) {
+                let answer = Message::lease(LeaseMessage::QueueAnswer {
                     entry: token,
+                    attempt,
                     outcome: answer,
-                };
+                });
                 world.net.send(NODE, &client, None, op, answer);
             }
             persist(world, service);
@@ -283,10 +293,10 @@ pub(crate) async fn reap(world: &Arc<World>, node: &str, service: &mut LeaseServ
 
 /// The safepoint event of a client request to a lease service (`None`: not a request).
 pub(crate) fn request_event(body: &Message) -> Option<NodeEvent> {
-    match body {
-        Message::Acquire { .. } => Some(NodeEvent::Acquire),
-        Message::Renew { .. } => Some(NodeEvent::Renew),
-        Message::Release { .. } => Some(NodeEvent::Release),
+    match body.as_lease()? {
+        LeaseMessage::Acquire { .. } => Some(NodeEvent::Acquire),
+        LeaseMessage::Renew { .. } => Some(NodeEvent::Renew),
+        LeaseMessage::Release { .. } => Some(NodeEvent::Release),
         _ => None,
     }
 }
@@ -317,8 +327,12 @@ pub(crate) fn handle(
             ..Event::new(kind)
         });
     };
-    match &env.body {
-        Message::Acquire { lock, ttl_ms } => {
+    let reply = |msg| Some(Message::lease(msg));
+    let Some(request) = env.body.as_lease() else {
+        return (None, None);
+    };
+    match request {
+        LeaseMessage::Acquire { lock, ttl_ms, .. } => {
             let outcome = service.acquire(lock, holder, *ttl_ms, now);
             let event = match &outcome {
                 AcquireOutcome::Granted {
@@ -333,9 +347,9 @@ pub(crate) fn handle(
                 | AcquireOutcome::Queued { .. }
                 | AcquireOutcome::WaiterExpired { .. } => None,
             };
-            (Some(Message::AcquireReply(outcome)), event)
+            (reply(LeaseMessage::AcquireReply(outcome)), event)
         }
-        Message::Renew { lock, token } => {
+        LeaseMessage::Renew { lock, token } => {
             let outcome = service.renew(lock, holder, *token, now);
             let event = match &outcome {
                 RenewOutcome::Renewed { expires_at_ms } => {
@@ -344,15 +358,18 @@ pub(crate) fn handle(
                 }
                 RenewOutcome::Lost => None,
             };
-            (Some(Message::RenewReply(outcome)), event)
+            (reply(LeaseMessage::RenewReply(outcome)), event)
         }
-        Message::Release { lock, .. }
+        LeaseMessage::Release { lock, .. }
             if world.scenario.lock_service.release == ReleaseMode::Unconditional =>
         {
             // K19's plain DEL: whoever's lease it was ends, and the caller is told "OK" (a
             // delete of nothing changes nothing: no event, no store write, no safepoint).
             let Some(ended) = service.release_unconditional(lock) else {
-                return (Some(Message::ReleaseReply(ReleaseOutcome::Released)), None);
+                return (
+                    reply(LeaseMessage::ReleaseReply(ReleaseOutcome::Released)),
+                    None,
+                );
             };
             {
                 world.lease_ended(node, lock);
@@ -366,11 +383,11 @@ pub(crate) fn handle(
                 });
             }
             (
-                Some(Message::ReleaseReply(ReleaseOutcome::Released)),
+                reply(LeaseMessage::ReleaseReply(ReleaseOutcome::Released)),
                 Some(NodeEvent::Release),
             )
         }
-        Message::Release { lock, token } => {
+        LeaseMessage::Release { lock, token } => {
             let outcome = service.release(lock, holder, *token, now);
             let event = match &outcome {
                 ReleaseOutcome::Released => {
@@ -379,7 +396,7 @@ pub(crate) fn handle(
                 }
                 ReleaseOutcome::NotHolder => None,
             };
-            (Some(Message::ReleaseReply(outcome)), event)
+            (reply(LeaseMessage::ReleaseReply(outcome)), event)
         }
         // Not addressed to a lock service: ignore, as a real server drops a malformed request.
         _ => (None, None),

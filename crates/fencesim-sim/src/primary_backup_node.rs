@@ -12,7 +12,7 @@ use fencesim_history::{Event, EventKind};
 use fencesim_lease::primary_backup::{
     PrimaryBackupConfig, Received, Replica, Replication, Role, Timer,
 };
-use fencesim_lease::LeaseConfig;
+use fencesim_lease::{LeaseConfig, LeaseMessage};
 use fencesim_scenario::{self as scenario, NodeEvent};
 
 use crate::lease_node::{handle, reap, request_event};
@@ -153,7 +153,7 @@ impl Node {
                 }
                 Some(_) => {
                     let leader = self.replica.leader().map(str::to_owned);
-                    let reply = Message::Redirect { leader };
+                    let reply = Message::lease(LeaseMessage::Redirect { leader });
                     self.world
                         .net
                         .send(&self.name, &env.src, Some(env.id), env.op, reply);

@@ -16,7 +16,7 @@ use fencesim_lease::raft_replica::{Output, Proposal, Replica, ReplicaConfig};
 use fencesim_lease::replicated::{
     Applied, ClientOp, ClientOutcome, LeaderChange, ReplicationPolicy,
 };
-use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+use fencesim_lease::{AcquireOutcome, LeaseMessage, ReleaseOutcome, RenewOutcome};
 use fencesim_scenario::{LeaderChangeMode, NodeEvent};
 use rand::Rng;
 
@@ -107,17 +107,29 @@ impl ReplicaNode {
     }
 
     async fn receive(&mut self, replica: &mut Replica, env: Envelope) {
-        let (op, event) = match env.body {
-            Message::Raft(m) => return replica.step(*m),
-            Message::Acquire { lock, ttl_ms } => {
-                (ClientOp::Acquire { lock, ttl_ms }, NodeEvent::Acquire)
+        let (op, event) = match &env.body {
+            Message::Raft(_) => {
+                let Message::Raft(m) = env.body else {
+                    unreachable!("matched above")
+                };
+                return replica.step(*m);
             }
-            Message::Renew { lock, token } => (ClientOp::Renew { lock, token }, NodeEvent::Renew),
-            Message::Release { lock, token } => {
-                (ClientOp::Release { lock, token }, NodeEvent::Release)
-            }
-            // Clock signals need nothing: the clock is read at every tick and proposal.
-            _ => return,
+            body => match body.as_lease() {
+                Some(LeaseMessage::Acquire { lock, ttl_ms, .. }) => {
+                    let (lock, ttl_ms) = (lock.clone(), *ttl_ms);
+                    (ClientOp::Acquire { lock, ttl_ms }, NodeEvent::Acquire)
+                }
+                Some(LeaseMessage::Renew { lock, token }) => {
+                    let (lock, token) = (lock.clone(), *token);
+                    (ClientOp::Renew { lock, token }, NodeEvent::Renew)
+                }
+                Some(LeaseMessage::Release { lock, token }) => {
+                    let (lock, token) = (lock.clone(), *token);
+                    (ClientOp::Release { lock, token }, NodeEvent::Release)
+                }
+                // Clock signals need nothing: the clock is read at every tick and proposal.
+                _ => return,
+            },
         };
         Nemesis::safepoint(&self.world, &self.name, When::Before, event).await;
         match replica.propose(&env.src, env.id, op, self.now_ms()) {
@@ -131,7 +143,7 @@ impl ReplicaNode {
                     &env.src,
                     Some(env.id),
                     env.op,
-                    Message::Redirect { leader },
+                    Message::lease(LeaseMessage::Redirect { leader }),
                 );
             }
         }
@@ -162,9 +174,9 @@ impl ReplicaNode {
         for (client, request, outcome) in out.replies {
             let op = self.requests.remove(&(client.clone(), request)).flatten();
             let reply = match outcome {
-                ClientOutcome::Acquire(o) => Message::AcquireReply(o),
-                ClientOutcome::Renew(o) => Message::RenewReply(o),
-                ClientOutcome::Release(o) => Message::ReleaseReply(o),
+                ClientOutcome::Acquire(o) => Message::lease(LeaseMessage::AcquireReply(o)),
+                ClientOutcome::Renew(o) => Message::lease(LeaseMessage::RenewReply(o)),
+                ClientOutcome::Release(o) => Message::lease(LeaseMessage::ReleaseReply(o)),
             };
             self.world
                 .net

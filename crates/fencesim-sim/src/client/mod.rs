@@ -1,5 +1,7 @@
 //! A client node: `cycles` times acquire (retrying with seeded backoff while the lock is held),
-//! read, work for `work_ms` (renewing every `renew_ms`), write with the token, release.
+//! read, work for `work_ms` (renewing every `renew_ms`), write with the token, release. How it
+//! acquires, renews and releases is its design's client protocol (`protocol.rs`); the reads
+//! and writes of the resource are the harness's own.
 //!
 //! Each step is a Jepsen operation: invoke, then ok, fail, or info when no reply came within
 //! `timeout_ms` (the outcome is unknown, so the process is retired and the client continues
@@ -16,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fencesim_history::{Op, OpFn, OpType};
-use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_resource::WriteOutcome;
 use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
@@ -50,23 +51,19 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     let inbox = world.inbox(&spec.name);
     sleep_until_ms(spec.start_ms).await;
     let process = world.new_process();
-    let lease_nodes = world.lease_nodes();
+    let service_nodes = world.lease_nodes();
     let protocol =
-        crate::designs::client_protocol(&world.scenario, &spec, incarnation, &lease_nodes)
-            .map(protocol::ProtocolState::new);
+        crate::designs::client_protocol(&world.scenario, &spec, incarnation, &service_nodes);
     let mut client = Client {
         world,
         spec,
         inbox,
         rng,
         process,
-        lease_nodes,
-        lease_target: 0,
         incarnation,
-        protocol,
+        protocol: protocol::ProtocolState::new(protocol),
         keepalive_stopped: false,
         granted_from_queue: false,
-        last_invoke: 0,
         alarm: Alarm::default(),
     };
     for cycle in 1..=client.spec.cycles {
@@ -81,54 +78,16 @@ struct Client {
     inbox: Inbox<Box<Envelope>>,
     rng: Xoshiro256PlusPlus,
     process: u64,
-    /// The lock service's nodes (one, or the Raft replicas) and which one to ask.
-    lease_nodes: Vec<String>,
-    lease_target: usize,
     /// Which start of the client this is (1, then one more after each restart).
     incarnation: u64,
-    /// The design's client protocol, for a design on the design API.
-    protocol: Option<protocol::ProtocolState>,
-    /// The keepalive stream ended silently at a failure this cycle (`renew_after_failure =
-    /// "stop"`, K09).
+    /// The design's client protocol.
+    protocol: protocol::ProtocolState,
+    /// The protocol's keepalive stream ended silently this cycle (K09).
     keepalive_stopped: bool,
-    /// This cycle's lock came from the lock's queue (`acquire = "queue"`).
+    /// This cycle's lease came from a queue, so the client renews at once (K07).
     granted_from_queue: bool,
-    /// History index of the last operation's invoke (a queued acquire's answer names it).
-    last_invoke: u64,
     /// The timeouts of its requests (one madsim timer serves many short exchanges).
     alarm: Alarm,
-}
-
-/// Where a request goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dst {
-    /// The lock service (its leader, for Raft).
-    Lease,
-    /// The resource.
-    Resource,
-}
-
-/// How long a client waits after a redirect that names no leader before trying the next
-/// replica, simulated ms.
-const REDIRECT_PAUSE_MS: u64 = 50;
-
-/// The service's answer to queue entry `entry` of the acquire invoked at history index
-/// `invoke`: its grant or its refusal. Matching the operation as well as the token keeps an
-/// answer meant for an earlier entry with the same token (a service that lost its counter)
-/// from being taken for this one.
-async fn queue_answer(
-    inbox: Inbox<Box<Envelope>>,
-    entry: u64,
-    invoke: u64,
-) -> Option<AcquireOutcome> {
-    loop {
-        let env = inbox.recv().await.ok()?;
-        if let Message::QueueAnswer { entry: e, outcome } = env.body {
-            if e == entry && env.op == Some(invoke) {
-                return Some(outcome);
-            }
-        }
-    }
 }
 
 /// The reply to request `id`, skipping anything else that arrives first.
@@ -146,8 +105,11 @@ impl Client {
     async fn cycle(&mut self, cycle: u64) {
         self.keepalive_stopped = false;
         self.granted_from_queue = false;
-        let token = self.acquire().await;
-        if self.granted_from_queue && self.spec.renew_ms.is_some() && !self.renew(token).await {
+        let token = self.protocol_acquire().await;
+        if self.granted_from_queue
+            && self.spec.renew_ms.is_some()
+            && !self.protocol_renew(token).await
+        {
             // A client that keeps its lease alive renews as soon as a queued grant reaches it:
             // its deadline counted from its acquire request, possibly long ago, and now counts
             // from this renewal. Told the lease is lost, it gives up the cycle.
@@ -165,96 +127,7 @@ impl Client {
             return;
         }
         self.write(token, cycle).await;
-        self.release(token).await;
-    }
-
-    async fn acquire(&mut self) -> u64 {
-        if self.protocol.is_some() {
-            return self.protocol_acquire().await;
-        }
-        loop {
-            self.safepoint(When::Before, NodeEvent::Acquire).await;
-            let op = self.template(OpFn::Acquire, None, None);
-            let body = Message::Acquire {
-                lock: self.spec.lock.clone(),
-                ttl_ms: self.spec.ttl_ms,
-            };
-            let sent_ms = self.world.mono_ms(&self.spec.name);
-            match self.call(Dst::Lease, &op, body).await {
-                Some(Message::AcquireReply(AcquireOutcome::Granted { token, .. })) => {
-                    self.complete(&op, OpType::Ok, |o| o.token = Some(token));
-                    self.believe(token, sent_ms);
-                    self.safepoint(When::After, NodeEvent::Grant).await;
-                    return token;
-                }
-                Some(Message::AcquireReply(AcquireOutcome::Held {
-                    holder,
-                    token,
-                    expires_at_ms,
-                })) => {
-                    let reclaims = self.spec.reclaim == fencesim_scenario::Reclaim::ByName;
-                    if reclaims && holder == self.spec.name && self.incarnation > 1 {
-                        // K13: back under a new session, it finds the entry its old session
-                        // left and takes the lock for its own.
-                        self.complete(&op, OpType::Ok, |o| o.token = Some(token));
-                        self.believe(token, sent_ms);
-                        self.safepoint(When::After, NodeEvent::Grant).await;
-                        return token;
-                    }
-                    let error = format!("held by {holder} until {expires_at_ms} ms");
-                    self.complete(&op, OpType::Fail, |o| o.error = Some(error));
-                }
-                Some(Message::AcquireReply(AcquireOutcome::Recovering { until_ms })) => {
-                    let error = format!("service recovering until {until_ms} ms");
-                    self.complete(&op, OpType::Fail, |o| o.error = Some(error));
-                }
-                Some(Message::AcquireReply(AcquireOutcome::Queued { token: entry })) => {
-                    if let Some(token) = self.wait_in_queue(&op, entry, sent_ms).await {
-                        self.safepoint(When::After, NodeEvent::Grant).await;
-                        return token;
-                    }
-                }
-                Some(other) => unreachable!("acquire answered with {other:?}"),
-                None => {}
-            }
-            self.backoff().await;
-        }
-    }
-
-    /// Blocked in the lock's queue with entry `entry` (`acquire = "queue"`, K07): no keepalive;
-    /// the service answers when the client's turn comes, or the client gives up after twice
-    /// the maximum TTL and its timeout.
-    /// Returns the token if granted; a refusal or silence completes `op` as fail or info.
-    async fn wait_in_queue(&mut self, op: &OpTemplate, entry: u64, sent_ms: i64) -> Option<u64> {
-        // Long enough to outlive its own lease in the queue (a blocking acquire has no deadline
-        // of its own: K07), short enough not to wait out a recovery window on a service whose
-        // crash forgot the queue.
-        let limit_ms = 2 * self.world.scenario.lock_service.max_ttl_ms + self.spec.timeout_ms;
-        let answer = crate::timer::timeout(
-            Duration::from_millis(limit_ms),
-            queue_answer(self.inbox.clone(), entry, self.last_invoke),
-        )
-        .await;
-        match answer {
-            Ok(Some(AcquireOutcome::Granted { token, .. })) => {
-                self.granted_from_queue = true;
-                self.complete(op, OpType::Ok, |o| o.token = Some(token));
-                // The conservative deadline counts from the request, not the grant.
-                self.believe(token, sent_ms);
-                Some(token)
-            }
-            Ok(Some(_waiter_expired)) => {
-                let error = format!("waited with token {entry} until its own lease expired");
-                self.complete(op, OpType::Fail, |o| o.error = Some(error));
-                None
-            }
-            _ => {
-                let error = format!("no answer within {limit_ms} ms in the queue");
-                self.complete(op, OpType::Info, |o| o.error = Some(error));
-                self.process = self.world.new_process();
-                None
-            }
-        }
+        self.protocol_release(token).await;
     }
 
     async fn read(&mut self) {
@@ -263,7 +136,7 @@ impl Client {
         let body = Message::Read {
             key: self.spec.key.clone(),
         };
-        match self.call(Dst::Resource, &op, body).await {
+        match self.call(&op, body).await {
             Some(Message::ReadReply(read)) => self.complete(&op, OpType::Ok, |o| {
                 o.value = read.value;
                 o.token = read.token;
@@ -289,65 +162,9 @@ impl Client {
             crate::timer::sleep(Duration::from_nanos(left_ns.min(renew_ms * 1_000_000))).await;
             // A stalled keepalive (K18) sends nothing; the work goes on regardless.
             let stalled = self.world.nemesis.keepalive_stalled(&self.spec.name);
-            if true_ns() < end_ns && !stalled && !self.renew(token).await {
+            if true_ns() < end_ns && !stalled && !self.protocol_renew(token).await {
                 return false;
             }
-        }
-    }
-
-    /// One keepalive; false only if the service answered that the lease is lost.
-    async fn renew(&mut self, token: u64) -> bool {
-        if self.protocol.is_some() {
-            return self.protocol_renew(token).await;
-        }
-        self.safepoint(When::Before, NodeEvent::Renew).await;
-        let op = self.template(OpFn::Renew, Some(token), None);
-        let body = Message::Renew {
-            lock: self.spec.lock.clone(),
-            token,
-        };
-        let sent_ms = self.world.mono_ms(&self.spec.name);
-        let kept = match self.call(Dst::Lease, &op, body).await {
-            Some(Message::RenewReply(RenewOutcome::Renewed { .. })) => {
-                self.complete(&op, OpType::Ok, |_| {});
-                self.believe(token, sent_ms);
-                true
-            }
-            Some(Message::RenewReply(RenewOutcome::Lost)) => {
-                self.complete(&op, OpType::Fail, |o| o.error = Some("lease lost".into()));
-                if self.spec.on_lost_lease == fencesim_scenario::OnLostLease::KeepRole {
-                    // K14: told its lease is gone, it keeps its role as if renewed.
-                    self.believe(token, sent_ms);
-                    true
-                } else {
-                    self.world
-                        .end_belief(&self.spec.name, "told the lease is lost");
-                    false
-                }
-            }
-            Some(other) => unreachable!("renew answered with {other:?}"),
-            None => {
-                self.renewal_unanswered(token);
-                true
-            }
-        };
-        self.safepoint(When::After, NodeEvent::Renew).await;
-        kept
-    }
-
-    /// A renewal got no answer: normally nothing changes (the deadline still counts from the
-    /// last answered request, and the next renewal tries again). The defect knobs model two
-    /// real client bugs here.
-    fn renewal_unanswered(&mut self, token: u64) {
-        use fencesim_scenario::{DeadlineFrom, RenewAfterFailure};
-        if self.spec.deadline_from == DeadlineFrom::Notice {
-            // K12: the countdown restarts when the silence is noticed.
-            let now_ms = self.world.mono_ms(&self.spec.name);
-            self.believe(token, now_ms);
-        }
-        if self.spec.renew_after_failure == RenewAfterFailure::Stop {
-            // K09: the keepalive stream is gone, and nobody says so.
-            self.keepalive_stopped = true;
         }
     }
 
@@ -365,7 +182,7 @@ impl Client {
             token,
             value,
         };
-        match self.call(Dst::Resource, &op, body).await {
+        match self.call(&op, body).await {
             Some(Message::WriteReply(WriteOutcome::Accepted { .. })) => {
                 self.complete(&op, OpType::Ok, |_| {})
             }
@@ -381,91 +198,28 @@ impl Client {
         self.safepoint(When::After, NodeEvent::Write).await;
     }
 
-    async fn release(&mut self, token: u64) {
-        if self.protocol.is_some() {
-            return self.protocol_release(token).await;
-        }
-        self.safepoint(When::Before, NodeEvent::Release).await;
-        self.world.end_belief(&self.spec.name, "released");
-        let op = self.template(OpFn::Release, Some(token), None);
-        let body = Message::Release {
-            lock: self.spec.lock.clone(),
-            token,
-        };
-        match self.call(Dst::Lease, &op, body).await {
-            Some(Message::ReleaseReply(ReleaseOutcome::Released)) => {
-                self.complete(&op, OpType::Ok, |_| {})
-            }
-            Some(Message::ReleaseReply(ReleaseOutcome::NotHolder)) => {
-                self.complete(&op, OpType::Fail, |o| {
-                    o.error = Some("not the holder".into())
-                });
-            }
-            Some(other) => unreachable!("release answered with {other:?}"),
-            None => {}
-        }
-        self.safepoint(When::After, NodeEvent::Release).await;
-    }
-
-    /// Record the invoke, send the request and wait for its reply. A Raft follower's redirect
-    /// sends the request on to the leader it names (or the next replica) within the same
-    /// operation and time budget. On timeout, record `info`, retire the process, try another
-    /// replica next time and return `None`. Late replies to earlier requests are skipped.
-    async fn call(&mut self, dst: Dst, op: &OpTemplate, body: Message) -> Option<Message> {
+    /// Record the invoke, send the request to the resource and wait for its reply. On timeout,
+    /// record `info`, retire the process and return `None`. Late replies to earlier requests
+    /// are skipped.
+    async fn call(&mut self, op: &OpTemplate, body: Message) -> Option<Message> {
         let invoke = self.world.op(op.record(OpType::Invoke));
-        self.last_invoke = invoke;
-        self.exchange(dst, op, invoke, body).await
-    }
-
-    /// One request and its reply within operation `op`, invoked at history index `invoke`
-    /// (an operation may need several: the lease-record design reads, then swaps). Redirects,
-    /// timeouts and `info` as in [`Client::call`].
-    async fn exchange(
-        &mut self,
-        dst: Dst,
-        op: &OpTemplate,
-        invoke: u64,
-        body: Message,
-    ) -> Option<Message> {
         let deadline_ns = true_ns() + self.spec.timeout_ms * 1_000_000;
-        loop {
-            let to = match dst {
-                Dst::Lease => &self.lease_nodes[self.lease_target],
-                Dst::Resource => RESOURCE_NODE,
-            };
-            let id = self
-                .world
-                .net
-                .send(&self.spec.name, to, None, Some(invoke), body.clone());
-            let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-            match self
-                .alarm
-                .timeout(left, reply_to(self.inbox.clone(), id))
-                .await
-            {
-                Ok(Some(Message::Redirect { leader })) => {
-                    let hinted = leader
-                        .as_ref()
-                        .and_then(|l| self.lease_nodes.iter().position(|n| n == l));
-                    if hinted.is_none() {
-                        // No leader known yet (an election is on): give it a moment, within budget.
-                        let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
-                        crate::timer::sleep(left.min(Duration::from_millis(REDIRECT_PAUSE_MS)))
-                            .await;
-                    }
-                    self.lease_target =
-                        hinted.unwrap_or((self.lease_target + 1) % self.lease_nodes.len());
-                }
-                Ok(Some(reply)) => return Some(reply),
-                _ => {
-                    let error = format!("no reply within {} ms", self.spec.timeout_ms);
-                    self.complete(op, OpType::Info, |o| o.error = Some(error));
-                    self.process = self.world.new_process();
-                    if dst == Dst::Lease {
-                        self.lease_target = (self.lease_target + 1) % self.lease_nodes.len();
-                    }
-                    return None;
-                }
+        let id = self
+            .world
+            .net
+            .send(&self.spec.name, RESOURCE_NODE, None, Some(invoke), body);
+        let left = Duration::from_nanos(deadline_ns.saturating_sub(true_ns()));
+        match self
+            .alarm
+            .timeout(left, reply_to(self.inbox.clone(), id))
+            .await
+        {
+            Ok(Some(reply)) => Some(reply),
+            _ => {
+                let error = format!("no reply within {} ms", self.spec.timeout_ms);
+                self.complete(op, OpType::Info, |o| o.error = Some(error));
+                self.process = self.world.new_process();
+                None
             }
         }
     }
@@ -492,14 +246,6 @@ impl Client {
         let mut record = op.record(op_type);
         fill(&mut record);
         self.world.op(record);
-    }
-
-    /// Believe the lease with `token` valid until `sent_ms` + ttl - margin (monotonic clock),
-    /// or until told otherwise when the client does not check validity.
-    fn believe(&self, token: u64, sent_ms: i64) {
-        let until =
-            (sent_ms + self.spec.ttl_ms as i64).saturating_sub(self.spec.safety_margin_ms as i64);
-        self.believe_until(token, until);
     }
 
     /// Believe the lease with `token` valid until `until_ms` on the monotonic clock (or until

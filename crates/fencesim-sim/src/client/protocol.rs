@@ -92,6 +92,8 @@ fn erase<M: DesignMessage>(effect: ClientEffect<M>) -> ClientEffect<DesignBody> 
         ClientEffect::Complete(r) => ClientEffect::Complete(r),
         ClientEffect::Believe { token, until_ms } => ClientEffect::Believe { token, until_ms },
         ClientEffect::Lost { reason } => ClientEffect::Lost { reason },
+        ClientEffect::RenewNow => ClientEffect::RenewNow,
+        ClientEffect::StopRenewing => ClientEffect::StopRenewing,
     }
 }
 
@@ -134,17 +136,12 @@ impl ProtocolState {
 }
 
 impl Client {
-    fn protocol_state(&mut self) -> &mut ProtocolState {
-        self.protocol.as_mut().expect("a design on the design API")
-    }
-
     /// Acquire through the protocol, retrying with backoff until it succeeds; the token.
     pub(super) async fn protocol_acquire(&mut self) -> u64 {
         loop {
             self.safepoint(When::Before, NodeEvent::Acquire).await;
             let op = self.template(OpFn::Acquire, None, None);
             let invoke = self.world.op(op.record(OpType::Invoke));
-            self.last_invoke = invoke;
             let ended = self.protocol_op(LockOp::Acquire, &op, invoke).await;
             match ended.result {
                 Some(OpResult::Ok { token: Some(token) }) => {
@@ -164,7 +161,6 @@ impl Client {
         self.safepoint(When::Before, NodeEvent::Renew).await;
         let op = self.template(OpFn::Renew, Some(token), None);
         let invoke = self.world.op(op.record(OpType::Invoke));
-        self.last_invoke = invoke;
         let ended = self.protocol_op(LockOp::Renew { token }, &op, invoke).await;
         self.safepoint(When::After, NodeEvent::Renew).await;
         !ended.lost
@@ -176,7 +172,6 @@ impl Client {
         self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
         let invoke = self.world.op(op.record(OpType::Invoke));
-        self.last_invoke = invoke;
         self.protocol_op(LockOp::Release { token }, &op, invoke)
             .await;
         self.safepoint(When::After, NodeEvent::Release).await;
@@ -185,10 +180,10 @@ impl Client {
     /// Run `op` (invoked at history index `invoke`) until the protocol completes it.
     async fn protocol_op(&mut self, op: LockOp, tpl: &OpTemplate, invoke: u64) -> Ended {
         let mut ended = Ended::default();
-        self.protocol_state().requests.clear();
+        self.protocol.requests.clear();
         self.feed(Input::Begin(op), tpl, invoke, &mut ended);
         while ended.result.is_none() {
-            let Some((deadline_ns, _)) = self.protocol_state().timers.earliest() else {
+            let Some((deadline_ns, _)) = self.protocol.timers.earliest() else {
                 match self.inbox.recv().await {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
                     Err(_) => break,
@@ -200,7 +195,7 @@ impl Client {
                 match self.inbox.try_recv() {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
                     Err(_) => {
-                        let due = self.protocol_state().timers.pop_due();
+                        let due = self.protocol.timers.pop_due();
                         if let Some(id) = due {
                             self.feed(Input::Timer(id), tpl, invoke, &mut ended);
                         }
@@ -231,7 +226,7 @@ impl Client {
                         return false;
                     };
                     self.deliver(*env, tpl, invoke, ended);
-                    let earliest = self.protocol_state().timers.earliest().map(|t| t.0);
+                    let earliest = self.protocol.timers.earliest().map(|t| t.0);
                     if ended.result.is_some() || earliest != Some(deadline_ns) {
                         return true;
                     }
@@ -248,7 +243,7 @@ impl Client {
                 })
             }
             Err(_elapsed) => {
-                let due = self.protocol_state().timers.pop_due();
+                let due = self.protocol.timers.pop_due();
                 if let Some(id) = due {
                     self.feed(Input::Timer(id), tpl, invoke, ended);
                 }
@@ -270,7 +265,7 @@ impl Client {
         };
         let input = match reply_to {
             Some(net_id) => {
-                let requests = &mut self.protocol_state().requests;
+                let requests = &mut self.protocol.requests;
                 let Some(slot) = requests.iter().position(|(n, _)| *n == net_id) else {
                     return;
                 };
@@ -284,7 +279,7 @@ impl Client {
     /// Call the protocol with `input` and apply its effects in order.
     fn feed(&mut self, input: Input, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
         let now = self.world.now(&self.spec.name);
-        let state = self.protocol.as_mut().expect("a design on the design API");
+        let state = &mut self.protocol;
         let mut effects = std::mem::take(&mut state.effects);
         let mut entropy = Seeded(&mut self.rng);
         state.protocol.handle(
@@ -297,7 +292,7 @@ impl Client {
         for effect in effects.drain(..) {
             self.apply(effect, tpl, invoke, ended);
         }
-        self.protocol_state().effects = effects;
+        self.protocol.effects = effects;
     }
 
     fn apply(
@@ -314,17 +309,15 @@ impl Client {
                     self.world
                         .net
                         .send(name, &to, None, Some(invoke), Message::Design(msg));
-                self.protocol_state().requests.push((net_id, id));
+                self.protocol.requests.push((net_id, id));
             }
             ClientEffect::Send { to, msg } => {
                 self.world
                     .net
                     .send(name, &to, None, Some(invoke), Message::Design(msg));
             }
-            ClientEffect::SetTimer { id, after_ms } => {
-                self.protocol_state().timers.set(id, after_ms)
-            }
-            ClientEffect::CancelTimer(id) => self.protocol_state().timers.cancel(id),
+            ClientEffect::SetTimer { id, after_ms } => self.protocol.timers.set(id, after_ms),
+            ClientEffect::CancelTimer(id) => self.protocol.timers.cancel(id),
             ClientEffect::Complete(result) => {
                 match &result {
                     OpResult::Ok { token } => self.complete(tpl, OpType::Ok, |o| {
@@ -347,6 +340,8 @@ impl Client {
                 self.world.end_belief(&self.spec.name, &reason);
                 ended.lost = true;
             }
+            ClientEffect::RenewNow => self.granted_from_queue = true,
+            ClientEffect::StopRenewing => self.keepalive_stopped = true,
         }
     }
 }

@@ -12,12 +12,16 @@
 //! [`LeaseService::expire_due`] by asking [`LeaseService::next_expiry`].
 #![deny(missing_docs)]
 
+mod client;
+mod message;
 pub mod primary_backup;
 pub mod raft_replica;
 pub mod replicated;
 mod service;
 pub mod wait_queue;
 
+pub use client::{LeaseClient, LeaseClientConfig};
+pub use message::{Attempt, LeaseMessage};
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,
     ReleaseOutcome, RenewOutcome,

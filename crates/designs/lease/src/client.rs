@@ -1,0 +1,356 @@
+//! The client of a lease service (the single service, primary-backup or Raft): one request per
+//! lock operation to one of the service's nodes, following redirects to the leader within the
+//! operation's time budget; a queued acquire waits for the service's later answer. The client
+//! defect knobs of the incident cases are its settings ([`LeaseClientConfig`]).
+
+use fencesim_design::{
+    ClientCtx, ClientInfo, ClientProtocol, LockOp, OpResult, RequestId, TimerId,
+};
+
+use crate::message::{Attempt, LeaseMessage};
+use crate::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+
+/// A lease client's settings: the correct client has every flag `false`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeaseClientConfig {
+    /// K13: back under a new session, it takes a lock entry that bears its own name (left by
+    /// its old session) for its own lock.
+    pub reclaim_by_name: bool,
+    /// K14: told its lease is lost, it keeps its role as if renewed.
+    pub keep_role_when_lost: bool,
+    /// K12: when a renewal goes unanswered, its validity countdown restarts from the moment it
+    /// notices, rather than counting on from its last answered request.
+    pub deadline_from_notice: bool,
+    /// K09: after a renewal goes unanswered, its keepalive stream ends silently.
+    pub stop_renewing_after_failure: bool,
+    /// The service's maximum TTL, ms: a queued acquire waits twice that (plus its timeout) for
+    /// the service's answer, long enough to outlive its own lease in the queue (K07).
+    pub max_ttl_ms: u64,
+}
+
+/// The reply deadline of the request in flight (kept across redirects).
+const REPLY: TimerId = TimerId(1);
+/// The wait for a queued acquire's answer.
+const QUEUE: TimerId = TimerId(2);
+/// The pause after a redirect that names no leader.
+const PAUSE: TimerId = TimerId(3);
+
+/// How long a client waits after a redirect that names no leader before trying the next node,
+/// ms: an election is on.
+const REDIRECT_PAUSE_MS: u64 = 50;
+
+/// The operation a request serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    Acquire,
+    Renew { token: u64 },
+    Release,
+}
+
+/// Where the current operation is.
+#[derive(Clone, Debug)]
+enum Step {
+    Idle,
+    /// `msg` is in flight as `request`; sent first at `sent_ms` (monotonic).
+    Asking {
+        request: RequestId,
+        msg: LeaseMessage,
+        purpose: Purpose,
+        sent_ms: i64,
+    },
+    /// Redirected with no leader named: `msg` goes to the next node after a pause.
+    Pausing {
+        msg: LeaseMessage,
+        purpose: Purpose,
+        sent_ms: i64,
+    },
+    /// Queued with `entry`, waiting for the service's answer to `attempt`.
+    Queued {
+        entry: u64,
+        attempt: Attempt,
+        sent_ms: i64,
+    },
+}
+
+/// A client of a lease service.
+#[derive(Clone, Debug)]
+pub struct LeaseClient {
+    info: ClientInfo,
+    config: LeaseClientConfig,
+    /// Which of the service's nodes it asks.
+    target: usize,
+    attempt: Attempt,
+    step: Step,
+}
+
+type Ctx<'a> = ClientCtx<'a, LeaseMessage>;
+
+impl LeaseClient {
+    /// A client `info` with `config`.
+    pub fn new(info: ClientInfo, config: LeaseClientConfig) -> Self {
+        let attempt = Attempt {
+            incarnation: info.incarnation,
+            number: 0,
+        };
+        LeaseClient {
+            info,
+            config,
+            target: 0,
+            attempt,
+            step: Step::Idle,
+        }
+    }
+
+    fn next_node(&mut self) {
+        self.target = (self.target + 1) % self.info.service_nodes.len();
+    }
+
+    /// Send `msg` to the current node (the reply deadline is already set).
+    fn ask(&mut self, msg: LeaseMessage, purpose: Purpose, sent_ms: i64, ctx: &mut Ctx<'_>) {
+        let request = ctx.request(&self.info.service_nodes[self.target], msg.clone());
+        self.step = Step::Asking {
+            request,
+            msg,
+            purpose,
+            sent_ms,
+        };
+    }
+
+    /// The conservative belief: valid until `from_ms` + TTL - margin (monotonic clock).
+    fn believe(&self, token: u64, from_ms: i64, ctx: &mut Ctx<'_>) {
+        let until_ms =
+            (from_ms + self.info.ttl_ms as i64).saturating_sub(self.info.safety_margin_ms as i64);
+        ctx.believe(token, until_ms);
+    }
+
+    fn complete(&mut self, result: OpResult, ctx: &mut Ctx<'_>) {
+        self.step = Step::Idle;
+        ctx.complete(result);
+    }
+
+    fn fail(&mut self, error: String, ctx: &mut Ctx<'_>) {
+        self.complete(OpResult::Fail { error }, ctx);
+    }
+
+    fn acquired(&mut self, token: u64, sent_ms: i64, ctx: &mut Ctx<'_>) {
+        self.complete(OpResult::Ok { token: Some(token) }, ctx);
+        self.believe(token, sent_ms, ctx);
+    }
+
+    fn on_acquire(&mut self, outcome: AcquireOutcome, sent_ms: i64, ctx: &mut Ctx<'_>) {
+        match outcome {
+            AcquireOutcome::Granted { token, .. } => self.acquired(token, sent_ms, ctx),
+            AcquireOutcome::Held {
+                holder,
+                token,
+                expires_at_ms,
+            } => {
+                let own = holder == self.info.name && self.info.incarnation > 1;
+                if self.config.reclaim_by_name && own {
+                    // K13: back under a new session, it finds the entry its old session left
+                    // and takes the lock for its own.
+                    self.acquired(token, sent_ms, ctx);
+                } else {
+                    self.fail(format!("held by {holder} until {expires_at_ms} ms"), ctx);
+                }
+            }
+            AcquireOutcome::Recovering { until_ms } => {
+                self.fail(format!("service recovering until {until_ms} ms"), ctx);
+            }
+            AcquireOutcome::Queued { token: entry } => {
+                // Blocked in the lock's queue (K07): no keepalive; the service answers when
+                // the client's turn comes.
+                ctx.set_timer(QUEUE, self.queue_wait_ms());
+                self.step = Step::Queued {
+                    entry,
+                    attempt: self.attempt,
+                    sent_ms,
+                };
+            }
+            AcquireOutcome::WaiterExpired { .. } => {
+                unreachable!("a lease service answers a waiter's expiry only in the queue")
+            }
+        }
+    }
+
+    /// Long enough to outlive its own lease in the queue (a blocking acquire has no deadline of
+    /// its own: K07), short enough not to wait out a recovery window on a service whose crash
+    /// forgot the queue.
+    fn queue_wait_ms(&self) -> u64 {
+        2 * self.config.max_ttl_ms + self.info.timeout_ms
+    }
+
+    fn on_renew(&mut self, outcome: RenewOutcome, token: u64, sent_ms: i64, ctx: &mut Ctx<'_>) {
+        match outcome {
+            RenewOutcome::Renewed { .. } => {
+                self.complete(OpResult::Ok { token: None }, ctx);
+                self.believe(token, sent_ms, ctx);
+            }
+            RenewOutcome::Lost => {
+                self.fail("lease lost".into(), ctx);
+                if self.config.keep_role_when_lost {
+                    // K14: told its lease is gone, it keeps its role as if renewed.
+                    self.believe(token, sent_ms, ctx);
+                } else {
+                    ctx.lost("told the lease is lost");
+                }
+            }
+        }
+    }
+
+    /// A renewal got no answer: normally nothing changes (the deadline still counts from the
+    /// last answered request, and the next renewal tries again). The defect knobs model two
+    /// real client bugs here.
+    fn renewal_unanswered(&mut self, token: u64, ctx: &mut Ctx<'_>) {
+        if self.config.deadline_from_notice {
+            // K12: the countdown restarts when the silence is noticed.
+            let now_ms = ctx.now().mono_ms;
+            self.believe(token, now_ms, ctx);
+        }
+        if self.config.stop_renewing_after_failure {
+            // K09: the keepalive stream is gone, and nobody says so.
+            ctx.stop_renewing();
+        }
+    }
+}
+
+impl ClientProtocol for LeaseClient {
+    type Msg = LeaseMessage;
+
+    fn begin(&mut self, op: LockOp, ctx: &mut Ctx<'_>) {
+        let lock = self.info.lock.clone();
+        let (msg, purpose) = match op {
+            LockOp::Acquire => {
+                self.attempt.number += 1;
+                let ttl_ms = self.info.ttl_ms;
+                let attempt = self.attempt;
+                let msg = LeaseMessage::Acquire {
+                    lock,
+                    ttl_ms,
+                    attempt,
+                };
+                (msg, Purpose::Acquire)
+            }
+            LockOp::Renew { token } => (
+                LeaseMessage::Renew { lock, token },
+                Purpose::Renew { token },
+            ),
+            LockOp::Release { token } => (LeaseMessage::Release { lock, token }, Purpose::Release),
+        };
+        ctx.set_timer(REPLY, self.info.timeout_ms);
+        let sent_ms = ctx.now().mono_ms;
+        self.ask(msg, purpose, sent_ms, ctx);
+    }
+
+    fn on_reply(&mut self, request: RequestId, reply: LeaseMessage, ctx: &mut Ctx<'_>) {
+        let Step::Asking {
+            request: waiting,
+            msg,
+            purpose,
+            sent_ms,
+        } = self.step.clone()
+        else {
+            return;
+        };
+        if waiting != request {
+            return; // an answer nobody waits for any more
+        }
+        if let LeaseMessage::Redirect { leader } = reply {
+            let nodes = &self.info.service_nodes;
+            match leader.and_then(|l| nodes.iter().position(|n| *n == l)) {
+                Some(hinted) => {
+                    self.target = hinted;
+                    self.ask(msg, purpose, sent_ms, ctx);
+                }
+                None => {
+                    // No leader known yet (an election is on): give it a moment, within budget.
+                    ctx.set_timer(PAUSE, REDIRECT_PAUSE_MS);
+                    self.step = Step::Pausing {
+                        msg,
+                        purpose,
+                        sent_ms,
+                    };
+                }
+            }
+            return;
+        }
+        ctx.cancel_timer(REPLY);
+        match (purpose, reply) {
+            (Purpose::Acquire, LeaseMessage::AcquireReply(outcome)) => {
+                self.on_acquire(outcome, sent_ms, ctx)
+            }
+            (Purpose::Renew { token }, LeaseMessage::RenewReply(outcome)) => {
+                self.on_renew(outcome, token, sent_ms, ctx)
+            }
+            (Purpose::Release, LeaseMessage::ReleaseReply(outcome)) => match outcome {
+                ReleaseOutcome::Released => self.complete(OpResult::Ok { token: None }, ctx),
+                ReleaseOutcome::NotHolder => self.fail("not the holder".into(), ctx),
+            },
+            (purpose, reply) => unreachable!("{purpose:?} answered with {reply:?}"),
+        }
+    }
+
+    fn on_message(&mut self, _from: &str, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
+        let Step::Queued {
+            entry,
+            attempt,
+            sent_ms,
+        } = self.step
+        else {
+            return;
+        };
+        let LeaseMessage::QueueAnswer {
+            entry: e,
+            attempt: a,
+            outcome,
+        } = msg
+        else {
+            return;
+        };
+        if (e, a) != (entry, attempt) {
+            return; // meant for an earlier entry or attempt
+        }
+        ctx.cancel_timer(QUEUE);
+        match outcome {
+            AcquireOutcome::Granted { token, .. } => {
+                // The conservative deadline counts from the request, not the grant.
+                ctx.renew_now();
+                self.acquired(token, sent_ms, ctx);
+            }
+            _waiter_expired => {
+                let error = format!("waited with token {entry} until its own lease expired");
+                self.fail(error, ctx);
+            }
+        }
+    }
+
+    fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
+        match (id, self.step.clone()) {
+            (REPLY, Step::Asking { purpose, .. } | Step::Pausing { purpose, .. }) => {
+                ctx.cancel_timer(PAUSE);
+                self.next_node();
+                let error = format!("no reply within {} ms", self.info.timeout_ms);
+                self.complete(OpResult::Unknown { error }, ctx);
+                if let Purpose::Renew { token } = purpose {
+                    self.renewal_unanswered(token, ctx);
+                }
+            }
+            (
+                PAUSE,
+                Step::Pausing {
+                    msg,
+                    purpose,
+                    sent_ms,
+                },
+            ) => {
+                self.next_node();
+                self.ask(msg, purpose, sent_ms, ctx);
+            }
+            (QUEUE, Step::Queued { .. }) => {
+                let error = format!("no answer within {} ms in the queue", self.queue_wait_ms());
+                self.complete(OpResult::Unknown { error }, ctx);
+            }
+            _ => {}
+        }
+    }
+}
