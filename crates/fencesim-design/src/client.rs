@@ -46,19 +46,20 @@ pub enum OpResult {
 /// One effect of a client protocol, applied by the harness in the order pushed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ClientEffect<M> {
-    /// Send request `msg` to node `to`; its reply comes back as `id`.
+    /// Send request `msg` to the lock service's node `node`; its reply comes back as `id`.
     Request {
         /// The id [`ClientCtx::request`] returned.
         id: RequestId,
-        /// The receiving node's name.
-        to: String,
+        /// The receiving node: its index in [`ClientInfo::service_nodes`].
+        node: usize,
         /// The request.
         msg: M,
     },
-    /// Send `msg` to node `to`, expecting no reply (any that comes is dropped).
+    /// Send `msg` to the lock service's node `node`, expecting no reply (any that comes is
+    /// dropped).
     Send {
-        /// The receiving node's name.
-        to: String,
+        /// The receiving node: its index in [`ClientInfo::service_nodes`].
+        node: usize,
         /// The message.
         msg: M,
     },
@@ -95,8 +96,11 @@ pub enum ClientEffect<M> {
     StopRenewing,
 }
 
-/// Seeded randomness, lent by the harness from the client's own stream of the root seed.
-pub trait Entropy {
+/// What the harness lends a client protocol for one call: the client's clocks, and seeded
+/// randomness from the client's own stream of the root seed.
+pub trait ClientEnv {
+    /// The client's clocks now (the same instant throughout one call).
+    fn now(&self) -> Now;
     /// A uniform draw from `low..high` (`low < high`).
     fn range_u64(&mut self, low: u64, high: u64) -> u64;
 }
@@ -104,101 +108,96 @@ pub trait Entropy {
 /// What a client protocol's handler is given: the client's clocks, its randomness, and where
 /// its effects go.
 pub struct ClientCtx<'a, M> {
-    now: Now,
-    effects: &'a mut Vec<ClientEffect<M>>,
+    effects: &'a mut dyn FnMut(ClientEffect<M>),
     last_request: &'a mut u64,
-    entropy: &'a mut dyn Entropy,
+    env: &'a mut dyn ClientEnv,
 }
 
 impl<M> std::fmt::Debug for ClientCtx<'_, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientCtx")
-            .field("now", &self.now)
-            .field("effects", &self.effects.len())
+            .field("now", &self.env.now())
             .field("last_request", &self.last_request)
             .finish()
     }
 }
 
 impl<'a, M: DesignMessage> ClientCtx<'a, M> {
-    /// A context at `now`: effects are appended to `effects`, request ids count on from
-    /// `last_request`, draws come from `entropy`. Made by the harness, or by a test driver.
+    /// A context whose effects go to `effects` in the order pushed (the harness applies them;
+    /// a test driver may collect them: `&mut |e| seen.push(e)`), whose request ids count on from
+    /// `last_request`, and whose clocks and draws come from `env`.
     pub fn new(
-        now: Now,
-        effects: &'a mut Vec<ClientEffect<M>>,
+        effects: &'a mut dyn FnMut(ClientEffect<M>),
         last_request: &'a mut u64,
-        entropy: &'a mut dyn Entropy,
+        env: &'a mut dyn ClientEnv,
     ) -> Self {
         ClientCtx {
-            now,
             effects,
             last_request,
-            entropy,
+            env,
         }
     }
 
-    /// The client's clocks now. Every reading within one call is the same instant.
+    /// The client's clocks now. Every reading within one call is the same instant (read when
+    /// asked: a call that needs no clock costs no reading).
     pub fn now(&self) -> Now {
-        self.now
+        self.env.now()
     }
 
-    /// Send request `msg` to node `to`; returns the id its reply will come back under.
-    pub fn request(&mut self, to: impl Into<String>, msg: M) -> RequestId {
+    /// Send request `msg` to the lock service's node `node` (its index in
+    /// [`ClientInfo::service_nodes`]); returns the id its reply will come back under.
+    pub fn request(&mut self, node: usize, msg: M) -> RequestId {
         *self.last_request += 1;
         let id = RequestId(*self.last_request);
-        self.effects.push(ClientEffect::Request {
-            id,
-            to: to.into(),
-            msg,
-        });
+        (self.effects)(ClientEffect::Request { id, node, msg });
         id
     }
 
-    /// Send `msg` to node `to` without waiting for an answer.
-    pub fn send(&mut self, to: impl Into<String>, msg: M) {
-        self.effects.push(ClientEffect::Send { to: to.into(), msg });
+    /// Send `msg` to the lock service's node `node` without waiting for an answer.
+    pub fn send(&mut self, node: usize, msg: M) {
+        (self.effects)(ClientEffect::Send { node, msg });
     }
 
     /// Set timer `id` to fire after `after_ms` ms (replacing it if set).
     pub fn set_timer(&mut self, id: TimerId, after_ms: u64) {
-        self.effects.push(ClientEffect::SetTimer { id, after_ms });
+        (self.effects)(ClientEffect::SetTimer { id, after_ms });
     }
 
     /// Cancel timer `id`.
     pub fn cancel_timer(&mut self, id: TimerId) {
-        self.effects.push(ClientEffect::CancelTimer(id));
+        (self.effects)(ClientEffect::CancelTimer(id));
     }
 
     /// End the current operation with `result`.
     pub fn complete(&mut self, result: OpResult) {
-        self.effects.push(ClientEffect::Complete(result));
+        (self.effects)(ClientEffect::Complete(result));
     }
 
     /// Believe the lease with `token` held until `until_ms` (monotonic clock).
     pub fn believe(&mut self, token: u64, until_ms: i64) {
-        self.effects.push(ClientEffect::Believe { token, until_ms });
+        (self.effects)(ClientEffect::Believe { token, until_ms });
     }
 
     /// The lease is known lost, for `reason`.
     pub fn lost(&mut self, reason: impl Into<String>) {
-        self.effects.push(ClientEffect::Lost {
+        (self.effects)(ClientEffect::Lost {
             reason: reason.into(),
         });
     }
 
     /// Renew at once (see [`ClientEffect::RenewNow`]).
     pub fn renew_now(&mut self) {
-        self.effects.push(ClientEffect::RenewNow);
+        (self.effects)(ClientEffect::RenewNow);
     }
 
     /// Stop renewing this cycle (see [`ClientEffect::StopRenewing`]).
     pub fn stop_renewing(&mut self) {
-        self.effects.push(ClientEffect::StopRenewing);
+        (self.effects)(ClientEffect::StopRenewing);
     }
 
     /// A seeded uniform draw from `low..high`.
     pub fn random_range(&mut self, low: u64, high: u64) -> u64 {
-        self.entropy.range_u64(low, high)
+        self.env.range_u64(low, high)
     }
 }
 

@@ -33,7 +33,9 @@ pub mod message;
 pub mod node;
 pub mod time;
 
-pub use client::{ClientCtx, ClientEffect, ClientInfo, ClientProtocol, Entropy, LockOp, OpResult};
+pub use client::{
+    ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, LockOp, OpResult,
+};
 pub use event::{ServiceEvent, ServiceEventKind};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, LockNode, NodeCtx, NodeEffect, NodeStart};

@@ -1,6 +1,7 @@
 //! Messages: the design's own types, and the kinds the harness's faults match.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +89,8 @@ pub struct RequestId(pub u64);
 /// given this origin, and names [`Origin::op`] in the events it records for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
-    from: String,
+    /// Shared, not copied: a node answers every request with its origin.
+    from: Arc<str>,
     id: u64,
     op: Option<u64>,
 }
@@ -96,7 +98,7 @@ pub struct Origin {
 impl Origin {
     /// An origin: sender `from`, transport id `id`, history operation `op` (the history index
     /// of the invoke the message serves, if any). Made by the harness, or by a test driver.
-    pub fn new(from: impl Into<String>, id: u64, op: Option<u64>) -> Self {
+    pub fn new(from: impl Into<Arc<str>>, id: u64, op: Option<u64>) -> Self {
         Origin {
             from: from.into(),
             id,

@@ -56,23 +56,40 @@ pub enum NodeEffect<M, D> {
     Decided(ServiceEventKind),
 }
 
-/// What a node's handler is given: its clocks' reading, and where its effects go.
-#[derive(Debug)]
+/// What a node's handler is given: its clocks, and where its effects go.
 pub struct NodeCtx<'a, M, D> {
-    now: Now,
+    clock: &'a dyn Fn() -> Now,
+    /// The clocks, read at the first `now` of the call (one instant).
+    now: std::cell::Cell<Option<Now>>,
     effects: &'a mut Vec<NodeEffect<M, D>>,
 }
 
+impl<M, D> std::fmt::Debug for NodeCtx<'_, M, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeCtx")
+            .field("now", &self.now.get())
+            .field("effects", &self.effects.len())
+            .finish()
+    }
+}
+
 impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
-    /// A context at `now` whose effects are appended to `effects` (made by the harness, or by a
-    /// test driver; the harness drains `effects` after each call).
-    pub fn new(now: Now, effects: &'a mut Vec<NodeEffect<M, D>>) -> Self {
-        NodeCtx { now, effects }
+    /// A context whose clocks are read from `clock` (once per call, when first asked) and whose
+    /// effects are appended to `effects` (made by the harness, or by a test driver; the harness
+    /// drains `effects` after each call).
+    pub fn new(clock: &'a dyn Fn() -> Now, effects: &'a mut Vec<NodeEffect<M, D>>) -> Self {
+        NodeCtx {
+            clock,
+            now: std::cell::Cell::new(None),
+            effects,
+        }
     }
 
     /// The node's clocks now. Every reading within one call is the same instant.
     pub fn now(&self) -> Now {
-        self.now
+        let now = self.now.get().unwrap_or_else(self.clock);
+        self.now.set(Some(now));
+        now
     }
 
     /// Send `msg` to node `to`.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use fencesim_design::{
-    ClientCtx, ClientEffect, ClientInfo, ClientProtocol, DesignMessage, Durability, Entropy,
+    ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, DesignMessage, Durability,
     LockNode, LockOp, MessageKind, NodeCtx, NodeEffect, NodeStart, Now, OpResult, Origin,
     RequestId, ServiceEvent, ServiceEventKind, TimerId,
 };
@@ -109,7 +109,7 @@ impl ClientProtocol for ToyClient {
             holder: self.info.name.clone(),
             ttl_ms: self.info.ttl_ms,
         };
-        let id = ctx.request(&self.info.service_nodes[0], msg);
+        let id = ctx.request(0, msg);
         self.waiting = Some((id, ctx.now().mono_ms));
         ctx.set_timer(REPLY_DEADLINE, self.info.timeout_ms);
     }
@@ -144,13 +144,21 @@ impl ClientProtocol for ToyClient {
     }
 }
 
-/// Draws counted up from 0, so a test can see the protocol asked.
-struct Counter(u64);
+/// The driver's clock reading for one call, and draws counted up from 0 (so a test can see
+/// the protocol asked).
+struct Env {
+    now: Now,
+    draws: u64,
+}
 
-impl Entropy for Counter {
+impl ClientEnv for Env {
+    fn now(&self) -> Now {
+        self.now
+    }
+
     fn range_u64(&mut self, low: u64, high: u64) -> u64 {
-        self.0 += 1;
-        low + self.0 % (high - low)
+        self.draws += 1;
+        low + self.draws % (high - low)
     }
 }
 
@@ -239,14 +247,17 @@ impl Driver {
         f: impl FnOnce(&mut ToyClient, &mut ClientCtx<'_, ToyMsg>),
     ) {
         let mut effects = Vec::new();
-        let mut entropy = Counter(0);
-        let now = self.now();
-        let mut ctx = ClientCtx::new(now, &mut effects, &mut self.last_request[c], &mut entropy);
+        let mut env = Env {
+            now: self.now(),
+            draws: 0,
+        };
+        let mut push = |e| effects.push(e);
+        let mut ctx = ClientCtx::new(&mut push, &mut self.last_request[c], &mut env);
         f(&mut self.clients[c], &mut ctx);
         for effect in effects {
             match effect {
-                ClientEffect::Request { id, to, msg } => {
-                    assert_eq!(to, "server");
+                ClientEffect::Request { id, node, msg } => {
+                    assert_eq!(self.clients[c].info.service_nodes[node], "server");
                     self.next_id += 1;
                     self.requests.insert(self.next_id, (c, id));
                     let origin = Origin::new(self.clients[c].info.name.clone(), self.next_id, None);
@@ -279,7 +290,8 @@ impl Driver {
             return; // crashed: the message is lost
         };
         let mut effects = Vec::new();
-        f(server, &mut NodeCtx::new(now, &mut effects));
+        let clock = move || now;
+        f(server, &mut NodeCtx::new(&clock, &mut effects));
         for effect in effects {
             match effect {
                 NodeEffect::Reply { origin, msg } => {
@@ -323,7 +335,9 @@ impl Driver {
             durable: self.disk_synced,
         };
         let mut effects = Vec::new();
-        let mut ctx = NodeCtx::new(self.now(), &mut effects);
+        let now = self.now();
+        let clock = move || now;
+        let mut ctx = NodeCtx::new(&clock, &mut effects);
         self.server = Some(ToyServer::start(&self.durability, start, &mut ctx));
         assert!(effects.is_empty(), "the toy starts without effects");
     }
@@ -456,14 +470,19 @@ fn synced_tokens_survive_a_crash_and_unsynced_ones_do_not() {
 #[test]
 fn request_ids_count_per_client_and_kinds_name_the_operation() {
     let mut effects = Vec::new();
-    let (mut last, mut entropy) = (0, Counter(0));
-    let mut ctx = ClientCtx::<ToyMsg>::new(Now::default(), &mut effects, &mut last, &mut entropy);
+    let mut last = 0;
+    let mut env = Env {
+        now: Now::default(),
+        draws: 0,
+    };
+    let mut push = |e: ClientEffect<ToyMsg>| effects.push(e);
+    let mut ctx = ClientCtx::<ToyMsg>::new(&mut push, &mut last, &mut env);
     let msg = ToyMsg::Acquire {
         holder: "c".into(),
         ttl_ms: 1,
     };
-    assert_eq!(ctx.request("server", msg.clone()), RequestId(1));
-    assert_eq!(ctx.request("server", msg.clone()), RequestId(2));
+    assert_eq!(ctx.request(0, msg.clone()), RequestId(1));
+    assert_eq!(ctx.request(0, msg.clone()), RequestId(2));
     assert_eq!(ctx.random_range(10, 13), 11);
     assert_eq!(last, 2);
     assert_eq!(msg.kind().as_str(), "acquire");

@@ -6,10 +6,11 @@
 //! sends and replies go through the transport (and so through its faults), timers through
 //! [`Timers`], writes to the node's [`Disk`], and decisions into the history as service
 //! events. Event-triggered faults land at the safepoints around each request: before it (by
-//! the request's kind: acquire, renew, release) and after it (by the last decision recorded).
+//! the request's kind: acquire, renew, release) and after it, once per decision the handler
+//! took, in order, once its effects are applied.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use fencesim_design::{
     Durability, LockNode, MessageKind, NodeCtx, NodeEffect, NodeStart, Origin, ServiceEvent,
@@ -60,20 +61,31 @@ impl<D: Clone> Disk<D> {
     }
 }
 
-/// A disk of any design's state, as the world keeps it across a node's crashes.
-pub(crate) trait AnyDisk: Any + Send {
+impl<D> Disk<D> {
     /// The node crashed: unsynced writes are gone.
-    fn crash(&mut self);
-    /// For the node loop, which knows the state's type.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-}
-
-impl<D: Send + 'static> AnyDisk for Disk<D> {
-    fn crash(&mut self) {
+    pub fn crash(&mut self) {
         self.pending = None;
     }
+}
 
-    fn as_any_mut(&mut self) -> &mut dyn Any {
+/// A disk of any design's state, as the world keeps it across a node's crashes; the node loop,
+/// which knows the state's type, holds it as a [`SharedDisk`].
+pub(crate) trait AnyDisk: Send + Sync {
+    /// The node crashed: unsynced writes are gone.
+    fn crash(&self);
+    /// For the node loop.
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+/// One node's disk, shared by the world (which crashes it) and the node loop (which writes it).
+pub(crate) type SharedDisk<D> = Mutex<Disk<D>>;
+
+impl<D: Send + 'static> AnyDisk for SharedDisk<D> {
+    fn crash(&self) {
+        self.lock().expect("disk").crash();
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
         self
     }
 }
@@ -89,28 +101,25 @@ pub(crate) async fn run<N: LockNode>(
     let name = name.as_str();
     let incarnation = world.start(name);
     let inbox = world.inbox(name);
+    let disk = world.design_disk::<N::Durable>(name);
     let begin = NodeStart {
         name: name.to_owned(),
         index,
         incarnation,
-        durable: world.design_disk(name, |d: &mut Disk<N::Durable>| d.durable()),
+        durable: disk.lock().expect("disk").durable(),
     };
     let mut effects = Vec::new();
     let (mut timers, alarm) = (Timers::default(), Alarm::default());
-    let mut node = N::start(
-        &config,
-        begin,
-        &mut NodeCtx::new(world.now(name), &mut effects),
-    );
-    apply(&world, name, &mut effects, &mut timers);
+    let clock = || world.now(name);
+    let mut node = N::start(&config, begin, &mut NodeCtx::new(&clock, &mut effects));
+    apply(&world, name, &disk, &mut effects, &mut timers);
     loop {
         let env = match timers.next(&alarm, &inbox).await {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
-                node.on_timer(id, &mut NodeCtx::new(world.now(name), &mut effects));
-                if let Some(after) = apply(&world, name, &mut effects, &mut timers) {
-                    Nemesis::safepoint(&world, name, When::After, after).await;
-                }
+                node.on_timer(id, &mut NodeCtx::new(&clock, &mut effects));
+                let decided = apply(&world, name, &disk, &mut effects, &mut timers);
+                after(&world, name, decided).await;
                 continue;
             }
             Wake::Closed => return,
@@ -125,15 +134,10 @@ pub(crate) async fn run<N: LockNode>(
         if let Some(event) = before {
             Nemesis::safepoint(&world, name, When::Before, event).await;
         }
-        let origin = Origin::new(&*src, id, op);
-        node.on_message(
-            &origin,
-            msg,
-            &mut NodeCtx::new(world.now(name), &mut effects),
-        );
-        if let Some(after) = apply(&world, name, &mut effects, &mut timers) {
-            Nemesis::safepoint(&world, name, When::After, after).await;
-        }
+        let origin = Origin::new(src, id, op);
+        node.on_message(&origin, msg, &mut NodeCtx::new(&clock, &mut effects));
+        let decided = apply(&world, name, &disk, &mut effects, &mut timers);
+        after(&world, name, decided).await;
     }
 }
 
@@ -155,14 +159,22 @@ fn before_event(kind: MessageKind) -> Option<NodeEvent> {
     }
 }
 
-/// Apply `effects` in order; returns the safepoint event of the last decision recorded.
+/// Pass the `after` safepoint of each decision, in order.
+async fn after(world: &Arc<World>, name: &str, decided: Vec<NodeEvent>) {
+    for event in decided {
+        Nemesis::safepoint(world, name, When::After, event).await;
+    }
+}
+
+/// Apply `effects` in order; returns the safepoint events of the decisions taken.
 fn apply<M: fencesim_design::DesignMessage, D: Clone + Send + 'static>(
     world: &World,
     name: &str,
+    disk: &SharedDisk<D>,
     effects: &mut Vec<NodeEffect<M, D>>,
     timers: &mut Timers,
-) -> Option<NodeEvent> {
-    let mut after = None;
+) -> Vec<NodeEvent> {
+    let mut decided = Vec::new();
     for effect in effects.drain(..) {
         match effect {
             NodeEffect::Send { to, msg } => {
@@ -178,16 +190,16 @@ fn apply<M: fencesim_design::DesignMessage, D: Clone + Send + 'static>(
             NodeEffect::SetTimer { id, after_ms } => timers.set(id, after_ms),
             NodeEffect::CancelTimer(id) => timers.cancel(id),
             NodeEffect::Persist { state, durability } => {
-                world.design_disk(name, |d: &mut Disk<D>| d.write(state, durability));
+                disk.lock().expect("disk").write(state, durability);
             }
             NodeEffect::Record(event) => {
-                after = safepoint_after(event.kind).or(after);
+                decided.extend(safepoint_after(event.kind));
                 world.event(history_event(name, event));
             }
-            NodeEffect::Decided(kind) => after = safepoint_after(kind).or(after),
+            NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
         }
     }
-    after
+    decided
 }
 
 /// The safepoint after a decision of `kind` (a revocation has none of its own).
@@ -237,10 +249,10 @@ mod tests {
             Some(1),
             "an unsynced write is not on disk yet"
         );
-        AnyDisk::crash(&mut disk);
+        disk.crash();
         disk.write(3, Durability::Unsynced);
         disk.write(4, Durability::Synced);
-        AnyDisk::crash(&mut disk);
+        disk.crash();
         assert_eq!(
             disk.durable(),
             Some(4),

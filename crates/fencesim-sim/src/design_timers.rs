@@ -1,6 +1,5 @@
 //! A design's timers on one node or client: the ones its effects set, by id, on simulated time.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fencesim_design::TimerId;
@@ -20,22 +19,26 @@ pub(crate) enum Wake {
     Closed,
 }
 
-/// Timers by id, each with its deadline in true simulated ns.
+/// Timers by id, each with its deadline in true simulated ns. A node or client has a few at a
+/// time, set and cancelled at every request: a vector, which keeps its room, beats a map.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
-    deadlines: BTreeMap<TimerId, u64>,
+    deadlines: Vec<(TimerId, u64)>,
 }
 
 impl Timers {
     /// Set `id` to fire `after_ms` from now (at least 1 ms, as madsim's sleeps), replacing it.
     pub fn set(&mut self, id: TimerId, after_ms: u64) {
         let deadline_ns = true_ns().saturating_add(after_ms.max(1).saturating_mul(1_000_000));
-        self.deadlines.insert(id, deadline_ns);
+        match self.deadlines.iter_mut().find(|(t, _)| *t == id) {
+            Some(slot) => slot.1 = deadline_ns,
+            None => self.deadlines.push((id, deadline_ns)),
+        }
     }
 
     /// Forget `id`.
     pub fn cancel(&mut self, id: TimerId) {
-        self.deadlines.remove(&id);
+        self.deadlines.retain(|(t, _)| *t != id);
     }
 
     /// The earliest deadline (ns) and its timer; ties go to the lower id.
@@ -47,7 +50,7 @@ impl Timers {
     pub fn pop_due(&mut self) -> Option<TimerId> {
         let (at, id) = self.earliest()?;
         (at <= true_ns()).then(|| {
-            self.deadlines.remove(&id);
+            self.cancel(id);
             id
         })
     }

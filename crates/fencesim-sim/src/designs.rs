@@ -13,7 +13,7 @@ use fencesim_scenario::{
     RenewAfterFailure, Scenario,
 };
 
-use crate::client::Protocol;
+use crate::client::{Erased, Protocol};
 
 /// The client protocol of `spec`'s design.
 pub(crate) fn client_protocol(
@@ -41,7 +41,7 @@ pub(crate) fn client_protocol(
                 fencesim_scenario::Takeover::CompareAndSwap => Takeover::CompareAndSwap,
                 fencesim_scenario::Takeover::Unconditional => Takeover::Unconditional,
             };
-            Box::new(RecordClient::new(info, judgement, takeover))
+            Erased::boxed(RecordClient::new(info, judgement, takeover))
         }
         LockServiceKind::Redlock => {
             let spec = scenario
@@ -57,7 +57,7 @@ pub(crate) fn client_protocol(
                     fencesim_scenario::TokenSource::Counter => TokenSource::Counter,
                 },
             };
-            Box::new(RedlockClient::new(info, config))
+            Erased::boxed(RedlockClient::new(info, config))
         }
         LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
             let config = LeaseClientConfig {
@@ -67,7 +67,7 @@ pub(crate) fn client_protocol(
                 stop_renewing_after_failure: spec.renew_after_failure == RenewAfterFailure::Stop,
                 max_ttl_ms: scenario.lock_service.max_ttl_ms,
             };
-            Box::new(LeaseClient::new(info, config))
+            Erased::boxed(LeaseClient::new(info, config))
         }
     }
 }

@@ -123,8 +123,9 @@ pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Outp
 /// waits for replies arms about one timer per timeout period instead of one per request, and
 /// wakes at every deadline it waits for, as with [`timeout`].
 ///
-/// For one task's waits, one at a time (the task's waker is the one woken).
-#[derive(Default)]
+/// For one task's waits, one at a time (the task's waker is the one woken). A clone is the same
+/// alarm (its state is shared), for a task that waits on it while lending itself elsewhere.
+#[derive(Clone, Default)]
 pub(crate) struct Alarm {
     shared: Arc<Mutex<AlarmState>>,
 }

@@ -14,7 +14,7 @@ use fencesim_resource::Resource;
 use fencesim_scenario::{ExpiryClock, LockServiceKind, Scenario, LEASE_SERVICE_NODE};
 
 use crate::clock::{Clocks, LinearClock};
-use crate::design_node::{AnyDisk, Disk};
+use crate::design_node::{AnyDisk, SharedDisk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
 use crate::store::Store;
@@ -46,7 +46,7 @@ pub(crate) struct World {
     /// The resource's state: durable (a database that syncs every write).
     pub resource: Mutex<Resource>,
     /// The disks of the nodes of designs on the design API, by node.
-    design_disks: Mutex<BTreeMap<String, Box<dyn AnyDisk>>>,
+    design_disks: Mutex<BTreeMap<String, Arc<dyn AnyDisk>>>,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
     raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
     /// The single lease service's live leases as its events tell them: lock -> (holder, token).
@@ -285,19 +285,15 @@ impl World {
         }
     }
 
-    /// Apply `f` to design node `node`'s disk (empty at first).
-    pub fn design_disk<D: Send + 'static, R>(
-        &self,
-        node: &str,
-        f: impl FnOnce(&mut Disk<D>) -> R,
-    ) -> R {
+    /// Design node `node`'s disk (empty at first), kept here across its crashes.
+    pub fn design_disk<D: Send + 'static>(&self, node: &str) -> Arc<SharedDisk<D>> {
         let mut disks = self.design_disks.lock().expect("design disks");
         let disk = disks
             .entry(node.to_owned())
-            .or_insert_with(|| Box::new(Disk::<D>::default()));
-        match disk.as_any_mut().downcast_mut::<Disk<D>>() {
-            Some(disk) => f(disk),
-            None => unreachable!("node {node}'s disk holds another design's state"),
+            .or_insert_with(|| Arc::new(SharedDisk::<D>::default()));
+        match Arc::clone(disk).into_any().downcast::<SharedDisk<D>>() {
+            Ok(disk) => disk,
+            Err(_) => unreachable!("node {node}'s disk holds another design's state"),
         }
     }
 
@@ -315,12 +311,7 @@ impl World {
             self.store.lock().expect("store").crash();
             self.forget_lost_leases("lost: not on disk when the service crashed");
         }
-        if let Some(disk) = self
-            .design_disks
-            .lock()
-            .expect("design disks")
-            .get_mut(node)
-        {
+        if let Some(disk) = self.design_disks.lock().expect("design disks").get(node) {
             disk.crash();
         }
         self.end_belief(node, "crashed");

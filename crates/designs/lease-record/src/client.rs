@@ -93,7 +93,7 @@ impl RecordClient {
 
     /// Send `msg` to the store under the reply deadline.
     fn ask(&self, msg: RecordMessage, ctx: &mut Ctx<'_>) -> RequestId {
-        let request = ctx.request(&self.info.service_nodes[0], msg);
+        let request = ctx.request(0, msg);
         ctx.set_timer(REPLY_DEADLINE, self.info.timeout_ms);
         request
     }

@@ -44,23 +44,22 @@ const REDIRECT_PAUSE_MS: u64 = 50;
 enum Purpose {
     Acquire,
     Renew { token: u64 },
-    Release,
+    Release { token: u64 },
 }
 
 /// Where the current operation is.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Step {
     Idle,
-    /// `msg` is in flight as `request`; sent first at `sent_ms` (monotonic).
+    /// The request for `purpose` is in flight as `request`; sent first at `sent_ms`
+    /// (monotonic).
     Asking {
         request: RequestId,
-        msg: LeaseMessage,
         purpose: Purpose,
         sent_ms: i64,
     },
-    /// Redirected with no leader named: `msg` goes to the next node after a pause.
+    /// Redirected with no leader named: the request goes to the next node after a pause.
     Pausing {
-        msg: LeaseMessage,
         purpose: Purpose,
         sent_ms: i64,
     },
@@ -105,12 +104,26 @@ impl LeaseClient {
         self.target = (self.target + 1) % self.info.service_nodes.len();
     }
 
-    /// Send `msg` to the current node (the reply deadline is already set).
-    fn ask(&mut self, msg: LeaseMessage, purpose: Purpose, sent_ms: i64, ctx: &mut Ctx<'_>) {
-        let request = ctx.request(&self.info.service_nodes[self.target], msg.clone());
+    /// The request for `purpose` (made again for a redirect, rather than kept: most requests
+    /// are sent once).
+    fn message(&self, purpose: Purpose) -> LeaseMessage {
+        let lock = self.info.lock.clone();
+        match purpose {
+            Purpose::Acquire => LeaseMessage::Acquire {
+                lock,
+                ttl_ms: self.info.ttl_ms,
+                attempt: self.attempt,
+            },
+            Purpose::Renew { token } => LeaseMessage::Renew { lock, token },
+            Purpose::Release { token } => LeaseMessage::Release { lock, token },
+        }
+    }
+
+    /// Send the request for `purpose` to the current node (the reply deadline is already set).
+    fn ask(&mut self, purpose: Purpose, sent_ms: i64, ctx: &mut Ctx<'_>) {
+        let request = ctx.request(self.target, self.message(purpose));
         self.step = Step::Asking {
             request,
-            msg,
             purpose,
             sent_ms,
         };
@@ -218,37 +231,25 @@ impl ClientProtocol for LeaseClient {
     type Msg = LeaseMessage;
 
     fn begin(&mut self, op: LockOp, ctx: &mut Ctx<'_>) {
-        let lock = self.info.lock.clone();
-        let (msg, purpose) = match op {
+        let purpose = match op {
             LockOp::Acquire => {
                 self.attempt.number += 1;
-                let ttl_ms = self.info.ttl_ms;
-                let attempt = self.attempt;
-                let msg = LeaseMessage::Acquire {
-                    lock,
-                    ttl_ms,
-                    attempt,
-                };
-                (msg, Purpose::Acquire)
+                Purpose::Acquire
             }
-            LockOp::Renew { token } => (
-                LeaseMessage::Renew { lock, token },
-                Purpose::Renew { token },
-            ),
-            LockOp::Release { token } => (LeaseMessage::Release { lock, token }, Purpose::Release),
+            LockOp::Renew { token } => Purpose::Renew { token },
+            LockOp::Release { token } => Purpose::Release { token },
         };
         ctx.set_timer(REPLY, self.info.timeout_ms);
         let sent_ms = ctx.now().mono_ms;
-        self.ask(msg, purpose, sent_ms, ctx);
+        self.ask(purpose, sent_ms, ctx);
     }
 
     fn on_reply(&mut self, request: RequestId, reply: LeaseMessage, ctx: &mut Ctx<'_>) {
         let Step::Asking {
             request: waiting,
-            msg,
             purpose,
             sent_ms,
-        } = self.step.clone()
+        } = self.step
         else {
             return;
         };
@@ -260,16 +261,12 @@ impl ClientProtocol for LeaseClient {
             match leader.and_then(|l| nodes.iter().position(|n| *n == l)) {
                 Some(hinted) => {
                     self.target = hinted;
-                    self.ask(msg, purpose, sent_ms, ctx);
+                    self.ask(purpose, sent_ms, ctx);
                 }
                 None => {
                     // No leader known yet (an election is on): give it a moment, within budget.
                     ctx.set_timer(PAUSE, REDIRECT_PAUSE_MS);
-                    self.step = Step::Pausing {
-                        msg,
-                        purpose,
-                        sent_ms,
-                    };
+                    self.step = Step::Pausing { purpose, sent_ms };
                 }
             }
             return;
@@ -282,7 +279,7 @@ impl ClientProtocol for LeaseClient {
             (Purpose::Renew { token }, LeaseMessage::RenewReply(outcome)) => {
                 self.on_renew(outcome, token, sent_ms, ctx)
             }
-            (Purpose::Release, LeaseMessage::ReleaseReply(outcome)) => match outcome {
+            (Purpose::Release { .. }, LeaseMessage::ReleaseReply(outcome)) => match outcome {
                 ReleaseOutcome::Released => self.complete(OpResult::Ok { token: None }, ctx),
                 ReleaseOutcome::NotHolder => self.fail("not the holder".into(), ctx),
             },
@@ -325,7 +322,7 @@ impl ClientProtocol for LeaseClient {
     }
 
     fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
-        match (id, self.step.clone()) {
+        match (id, self.step) {
             (REPLY, Step::Asking { purpose, .. } | Step::Pausing { purpose, .. }) => {
                 ctx.cancel_timer(PAUSE);
                 self.next_node();
@@ -335,16 +332,9 @@ impl ClientProtocol for LeaseClient {
                     self.renewal_unanswered(token, ctx);
                 }
             }
-            (
-                PAUSE,
-                Step::Pausing {
-                    msg,
-                    purpose,
-                    sent_ms,
-                },
-            ) => {
+            (PAUSE, Step::Pausing { purpose, sent_ms }) => {
                 self.next_node();
-                self.ask(msg, purpose, sent_ms, ctx);
+                self.ask(purpose, sent_ms, ctx);
             }
             (QUEUE, Step::Queued { .. }) => {
                 let error = format!("no answer within {} ms in the queue", self.queue_wait_ms());

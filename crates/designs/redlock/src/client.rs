@@ -107,10 +107,9 @@ impl RedlockClient {
 
     /// Send `requests[i]` (if any) to node `i` at once, and wait up to the node timeout.
     fn fan_out(&mut self, requests: Vec<Option<RedlockMessage>>, ctx: &mut Ctx<'_>) {
-        let nodes = &self.info.service_nodes;
-        let requests: Vec<Option<RequestId>> = nodes
-            .iter()
-            .zip(requests)
+        let requests: Vec<Option<RequestId>> = requests
+            .into_iter()
+            .enumerate()
             .map(|(node, msg)| msg.map(|m| ctx.request(node, m)))
             .collect();
         let waiting = requests.iter().flatten().count();
@@ -144,7 +143,7 @@ impl RedlockClient {
 
     /// Undo a partial acquisition everywhere, without waiting: the keys expire anyway.
     fn unlock_everywhere(&self, value: u64, ctx: &mut Ctx<'_>) {
-        for node in &self.info.service_nodes {
+        for node in 0..self.info.service_nodes.len() {
             let key = self.info.lock.clone();
             ctx.send(node, RedlockMessage::Delete { key, value });
         }

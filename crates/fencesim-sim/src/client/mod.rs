@@ -34,7 +34,7 @@ use crate::world::{OpTemplate, World};
 
 mod protocol;
 
-pub(crate) use protocol::Protocol;
+pub(crate) use protocol::{Erased, Protocol};
 
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
 /// restart.
@@ -61,7 +61,7 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
         rng,
         process,
         incarnation,
-        protocol: protocol::ProtocolState::new(protocol),
+        protocol: protocol::ProtocolState::new(protocol, service_nodes),
         keepalive_stopped: false,
         granted_from_queue: false,
         alarm: Alarm::default(),

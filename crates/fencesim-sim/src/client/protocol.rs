@@ -9,7 +9,7 @@
 //! deadline.
 
 use fencesim_design::{
-    ClientCtx, ClientEffect, ClientProtocol, DesignMessage, Entropy, LockOp, Now, OpResult,
+    ClientCtx, ClientEffect, ClientEnv, ClientProtocol, DesignMessage, LockOp, Now, OpResult,
     RequestId, TimerId,
 };
 use fencesim_history::{OpFn, OpType};
@@ -23,7 +23,7 @@ use crate::message::Message;
 use crate::nemesis::When;
 use crate::recorder::true_ns;
 use crate::transport::Envelope;
-use crate::world::OpTemplate;
+use crate::world::{OpTemplate, World};
 
 /// What the protocol is handed.
 pub(crate) enum Input {
@@ -36,55 +36,66 @@ pub(crate) enum Input {
 /// A client protocol with its message type erased, so that the client (one type for every
 /// design) can hold any design's.
 pub(crate) trait Protocol: Send {
-    /// Hand `input` to the protocol at `now`; its effects are appended to `out`.
+    /// Hand `input` to the protocol, lending it `env`; its effects are appended to `out`.
     fn handle(
         &mut self,
         input: Input,
-        now: Now,
         last_request: &mut u64,
-        entropy: &mut dyn Entropy,
+        env: &mut dyn ClientEnv,
         out: &mut Vec<ClientEffect<DesignBody>>,
     );
 }
 
-impl<P: ClientProtocol> Protocol for P {
+/// A design's client protocol, held as a [`Protocol`].
+pub(crate) struct Erased<P: ClientProtocol> {
+    protocol: P,
+}
+
+impl<P: ClientProtocol> Erased<P> {
+    /// `protocol`, ready to be held as a [`Protocol`].
+    pub fn boxed(protocol: P) -> Box<dyn Protocol> {
+        Box::new(Erased { protocol })
+    }
+}
+
+impl<P: ClientProtocol> Protocol for Erased<P> {
     fn handle(
         &mut self,
         input: Input,
-        now: Now,
         last_request: &mut u64,
-        entropy: &mut dyn Entropy,
+        env: &mut dyn ClientEnv,
         out: &mut Vec<ClientEffect<DesignBody>>,
     ) {
-        let mut effects = Vec::new();
-        let mut ctx = ClientCtx::new(now, &mut effects, last_request, entropy);
+        let protocol = &mut self.protocol;
+        // Each effect is erased as it is pushed, straight into the harness's buffer.
+        let mut push = |effect| out.push(erase(effect));
+        let mut ctx = ClientCtx::new(&mut push, last_request, env);
         match input {
-            Input::Begin(op) => self.begin(op, &mut ctx),
+            Input::Begin(op) => protocol.begin(op, &mut ctx),
             Input::Reply(id, body) => {
                 if let Some(msg) = body.downcast::<P::Msg>() {
-                    self.on_reply(id, msg, &mut ctx);
+                    protocol.on_reply(id, msg, &mut ctx);
                 }
             }
             Input::Message(from, body) => {
                 if let Some(msg) = body.downcast::<P::Msg>() {
-                    self.on_message(&from, msg, &mut ctx);
+                    protocol.on_message(&from, msg, &mut ctx);
                 }
             }
-            Input::Timer(id) => self.on_timer(id, &mut ctx),
+            Input::Timer(id) => protocol.on_timer(id, &mut ctx),
         }
-        out.extend(effects.into_iter().map(erase));
     }
 }
 
 fn erase<M: DesignMessage>(effect: ClientEffect<M>) -> ClientEffect<DesignBody> {
     match effect {
-        ClientEffect::Request { id, to, msg } => ClientEffect::Request {
+        ClientEffect::Request { id, node, msg } => ClientEffect::Request {
             id,
-            to,
+            node,
             msg: DesignBody::new(msg),
         },
-        ClientEffect::Send { to, msg } => ClientEffect::Send {
-            to,
+        ClientEffect::Send { node, msg } => ClientEffect::Send {
+            node,
             msg: DesignBody::new(msg),
         },
         ClientEffect::SetTimer { id, after_ms } => ClientEffect::SetTimer { id, after_ms },
@@ -97,12 +108,24 @@ fn erase<M: DesignMessage>(effect: ClientEffect<M>) -> ClientEffect<DesignBody> 
     }
 }
 
-/// The client's seeded stream, lent to the protocol.
-struct Seeded<'a>(&'a mut Xoshiro256PlusPlus);
+/// The client's clocks and seeded stream, lent to the protocol for one call.
+struct Env<'a> {
+    world: &'a World,
+    name: &'a str,
+    rng: &'a mut Xoshiro256PlusPlus,
+    /// The clocks, read at the first `now` of the call (one instant).
+    now: std::cell::Cell<Option<Now>>,
+}
 
-impl Entropy for Seeded<'_> {
+impl ClientEnv for Env<'_> {
+    fn now(&self) -> Now {
+        let now = self.now.get().unwrap_or_else(|| self.world.now(self.name));
+        self.now.set(Some(now));
+        now
+    }
+
     fn range_u64(&mut self, low: u64, high: u64) -> u64 {
-        self.0.gen_range(low..high)
+        self.rng.gen_range(low..high)
     }
 }
 
@@ -116,6 +139,8 @@ struct Ended {
 /// The protocol's side of the client: the protocol, its requests in flight and its timers.
 pub(crate) struct ProtocolState {
     protocol: Box<dyn Protocol>,
+    /// The lock service's nodes, as the protocol numbers them.
+    service_nodes: Vec<String>,
     /// Requests of the current operation: (transport id, the protocol's id).
     requests: Vec<(u64, RequestId)>,
     last_request: u64,
@@ -124,9 +149,11 @@ pub(crate) struct ProtocolState {
 }
 
 impl ProtocolState {
-    pub fn new(protocol: Box<dyn Protocol>) -> Self {
+    /// `protocol`, talking to `service_nodes`.
+    pub fn new(protocol: Box<dyn Protocol>, service_nodes: Vec<String>) -> Self {
         ProtocolState {
             protocol,
+            service_nodes,
             requests: Vec::new(),
             last_request: 0,
             timers: Default::default(),
@@ -218,7 +245,8 @@ impl Client {
         ended: &mut Ended,
     ) {
         let left = std::time::Duration::from_nanos(deadline_ns - true_ns());
-        let alarm = std::mem::take(&mut self.alarm);
+        // The same alarm (a clone shares it), so the wait can lend `self` to the protocol.
+        let alarm = self.alarm.clone();
         let waited = alarm
             .timeout(left, async {
                 loop {
@@ -233,7 +261,6 @@ impl Client {
                 }
             })
             .await;
-        self.alarm = alarm;
         match waited {
             Ok(true) => {}
             // The inbox is gone: the simulation is ending.
@@ -278,17 +305,18 @@ impl Client {
 
     /// Call the protocol with `input` and apply its effects in order.
     fn feed(&mut self, input: Input, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
-        let now = self.world.now(&self.spec.name);
         let state = &mut self.protocol;
         let mut effects = std::mem::take(&mut state.effects);
-        let mut entropy = Seeded(&mut self.rng);
-        state.protocol.handle(
-            input,
-            now,
-            &mut state.last_request,
-            &mut entropy,
-            &mut effects,
-        );
+        let mut env = Env {
+            world: &self.world,
+            name: &self.spec.name,
+            rng: &mut self.rng,
+            now: std::cell::Cell::new(None),
+        };
+        let last_request = &mut state.last_request;
+        state
+            .protocol
+            .handle(input, last_request, &mut env, &mut effects);
         for effect in effects.drain(..) {
             self.apply(effect, tpl, invoke, ended);
         }
@@ -304,17 +332,16 @@ impl Client {
     ) {
         let name = &self.spec.name;
         match effect {
-            ClientEffect::Request { id, to, msg } => {
-                let net_id =
-                    self.world
-                        .net
-                        .send(name, &to, None, Some(invoke), Message::Design(msg));
+            ClientEffect::Request { id, node, msg } => {
+                let to = &self.protocol.service_nodes[node];
+                let body = Message::Design(msg);
+                let net_id = self.world.net.send(name, to, None, Some(invoke), body);
                 self.protocol.requests.push((net_id, id));
             }
-            ClientEffect::Send { to, msg } => {
-                self.world
-                    .net
-                    .send(name, &to, None, Some(invoke), Message::Design(msg));
+            ClientEffect::Send { node, msg } => {
+                let to = &self.protocol.service_nodes[node];
+                let body = Message::Design(msg);
+                self.world.net.send(name, to, None, Some(invoke), body);
             }
             ClientEffect::SetTimer { id, after_ms } => self.protocol.timers.set(id, after_ms),
             ClientEffect::CancelTimer(id) => self.protocol.timers.cancel(id),
