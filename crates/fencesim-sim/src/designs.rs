@@ -1,6 +1,5 @@
-//! Which design a scenario runs, until the design registry takes this over:
-//! the client protocol each client runs, and the settings of the lock-service nodes (started in
-//! `runner.rs`).
+//! How each design's client protocol and lock-service nodes are made from a scenario, until
+//! the design registry takes this over (`runner.rs` picks one by the scenario's kind).
 
 use fencesim_design::ClientInfo;
 use fencesim_lease::{LeaseClient, LeaseClientConfig};
@@ -9,20 +8,17 @@ use fencesim_redlock::{
     AppendFsync, ExpiryClock, RedisConfig, RedlockClient, RedlockClientConfig, TokenSource,
 };
 use fencesim_scenario::{
-    ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, LockServiceKind, OnLostLease, Reclaim,
-    RenewAfterFailure, Scenario,
+    ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, OnLostLease, Reclaim, RenewAfterFailure,
+    Scenario,
 };
 
-use crate::client::{Erased, Protocol};
-
-/// The client protocol of `spec`'s design.
-pub(crate) fn client_protocol(
-    scenario: &Scenario,
+/// What a client protocol is told about its client.
+pub(crate) fn client_info(
     spec: &ClientSpec,
     incarnation: u64,
     service_nodes: &[String],
-) -> Box<dyn Protocol> {
-    let info = ClientInfo {
+) -> ClientInfo {
+    ClientInfo {
         name: spec.name.clone(),
         lock: spec.lock.clone(),
         ttl_ms: spec.ttl_ms,
@@ -30,46 +26,62 @@ pub(crate) fn client_protocol(
         timeout_ms: spec.timeout_ms,
         incarnation,
         service_nodes: service_nodes.to_vec(),
-    };
-    match scenario.lock_service.kind {
-        LockServiceKind::LeaseRecord => {
-            let judgement = match scenario.lock_service.expiry_judged_by {
-                Some(ExpiryJudgedBy::OwnDuration) => ExpiryJudgement::OwnDuration,
-                Some(ExpiryJudgedBy::RecordedDuration) | None => ExpiryJudgement::RecordedDuration,
-            };
-            let takeover = match spec.takeover {
-                fencesim_scenario::Takeover::CompareAndSwap => Takeover::CompareAndSwap,
-                fencesim_scenario::Takeover::Unconditional => Takeover::Unconditional,
-            };
-            Erased::boxed(RecordClient::new(info, judgement, takeover))
-        }
-        LockServiceKind::Redlock => {
-            let spec = scenario
-                .lock_service
-                .redlock
-                .expect("a redlock scenario has its redlock settings");
-            let config = RedlockClientConfig {
-                drift_ppm: spec.drift_ppm,
-                recheck_elapsed: spec.recheck_elapsed,
-                node_timeout_ms: spec.node_timeout_ms,
-                token_source: match spec.token_source {
-                    fencesim_scenario::TokenSource::Random => TokenSource::Random,
-                    fencesim_scenario::TokenSource::Counter => TokenSource::Counter,
-                },
-            };
-            Erased::boxed(RedlockClient::new(info, config))
-        }
-        LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
-            let config = LeaseClientConfig {
-                reclaim_by_name: spec.reclaim == Reclaim::ByName,
-                keep_role_when_lost: spec.on_lost_lease == OnLostLease::KeepRole,
-                deadline_from_notice: spec.deadline_from == DeadlineFrom::Notice,
-                stop_renewing_after_failure: spec.renew_after_failure == RenewAfterFailure::Stop,
-                max_ttl_ms: scenario.lock_service.max_ttl_ms,
-            };
-            Erased::boxed(LeaseClient::new(info, config))
-        }
     }
+}
+
+/// A lease-record candidate.
+pub(crate) fn record_client(
+    scenario: &Scenario,
+    spec: &ClientSpec,
+    info: ClientInfo,
+) -> RecordClient {
+    let judgement = match scenario.lock_service.expiry_judged_by {
+        Some(ExpiryJudgedBy::OwnDuration) => ExpiryJudgement::OwnDuration,
+        Some(ExpiryJudgedBy::RecordedDuration) | None => ExpiryJudgement::RecordedDuration,
+    };
+    let takeover = match spec.takeover {
+        fencesim_scenario::Takeover::CompareAndSwap => Takeover::CompareAndSwap,
+        fencesim_scenario::Takeover::Unconditional => Takeover::Unconditional,
+    };
+    RecordClient::new(info, judgement, takeover)
+}
+
+/// A Redlock client.
+pub(crate) fn redlock_client(
+    scenario: &Scenario,
+    _: &ClientSpec,
+    info: ClientInfo,
+) -> RedlockClient {
+    let spec = scenario
+        .lock_service
+        .redlock
+        .expect("a redlock scenario has its redlock settings");
+    let config = RedlockClientConfig {
+        drift_ppm: spec.drift_ppm,
+        recheck_elapsed: spec.recheck_elapsed,
+        node_timeout_ms: spec.node_timeout_ms,
+        token_source: match spec.token_source {
+            fencesim_scenario::TokenSource::Random => TokenSource::Random,
+            fencesim_scenario::TokenSource::Counter => TokenSource::Counter,
+        },
+    };
+    RedlockClient::new(info, config)
+}
+
+/// A client of a lease service (single, primary-backup, Raft).
+pub(crate) fn lease_client(
+    scenario: &Scenario,
+    spec: &ClientSpec,
+    info: ClientInfo,
+) -> LeaseClient {
+    let config = LeaseClientConfig {
+        reclaim_by_name: spec.reclaim == Reclaim::ByName,
+        keep_role_when_lost: spec.on_lost_lease == OnLostLease::KeepRole,
+        deadline_from_notice: spec.deadline_from == DeadlineFrom::Notice,
+        stop_renewing_after_failure: spec.renew_after_failure == RenewAfterFailure::Stop,
+        max_ttl_ms: scenario.lock_service.max_ttl_ms,
+    };
+    LeaseClient::new(info, config)
 }
 
 /// The settings of a Redlock scenario's `redis-N` nodes.

@@ -252,8 +252,7 @@ async fn simulate(
     let w = Arc::clone(&world);
     start_node(RESOURCE_NODE, move || resource_node::run(Arc::clone(&w)));
     for (index, spec) in world.scenario.clients.iter().enumerate() {
-        let w = Arc::clone(&world);
-        start_node(&spec.name, move || client::run(Arc::clone(&w), index));
+        start_client(&world, &spec.name, index);
     }
     Nemesis::schedule(&world);
 
@@ -295,6 +294,25 @@ async fn run_to_end(world: &World, stats: &Mutex<NetStats>) {
         crate::timer::sleep(Duration::from_millis(10)).await;
     }
     *stats.lock().expect("stats") = world.net.stats();
+}
+
+/// Start client `index` (named `name`) with its design's client protocol.
+fn start_client(world: &Arc<World>, name: &str, index: usize) {
+    use crate::designs::{lease_client, record_client, redlock_client};
+    let w = Arc::clone(world);
+    match world.scenario.lock_service.kind {
+        LockServiceKind::LeaseRecord => start_node(name, move || {
+            client::run(Arc::clone(&w), index, record_client)
+        }),
+        LockServiceKind::Redlock => start_node(name, move || {
+            client::run(Arc::clone(&w), index, redlock_client)
+        }),
+        LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
+            start_node(name, move || {
+                client::run(Arc::clone(&w), index, lease_client)
+            })
+        }
+    }
 }
 
 /// Create node `name` whose main task is `init()`, run again by madsim on every restart.

@@ -17,6 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fencesim_design::{ClientInfo, ClientProtocol};
 use fencesim_history::{Op, OpFn, OpType};
 use fencesim_resource::WriteOutcome;
 use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
@@ -34,11 +35,14 @@ use crate::world::{OpTemplate, World};
 
 mod protocol;
 
-pub(crate) use protocol::{Erased, Protocol};
-
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
-/// restart.
-pub(crate) async fn run(world: Arc<World>, index: usize) {
+/// restart. `protocol` makes its design's client protocol (monomorphised: the client loop pays
+/// no dynamic dispatch for its protocol).
+pub(crate) async fn run<P: ClientProtocol>(
+    world: Arc<World>,
+    index: usize,
+    protocol: MakeProtocol<P>,
+) {
     let spec = world.scenario.clients[index].clone();
     let incarnation = world.start(&spec.name);
     let rng = seeds::rng(
@@ -52,8 +56,8 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     sleep_until_ms(spec.start_ms).await;
     let process = world.new_process();
     let service_nodes = world.lease_nodes();
-    let protocol =
-        crate::designs::client_protocol(&world.scenario, &spec, incarnation, &service_nodes);
+    let info = crate::designs::client_info(&spec, incarnation, &service_nodes);
+    let protocol = protocol(&world.scenario, &spec, info);
     let mut client = Client {
         world,
         spec,
@@ -72,7 +76,11 @@ pub(crate) async fn run(world: Arc<World>, index: usize) {
     client.world.client_done(&client.spec.name);
 }
 
-struct Client {
+/// How a design makes a client's protocol: from the scenario, the client's entry, and what the
+/// protocol is told about its client.
+pub(crate) type MakeProtocol<P> = fn(&fencesim_scenario::Scenario, &ClientSpec, ClientInfo) -> P;
+
+struct Client<P: ClientProtocol> {
     world: Arc<World>,
     spec: ClientSpec,
     inbox: Inbox<Box<Envelope>>,
@@ -81,7 +89,7 @@ struct Client {
     /// Which start of the client this is (1, then one more after each restart).
     incarnation: u64,
     /// The design's client protocol.
-    protocol: protocol::ProtocolState,
+    protocol: protocol::ProtocolState<P>,
     /// The protocol's keepalive stream ended silently this cycle (K09).
     keepalive_stopped: bool,
     /// This cycle's lease came from a queue, so the client renews at once (K07).
@@ -101,7 +109,7 @@ async fn reply_to(inbox: Inbox<Box<Envelope>>, id: u64) -> Option<Message> {
     }
 }
 
-impl Client {
+impl<P: ClientProtocol> Client<P> {
     async fn cycle(&mut self, cycle: u64) {
         self.keepalive_stopped = false;
         self.granted_from_queue = false;

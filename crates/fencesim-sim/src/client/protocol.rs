@@ -9,8 +9,7 @@
 //! deadline.
 
 use fencesim_design::{
-    ClientCtx, ClientEffect, ClientEnv, ClientProtocol, DesignMessage, LockOp, Now, OpResult,
-    RequestId, TimerId,
+    ClientCtx, ClientEffect, ClientEnv, ClientProtocol, LockOp, Now, OpResult, RequestId, TimerId,
 };
 use fencesim_history::{OpFn, OpType};
 use fencesim_scenario::NodeEvent;
@@ -26,86 +25,11 @@ use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
 
 /// What the protocol is handed.
-pub(crate) enum Input {
+enum Input<M> {
     Begin(LockOp),
-    Reply(RequestId, DesignBody),
-    Message(String, DesignBody),
+    Reply(RequestId, M),
+    Message(String, M),
     Timer(TimerId),
-}
-
-/// A client protocol with its message type erased, so that the client (one type for every
-/// design) can hold any design's.
-pub(crate) trait Protocol: Send {
-    /// Hand `input` to the protocol, lending it `env`; its effects are appended to `out`.
-    fn handle(
-        &mut self,
-        input: Input,
-        last_request: &mut u64,
-        env: &mut dyn ClientEnv,
-        out: &mut Vec<ClientEffect<DesignBody>>,
-    );
-}
-
-/// A design's client protocol, held as a [`Protocol`].
-pub(crate) struct Erased<P: ClientProtocol> {
-    protocol: P,
-}
-
-impl<P: ClientProtocol> Erased<P> {
-    /// `protocol`, ready to be held as a [`Protocol`].
-    pub fn boxed(protocol: P) -> Box<dyn Protocol> {
-        Box::new(Erased { protocol })
-    }
-}
-
-impl<P: ClientProtocol> Protocol for Erased<P> {
-    fn handle(
-        &mut self,
-        input: Input,
-        last_request: &mut u64,
-        env: &mut dyn ClientEnv,
-        out: &mut Vec<ClientEffect<DesignBody>>,
-    ) {
-        let protocol = &mut self.protocol;
-        // Each effect is erased as it is pushed, straight into the harness's buffer.
-        let mut push = |effect| out.push(erase(effect));
-        let mut ctx = ClientCtx::new(&mut push, last_request, env);
-        match input {
-            Input::Begin(op) => protocol.begin(op, &mut ctx),
-            Input::Reply(id, body) => {
-                if let Some(msg) = body.downcast::<P::Msg>() {
-                    protocol.on_reply(id, msg, &mut ctx);
-                }
-            }
-            Input::Message(from, body) => {
-                if let Some(msg) = body.downcast::<P::Msg>() {
-                    protocol.on_message(&from, msg, &mut ctx);
-                }
-            }
-            Input::Timer(id) => protocol.on_timer(id, &mut ctx),
-        }
-    }
-}
-
-fn erase<M: DesignMessage>(effect: ClientEffect<M>) -> ClientEffect<DesignBody> {
-    match effect {
-        ClientEffect::Request { id, node, msg } => ClientEffect::Request {
-            id,
-            node,
-            msg: DesignBody::new(msg),
-        },
-        ClientEffect::Send { node, msg } => ClientEffect::Send {
-            node,
-            msg: DesignBody::new(msg),
-        },
-        ClientEffect::SetTimer { id, after_ms } => ClientEffect::SetTimer { id, after_ms },
-        ClientEffect::CancelTimer(id) => ClientEffect::CancelTimer(id),
-        ClientEffect::Complete(r) => ClientEffect::Complete(r),
-        ClientEffect::Believe { token, until_ms } => ClientEffect::Believe { token, until_ms },
-        ClientEffect::Lost { reason } => ClientEffect::Lost { reason },
-        ClientEffect::RenewNow => ClientEffect::RenewNow,
-        ClientEffect::StopRenewing => ClientEffect::StopRenewing,
-    }
 }
 
 /// The client's clocks and seeded stream, lent to the protocol for one call.
@@ -137,20 +61,20 @@ struct Ended {
 }
 
 /// The protocol's side of the client: the protocol, its requests in flight and its timers.
-pub(crate) struct ProtocolState {
-    protocol: Box<dyn Protocol>,
+pub(crate) struct ProtocolState<P: ClientProtocol> {
+    protocol: P,
     /// The lock service's nodes, as the protocol numbers them.
     service_nodes: Vec<String>,
     /// Requests of the current operation: (transport id, the protocol's id).
     requests: Vec<(u64, RequestId)>,
     last_request: u64,
     timers: crate::design_timers::Timers,
-    effects: Vec<ClientEffect<DesignBody>>,
+    effects: Vec<ClientEffect<P::Msg>>,
 }
 
-impl ProtocolState {
+impl<P: ClientProtocol> ProtocolState<P> {
     /// `protocol`, talking to `service_nodes`.
-    pub fn new(protocol: Box<dyn Protocol>, service_nodes: Vec<String>) -> Self {
+    pub fn new(protocol: P, service_nodes: Vec<String>) -> Self {
         ProtocolState {
             protocol,
             service_nodes,
@@ -162,7 +86,7 @@ impl ProtocolState {
     }
 }
 
-impl Client {
+impl<P: ClientProtocol> Client<P> {
     /// Acquire through the protocol, retrying with backoff until it succeeds; the token.
     pub(super) async fn protocol_acquire(&mut self) -> u64 {
         loop {
@@ -290,21 +214,24 @@ impl Client {
         let Message::Design(body) = body else {
             return;
         };
+        let Some(msg) = body.downcast::<P::Msg>() else {
+            return; // another design's message: not for this client
+        };
         let input = match reply_to {
             Some(net_id) => {
                 let requests = &mut self.protocol.requests;
                 let Some(slot) = requests.iter().position(|(n, _)| *n == net_id) else {
                     return;
                 };
-                Input::Reply(requests.swap_remove(slot).1, body)
+                Input::Reply(requests.swap_remove(slot).1, msg)
             }
-            None => Input::Message(src.to_string(), body),
+            None => Input::Message(src.to_string(), msg),
         };
         self.feed(input, tpl, invoke, ended);
     }
 
     /// Call the protocol with `input` and apply its effects in order.
-    fn feed(&mut self, input: Input, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
+    fn feed(&mut self, input: Input<P::Msg>, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
         let state = &mut self.protocol;
         let mut effects = std::mem::take(&mut state.effects);
         let mut env = Env {
@@ -313,10 +240,15 @@ impl Client {
             rng: &mut self.rng,
             now: std::cell::Cell::new(None),
         };
-        let last_request = &mut state.last_request;
-        state
-            .protocol
-            .handle(input, last_request, &mut env, &mut effects);
+        let mut push = |effect| effects.push(effect);
+        let mut ctx = ClientCtx::new(&mut push, &mut state.last_request, &mut env);
+        let protocol = &mut state.protocol;
+        match input {
+            Input::Begin(op) => protocol.begin(op, &mut ctx),
+            Input::Reply(id, msg) => protocol.on_reply(id, msg, &mut ctx),
+            Input::Message(from, msg) => protocol.on_message(&from, msg, &mut ctx),
+            Input::Timer(id) => protocol.on_timer(id, &mut ctx),
+        }
         for effect in effects.drain(..) {
             self.apply(effect, tpl, invoke, ended);
         }
@@ -325,7 +257,7 @@ impl Client {
 
     fn apply(
         &mut self,
-        effect: ClientEffect<DesignBody>,
+        effect: ClientEffect<P::Msg>,
         tpl: &OpTemplate,
         invoke: u64,
         ended: &mut Ended,
@@ -334,13 +266,13 @@ impl Client {
         match effect {
             ClientEffect::Request { id, node, msg } => {
                 let to = &self.protocol.service_nodes[node];
-                let body = Message::Design(msg);
+                let body = Message::Design(DesignBody::new(msg));
                 let net_id = self.world.net.send(name, to, None, Some(invoke), body);
                 self.protocol.requests.push((net_id, id));
             }
             ClientEffect::Send { node, msg } => {
                 let to = &self.protocol.service_nodes[node];
-                let body = Message::Design(msg);
+                let body = Message::Design(DesignBody::new(msg));
                 self.world.net.send(name, to, None, Some(invoke), body);
             }
             ClientEffect::SetTimer { id, after_ms } => self.protocol.timers.set(id, after_ms),
