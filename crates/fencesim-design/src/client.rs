@@ -221,6 +221,15 @@ pub struct ClientInfo {
     pub service_nodes: Vec<String>,
 }
 
+impl ClientInfo {
+    /// The conservative end of a lease whose request was sent at `sent_ms` (monotonic clock):
+    /// `sent_ms` + TTL - safety margin. Counting from the request rather than the reply allows
+    /// for however long the request and its answer took (Redlock's validity reckoning).
+    pub fn valid_until_ms(&self, sent_ms: i64) -> i64 {
+        (sent_ms + self.ttl_ms as i64).saturating_sub(self.safety_margin_ms as i64)
+    }
+}
+
 /// The client side of a lock protocol: an event-driven state machine with its own timers.
 ///
 /// The workload loop (acquire, read, work while renewing, write with the token, release) is

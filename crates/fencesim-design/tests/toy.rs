@@ -126,7 +126,7 @@ impl ClientProtocol for ToyClient {
         match msg {
             ToyMsg::Granted { token } => {
                 ctx.complete(OpResult::Ok { token: Some(token) });
-                ctx.believe(token, sent_ms + self.info.ttl_ms as i64);
+                ctx.believe(token, self.info.valid_until_ms(sent_ms));
             }
             ToyMsg::Busy { holder } => ctx.complete(OpResult::Fail {
                 error: format!("held by {holder}"),

@@ -100,9 +100,7 @@ impl RecordClient {
 
     /// The conservative belief: valid until the request was sent + TTL - margin.
     fn believe(&self, token: u64, sent_ms: i64, ctx: &mut Ctx<'_>) {
-        let until_ms =
-            (sent_ms + self.info.ttl_ms as i64).saturating_sub(self.info.safety_margin_ms as i64);
-        ctx.believe(token, until_ms);
+        ctx.believe(token, self.info.valid_until_ms(sent_ms));
     }
 
     fn fail(&mut self, error: impl Into<String>, ctx: &mut Ctx<'_>) {

@@ -131,9 +131,7 @@ impl LeaseClient {
 
     /// The conservative belief: valid until `from_ms` + TTL - margin (monotonic clock).
     fn believe(&self, token: u64, from_ms: i64, ctx: &mut Ctx<'_>) {
-        let until_ms =
-            (from_ms + self.info.ttl_ms as i64).saturating_sub(self.info.safety_margin_ms as i64);
-        ctx.believe(token, until_ms);
+        ctx.believe(token, self.info.valid_until_ms(from_ms));
     }
 
     fn complete(&mut self, result: OpResult, ctx: &mut Ctx<'_>) {
