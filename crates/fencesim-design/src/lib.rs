@@ -25,6 +25,28 @@
 //! restart with fsync semantics, the workload loop and its safepoints, the nemesis, history,
 //! checkers, explore, shrink and replay. This crate has no dependency on madsim, async code,
 //! clocks or randomness; `cargo tree -p fencesim-design` shows it.
+//!
+//! # Where it stands
+//!
+//! The built-in designs are moving onto this API (docs/design-api.md in the repository says how
+//! far): Redlock and the lease-record design run on it, and so does every design's client
+//! protocol; the nodes of the single lease service, primary-backup and Raft do not yet. There is
+//! no registry yet either, so a design of your own cannot be plugged in without changing
+//! fencesim (its kind, knobs and construction live in `fencesim-scenario` and the sim's
+//! `designs.rs`); that is the next step, and then an entry point for users' designs.
+//!
+//! Some limits of the API as it is:
+//! - Timers (`after_ms`) run on simulated true time: a node's clock drift or a clock jump moves
+//!   what `now` reads, not when a timer fires. Deadlines on the node's own clocks are planned.
+//! - [`MessageKind`] is a closed list: a design's messages travel as the lock operations they
+//!   implement (or as `raft`, `replicate`, `redirect`).
+//! - Clients address the service's nodes by index in [`ClientInfo::service_nodes`]; nodes
+//!   address anyone by name, and are not given the list of their peers.
+//! - A message that answers no request arrives through `on_message` only while an operation
+//!   is in progress; one that arrives between operations is read at the next one, unless the
+//!   workload's own read or write of the resource skips past it first (it is then dropped).
+//! - Whether tokens are ordered (fencing tokens) or opaque values is the scenario's today (the
+//!   history header's `token_order`), not the design's.
 #![deny(missing_docs)]
 
 pub mod client;
