@@ -96,34 +96,11 @@ pub fn find(name: &str) -> Option<(&'static str, &'static str)> {
 pub fn nearest(name: &str) -> Option<&'static str> {
     let name = name.trim_end_matches(".toml");
     let name = name.rsplit('/').next().unwrap_or(name);
-    SCENARIOS
-        .iter()
-        .map(|(path, _)| {
-            let stem = path.rsplit('/').next().unwrap_or(path);
-            stem.trim_end_matches(".toml")
-        })
-        .map(|stem| (edit_distance(name, stem), stem))
-        .filter(|(d, _)| *d <= name.chars().count().div_ceil(3))
-        .min()
-        .map(|(_, stem)| stem)
-}
-
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
+    let stems = SCENARIOS.iter().map(|(path, _)| {
+        let stem = path.rsplit('/').next().unwrap_or(path);
+        stem.trim_end_matches(".toml")
+    });
+    fencesim_history::nearest(name, stems)
 }
 
 #[cfg(test)]
@@ -132,7 +109,6 @@ mod tests {
 
     #[test]
     fn a_slip_finds_its_scenario_and_noise_finds_none() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(nearest("pause-fencd"), Some("pause-fenced"));
         assert_eq!(
             nearest("scenarios/pause-unfencd.toml"),

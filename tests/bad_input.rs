@@ -147,8 +147,8 @@ fn an_unknown_field() {
         "ttl_ms = 5000",
         "ttl = 5000",
         "7:1",
-        "ttl",
-        "unknown field `ttl`",
+        "clients.ttl",
+        "unknown field `ttl` (did you mean `ttl_ms`?)",
     );
 }
 
@@ -219,7 +219,7 @@ fn an_unknown_event_name() {
         "before = \"write\"",
         "before = \"wrote\"",
         "11:10",
-        "before",
+        "faults.before",
         "unknown variant `wrote`",
     );
 }
@@ -518,7 +518,7 @@ fn an_unknown_token_source() {
         "[lock_service]",
         "[lock_service]\nkind = \"redlock\"\ntoken_source = \"sequence\"",
         "5:16",
-        "token_source",
+        "lock_service.token_source",
         "unknown variant `sequence`",
     );
 }
@@ -1097,5 +1097,32 @@ fn run_expect_refuses_a_range_too_large_to_sweep() {
     assert!(
         stderr.contains("are 100000000000000 seeds; run --expect takes at most 100000000"),
         "{stderr}"
+    );
+}
+
+/// From the new-user trial: an unknown field names its table and the field meant.
+#[test]
+fn an_unknown_field_names_its_table_and_the_field_meant() {
+    assert_located(
+        "bad-unknown-suggested",
+        "ttl_ms = 5000",
+        "ttl_ms = 5000\nrenw_ms = 1000",
+        "8:1",
+        "clients.renw_ms",
+        "unknown field `renw_ms` (did you mean `renew_ms`?)",
+    );
+}
+
+/// From the new-user trial: a bad value on a continuation line of a multi-line array names the
+/// array's key, not "(document)".
+#[test]
+fn a_bad_value_inside_a_multi_line_array_names_the_array() {
+    let nemesis = "[nemesis]\nkinds = [\"pause\",\n  \"hold-al\"]\nheal_at_ms = 5000\n[expect]";
+    let (code, stderr, file) = run_edited("bad-nemesis-kind", &[("[expect]", nemesis)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let prefix = format!("error: {file}:15:3: field `nemesis.kinds`: unknown variant `hold-al`");
+    assert!(
+        stderr.starts_with(&prefix),
+        "expected {prefix:?} in {stderr:?}"
     );
 }

@@ -12,6 +12,7 @@ pub mod edn;
 mod jepsen_edn;
 mod jsonl;
 mod record;
+mod text;
 mod violation;
 
 pub use jepsen_edn::{read_jepsen_edn, write_jepsen_edn, EdnExport};
@@ -19,39 +20,8 @@ pub use jsonl::{read_jsonl, write_jsonl, HistoryError};
 pub use record::{
     Entry, Event, EventKind, Header, History, Name, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
 };
+pub use text::{cap_message, edit_distance, nearest, MAX_MESSAGE_CHARS};
 pub use violation::ViolationKind;
-
-/// The most characters of an error message [`cap_message`] keeps: a message that quotes the
-/// input (serde's "invalid type: string ...", a TOML value) must not become a line as long as
-/// the input.
-pub const MAX_MESSAGE_CHARS: usize = 240;
-
-/// `message` cut to at most [`MAX_MESSAGE_CHARS`] characters, ending in `… (N more
-/// characters)` when cut, with control characters escaped (`\n`, `\u{1b}`): quoted input
-/// must not add lines to an error or reach the terminal as escape sequences. Every error a
-/// reader of fencesim's formats returns goes through it.
-pub fn cap_message(message: impl Into<String>) -> String {
-    let mut message = message.into();
-    if message.chars().any(char::is_control) {
-        message = message
-            .chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect();
-    }
-    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
-        None => message,
-        Some((cut, _)) => {
-            let more = message[cut..].chars().count();
-            format!("{}… ({more} more characters)", &message[..cut])
-        }
-    }
-}
 
 /// The history format version written into every header. Bump on incompatible changes.
 ///

@@ -48,15 +48,95 @@ impl ScenarioError {
         }
     }
 
-    /// Translate a TOML or serde error, guessing the field from the message or the source line.
+    /// Translate a TOML or serde error, guessing the field from the message or the source
+    /// lines (the key of a value that spans lines is on the line that opens it), qualified by
+    /// the table it is in (`clients.renew_ms`). An unknown field gets the nearest known name.
     pub(crate) fn from_toml(err: &toml::de::Error, source: &str, file: &str) -> Self {
         let span = err.span().unwrap_or(0..0);
-        let message = err.message().trim().replace('\n', " ");
-        let field = quoted_field(&message)
-            .or_else(|| key_on_line(source, span.start))
-            .unwrap_or_else(|| "(document)".to_owned());
+        let mut message = err.message().trim().replace('\n', " ");
+        let key = quoted_field(&message).or_else(|| key_above(source, span.start));
+        if let Some(known) = key.as_deref().and_then(|k| suggestion(k, &message)) {
+            let unknown = key.as_deref().unwrap_or_default();
+            message = message.replacen(
+                &format!("`{unknown}`"),
+                &format!("`{unknown}` (did you mean `{known}`?)"),
+                1,
+            );
+        }
+        let field = match (key, table_at(source, span.start)) {
+            (Some(key), Some(table)) => format!("{table}.{key}"),
+            (Some(key), None) => key,
+            // A syntax error (a broken header, say) names no field.
+            (None, _) => "(document)".to_owned(),
+        };
         Self::at(source, file, span, &field, message)
     }
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`": the listed name meant by `x`,
+/// the name with its unit left off (`ttl` for `ttl_ms`) or else the nearest by edit distance.
+fn suggestion<'m>(unknown: &str, message: &'m str) -> Option<&'m str> {
+    message.strip_prefix("unknown field `")?;
+    let (_, listed) = message.split_once("expected one of ")?;
+    let names = || listed.split('`').skip(1).step_by(2);
+    let with_unit = names().find(|n| {
+        n.strip_prefix(unknown)
+            .is_some_and(|unit| matches!(unit, "_ms" | "_ppm"))
+    });
+    with_unit.or_else(|| fencesim_history::nearest(unknown, names()))
+}
+
+/// The name of the table (`[name]` or `[[name]]`) that byte `offset` is in, if any.
+fn table_at(source: &str, offset: usize) -> Option<String> {
+    let before = &source[..offset.min(source.len())];
+    before.lines().rev().find_map(table_header)
+}
+
+/// The name in a `[name]` or `[[name]]` line (not an array's continuation such as `[1, 2],`).
+fn table_header(line: &str) -> Option<String> {
+    let line = line.trim();
+    let inner = line.strip_prefix("[[").and_then(|l| l.strip_suffix("]]"));
+    let inner = inner.or_else(|| line.strip_prefix('[').and_then(|l| l.strip_suffix(']')))?;
+    bare_key(inner.trim()).then(|| inner.trim().to_owned())
+}
+
+/// Whether `key` is a bare TOML key (dotted or not).
+fn bare_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// The key of the `key = value` at byte `offset`: on its line, or, for a value that spans
+/// lines (an array), on the line that opens it: the lines between end in `,` or `[`.
+fn key_above(source: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(source.len());
+    let end = source[offset..]
+        .find('\n')
+        .map_or(source.len(), |i| offset + i);
+    let lines: Vec<&str> = source[..end].lines().collect();
+    let (last, above) = lines.split_last()?;
+    if let Some(key) = key_of(last) {
+        return Some(key);
+    }
+    for line in above.iter().rev() {
+        let line = line.trim_end();
+        if !(line.ends_with(',') || line.ends_with('[')) {
+            return None;
+        }
+        if let Some(key) = key_of(line) {
+            return Some(key);
+        }
+    }
+    None
+}
+
+/// The key of a `key = value` line.
+fn key_of(line: &str) -> Option<String> {
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    bare_key(key).then(|| key.to_owned())
 }
 
 /// 1-based line and column of byte `offset`.
@@ -77,18 +157,6 @@ fn quoted_field(message: &str) -> Option<String> {
     rest.split('`').next().map(str::to_owned)
 }
 
-/// The `key` of a `key = value` line containing byte `offset`.
-fn key_on_line(source: &str, offset: usize) -> Option<String> {
-    let offset = offset.min(source.len());
-    let start = source[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let end = source[offset..]
-        .find('\n')
-        .map_or(source.len(), |i| offset + i);
-    let (key, _) = source[start..end].split_once('=')?;
-    let key = key.trim();
-    (!key.is_empty()).then(|| key.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,8 +174,35 @@ mod tests {
             Some("ttl".into())
         );
         assert_eq!(
-            key_on_line("a = 1\n ttl_ms = \"x\"\n", 12),
+            key_above("a = 1\n ttl_ms = \"x\"\n", 12),
             Some("ttl_ms".into())
         );
+        let nemesis = "[nemesis]\nkinds = [\"pause\",\n  \"hold-al\"]\n";
+        let at = nemesis.find("hold-al").unwrap();
+        assert_eq!(key_above(nemesis, at), Some("kinds".into()));
+        assert_eq!(table_at(nemesis, at), Some("nemesis".into()));
+        assert_eq!(
+            table_at("[[clients]]\nname = 1", 14),
+            Some("clients".into())
+        );
+        assert_eq!(
+            key_above("a = 1\n[expect", 10),
+            None,
+            "a broken header is no value of `a`"
+        );
+        let arrays = "[network]\nlinks = [\n[1, 2],\n  \"x\"]";
+        let at = arrays.find("\"x\"").unwrap();
+        assert_eq!(
+            (key_above(arrays, at), table_at(arrays, at)),
+            (Some("links".into()), Some("network".into()))
+        );
+        let unknown = "unknown field `renw_ms`, expected one of `name`, `renew_ms`, `ttl_ms`";
+        assert_eq!(suggestion("renw_ms", unknown), Some("renew_ms"));
+        assert_eq!(
+            suggestion("ttl", unknown),
+            Some("ttl_ms"),
+            "the unit left off"
+        );
+        assert_eq!(suggestion("zzz", unknown), None);
     }
 }
