@@ -80,10 +80,7 @@ mod tests {
     use crate::store::LeaseRecord;
 
     fn record(holder: &str, duration_ms: u64) -> Option<LeaseRecord> {
-        Some(LeaseRecord {
-            holder: holder.into(),
-            duration_ms,
-        })
+        Some(LeaseRecord::new(holder, duration_ms))
     }
 
     #[test]

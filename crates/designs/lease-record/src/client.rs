@@ -71,10 +71,7 @@ impl RecordClient {
     }
 
     fn own_record(&self) -> LeaseRecord {
-        LeaseRecord {
-            holder: self.info.name.clone(),
-            duration_ms: self.info.ttl_ms,
-        }
+        LeaseRecord::new(self.info.name.clone(), self.info.ttl_ms)
     }
 
     fn swap(

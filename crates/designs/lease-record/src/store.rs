@@ -13,6 +13,16 @@ pub struct LeaseRecord {
     pub duration_ms: u64,
 }
 
+impl LeaseRecord {
+    /// `holder`'s record, asking others to wait `duration_ms` without a renewal.
+    pub fn new(holder: impl Into<String>, duration_ms: u64) -> Self {
+        LeaseRecord {
+            holder: holder.into(),
+            duration_ms,
+        }
+    }
+}
+
 /// A record as the store keeps it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Versioned {
@@ -109,10 +119,7 @@ mod tests {
     use super::*;
 
     fn record(holder: &str, duration_ms: u64) -> Option<LeaseRecord> {
-        Some(LeaseRecord {
-            holder: holder.into(),
-            duration_ms,
-        })
+        Some(LeaseRecord::new(holder, duration_ms))
     }
 
     #[test]
