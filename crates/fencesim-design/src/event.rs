@@ -59,3 +59,14 @@ impl ServiceEvent {
         }
     }
 }
+
+/// A lease as a lock service honours it: which lock, whose, and its fencing token.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HeldLease {
+    /// The lock.
+    pub lock: String,
+    /// The holder.
+    pub holder: String,
+    /// The fencing token.
+    pub token: u64,
+}

@@ -29,15 +29,16 @@
 //! # Where it stands
 //!
 //! The built-in designs are moving onto this API (docs/design-api.md in the repository says how
-//! far): Redlock and the lease-record design run on it, and so does every design's client
-//! protocol; the nodes of the single lease service, primary-backup and Raft do not yet. There is
+//! far): Redlock, the lease-record design and the single lease service run on it, and so does
+//! every design's client protocol; the nodes of primary-backup and Raft do not yet. There is
 //! no registry yet either, so a design of your own cannot be plugged in without changing
 //! fencesim (its kind, knobs and construction live in `fencesim-scenario` and the sim's
 //! `designs.rs`); that is the next step, and then an entry point for users' designs.
 //!
 //! Some limits of the API as it is:
-//! - Timers (`after_ms`) run on simulated true time: a node's clock drift or a clock jump moves
-//!   what `now` reads, not when a timer fires. Deadlines on the node's own clocks are planned.
+//! - A client's timers (`after_ms`) run on simulated true time: its clock's drift or a clock
+//!   jump moves what `now` reads, not when a timer fires. A node can also set a timer at a
+//!   [`Deadline`] on its own clock, which follows the clock's faults.
 //! - [`MessageKind`] is a closed list: a design's messages travel as the lock operations they
 //!   implement (or as `raft`, `replicate`, `redirect`).
 //! - Clients address the service's nodes by index in [`ClientInfo::service_nodes`]; nodes
@@ -58,7 +59,7 @@ pub mod time;
 pub use client::{
     ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, LockOp, OpResult,
 };
-pub use event::{ServiceEvent, ServiceEventKind};
+pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
-pub use node::{Durability, LockNode, NodeCtx, NodeEffect, NodeStart};
-pub use time::{Now, TimerId};
+pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
+pub use time::{Clock, Deadline, Now, TimerId};

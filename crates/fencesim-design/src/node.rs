@@ -1,8 +1,8 @@
 //! Lock-service nodes: the server side of a design.
 
-use crate::event::{ServiceEvent, ServiceEventKind};
+use crate::event::{HeldLease, ServiceEvent, ServiceEventKind};
 use crate::message::{DesignMessage, Origin};
-use crate::time::{Now, TimerId};
+use crate::time::{Deadline, Now, TimerId};
 
 /// How far a [`NodeCtx::persist`] write gets before the node goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -13,6 +13,40 @@ pub enum Durability {
     /// `fsync = never` or a periodic fsync, as in the incidents where a restarted lock server
     /// granted a lease it had already granted).
     Unsynced,
+}
+
+/// When a node's writes reach its disk: Redis's `appendfsync always | everysec | no`, a lease
+/// server's `fsync` setting. A node with [`FsyncPolicy::Periodic`] sets itself a timer and
+/// calls [`NodeCtx::sync`] when it fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FsyncPolicy {
+    /// Every write, before the node goes on.
+    Always,
+    /// Every `every_ms`: a crash loses what came since the last sync.
+    Periodic {
+        /// The sync period, ms.
+        every_ms: u64,
+    },
+    /// Never: a crash loses everything written since the start.
+    Never,
+}
+
+impl FsyncPolicy {
+    /// How a write under this policy is persisted.
+    pub fn durability(self) -> Durability {
+        match self {
+            FsyncPolicy::Always => Durability::Synced,
+            FsyncPolicy::Periodic { .. } | FsyncPolicy::Never => Durability::Unsynced,
+        }
+    }
+
+    /// The period of a periodic sync, ms.
+    pub fn period_ms(self) -> Option<u64> {
+        match self {
+            FsyncPolicy::Periodic { every_ms } => Some(every_ms),
+            FsyncPolicy::Always | FsyncPolicy::Never => None,
+        }
+    }
 }
 
 /// One effect of a lock-service node, applied by the harness in the order pushed.
@@ -32,12 +66,27 @@ pub enum NodeEffect<M, D> {
         /// The answer.
         msg: M,
     },
+    /// Send `msg` to the sender of an earlier request, later and not as its reply (a queued
+    /// acquire's grant, a watch firing): the message names that request's operation.
+    Notify {
+        /// The earlier request's origin.
+        origin: Origin,
+        /// The message.
+        msg: M,
+    },
     /// Call [`LockNode::on_timer`] with `id` once `after_ms` of simulated time has passed.
     SetTimer {
         /// The timer.
         id: TimerId,
         /// How long from now, ms (at least 1: a timer never fires within the same instant).
         after_ms: u64,
+    },
+    /// Call [`LockNode::on_timer`] with `id` when the node's own clock reads the deadline.
+    SetTimerAt {
+        /// The timer.
+        id: TimerId,
+        /// When, on which clock.
+        deadline: Deadline,
     },
     /// Forget timer `id` if it is set.
     CancelTimer(TimerId),
@@ -48,6 +97,8 @@ pub enum NodeEffect<M, D> {
         /// Synced or not.
         durability: Durability,
     },
+    /// Make every write so far durable (an `fsync`).
+    Sync,
     /// Record a decision into the history (it also counts as [`NodeEffect::Decided`]).
     Record(ServiceEvent),
     /// A decision of this kind was taken, for event-triggered faults (`after = "grant"` on this
@@ -105,9 +156,25 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
         });
     }
 
+    /// Send `msg` to whoever sent the request from `origin`, later and not as its reply (see
+    /// [`NodeEffect::Notify`]).
+    pub fn notify(&mut self, origin: &Origin, msg: M) {
+        self.effects.push(NodeEffect::Notify {
+            origin: origin.clone(),
+            msg,
+        });
+    }
+
     /// Set timer `id` to fire after `after_ms` ms (replacing it if set).
     pub fn set_timer(&mut self, id: TimerId, after_ms: u64) {
         self.effects.push(NodeEffect::SetTimer { id, after_ms });
+    }
+
+    /// Set timer `id` to fire when the node's own clock reaches `deadline` (replacing it if
+    /// set). The harness follows the clock's drift and steps: a wall clock jumped forward
+    /// brings the timer forward.
+    pub fn set_timer_at(&mut self, id: TimerId, deadline: Deadline) {
+        self.effects.push(NodeEffect::SetTimerAt { id, deadline });
     }
 
     /// Cancel timer `id`.
@@ -118,6 +185,11 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
     /// Write `state` as the node's durable state.
     pub fn persist(&mut self, state: D, durability: Durability) {
         self.effects.push(NodeEffect::Persist { state, durability });
+    }
+
+    /// Make every write so far durable (an `fsync`).
+    pub fn sync(&mut self) {
+        self.effects.push(NodeEffect::Sync);
     }
 
     /// Record `event` into the history.
@@ -178,6 +250,60 @@ pub trait LockNode: Sized + Send + 'static {
     /// Timer `id` fired. The default ignores it (a node without timers).
     fn on_timer(&mut self, id: TimerId, ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>) {
         let _ = (id, ctx);
+    }
+
+    /// Due work that no message brings: reap expired leases, grant a freed lock to the next
+    /// waiter. The harness calls it before every wait, before and after every message it hands
+    /// the node, and again at once for as long as it returns true; each call's effects are
+    /// applied and its decisions' `after` safepoints passed before the next call, so a fault
+    /// triggered by an expiry strikes before the request that follows it is handled. As it runs
+    /// last before every wait, it is where a node sets the timer of its next deadline. The
+    /// default does nothing.
+    fn settle(&mut self, ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>) -> bool {
+        let _ = ctx;
+        false
+    }
+
+    /// A maintenance job deregistered client `holder` (a `deregister` fault: the reaper of
+    /// case K16, which removes a client's registration). The default ignores it.
+    fn on_deregister(&mut self, holder: &str, ctx: &mut NodeCtx<'_, Self::Msg, Self::Durable>) {
+        let _ = (holder, ctx);
+    }
+
+    /// Whether the node may forget leases it granted when it crashes or its disk is restored
+    /// from a backup. If so, the harness follows the node's live leases from its recorded
+    /// events (a grant starts one; a release, expiry or revocation ends it), and after a crash
+    /// or restore records a `revoke` for each one that [`LockNode::durable_leases`] of what the
+    /// disk kept lacks, so the history shows when the service stopped honouring it.
+    const FORGETS_LEASES: bool = false;
+
+    /// The leases a node starting from `durable` would honour (see
+    /// [`LockNode::FORGETS_LEASES`]). The default: none.
+    fn durable_leases(durable: Option<&Self::Durable>) -> Vec<HeldLease> {
+        let _ = durable;
+        Vec::new()
+    }
+
+    /// What the disk holds after a crash: by default the last synced state, `synced`. A
+    /// design with a record it writes through apart from the rest (a token counter synced on
+    /// every grant) carries that record over from `lost`, the unsynced state the crash lost.
+    fn after_crash(
+        synced: Option<Self::Durable>,
+        lost: Option<Self::Durable>,
+    ) -> Option<Self::Durable> {
+        let _ = lost;
+        synced
+    }
+
+    /// What the disk holds after it is restored from `backup` (the last state synced at or
+    /// before the backup's time): by default the backup. A design with a record kept off the
+    /// backed-up volume carries it over from `latest`, the state the restore replaced.
+    fn after_restore(
+        backup: Option<Self::Durable>,
+        latest: Option<Self::Durable>,
+    ) -> Option<Self::Durable> {
+        let _ = latest;
+        backup
     }
 
     /// Whether the node takes up messages now. While it does not (a node still restarting),

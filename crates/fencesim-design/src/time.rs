@@ -19,3 +19,34 @@ pub struct Now {
 /// replaces it; a cancelled or replaced timer never fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TimerId(pub u64);
+
+/// One of a node's two clocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Clock {
+    /// The monotonic clock: drifts, never steps.
+    Monotonic,
+    /// The wall clock: drifts, and steps under clock jumps and corrections. Redis judges key
+    /// expiry by it, which is what a clock jump breaks (Kleppmann 2016).
+    Wall,
+}
+
+impl Now {
+    /// The reading of `clock`, ms.
+    pub fn on(&self, clock: Clock) -> i64 {
+        match clock {
+            Clock::Monotonic => self.mono_ms,
+            Clock::Wall => self.wall_ms,
+        }
+    }
+}
+
+/// A moment on one of the node's own clocks: a timer set to it fires when that clock reads
+/// `at_ms`, however the clock drifts or steps meanwhile (a lease service's expiry wait, which a
+/// clock jump brings forward).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Deadline {
+    /// The clock.
+    pub clock: Clock,
+    /// The reading at which the timer fires, ms (may be negative).
+    pub at_ms: i64,
+}

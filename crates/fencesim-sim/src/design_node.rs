@@ -4,91 +4,31 @@
 //! It starts the node from its disk (what the last synced write left), hands it each message
 //! of its design with `now` from the node's own clocks, and applies its effects in order:
 //! sends and replies go through the transport (and so through its faults), timers through
-//! [`Timers`], writes to the node's [`Disk`], and decisions into the history as service
-//! events. Event-triggered faults land at the safepoints around each request: before it (by
-//! the request's kind: acquire, renew, release) and after it, once per decision the handler
-//! took, in order, once its effects are applied.
+//! [`Timers`] (those on the node's clocks resolved again before every wait, as a clock fault
+//! moves them), writes to the node's [`NodeDisk`], and decisions into the history as service
+//! events. The node settles its due work ([`LockNode::settle`]) before every wait and around
+//! every message. Event-triggered faults land at the safepoints around each request: before
+//! it (by the request's kind: acquire, renew, release) and after each handler call, once per
+//! decision the call took, in order, once its effects are applied.
 
-use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fencesim_design::{
-    Durability, LockNode, MessageKind, NodeCtx, NodeEffect, NodeStart, Origin, ServiceEvent,
-    ServiceEventKind,
+    Deadline, DesignMessage, LockNode, MessageKind, NodeCtx, NodeEffect, NodeStart, Origin,
+    ServiceEvent, ServiceEventKind,
 };
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
 
 use crate::design_body::DesignBody;
 use crate::design_timers::{Timers, Wake};
+use crate::disk::NodeDisk;
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
+use crate::recorder::true_ns;
 use crate::timer::Alarm;
 use crate::transport::Envelope;
 use crate::world::World;
-
-/// A node's simulated disk: the last synced state, and what a crash would lose.
-#[derive(Debug)]
-pub(crate) struct Disk<D> {
-    synced: Option<D>,
-    pending: Option<D>,
-}
-
-impl<D> Default for Disk<D> {
-    fn default() -> Self {
-        Disk {
-            synced: None,
-            pending: None,
-        }
-    }
-}
-
-impl<D: Clone> Disk<D> {
-    /// Write `state`; a synced write makes it (and everything before it) durable.
-    pub fn write(&mut self, state: D, durability: Durability) {
-        match durability {
-            Durability::Synced => {
-                self.synced = Some(state);
-                self.pending = None;
-            }
-            Durability::Unsynced => self.pending = Some(state),
-        }
-    }
-
-    /// What a node starting now finds.
-    pub fn durable(&self) -> Option<D> {
-        self.synced.clone()
-    }
-}
-
-impl<D> Disk<D> {
-    /// The node crashed: unsynced writes are gone.
-    pub fn crash(&mut self) {
-        self.pending = None;
-    }
-}
-
-/// A disk of any design's state, as the world keeps it across a node's crashes; the node loop,
-/// which knows the state's type, holds it as a [`SharedDisk`].
-pub(crate) trait AnyDisk: Send + Sync {
-    /// The node crashed: unsynced writes are gone.
-    fn crash(&self);
-    /// For the node loop.
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
-}
-
-/// One node's disk, shared by the world (which crashes it) and the node loop (which writes it).
-pub(crate) type SharedDisk<D> = Mutex<Disk<D>>;
-
-impl<D: Send + 'static> AnyDisk for SharedDisk<D> {
-    fn crash(&self) {
-        self.lock().expect("disk").crash();
-    }
-
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
-}
 
 /// Lock-service node `index` (named `name`)'s main task, run again by madsim on every restart:
 /// the node starts from `config` and what its disk kept.
@@ -98,28 +38,33 @@ pub(crate) async fn run<N: LockNode>(
     index: usize,
     config: N::Config,
 ) {
-    let name = name.as_str();
-    let incarnation = world.start(name);
-    let inbox = world.inbox(name);
-    let disk = world.design_disk::<N::Durable>(name);
+    let incarnation = world.start(&name);
+    let inbox = world.inbox(&name);
+    let disk = world.design_disk::<N>(&name);
     let begin = NodeStart {
-        name: name.to_owned(),
+        name: name.clone(),
         index,
         incarnation,
-        durable: disk.lock().expect("disk").durable(),
+        durable: disk.lock().durable(),
     };
-    let mut effects = Vec::new();
-    let (mut timers, alarm) = (Timers::default(), Alarm::default());
-    let clock = || world.now(name);
-    let mut node = N::start(&config, begin, &mut NodeCtx::new(&clock, &mut effects));
-    apply(&world, name, &disk, &mut effects, &mut timers);
+    let mut run = NodeRun::<N> {
+        world: &world,
+        name: &name,
+        disk: &disk,
+        effects: Vec::new(),
+        timers: Timers::default(),
+    };
+    let mut node = run.call(|ctx| N::start(&config, begin, ctx));
+    // A start decides nothing a fault could be triggered by.
+    run.apply();
+    let alarm = Alarm::default();
     loop {
-        let env = match timers.next(&alarm, &inbox).await {
+        run.settle(&mut node).await;
+        run.resolve_timers();
+        let env = match run.timers.next(&alarm, &inbox).await {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
-                node.on_timer(id, &mut NodeCtx::new(&clock, &mut effects));
-                let decided = apply(&world, name, &disk, &mut effects, &mut timers);
-                after(&world, name, decided).await;
+                run.step(|ctx| node.on_timer(id, ctx)).await;
                 continue;
             }
             Wake::Closed => return,
@@ -127,25 +72,133 @@ pub(crate) async fn run<N: LockNode>(
         let Envelope {
             src, id, op, body, ..
         } = *env;
-        let Some(msg) = design_message::<N::Msg>(body).filter(|_| node.serving()) else {
-            continue;
+        let msg = match body {
+            Message::Design(body) => match DesignBody::downcast::<N::Msg>(body) {
+                Some(msg) if node.serving() => msg,
+                _ => continue,
+            },
+            Message::Deregister { holder } => {
+                run.step(|ctx| node.on_deregister(&holder, ctx)).await;
+                continue;
+            }
+            // A clock signal (loop to resolve the timers again) or another design's message.
+            _ => continue,
         };
-        let before = before_event(fencesim_design::DesignMessage::kind(&msg));
-        if let Some(event) = before {
-            Nemesis::safepoint(&world, name, When::Before, event).await;
+        if let Some(event) = before_event(msg.kind()) {
+            Nemesis::safepoint(&world, &name, When::Before, event).await;
         }
+        run.settle(&mut node).await;
         let origin = Origin::new(src, id, op);
-        node.on_message(&origin, msg, &mut NodeCtx::new(&clock, &mut effects));
-        let decided = apply(&world, name, &disk, &mut effects, &mut timers);
-        after(&world, name, decided).await;
+        run.step(|ctx| node.on_message(&origin, msg, ctx)).await;
+        run.settle(&mut node).await;
     }
 }
 
-/// The message as design `M`'s; harness messages and local signals are not the node's.
-fn design_message<M: fencesim_design::DesignMessage>(body: Message) -> Option<M> {
-    match body {
-        Message::Design(body) => DesignBody::downcast(body),
-        _ => None,
+/// One start of a node: what its handlers' effects reach.
+struct NodeRun<'a, N: LockNode> {
+    world: &'a Arc<World>,
+    name: &'a str,
+    disk: &'a NodeDisk<N>,
+    effects: Vec<NodeEffect<N::Msg, N::Durable>>,
+    timers: Timers,
+}
+
+impl<N: LockNode> NodeRun<'_, N> {
+    /// Call a handler with a fresh context (one instant of the node's clocks); its effects
+    /// wait in `effects` for [`NodeRun::apply`].
+    fn call<R>(&mut self, handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R) -> R {
+        let (world, name) = (self.world, self.name);
+        let clock = || world.now(name);
+        handler(&mut NodeCtx::new(&clock, &mut self.effects))
+    }
+
+    /// Call a handler, apply its effects, and pass the `after` safepoint of each decision.
+    async fn step<R>(
+        &mut self,
+        handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R,
+    ) -> R {
+        let result = self.call(handler);
+        let decided = self.apply();
+        for event in decided {
+            Nemesis::safepoint(self.world, self.name, When::After, event).await;
+        }
+        result
+    }
+
+    /// Run the node's due work ([`LockNode::settle`]) for as long as it asks to go on.
+    async fn settle(&mut self, node: &mut N) {
+        while self.step(|ctx| node.settle(ctx)).await {}
+    }
+
+    /// The true time of every timer set on the node's own clocks, as they read now.
+    fn resolve_timers(&mut self) {
+        let clocks = self.world.clocks.get(self.name);
+        let now_ns = true_ns();
+        self.timers.resolve(|Deadline { clock, at_ms }| {
+            let clock = match clock {
+                fencesim_design::Clock::Monotonic => clocks.mono,
+                fencesim_design::Clock::Wall => clocks.wall,
+            };
+            now_ns.saturating_add(clock.true_ns_until(now_ns, at_ms))
+        });
+    }
+
+    /// Apply the pending effects in order; returns the safepoint events of the decisions.
+    fn apply(&mut self) -> Vec<NodeEvent> {
+        let mut decided = Vec::new();
+        if self.effects.is_empty() {
+            return decided; // most settle calls: nothing to drain
+        }
+        let (world, name) = (self.world, self.name);
+        for effect in self.effects.drain(..) {
+            match effect {
+                NodeEffect::Send { to, msg } => {
+                    world.net.send(name, &to, None, None, design_body(msg));
+                }
+                NodeEffect::Reply { origin, msg } => {
+                    let (to, reply_to, op) = (origin.from(), Some(origin.id()), origin.op());
+                    world.net.send(name, to, reply_to, op, design_body(msg));
+                }
+                NodeEffect::Notify { origin, msg } => {
+                    world
+                        .net
+                        .send(name, origin.from(), None, origin.op(), design_body(msg));
+                }
+                NodeEffect::SetTimer { id, after_ms } => self.timers.set(id, after_ms),
+                NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),
+                NodeEffect::CancelTimer(id) => self.timers.cancel(id),
+                NodeEffect::Persist { state, durability } => {
+                    self.disk.lock().write(state, durability, true_ns());
+                }
+                NodeEffect::Sync => self.disk.lock().sync(true_ns()),
+                NodeEffect::Record(event) => {
+                    decided.extend(safepoint_after(event.kind));
+                    if N::FORGETS_LEASES {
+                        follow_lease(world, name, &event);
+                    }
+                    world.event(history_event(name, event));
+                }
+                NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
+            }
+        }
+        decided
+    }
+}
+
+fn design_body<M: DesignMessage>(msg: M) -> Message {
+    Message::Design(DesignBody::new(msg))
+}
+
+/// Keep the world's record of node `name`'s live leases, from which a crash's `revoke`s come.
+pub(crate) fn follow_lease(world: &World, name: &str, event: &ServiceEvent) {
+    match event.kind {
+        ServiceEventKind::Grant => {
+            world.lease_granted(name, &event.lock, &event.holder, event.token);
+        }
+        ServiceEventKind::Release | ServiceEventKind::Expire | ServiceEventKind::Revoke => {
+            world.lease_ended(name, &event.lock);
+        }
+        ServiceEventKind::Renew => {}
     }
 }
 
@@ -159,51 +212,8 @@ fn before_event(kind: MessageKind) -> Option<NodeEvent> {
     }
 }
 
-/// Pass the `after` safepoint of each decision, in order.
-async fn after(world: &Arc<World>, name: &str, decided: Vec<NodeEvent>) {
-    for event in decided {
-        Nemesis::safepoint(world, name, When::After, event).await;
-    }
-}
-
-/// Apply `effects` in order; returns the safepoint events of the decisions taken.
-fn apply<M: fencesim_design::DesignMessage, D: Clone + Send + 'static>(
-    world: &World,
-    name: &str,
-    disk: &SharedDisk<D>,
-    effects: &mut Vec<NodeEffect<M, D>>,
-    timers: &mut Timers,
-) -> Vec<NodeEvent> {
-    let mut decided = Vec::new();
-    for effect in effects.drain(..) {
-        match effect {
-            NodeEffect::Send { to, msg } => {
-                world
-                    .net
-                    .send(name, &to, None, None, Message::Design(DesignBody::new(msg)));
-            }
-            NodeEffect::Reply { origin, msg } => {
-                let body = Message::Design(DesignBody::new(msg));
-                let (to, reply_to, op) = (origin.from(), Some(origin.id()), origin.op());
-                world.net.send(name, to, reply_to, op, body);
-            }
-            NodeEffect::SetTimer { id, after_ms } => timers.set(id, after_ms),
-            NodeEffect::CancelTimer(id) => timers.cancel(id),
-            NodeEffect::Persist { state, durability } => {
-                disk.lock().expect("disk").write(state, durability);
-            }
-            NodeEffect::Record(event) => {
-                decided.extend(safepoint_after(event.kind));
-                world.event(history_event(name, event));
-            }
-            NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
-        }
-    }
-    decided
-}
-
 /// The safepoint after a decision of `kind` (a revocation has none of its own).
-fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
+pub(crate) fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
     match kind {
         ServiceEventKind::Grant => Some(NodeEvent::Grant),
         ServiceEventKind::Renew => Some(NodeEvent::Renew),
@@ -214,7 +224,7 @@ fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
 }
 
 /// The history's service event for a design's decision on node `name`.
-fn history_event(name: &str, e: ServiceEvent) -> Event {
+pub(crate) fn history_event(name: &str, e: ServiceEvent) -> Event {
     let kind = match e.kind {
         ServiceEventKind::Grant => EventKind::Grant,
         ServiceEventKind::Renew => EventKind::Renew,
@@ -231,32 +241,5 @@ fn history_event(name: &str, e: ServiceEvent) -> Event {
         detail: e.detail,
         op: e.op,
         ..Event::new(kind)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_crash_loses_the_writes_since_the_last_synced_one() {
-        let mut disk = Disk::<u32>::default();
-        assert_eq!(disk.durable(), None);
-        disk.write(1, Durability::Synced);
-        disk.write(2, Durability::Unsynced);
-        assert_eq!(
-            disk.durable(),
-            Some(1),
-            "an unsynced write is not on disk yet"
-        );
-        disk.crash();
-        disk.write(3, Durability::Unsynced);
-        disk.write(4, Durability::Synced);
-        disk.crash();
-        assert_eq!(
-            disk.durable(),
-            Some(4),
-            "a synced write carries the ones before it"
-        );
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use fencesim_design::TimerId;
+use fencesim_design::{Deadline, TimerId};
 
 use crate::mailbox::Inbox;
 use crate::recorder::true_ns;
@@ -19,31 +19,53 @@ pub(crate) enum Wake {
     Closed,
 }
 
-/// Timers by id, each with its deadline in true simulated ns. A node or client has a few at a
-/// time, set and cancelled at every request: a vector, which keeps its room, beats a map.
+/// Timers by id, each with its deadline in true simulated ns, and for a timer set on one of
+/// the node's clocks that clock's deadline, to resolve again when the clock changes. A node or
+/// client has a few at a time, set and cancelled at every request: a vector, which keeps its
+/// room, beats a map.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
-    deadlines: Vec<(TimerId, u64)>,
+    deadlines: Vec<(TimerId, u64, Option<Deadline>)>,
 }
 
 impl Timers {
     /// Set `id` to fire `after_ms` from now (at least 1 ms, as madsim's sleeps), replacing it.
     pub fn set(&mut self, id: TimerId, after_ms: u64) {
         let deadline_ns = true_ns().saturating_add(after_ms.max(1).saturating_mul(1_000_000));
-        match self.deadlines.iter_mut().find(|(t, _)| *t == id) {
-            Some(slot) => slot.1 = deadline_ns,
-            None => self.deadlines.push((id, deadline_ns)),
+        self.put(id, deadline_ns, None);
+    }
+
+    /// Set `id` to fire at `deadline` on the node's own clock, replacing it. It fires at true
+    /// time 0 until [`Timers::resolve`] converts it.
+    pub fn set_at(&mut self, id: TimerId, deadline: Deadline) {
+        self.put(id, 0, Some(deadline));
+    }
+
+    fn put(&mut self, id: TimerId, deadline_ns: u64, on_clock: Option<Deadline>) {
+        match self.deadlines.iter_mut().find(|(t, ..)| *t == id) {
+            Some(slot) => *slot = (id, deadline_ns, on_clock),
+            None => self.deadlines.push((id, deadline_ns, on_clock)),
+        }
+    }
+
+    /// Convert every clock deadline to true ns with `true_ns_at`, as the node's clocks read
+    /// now: before every wait, since a clock fault since the last one moves them.
+    pub fn resolve(&mut self, true_ns_at: impl Fn(Deadline) -> u64) {
+        for (_, at_ns, on_clock) in &mut self.deadlines {
+            if let Some(deadline) = on_clock {
+                *at_ns = true_ns_at(*deadline);
+            }
         }
     }
 
     /// Forget `id`.
     pub fn cancel(&mut self, id: TimerId) {
-        self.deadlines.retain(|(t, _)| *t != id);
+        self.deadlines.retain(|(t, ..)| *t != id);
     }
 
     /// The earliest deadline (ns) and its timer; ties go to the lower id.
     pub fn earliest(&self) -> Option<(u64, TimerId)> {
-        self.deadlines.iter().map(|(id, at)| (*at, *id)).min()
+        self.deadlines.iter().map(|(id, at, _)| (*at, *id)).min()
     }
 
     /// Unset and return the earliest timer if it is due now.

@@ -1,16 +1,18 @@
 //! How each design's client protocol and lock-service nodes are made from a scenario, until
 //! the design registry takes this over (`runner.rs` picks one by the scenario's kind).
 
-use fencesim_design::ClientInfo;
-use fencesim_lease::{LeaseClient, LeaseClientConfig};
+use fencesim_design::{ClientInfo, Clock, FsyncPolicy};
+use fencesim_lease::{
+    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, Reaper, ReleaseMode,
+    TokenCounter,
+};
 use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
-use fencesim_redlock::{
-    AppendFsync, ExpiryClock, RedisConfig, RedlockClient, RedlockClientConfig, TokenSource,
-};
+use fencesim_redlock::{RedisConfig, RedlockClient, RedlockClientConfig, TokenSource};
 use fencesim_scenario::{
-    ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, OnLostLease, Reclaim, RenewAfterFailure,
-    Scenario,
+    ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, LockServiceSpec, OnLostLease, Reclaim,
+    RenewAfterFailure, Scenario,
 };
+use fencesim_scenario as scenario;
 
 /// What a client protocol is told about its client.
 pub(crate) fn client_info(
@@ -87,18 +89,58 @@ pub(crate) fn lease_client(
 /// The settings of a Redlock scenario's `redis-N` nodes.
 pub(crate) fn redis_config(scenario: &Scenario) -> RedisConfig {
     let spec = &scenario.lock_service;
-    let fsync = match (spec.fsync, spec.fsync_every_ms) {
-        (Fsync::Always, _) => AppendFsync::Always,
-        (Fsync::Periodic, Some(every_ms)) => AppendFsync::Periodic { every_ms },
-        // Validation requires a period with `periodic`; without one nothing would sync.
-        (Fsync::Periodic, None) | (Fsync::Never, _) => AppendFsync::Never,
-    };
     RedisConfig {
-        fsync,
+        fsync: fsync_policy(spec),
         restart_delay_ms: spec.redlock.map_or(0, |r| r.restart_delay_ms),
-        expiry_clock: match spec.expiry_clock {
-            fencesim_scenario::ExpiryClock::Wall => ExpiryClock::Wall,
-            fencesim_scenario::ExpiryClock::Monotonic => ExpiryClock::Monotonic,
+        expiry_clock: expiry_clock(spec),
+    }
+}
+
+/// The settings of the single lease service's node.
+pub(crate) fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
+    let spec = &scenario.lock_service;
+    LeaseNodeConfig {
+        max_ttl_ms: spec.max_ttl_ms,
+        fsync: fsync_policy(spec),
+        token_counter: match spec.token_counter {
+            scenario::TokenCounter::Durable => TokenCounter::Durable,
+            scenario::TokenCounter::Store => TokenCounter::Store,
+            scenario::TokenCounter::Memory => TokenCounter::Memory,
         },
+        restart_grace_ms: spec.restart_grace_ms,
+        expiry_clock: expiry_clock(spec),
+        acquire: match spec.acquire {
+            scenario::AcquireMode::FailFast => AcquireMode::FailFast,
+            scenario::AcquireMode::Queue => AcquireMode::Queue,
+            scenario::AcquireMode::QueueGrantToExpiredWaiter => {
+                AcquireMode::QueueGrantToExpiredWaiter
+            }
+        },
+        release: match spec.release {
+            scenario::ReleaseMode::CompareAndDelete => ReleaseMode::CompareAndDelete,
+            scenario::ReleaseMode::Unconditional => ReleaseMode::Unconditional,
+        },
+        reaper: match spec.reaper {
+            scenario::Reaper::RespectsLeases => Reaper::RespectsLeases,
+            scenario::Reaper::IgnoresLeases => Reaper::IgnoresLeases,
+        },
+    }
+}
+
+/// The `fsync` and `fsync_every_ms` knobs.
+fn fsync_policy(spec: &LockServiceSpec) -> FsyncPolicy {
+    match (spec.fsync, spec.fsync_every_ms) {
+        (Fsync::Always, _) => FsyncPolicy::Always,
+        (Fsync::Periodic, Some(every_ms)) => FsyncPolicy::Periodic { every_ms },
+        // Validation requires a period with `periodic`; without one nothing would sync.
+        (Fsync::Periodic, None) | (Fsync::Never, _) => FsyncPolicy::Never,
+    }
+}
+
+/// The `expiry_clock` knob.
+fn expiry_clock(spec: &LockServiceSpec) -> Clock {
+    match spec.expiry_clock {
+        scenario::ExpiryClock::Wall => Clock::Wall,
+        scenario::ExpiryClock::Monotonic => Clock::Monotonic,
     }
 }

@@ -505,12 +505,7 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
             snapshot_at_ms,
         } => {
             world.crash(node);
-            world
-                .store
-                .lock()
-                .expect("store")
-                .restore(snapshot_at_ms * 1_000_000);
-            world.forget_lost_leases("lost: the restored backup does not have it");
+            world.restore(node, snapshot_at_ms * 1_000_000);
             close(
                 world,
                 |a| matches!(a, Action::Crash { node: n } if n == node),

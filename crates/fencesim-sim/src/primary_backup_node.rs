@@ -8,14 +8,17 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fencesim_design::ServiceEvent;
 use fencesim_history::{Event, EventKind};
 use fencesim_lease::primary_backup::{
     PrimaryBackupConfig, Received, Replica, Replication, Role, Timer,
 };
-use fencesim_lease::{LeaseConfig, LeaseMessage};
+use fencesim_lease::{
+    expire_due, held_leases, serve, LeaseConfig, LeaseMessage, LeaseService, ReleaseMode,
+};
 use fencesim_scenario::{self as scenario, NodeEvent};
 
-use crate::lease_node::{handle, reap, request_event};
+use crate::design_node::{follow_lease, history_event, safepoint_after};
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
 use crate::recorder::true_ns;
@@ -132,10 +135,10 @@ impl Node {
                         if stepped_down {
                             // This node stops honouring the leases it granted; those the new
                             // primary's table has are the new primary's from now on.
-                            let table = self.replica.service().table().clone();
+                            let kept = held_leases(self.replica.service().table());
                             self.world.hand_over_leases(
                                 [&self.name, &env.src, &self.name],
-                                &table,
+                                &kept,
                                 "lost: the primary that granted it stepped down",
                             );
                         }
@@ -187,10 +190,10 @@ impl Node {
             detail: Some(format!("epoch {epoch}: promoted")),
             ..Event::new(EventKind::Leader)
         });
-        let table = self.replica.service().table().clone();
+        let kept = held_leases(self.replica.service().table());
         self.world.hand_over_leases(
             [&self.peer, &self.name, &self.name],
-            &table,
+            &kept,
             "lost in failover: not replicated to the backup",
         );
     }
@@ -232,4 +235,64 @@ impl Node {
             }
         }
     }
+}
+
+/// The safepoint event of a client request to a lease service (`None`: not a request).
+fn request_event(body: &Message) -> Option<NodeEvent> {
+    match body.as_lease()? {
+        LeaseMessage::Acquire { .. } => Some(NodeEvent::Acquire),
+        LeaseMessage::Renew { .. } => Some(NodeEvent::Renew),
+        LeaseMessage::Release { .. } => Some(NodeEvent::Release),
+        _ => None,
+    }
+}
+
+/// Expire every lease of node `node` that is due, recording each, with an `after = "expire"`
+/// safepoint each. True if any expired (the table changed).
+async fn reap(world: &Arc<World>, node: &str, service: &mut LeaseService) -> bool {
+    let expired = expire_due(service, world.expiry_now_ms(node));
+    if expired.is_empty() {
+        return false;
+    }
+    let count = expired.len();
+    for event in expired {
+        record(world, node, event);
+    }
+    for _ in 0..count {
+        Nemesis::safepoint(world, node, When::After, NodeEvent::Expire).await;
+    }
+    true
+}
+
+/// Serve one request at node `node`; returns the reply and the event it caused, if any.
+fn handle(
+    world: &World,
+    node: &str,
+    service: &mut LeaseService,
+    env: &Envelope,
+) -> (Option<Message>, Option<NodeEvent>) {
+    let release = match world.scenario.lock_service.release {
+        scenario::ReleaseMode::CompareAndDelete => ReleaseMode::CompareAndDelete,
+        scenario::ReleaseMode::Unconditional => ReleaseMode::Unconditional,
+    };
+    let now = world.expiry_now_ms(node);
+    let served = env
+        .body
+        .as_lease()
+        .and_then(|request| serve(service, request, &env.src, env.op, now, release));
+    let Some(served) = served else {
+        return (None, None);
+    };
+    let decided = served.event.and_then(|event| {
+        let kind = safepoint_after(event.kind);
+        record(world, node, event);
+        kind
+    });
+    (Some(Message::lease(served.reply)), decided)
+}
+
+/// Record `event` of node `node` (a primary's leases are followed, as the single service's).
+fn record(world: &World, node: &str, event: ServiceEvent) {
+    follow_lease(world, node, &event);
+    world.event(history_event(node, event));
 }

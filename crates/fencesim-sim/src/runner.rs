@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
+use fencesim_lease::LeaseNode;
 use fencesim_lease_record::StoreNode;
 use fencesim_redlock::RedisServer;
 use fencesim_resource::{FenceMode, Resource};
@@ -23,7 +24,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, design_node, lease_node, primary_backup_node, raft_node, resource_node};
+use crate::{client, design_node, designs, primary_backup_node, raft_node, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,8 +216,11 @@ async fn simulate(
     // Every node's main task is its `init`, so that madsim's restart runs it afresh.
     match world.scenario.lock_service.kind {
         LockServiceKind::Single => {
-            let w = Arc::clone(&world);
-            start_node(LEASE_SERVICE_NODE, move || lease_node::run(Arc::clone(&w)));
+            let (w, config) = (Arc::clone(&world), designs::lease_node_config(&world.scenario));
+            start_node(LEASE_SERVICE_NODE, move || {
+                let name = LEASE_SERVICE_NODE.to_owned();
+                design_node::run::<LeaseNode>(Arc::clone(&w), name, 0, config)
+            });
         }
         LockServiceKind::Raft => {
             for (index, name) in world.lease_nodes().iter().enumerate() {
@@ -225,7 +229,7 @@ async fn simulate(
             }
         }
         LockServiceKind::Redlock => {
-            let config = crate::designs::redis_config(&world.scenario);
+            let config = designs::redis_config(&world.scenario);
             for (index, name) in world.lease_nodes().into_iter().enumerate() {
                 let (w, n) = (Arc::clone(&world), name.clone());
                 start_node(&name, move || {

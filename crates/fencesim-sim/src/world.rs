@@ -6,18 +6,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::mailbox::{mailbox, Inbox, Outbox};
-use fencesim_design::Now;
+use fencesim_design::{HeldLease, LockNode, Now};
 use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
 use fencesim_lease::raft_replica::{new_storage, RaftStorage};
-use fencesim_lease::LeaseTable;
 use fencesim_resource::Resource;
-use fencesim_scenario::{ExpiryClock, LockServiceKind, Scenario, LEASE_SERVICE_NODE};
+use fencesim_scenario::{ExpiryClock, Scenario};
 
 use crate::clock::{Clocks, LinearClock};
-use crate::design_node::{AnyDisk, SharedDisk};
+use crate::disk::{AnyDisk, NodeDisk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
-use crate::store::Store;
 use crate::transport::{Envelope, Network};
 
 /// A client's own view of its lease (for the client-view mutual-exclusion check).
@@ -41,17 +39,18 @@ pub(crate) struct World {
     pub clocks: Arc<Clocks>,
     pub net: Arc<Network>,
     pub nemesis: Nemesis,
-    /// The lease service's disk.
-    pub store: Mutex<Store>,
     /// The resource's state: durable (a database that syncs every write).
     pub resource: Mutex<Resource>,
     /// The disks of the nodes of designs on the design API, by node.
     design_disks: Mutex<BTreeMap<String, Arc<dyn AnyDisk>>>,
+    /// Whether disks keep backups: only for a run with a `restore` fault.
+    keep_backups: bool,
     /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
     raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
-    /// The single lease service's live leases as its events tell them: lock -> (holder, token).
-    /// A crash or restore can make the service forget a lease; this is how the history learns.
-    /// Keyed by (node, lock): two primary-backup primaries may each honour a lease at once.
+    /// The live leases of the nodes that can forget them (the single lease service, the
+    /// primaries of primary-backup) as their events tell them: (node, lock) -> (holder, token).
+    /// A crash or restore can make a node forget a lease; this is how the history learns. Keyed
+    /// by node as well: two primary-backup primaries may each honour a lease at once.
     live_leases: Mutex<BTreeMap<(String, String), (String, u64)>>,
     /// The Raft leader of the highest term seen so far: (term, node).
     leader: Mutex<Option<(u64, String)>>,
@@ -77,7 +76,7 @@ impl World {
         inboxes: BTreeMap<String, Inbox<Box<Envelope>>>,
         resource: Resource,
     ) -> Self {
-        let restores = scenario
+        let keep_backups = scenario
             .faults
             .iter()
             .any(|f| matches!(f.action, fencesim_scenario::Action::Restore { .. }));
@@ -88,10 +87,10 @@ impl World {
             clocks,
             net,
             nemesis,
-            store: Mutex::new(Store::new(restores)),
             resource: Mutex::new(resource),
             raft_storage: Mutex::new(BTreeMap::new()),
             design_disks: Mutex::new(BTreeMap::new()),
+            keep_backups,
             recorded_index: Mutex::new(0),
             leader: Mutex::new(None),
             live_leases: Mutex::new(BTreeMap::new()),
@@ -173,25 +172,12 @@ impl World {
             .remove(&(node.to_owned(), lock.to_owned()));
     }
 
-    /// After the lease service lost state (a crash, a restore): every lease it can no longer
-    /// know of has ended, by its own reckoning. Record each as `revoke`, so the history shows
-    /// when the service stopped honouring it.
-    pub fn forget_lost_leases(&self, reason: &str) {
-        let recovered = self
-            .store
-            .lock()
-            .expect("store")
-            .recover(self.scenario.lock_service.token_counter);
-        let node = LEASE_SERVICE_NODE;
-        self.hand_over_leases([node, node, node], &recovered, reason);
-    }
-
-    /// `[from, to, by]`: the leases node `from` honoured are now `to`'s to serve from `table`
-    /// (a restart from disk: `from` = `to`; a promoted backup taking over the old primary's; a
-    /// primary stepping down to the new one's table). Each one `table` lacks has ended,
-    /// recorded as a `revoke` by node `by` (the one that decided it); the others are `to`'s
-    /// from now on.
-    pub fn hand_over_leases(&self, [from, to, by]: [&str; 3], table: &LeaseTable, reason: &str) {
+    /// `[from, to, by]`: the leases node `from` honoured are now `to`'s to serve, of which `to`
+    /// honours `kept` (a restart from disk: `from` = `to`; a promoted backup taking over the
+    /// old primary's; a primary stepping down to the new one's table). Each one `kept` lacks
+    /// has ended, recorded as a `revoke` by node `by` (the one that decided it); the others are
+    /// `to`'s from now on.
+    pub fn hand_over_leases(&self, [from, to, by]: [&str; 3], kept: &[HeldLease], reason: &str) {
         let lost: Vec<(String, String, u64)> = {
             let mut live = self.live_leases.lock().expect("live leases");
             let theirs: Vec<(String, String)> = live
@@ -204,11 +190,10 @@ impl World {
                 let Some((holder, token)) = live.remove(&key) else {
                     continue;
                 };
-                let kept = table
-                    .get(&key.1)
-                    .and_then(|r| r.lease.as_ref())
-                    .is_some_and(|l| l.token == token && l.holder == holder);
-                if kept {
+                let honoured = kept
+                    .iter()
+                    .any(|l| l.lock == key.1 && l.holder == holder && l.token == token);
+                if honoured {
                     live.insert((to.to_owned(), key.1), (holder, token));
                 } else {
                     lost.push((key.1, holder, token));
@@ -286,12 +271,12 @@ impl World {
     }
 
     /// Design node `node`'s disk (empty at first), kept here across its crashes.
-    pub fn design_disk<D: Send + 'static>(&self, node: &str) -> Arc<SharedDisk<D>> {
+    pub fn design_disk<N: LockNode>(&self, node: &str) -> Arc<NodeDisk<N>> {
         let mut disks = self.design_disks.lock().expect("design disks");
         let disk = disks
             .entry(node.to_owned())
-            .or_insert_with(|| Arc::new(SharedDisk::<D>::default()));
-        match Arc::clone(disk).into_any().downcast::<SharedDisk<D>>() {
+            .or_insert_with(|| Arc::new(NodeDisk::<N>::new(self.keep_backups)));
+        match Arc::clone(disk).into_any().downcast::<NodeDisk<N>>() {
             Ok(disk) => disk,
             Err(_) => unreachable!("node {node}'s disk holds another design's state"),
         }
@@ -303,20 +288,28 @@ impl World {
     }
 
     /// Kill `node`: its tasks and volatile state go, messages to it are lost until it restarts,
-    /// the lease service loses its unsynced writes, and a client stops believing anything.
+    /// a lock-service node loses its unsynced writes (and the leases only they held), and a
+    /// client stops believing anything.
     pub fn crash(self: &Arc<Self>, node: &str) {
         self.net.set_down(node, true);
-        if node == LEASE_SERVICE_NODE && self.scenario.lock_service.kind == LockServiceKind::Single
-        {
-            self.store.lock().expect("store").crash();
-            self.forget_lost_leases("lost: not on disk when the service crashed");
-        }
-        if let Some(disk) = self.design_disks.lock().expect("design disks").get(node) {
-            disk.crash();
+        let disk = self.design_disks.lock().expect("design disks").get(node).cloned();
+        if let Some(kept) = disk.and_then(|disk| disk.crash()) {
+            let reason = "lost: not on disk when the service crashed";
+            self.hand_over_leases([node, node, node], &kept, reason);
         }
         self.end_belief(node, "crashed");
         self.nemesis.forget_pauses(node);
         madsim::runtime::Handle::current().kill(node);
+    }
+
+    /// Bring back the backup of crashed node `node`'s disk as of true time `at_ns` (a restore
+    /// fault); the leases the backup lacks have ended.
+    pub fn restore(&self, node: &str, at_ns: u64) {
+        let disk = self.design_disks.lock().expect("design disks").get(node).cloned();
+        if let Some(kept) = disk.and_then(|disk| disk.restore(at_ns)) {
+            let reason = "lost: the restored backup does not have it";
+            self.hand_over_leases([node, node, node], &kept, reason);
+        }
     }
 
     /// Start `node` again from its durable state. Messages that reached its mailbox before the

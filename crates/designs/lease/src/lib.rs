@@ -14,14 +14,18 @@
 
 mod client;
 mod message;
+mod node;
 pub mod primary_backup;
 pub mod raft_replica;
 pub mod replicated;
+mod serve;
 mod service;
 pub mod wait_queue;
 
 pub use client::{LeaseClient, LeaseClientConfig};
 pub use message::{Attempt, LeaseMessage};
+pub use node::{AcquireMode, LeaseDisk, LeaseNode, LeaseNodeConfig, Reaper, TokenCounter};
+pub use serve::{expire_due, held_leases, serve, ReleaseMode, Served};
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,
     ReleaseOutcome, RenewOutcome,

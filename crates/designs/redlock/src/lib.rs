@@ -24,5 +24,5 @@ pub mod store;
 pub use client::{RedlockClient, RedlockClientConfig, TokenSource};
 pub use decision::{Decision, Redlock, RedlockConfig};
 pub use message::RedlockMessage;
-pub use node::{AppendFsync, ExpiryClock, RedisConfig, RedisServer};
+pub use node::{RedisConfig, RedisServer};
 pub use store::{Entry, RedisNode};

@@ -7,44 +7,23 @@
 //! judges; its decisions still count for event-triggered faults.
 
 use fencesim_design::{
-    Durability, LockNode, NodeCtx, NodeStart, Origin, ServiceEventKind, TimerId,
+    Clock, FsyncPolicy, LockNode, NodeCtx, NodeStart, Origin, ServiceEventKind,
+    TimerId,
 };
 
 use crate::message::RedlockMessage;
 use crate::store::RedisNode;
 
-/// When a Redis node's writes reach its disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AppendFsync {
-    /// Every write, before the reply (`appendfsync always`).
-    Always,
-    /// Every `every_ms` (`appendfsync everysec` is 1000): a crash loses what came since.
-    Periodic {
-        /// The sync period, ms.
-        every_ms: u64,
-    },
-    /// Never (`appendfsync no`, or no persistence): a crash loses everything.
-    Never,
-}
-
-/// Which of the node's clocks judges a key's expiry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExpiryClock {
-    /// The wall clock, as Redis does: a clock jump expires keys early (Kleppmann 2016).
-    Wall,
-    /// The monotonic clock.
-    Monotonic,
-}
-
 /// A Redis node's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RedisConfig {
-    /// When writes are synced.
-    pub fsync: AppendFsync,
+    /// When writes are synced (Redis's `appendfsync`; `everysec` is a 1000 ms period).
+    pub fsync: FsyncPolicy,
     /// How long a restarted node stays unavailable, ms (0: none).
     pub restart_delay_ms: u64,
-    /// The clock keys expire by.
-    pub expiry_clock: ExpiryClock,
+    /// The clock keys expire by: the wall clock, as Redis does (a clock jump expires keys
+    /// early, Kleppmann 2016), or the monotonic one.
+    pub expiry_clock: Clock,
 }
 
 const SYNC: TimerId = TimerId(1);
@@ -63,18 +42,14 @@ type Ctx<'a> = NodeCtx<'a, RedlockMessage, RedisNode>;
 impl RedisServer {
     /// Start syncing periodically, if that is the node's setting.
     fn start_syncing(&self, ctx: &mut Ctx<'_>) {
-        if let AppendFsync::Periodic { every_ms } = self.config.fsync {
+        if let Some(every_ms) = self.config.fsync.period_ms() {
             ctx.set_timer(SYNC, every_ms);
         }
     }
 
     /// Write the data after a change; say what the change decided.
     fn changed(&self, decision: ServiceEventKind, ctx: &mut Ctx<'_>) {
-        let durability = match self.config.fsync {
-            AppendFsync::Always => Durability::Synced,
-            AppendFsync::Periodic { .. } | AppendFsync::Never => Durability::Unsynced,
-        };
-        ctx.persist(self.data.clone(), durability);
+        ctx.persist(self.data.clone(), self.config.fsync.durability());
         ctx.decided(decision);
     }
 }
@@ -101,10 +76,7 @@ impl LockNode for RedisServer {
     }
 
     fn on_message(&mut self, origin: &Origin, msg: RedlockMessage, ctx: &mut Ctx<'_>) {
-        let now_ms = match self.config.expiry_clock {
-            ExpiryClock::Wall => ctx.now().wall_ms,
-            ExpiryClock::Monotonic => ctx.now().mono_ms,
-        };
+        let now_ms = ctx.now().on(self.config.expiry_clock);
         let reply = match msg {
             RedlockMessage::Set { key, value, ttl_ms } => {
                 let ok = self.data.set_nx_px(&key, value, ttl_ms, now_ms);
@@ -144,7 +116,7 @@ impl LockNode for RedisServer {
     fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
         match id {
             SYNC => {
-                ctx.persist(self.data.clone(), Durability::Synced);
+                ctx.sync();
                 self.start_syncing(ctx);
             }
             RESTARTED => {
