@@ -101,6 +101,33 @@ pub enum NodeEffect<M, D> {
     Sync,
     /// Record a decision into the history (it also counts as [`NodeEffect::Decided`]).
     Record(ServiceEvent),
+    /// Record a decision into the history now, and count it for event-triggered faults only
+    /// when the node says [`NodeEffect::Decided`] later: when it takes effect for its
+    /// requester (a synchronous primary's grant, answered once the backup acknowledged it).
+    RecordOnly(ServiceEvent),
+    /// This node leads from `term` on (a Raft leader, a promoted primary): `node = "leader"`
+    /// faults and the targeted nemesis aim at the node that leads in the highest term.
+    Leads {
+        /// The term or epoch.
+        term: u64,
+        /// The text of the `leader` event to record (`"epoch 2: promoted"`); `None` records
+        /// none (a node that leads from the start, as the scenario says).
+        detail: Option<String>,
+    },
+    /// The leases node `from` honoured are now node `to`'s to serve, and `to` honours only
+    /// `kept` of them: each other one has ended, recorded as a `revoke` by this node (a
+    /// promoted backup lacking what the old primary never shipped; a primary stepping down to
+    /// a newer one's table). The harness knows the leases `from` honoured from its events.
+    HandOver {
+        /// The node whose leases they were.
+        from: String,
+        /// The node that serves them now.
+        to: String,
+        /// The leases `to` honours.
+        kept: Vec<HeldLease>,
+        /// The revocations' `detail`.
+        reason: String,
+    },
     /// A decision of this kind was taken, for event-triggered faults (`after = "grant"` on this
     /// node), without a history event: a node whose decisions are no ground truth (a Redis
     /// node of Redlock, whose grants only the client's majority turns into a lease).
@@ -197,6 +224,35 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
         self.effects.push(NodeEffect::Record(event));
     }
 
+    /// Record `event` into the history, and say [`NodeCtx::decided`] later, when it takes
+    /// effect (see [`NodeEffect::RecordOnly`]).
+    pub fn record_only(&mut self, event: ServiceEvent) {
+        self.effects.push(NodeEffect::RecordOnly(event));
+    }
+
+    /// Say this node leads from `term` on, recording a `leader` event with `detail` if given
+    /// (see [`NodeEffect::Leads`]).
+    pub fn leads(&mut self, term: u64, detail: Option<String>) {
+        self.effects.push(NodeEffect::Leads { term, detail });
+    }
+
+    /// Hand node `from`'s leases over to node `to`, which honours `kept` of them (see
+    /// [`NodeEffect::HandOver`]).
+    pub fn hand_over(
+        &mut self,
+        from: impl Into<String>,
+        to: impl Into<String>,
+        kept: Vec<HeldLease>,
+        reason: impl Into<String>,
+    ) {
+        self.effects.push(NodeEffect::HandOver {
+            from: from.into(),
+            to: to.into(),
+            kept,
+            reason: reason.into(),
+        });
+    }
+
     /// Say a decision of `kind` was taken, without recording it (see [`NodeEffect::Decided`]).
     pub fn decided(&mut self, kind: ServiceEventKind) {
         self.effects.push(NodeEffect::Decided(kind));
@@ -210,6 +266,8 @@ pub struct NodeStart<D> {
     pub name: String,
     /// Its position among the lock service's nodes, from 0.
     pub index: usize,
+    /// The names of all the lock service's nodes, its own included, in order.
+    pub service_nodes: Vec<String>,
     /// Which start this is: 1, then one more after each restart.
     pub incarnation: u64,
     /// What its disk kept: nothing on the first start; after a crash the last synced write.
@@ -270,18 +328,18 @@ pub trait LockNode: Sized + Send + 'static {
         let _ = (holder, ctx);
     }
 
-    /// Whether the node may forget leases it granted when it crashes or its disk is restored
-    /// from a backup. If so, the harness follows the node's live leases from its recorded
-    /// events (a grant starts one; a release, expiry or revocation ends it), and after a crash
-    /// or restore records a `revoke` for each one that [`LockNode::durable_leases`] of what the
-    /// disk kept lacks, so the history shows when the service stopped honouring it.
-    const FORGETS_LEASES: bool = false;
+    /// Whether the harness follows the node's live leases from its recorded events (a grant
+    /// starts one; a release, expiry or revocation ends it), so that leases a crash, a restore
+    /// or a failover makes the service forget are recorded as `revoke`: after a crash or
+    /// restore those [`LockNode::durable_leases`] lacks, at a [`NodeEffect::HandOver`] those
+    /// it does not keep. The history then shows when the service stopped honouring each.
+    const FOLLOWS_LEASES: bool = false;
 
-    /// The leases a node starting from `durable` would honour (see
-    /// [`LockNode::FORGETS_LEASES`]). The default: none.
-    fn durable_leases(durable: Option<&Self::Durable>) -> Vec<HeldLease> {
+    /// The leases a node starting from `durable` would honour, or `None` if a crash by itself
+    /// ends none (a replica whose leases live on in its peers; the default).
+    fn durable_leases(durable: Option<&Self::Durable>) -> Option<Vec<HeldLease>> {
         let _ = durable;
-        Vec::new()
+        None
     }
 
     /// What the disk holds after a crash: by default the last synced state, `synced`. A
@@ -304,6 +362,15 @@ pub trait LockNode: Sized + Send + 'static {
     ) -> Option<Self::Durable> {
         let _ = latest;
         backup
+    }
+
+    /// Whether the node takes up `msg` now. If not, the harness holds it, and each later one
+    /// the node does not take either, and hands them over in arrival order once it does, each
+    /// with its safepoints: a synchronous primary waiting for its backup's acknowledgement
+    /// takes only that. The default: every message.
+    fn takes_now(&self, msg: &Self::Msg) -> bool {
+        let _ = msg;
+        true
     }
 
     /// Whether the node takes up messages now. While it does not (a node still restarting),

@@ -331,6 +331,7 @@ impl Driver {
         let start = NodeStart {
             name: "server".into(),
             index: 0,
+            service_nodes: vec!["server".into()],
             incarnation: 2,
             durable: self.disk_synced,
         };

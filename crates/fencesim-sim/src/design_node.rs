@@ -11,6 +11,7 @@
 //! it (by the request's kind: acquire, renew, release) and after each handler call, once per
 //! decision the call took, in order, once its effects are applied.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use fencesim_design::{
@@ -44,6 +45,7 @@ pub(crate) async fn run<N: LockNode>(
     let begin = NodeStart {
         name: name.clone(),
         index,
+        service_nodes: world.lease_nodes(),
         incarnation,
         durable: disk.lock().durable(),
     };
@@ -58,8 +60,16 @@ pub(crate) async fn run<N: LockNode>(
     // A start decides nothing a fault could be triggered by.
     run.apply();
     let alarm = Alarm::default();
+    // Messages the node did not take up when they came (`takes_now`), in arrival order.
+    let mut held: VecDeque<(Origin, N::Msg)> = VecDeque::new();
     loop {
         run.settle(&mut node).await;
+        if held.front().is_some_and(|(_, msg)| node.takes_now(msg)) {
+            if let Some((origin, msg)) = held.pop_front() {
+                run.handle(&mut node, origin, msg).await;
+            }
+            continue;
+        }
         run.resolve_timers();
         let env = match run.timers.next(&alarm, &inbox).await {
             Wake::Message(env) => env,
@@ -84,13 +94,14 @@ pub(crate) async fn run<N: LockNode>(
             // A clock signal (loop to resolve the timers again) or another design's message.
             _ => continue,
         };
-        if let Some(event) = before_event(msg.kind()) {
-            Nemesis::safepoint(&world, &name, When::Before, event).await;
-        }
-        run.settle(&mut node).await;
         let origin = Origin::new(src, id, op);
-        run.step(|ctx| node.on_message(&origin, msg, ctx)).await;
-        run.settle(&mut node).await;
+        // One the node takes now goes first, even past held ones (the acknowledgement a
+        // synchronous primary waits for); held ones come next, at the top of the loop.
+        if !node.takes_now(&msg) {
+            held.push_back((origin, msg));
+            continue;
+        }
+        run.handle(&mut node, origin, msg).await;
     }
 }
 
@@ -123,6 +134,17 @@ impl<N: LockNode> NodeRun<'_, N> {
             Nemesis::safepoint(self.world, self.name, When::After, event).await;
         }
         result
+    }
+
+    /// Hand the node one message of its design, between its safepoints: before it by its
+    /// kind, then due work, the handler, and due work again.
+    async fn handle(&mut self, node: &mut N, origin: Origin, msg: N::Msg) {
+        if let Some(event) = before_event(msg.kind()) {
+            Nemesis::safepoint(self.world, self.name, When::Before, event).await;
+        }
+        self.settle(node).await;
+        self.step(|ctx| node.on_message(&origin, msg, ctx)).await;
+        self.settle(node).await;
     }
 
     /// Run the node's due work ([`LockNode::settle`]) for as long as it asks to go on.
@@ -173,16 +195,38 @@ impl<N: LockNode> NodeRun<'_, N> {
                 NodeEffect::Sync => self.disk.lock().sync(true_ns()),
                 NodeEffect::Record(event) => {
                     decided.extend(safepoint_after(event.kind));
-                    if N::FORGETS_LEASES {
-                        follow_lease(world, name, &event);
-                    }
-                    world.event(history_event(name, event));
+                    record(world, name, event, N::FOLLOWS_LEASES);
                 }
+                NodeEffect::RecordOnly(event) => record(world, name, event, N::FOLLOWS_LEASES),
                 NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
+                NodeEffect::Leads { term, detail } => {
+                    world.set_leader(term, name);
+                    if let Some(detail) = detail {
+                        world.event(Event {
+                            node: name.into(),
+                            detail: Some(detail),
+                            ..Event::new(EventKind::Leader)
+                        });
+                    }
+                }
+                NodeEffect::HandOver {
+                    from,
+                    to,
+                    kept,
+                    reason,
+                } => world.hand_over_leases([&from, &to, name], &kept, &reason),
             }
         }
         decided
     }
+}
+
+/// Record node `name`'s decision `event`, following its lease if `follow`.
+fn record(world: &World, name: &str, event: ServiceEvent, follow: bool) {
+    if follow {
+        follow_lease(world, name, &event);
+    }
+    world.event(history_event(name, event));
 }
 
 fn design_body<M: DesignMessage>(msg: M) -> Message {
@@ -190,7 +234,7 @@ fn design_body<M: DesignMessage>(msg: M) -> Message {
 }
 
 /// Keep the world's record of node `name`'s live leases, from which a crash's `revoke`s come.
-pub(crate) fn follow_lease(world: &World, name: &str, event: &ServiceEvent) {
+fn follow_lease(world: &World, name: &str, event: &ServiceEvent) {
     match event.kind {
         ServiceEventKind::Grant => {
             world.lease_granted(name, &event.lock, &event.holder, event.token);
@@ -213,7 +257,7 @@ fn before_event(kind: MessageKind) -> Option<NodeEvent> {
 }
 
 /// The safepoint after a decision of `kind` (a revocation has none of its own).
-pub(crate) fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
+fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
     match kind {
         ServiceEventKind::Grant => Some(NodeEvent::Grant),
         ServiceEventKind::Renew => Some(NodeEvent::Renew),
@@ -224,7 +268,7 @@ pub(crate) fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
 }
 
 /// The history's service event for a design's decision on node `name`.
-pub(crate) fn history_event(name: &str, e: ServiceEvent) -> Event {
+fn history_event(name: &str, e: ServiceEvent) -> Event {
     let kind = match e.kind {
         ServiceEventKind::Grant => EventKind::Grant,
         ServiceEventKind::Renew => EventKind::Renew,

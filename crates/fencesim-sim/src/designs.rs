@@ -2,17 +2,18 @@
 //! the design registry takes this over (`runner.rs` picks one by the scenario's kind).
 
 use fencesim_design::{ClientInfo, Clock, FsyncPolicy};
+use fencesim_lease::primary_backup::{PrimaryBackupConfig, Replication};
 use fencesim_lease::{
-    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, Reaper, ReleaseMode,
-    TokenCounter,
+    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig, Reaper,
+    ReleaseMode, TokenCounter,
 };
 use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
 use fencesim_redlock::{RedisConfig, RedlockClient, RedlockClientConfig, TokenSource};
+use fencesim_scenario as scenario;
 use fencesim_scenario::{
     ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, LockServiceSpec, OnLostLease, Reclaim,
     RenewAfterFailure, Scenario,
 };
-use fencesim_scenario as scenario;
 
 /// What a client protocol is told about its client.
 pub(crate) fn client_info(
@@ -116,14 +117,40 @@ pub(crate) fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
                 AcquireMode::QueueGrantToExpiredWaiter
             }
         },
-        release: match spec.release {
-            scenario::ReleaseMode::CompareAndDelete => ReleaseMode::CompareAndDelete,
-            scenario::ReleaseMode::Unconditional => ReleaseMode::Unconditional,
-        },
+        release: release_mode(spec),
         reaper: match spec.reaper {
             scenario::Reaper::RespectsLeases => Reaper::RespectsLeases,
             scenario::Reaper::IgnoresLeases => Reaper::IgnoresLeases,
         },
+    }
+}
+
+/// The settings of a primary-backup scenario's `lease-1` and `lease-2`.
+pub(crate) fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeConfig {
+    let spec = &scenario.lock_service;
+    let pb = spec
+        .primary_backup
+        .expect("a primary-backup scenario has its primary-backup settings");
+    PrimaryBackupNodeConfig {
+        pair: PrimaryBackupConfig {
+            replication: match pb.replication {
+                scenario::Replication::Async => Replication::Async,
+                scenario::Replication::Sync => Replication::Sync,
+            },
+            replication_lag_ms: pb.replication_lag_ms,
+            failover_after_ms: pb.failover_after_ms,
+        },
+        max_ttl_ms: spec.max_ttl_ms,
+        expiry_clock: expiry_clock(spec),
+        release: release_mode(spec),
+    }
+}
+
+/// The `release` knob.
+fn release_mode(spec: &LockServiceSpec) -> ReleaseMode {
+    match spec.release {
+        scenario::ReleaseMode::CompareAndDelete => ReleaseMode::CompareAndDelete,
+        scenario::ReleaseMode::Unconditional => ReleaseMode::Unconditional,
     }
 }
 

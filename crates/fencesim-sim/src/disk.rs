@@ -68,7 +68,10 @@ impl<D: Clone> Disk<D> {
     /// with the state it replaces by `after_restore`. Only a disk made with `keep_backups` has
     /// any backups.
     fn restore(&mut self, at_ns: u64, after_restore: fn(Option<D>, Option<D>) -> Option<D>) {
-        debug_assert!(self.keep_backups, "a restore from a disk that keeps no backups");
+        debug_assert!(
+            self.keep_backups,
+            "a restore from a disk that keeps no backups"
+        );
         self.pending = None;
         let backup = self
             .backups
@@ -99,16 +102,21 @@ impl<N: LockNode> NodeDisk<N> {
         self.disk.lock().expect("disk")
     }
 
-    /// The leases a node starting from the disk now would honour, if `N` can forget leases.
+    /// The leases a node starting from the disk now would honour, if the harness follows
+    /// `N`'s leases and a crash by itself can end some.
     fn kept_leases(&self) -> Option<Vec<HeldLease>> {
-        N::FORGETS_LEASES.then(|| N::durable_leases(self.lock().synced.as_ref()))
+        if !N::FOLLOWS_LEASES {
+            return None;
+        }
+        N::durable_leases(self.lock().synced.as_ref())
     }
 }
 
 /// A disk of any design's node, as the world keeps it across the node's crashes.
 pub(crate) trait AnyDisk: Send + Sync {
     /// The node crashed: unsynced writes are gone. Returns the leases the node still honours
-    /// if its design can forget leases ([`LockNode::FORGETS_LEASES`]).
+    /// if the harness follows its leases ([`LockNode::FOLLOWS_LEASES`]) and its disk decides
+    /// them ([`LockNode::durable_leases`]).
     fn crash(&self) -> Option<Vec<HeldLease>>;
     /// Restore the backup as of true time `at_ns`; returns what [`AnyDisk::crash`] does.
     fn restore(&self, at_ns: u64) -> Option<Vec<HeldLease>>;
@@ -150,16 +158,28 @@ mod tests {
         assert_eq!(disk.durable(), None);
         disk.write(1, Durability::Synced, 0);
         disk.write(2, Durability::Unsynced, 0);
-        assert_eq!(disk.durable(), Some(1), "an unsynced write is not on disk yet");
+        assert_eq!(
+            disk.durable(),
+            Some(1),
+            "an unsynced write is not on disk yet"
+        );
         disk.crash(synced_only);
         disk.write(3, Durability::Unsynced, 0);
         disk.write(4, Durability::Synced, 0);
         disk.crash(synced_only);
-        assert_eq!(disk.durable(), Some(4), "a synced write carries the ones before it");
+        assert_eq!(
+            disk.durable(),
+            Some(4),
+            "a synced write carries the ones before it"
+        );
         disk.write(5, Durability::Unsynced, 0);
         disk.sync(0);
         disk.crash(synced_only);
-        assert_eq!(disk.durable(), Some(5), "a sync makes the pending write durable");
+        assert_eq!(
+            disk.durable(),
+            Some(5),
+            "a sync makes the pending write durable"
+        );
     }
 
     #[test]
@@ -176,6 +196,10 @@ mod tests {
         let latest_wins = |_backup: Option<u32>, latest: Option<u32>| latest.map(|l| l + 100);
         disk.write(7, Durability::Synced, 40);
         disk.restore(10, latest_wins);
-        assert_eq!(disk.durable(), Some(107), "the design combines backup and latest");
+        assert_eq!(
+            disk.durable(),
+            Some(107),
+            "the design combines backup and latest"
+        );
     }
 }

@@ -1,6 +1,5 @@
 //! What nodes say to each other.
 
-use fencesim_lease::primary_backup::Shipment;
 use fencesim_lease::raft_replica::RaftMessage;
 use fencesim_lease::LeaseMessage;
 use fencesim_resource::{ReadValue, WriteOutcome};
@@ -38,10 +37,6 @@ pub enum Message {
     WriteReply(WriteOutcome),
     /// Between Raft replicas.
     Raft(Box<RaftMessage>),
-    /// Primary-backup: the primary's whole table, shipped to the backup; also its heartbeat.
-    Replicate(Shipment),
-    /// The backup has the table of a [`Message::Replicate`].
-    ReplicateAck,
     /// A message of a design on the design API (`fencesim-design`), carried unchanged.
     Design(DesignBody),
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
@@ -77,7 +72,6 @@ impl Message {
             Message::Write { .. } => MessageKind::Write,
             Message::WriteReply(_) => MessageKind::WriteReply,
             Message::Raft(_) => MessageKind::Raft,
-            Message::Replicate(_) | Message::ReplicateAck => MessageKind::Replicate,
             Message::Design(body) => body.kind(),
             Message::ClockChanged => panic!("a local signal has no network kind"),
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
-use fencesim_lease::LeaseNode;
+use fencesim_lease::{LeaseNode, PrimaryBackupNode};
 use fencesim_lease_record::StoreNode;
 use fencesim_redlock::RedisServer;
 use fencesim_resource::{FenceMode, Resource};
@@ -24,7 +24,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, design_node, designs, primary_backup_node, raft_node, resource_node};
+use crate::{client, design_node, designs, raft_node, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,7 +216,10 @@ async fn simulate(
     // Every node's main task is its `init`, so that madsim's restart runs it afresh.
     match world.scenario.lock_service.kind {
         LockServiceKind::Single => {
-            let (w, config) = (Arc::clone(&world), designs::lease_node_config(&world.scenario));
+            let (w, config) = (
+                Arc::clone(&world),
+                designs::lease_node_config(&world.scenario),
+            );
             start_node(LEASE_SERVICE_NODE, move || {
                 let name = LEASE_SERVICE_NODE.to_owned();
                 design_node::run::<LeaseNode>(Arc::clone(&w), name, 0, config)
@@ -245,10 +248,11 @@ async fn simulate(
             });
         }
         LockServiceKind::PrimaryBackup => {
-            for (index, name) in world.lease_nodes().iter().enumerate() {
-                let w = Arc::clone(&world);
-                start_node(name, move || {
-                    primary_backup_node::run(Arc::clone(&w), index)
+            let config = designs::primary_backup_config(&world.scenario);
+            for (index, name) in world.lease_nodes().into_iter().enumerate() {
+                let (w, n) = (Arc::clone(&world), name.clone());
+                start_node(&name, move || {
+                    design_node::run::<PrimaryBackupNode>(Arc::clone(&w), n.clone(), index, config)
                 });
             }
         }

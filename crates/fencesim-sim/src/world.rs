@@ -292,7 +292,7 @@ impl World {
     /// client stops believing anything.
     pub fn crash(self: &Arc<Self>, node: &str) {
         self.net.set_down(node, true);
-        let disk = self.design_disks.lock().expect("design disks").get(node).cloned();
+        let disk = self.disk_of(node);
         if let Some(kept) = disk.and_then(|disk| disk.crash()) {
             let reason = "lost: not on disk when the service crashed";
             self.hand_over_leases([node, node, node], &kept, reason);
@@ -302,10 +302,16 @@ impl World {
         madsim::runtime::Handle::current().kill(node);
     }
 
+    /// Node `node`'s disk, if it has one (a lock-service node of a design on the design API).
+    fn disk_of(&self, node: &str) -> Option<Arc<dyn AnyDisk>> {
+        let disks = self.design_disks.lock().expect("design disks");
+        disks.get(node).cloned()
+    }
+
     /// Bring back the backup of crashed node `node`'s disk as of true time `at_ns` (a restore
     /// fault); the leases the backup lacks have ended.
     pub fn restore(&self, node: &str, at_ns: u64) {
-        let disk = self.design_disks.lock().expect("design disks").get(node).cloned();
+        let disk = self.disk_of(node);
         if let Some(kept) = disk.and_then(|disk| disk.restore(at_ns)) {
             let reason = "lost: the restored backup does not have it";
             self.hand_over_leases([node, node, node], &kept, reason);

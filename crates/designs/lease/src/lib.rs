@@ -16,6 +16,7 @@ mod client;
 mod message;
 mod node;
 pub mod primary_backup;
+mod primary_backup_node;
 pub mod raft_replica;
 pub mod replicated;
 mod serve;
@@ -25,6 +26,7 @@ pub mod wait_queue;
 pub use client::{LeaseClient, LeaseClientConfig};
 pub use message::{Attempt, LeaseMessage};
 pub use node::{AcquireMode, LeaseDisk, LeaseNode, LeaseNodeConfig, Reaper, TokenCounter};
+pub use primary_backup_node::{PrimaryBackupNode, PrimaryBackupNodeConfig};
 pub use serve::{expire_due, held_leases, serve, ReleaseMode, Served};
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,

@@ -3,6 +3,7 @@
 
 use fencesim_design::{DesignMessage, MessageKind};
 
+use crate::primary_backup::Shipment;
 use crate::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 
 /// Which acquire attempt of which client start an acquire is: a queued grant names it, so a
@@ -16,7 +17,8 @@ pub struct Attempt {
     pub number: u64,
 }
 
-/// A lease request, a lease service's answer, or a redirect.
+/// A lease request, a lease service's answer, a redirect, or replication between the nodes of
+/// primary-backup.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaseMessage {
     /// Ask for a lease on `lock` for `ttl_ms`.
@@ -64,6 +66,18 @@ pub enum LeaseMessage {
         /// The leader's node name, if the node knows it.
         leader: Option<String>,
     },
+    /// Primary-backup: the primary's whole table, shipped to the backup; also its heartbeat.
+    Replicate {
+        /// The shipment's number from its primary (echoed by the acknowledgement).
+        seq: u64,
+        /// The table and the primary's epoch.
+        shipment: Shipment,
+    },
+    /// The backup adopted shipment `seq`.
+    ReplicateAck {
+        /// The shipment's number.
+        seq: u64,
+    },
 }
 
 impl DesignMessage for LeaseMessage {
@@ -78,6 +92,9 @@ impl DesignMessage for LeaseMessage {
             LeaseMessage::Release { .. } => MessageKind::Release,
             LeaseMessage::ReleaseReply(_) => MessageKind::ReleaseReply,
             LeaseMessage::Redirect { .. } => MessageKind::Redirect,
+            LeaseMessage::Replicate { .. } | LeaseMessage::ReplicateAck { .. } => {
+                MessageKind::Replicate
+            }
         }
     }
 }

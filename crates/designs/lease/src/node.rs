@@ -209,7 +209,10 @@ impl LeaseNode {
             let (lock, token, outcome) = match promotion {
                 Promotion::Granted { lock, lease } => {
                     let (token, expires_at_ms) = (lease.token, lease.expires_at_ms);
-                    let op = self.waiting.get(&(lock.clone(), token)).and_then(|w| w.0.op());
+                    let op = self
+                        .waiting
+                        .get(&(lock.clone(), token))
+                        .and_then(|w| w.0.op());
                     ctx.record(ServiceEvent {
                         expires_at_ms: Some(expires_at_ms),
                         ..ServiceEvent::new(ServiceEventKind::Grant, &lock, lease.holder, token, op)
@@ -389,7 +392,13 @@ impl LockNode for LeaseNode {
             ctx.record(ServiceEvent {
                 expires_at_ms: Some(lease.expires_at_ms),
                 detail: Some("deregistered by the reaper".into()),
-                ..ServiceEvent::new(ServiceEventKind::Revoke, lock, lease.holder, lease.token, None)
+                ..ServiceEvent::new(
+                    ServiceEventKind::Revoke,
+                    lock,
+                    lease.holder,
+                    lease.token,
+                    None,
+                )
             });
         }
         if !locks.is_empty() {
@@ -397,10 +406,10 @@ impl LockNode for LeaseNode {
         }
     }
 
-    const FORGETS_LEASES: bool = true;
+    const FOLLOWS_LEASES: bool = true;
 
-    fn durable_leases(durable: Option<&LeaseDisk>) -> Vec<HeldLease> {
-        durable.map_or_else(Vec::new, |disk| held_leases(&disk.table))
+    fn durable_leases(durable: Option<&LeaseDisk>) -> Option<Vec<HeldLease>> {
+        Some(durable.map_or_else(Vec::new, |disk| held_leases(&disk.table)))
     }
 
     /// The durable token record is written through: a crash loses the table's unsynced

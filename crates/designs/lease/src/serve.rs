@@ -80,7 +80,13 @@ pub fn serve(
             Served {
                 reply: LeaseMessage::ReleaseReply(ReleaseOutcome::Released),
                 event: ended.map(|lease| {
-                    ServiceEvent::new(ServiceEventKind::Release, lock, lease.holder, lease.token, op)
+                    ServiceEvent::new(
+                        ServiceEventKind::Release,
+                        lock,
+                        lease.holder,
+                        lease.token,
+                        op,
+                    )
                 }),
             }
         }
@@ -162,7 +168,13 @@ mod tests {
         let granted = serve(&mut s, &acquire("l"), "c1", Some(4), 10, mode).expect("a request");
         let event = granted.event.expect("a grant is recorded");
         assert_eq!(
-            (event.kind, event.holder.as_str(), event.token, event.expires_at_ms, event.op),
+            (
+                event.kind,
+                event.holder.as_str(),
+                event.token,
+                event.expires_at_ms,
+                event.op
+            ),
             (ServiceEventKind::Grant, "c1", 1, Some(110), Some(4))
         );
         let refused = serve(&mut s, &acquire("l"), "c2", None, 20, mode).expect("a request");
@@ -177,16 +189,37 @@ mod tests {
     #[test]
     fn an_unconditional_release_ends_whoevers_lease_it_is() {
         let mut s = service();
-        serve(&mut s, &acquire("l"), "c1", None, 0, ReleaseMode::Unconditional);
+        serve(
+            &mut s,
+            &acquire("l"),
+            "c1",
+            None,
+            0,
+            ReleaseMode::Unconditional,
+        );
         let release = LeaseMessage::Release {
             lock: "l".into(),
             token: 99,
         };
-        let cad = serve(&mut s, &release, "c2", None, 1, ReleaseMode::CompareAndDelete);
+        let cad = serve(
+            &mut s,
+            &release,
+            "c2",
+            None,
+            1,
+            ReleaseMode::CompareAndDelete,
+        );
         assert_eq!(cad.and_then(|s| s.event), None, "not c2's lease");
-        let del = serve(&mut s, &release, "c2", Some(7), 1, ReleaseMode::Unconditional)
-            .and_then(|s| s.event)
-            .expect("c1's lease ends");
+        let del = serve(
+            &mut s,
+            &release,
+            "c2",
+            Some(7),
+            1,
+            ReleaseMode::Unconditional,
+        )
+        .and_then(|s| s.event)
+        .expect("c1's lease ends");
         assert_eq!((del.holder.as_str(), del.token, del.op), ("c1", 1, Some(7)));
         let again = serve(&mut s, &release, "c2", None, 2, ReleaseMode::Unconditional);
         assert_eq!(again.and_then(|s| s.event), None, "nothing left to delete");

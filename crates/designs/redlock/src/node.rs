@@ -7,8 +7,7 @@
 //! judges; its decisions still count for event-triggered faults.
 
 use fencesim_design::{
-    Clock, FsyncPolicy, LockNode, NodeCtx, NodeStart, Origin, ServiceEventKind,
-    TimerId,
+    Clock, FsyncPolicy, LockNode, NodeCtx, NodeStart, Origin, ServiceEventKind, TimerId,
 };
 
 use crate::message::RedlockMessage;
