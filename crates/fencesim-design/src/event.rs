@@ -36,6 +36,11 @@ pub struct ServiceEvent {
     pub detail: Option<String>,
     /// The history index of the invoke this decision answers ([`Origin::op`](crate::Origin::op)).
     pub op: Option<u64>,
+    /// The replicated log entry whose application this is, in a design whose every replica
+    /// applies every entry (Raft): the harness records an entry's events once, from the first
+    /// replica to apply it, and passes their safepoints there only. `None`: a decision of this
+    /// node alone.
+    pub log_index: Option<u64>,
 }
 
 impl ServiceEvent {
@@ -56,6 +61,7 @@ impl ServiceEvent {
             expires_at_ms: None,
             detail: None,
             op,
+            log_index: None,
         }
     }
 }

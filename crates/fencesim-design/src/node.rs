@@ -134,12 +134,14 @@ pub enum NodeEffect<M, D> {
     Decided(ServiceEventKind),
 }
 
-/// What a node's handler is given: its clocks, and where its effects go.
+/// What a node's handler is given: its clocks, its random numbers, and where its effects go.
 pub struct NodeCtx<'a, M, D> {
     clock: &'a dyn Fn() -> Now,
     /// The clocks, read at the first `now` of the call (one instant).
     now: std::cell::Cell<Option<Now>>,
     effects: &'a mut Vec<NodeEffect<M, D>>,
+    /// `(low, high)` -> a number in `low..high`, from the node's seeded stream.
+    random: Option<&'a mut dyn FnMut(u64, u64) -> u64>,
 }
 
 impl<M, D> std::fmt::Debug for NodeCtx<'_, M, D> {
@@ -160,6 +162,29 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
             clock,
             now: std::cell::Cell::new(None),
             effects,
+            random: None,
+        }
+    }
+
+    /// The same context with a source of random numbers: `random(low, high)` answers a number
+    /// in `low..high` (the harness draws them from the node's own seeded stream, one per node
+    /// and start, so a seed replays them).
+    pub fn with_random(mut self, random: &'a mut dyn FnMut(u64, u64) -> u64) -> Self {
+        self.random = Some(random);
+        self
+    }
+
+    /// A random number in `low..high` (`low < high`), from the node's seeded stream: Raft's
+    /// randomised election timeouts.
+    ///
+    /// # Panics
+    /// If the context was made without [`NodeCtx::with_random`] (a test driver that gives the
+    /// node no randomness), or if `low >= high`.
+    pub fn random_range(&mut self, low: u64, high: u64) -> u64 {
+        assert!(low < high, "random_range({low}, {high}): an empty range");
+        match self.random.as_mut() {
+            Some(random) => random(low, high),
+            None => panic!("this node context has no random source (NodeCtx::with_random)"),
         }
     }
 

@@ -20,6 +20,8 @@ use fencesim_design::{
 };
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::design_body::DesignBody;
 use crate::design_timers::{Timers, Wake};
@@ -27,6 +29,7 @@ use crate::disk::NodeDisk;
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
 use crate::recorder::true_ns;
+use crate::seeds::{self, Stream};
 use crate::timer::Alarm;
 use crate::transport::Envelope;
 use crate::world::World;
@@ -49,21 +52,32 @@ pub(crate) async fn run<N: LockNode>(
         incarnation,
         durable: disk.lock().durable(),
     };
+    let stream = Stream::Replica {
+        index: index as u32,
+        incarnation,
+    };
     let mut run = NodeRun::<N> {
         world: &world,
         name: &name,
         disk: &disk,
         effects: Vec::new(),
         timers: Timers::default(),
+        random: Random {
+            seed: world.seed,
+            stream,
+            rng: None,
+        },
+        applying: None,
     };
     let mut node = run.call(|ctx| N::start(&config, begin, ctx));
     // A start decides nothing a fault could be triggered by.
     run.apply();
+    run.settle(&mut node).await;
     let alarm = Alarm::default();
     // Messages the node did not take up when they came (`takes_now`), in arrival order.
     let mut held: VecDeque<(Origin, N::Msg)> = VecDeque::new();
+    // Every path through the loop ends with the node settled, so it settles before each wait.
     loop {
-        run.settle(&mut node).await;
         if held.front().is_some_and(|(_, msg)| node.takes_now(msg)) {
             if let Some((origin, msg)) = held.pop_front() {
                 run.handle(&mut node, origin, msg).await;
@@ -75,6 +89,7 @@ pub(crate) async fn run<N: LockNode>(
             Wake::Message(env) => env,
             Wake::Timer(id) => {
                 run.step(|ctx| node.on_timer(id, ctx)).await;
+                run.settle(&mut node).await;
                 continue;
             }
             Wake::Closed => return,
@@ -89,9 +104,16 @@ pub(crate) async fn run<N: LockNode>(
             },
             Message::Deregister { holder } => {
                 run.step(|ctx| node.on_deregister(&holder, ctx)).await;
+                run.settle(&mut node).await;
                 continue;
             }
-            // A clock signal (loop to resolve the timers again) or another design's message.
+            // A clock signal: a clock fault may have made something due, and the timers on
+            // the node's clocks are resolved again before the next wait.
+            Message::ClockChanged => {
+                run.settle(&mut node).await;
+                continue;
+            }
+            // Another design's message, or the resource's: not for this node.
             _ => continue,
         };
         let origin = Origin::new(src, id, op);
@@ -112,6 +134,26 @@ struct NodeRun<'a, N: LockNode> {
     disk: &'a NodeDisk<N>,
     effects: Vec<NodeEffect<N::Msg, N::Durable>>,
     timers: Timers,
+    random: Random,
+    /// The log entry whose events were last applied here, and whether this replica was the
+    /// first to apply it (so records its events).
+    applying: Option<(u64, bool)>,
+}
+
+/// A node's random numbers: its own stream per start, made at the first draw (most designs'
+/// nodes draw none).
+struct Random {
+    seed: u64,
+    stream: Stream,
+    rng: Option<Xoshiro256PlusPlus>,
+}
+
+impl Random {
+    fn range(&mut self, low: u64, high: u64) -> u64 {
+        let (seed, stream) = (self.seed, self.stream);
+        let rng = self.rng.get_or_insert_with(|| seeds::rng(seed, stream));
+        rng.gen_range(low..high)
+    }
 }
 
 impl<N: LockNode> NodeRun<'_, N> {
@@ -120,7 +162,9 @@ impl<N: LockNode> NodeRun<'_, N> {
     fn call<R>(&mut self, handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R) -> R {
         let (world, name) = (self.world, self.name);
         let clock = || world.now(name);
-        handler(&mut NodeCtx::new(&clock, &mut self.effects))
+        let random = &mut self.random;
+        let mut random = |low, high| random.range(low, high);
+        handler(&mut NodeCtx::new(&clock, &mut self.effects).with_random(&mut random))
     }
 
     /// Call a handler, apply its effects, and pass the `after` safepoint of each decision.
@@ -147,13 +191,26 @@ impl<N: LockNode> NodeRun<'_, N> {
         self.settle(node).await;
     }
 
-    /// Run the node's due work ([`LockNode::settle`]) for as long as it asks to go on.
+    /// Run the node's due work ([`LockNode::settle`]) for as long as it asks to go on. (Not
+    /// through `step`: most calls do nothing, and a future per call would cost more than the
+    /// call.)
     async fn settle(&mut self, node: &mut N) {
-        while self.step(|ctx| node.settle(ctx)).await {}
+        loop {
+            let more = self.call(|ctx| node.settle(ctx));
+            for event in self.apply() {
+                Nemesis::safepoint(self.world, self.name, When::After, event).await;
+            }
+            if !more {
+                return;
+            }
+        }
     }
 
     /// The true time of every timer set on the node's own clocks, as they read now.
     fn resolve_timers(&mut self) {
+        if !self.timers.has_clock_deadlines() {
+            return;
+        }
         let clocks = self.world.clocks.get(self.name);
         let now_ns = true_ns();
         self.timers.resolve(|Deadline { clock, at_ms }| {
@@ -194,10 +251,16 @@ impl<N: LockNode> NodeRun<'_, N> {
                 }
                 NodeEffect::Sync => self.disk.lock().sync(true_ns()),
                 NodeEffect::Record(event) => {
-                    decided.extend(safepoint_after(event.kind));
-                    record(world, name, event, N::FOLLOWS_LEASES);
+                    if first_to_apply(world, &mut self.applying, &event) {
+                        decided.extend(safepoint_after(event.kind));
+                        record(world, name, event, N::FOLLOWS_LEASES);
+                    }
                 }
-                NodeEffect::RecordOnly(event) => record(world, name, event, N::FOLLOWS_LEASES),
+                NodeEffect::RecordOnly(event) => {
+                    if first_to_apply(world, &mut self.applying, &event) {
+                        record(world, name, event, N::FOLLOWS_LEASES);
+                    }
+                }
                 NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
                 NodeEffect::Leads { term, detail } => {
                     world.set_leader(term, name);
@@ -218,6 +281,23 @@ impl<N: LockNode> NodeRun<'_, N> {
             }
         }
         decided
+    }
+}
+
+/// Whether `event` is to be recorded by this node: always, unless it applies a replicated log
+/// entry that another replica applied first. `applying` keeps the last entry asked about (an
+/// entry may have two events) and the answer.
+fn first_to_apply(world: &World, applying: &mut Option<(u64, bool)>, event: &ServiceEvent) -> bool {
+    let Some(index) = event.log_index else {
+        return true;
+    };
+    match *applying {
+        Some((last, first)) if last == index => first,
+        _ => {
+            let first = world.first_to_apply(index);
+            *applying = Some((index, first));
+            first
+        }
     }
 }
 

@@ -58,6 +58,13 @@ impl Timers {
         }
     }
 
+    /// Whether any timer is set on a node's clock (and so needs [`Timers::resolve`]).
+    pub fn has_clock_deadlines(&self) -> bool {
+        self.deadlines
+            .iter()
+            .any(|(.., on_clock)| on_clock.is_some())
+    }
+
     /// Forget `id`.
     pub fn cancel(&mut self, id: TimerId) {
         self.deadlines.retain(|(t, ..)| *t != id);

@@ -3,9 +3,10 @@
 
 use fencesim_design::{ClientInfo, Clock, FsyncPolicy};
 use fencesim_lease::primary_backup::{PrimaryBackupConfig, Replication};
+use fencesim_lease::replicated::{LeaderChange, ReplicationPolicy};
 use fencesim_lease::{
-    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig, Reaper,
-    ReleaseMode, TokenCounter,
+    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig,
+    RaftNodeConfig, Reaper, ReleaseMode, TokenCounter,
 };
 use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
 use fencesim_redlock::{RedisConfig, RedlockClient, RedlockClientConfig, TokenSource};
@@ -143,6 +144,35 @@ pub(crate) fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeCon
         max_ttl_ms: spec.max_ttl_ms,
         expiry_clock: expiry_clock(spec),
         release: release_mode(spec),
+    }
+}
+
+/// Simulated ms per Raft tick.
+pub const RAFT_TICK_MS: u64 = 100;
+/// Ticks without a heartbeat before an election (so elections start after 1-2 s).
+pub const RAFT_ELECTION_TICKS: usize = 10;
+/// Ticks between Raft heartbeats.
+pub const RAFT_HEARTBEAT_TICKS: usize = 3;
+/// Ticks after Raft steps down during which the lessor still believes its replica leads.
+pub const RAFT_LESSOR_CHECK_TICKS: u64 = 10;
+
+/// The settings of a Raft scenario's `lease-N` replicas.
+pub(crate) fn raft_node_config(scenario: &Scenario) -> RaftNodeConfig {
+    let spec = &scenario.lock_service;
+    RaftNodeConfig {
+        policy: ReplicationPolicy {
+            revoke_term_check: spec.revoke_term_check,
+            leader_change: match spec.leader_change {
+                scenario::LeaderChangeMode::Extend => LeaderChange::Extend,
+                scenario::LeaderChangeMode::None => LeaderChange::None,
+            },
+        },
+        max_ttl_ms: spec.max_ttl_ms,
+        expiry_clock: expiry_clock(spec),
+        tick_ms: RAFT_TICK_MS,
+        election_ticks: RAFT_ELECTION_TICKS,
+        heartbeat_ticks: RAFT_HEARTBEAT_TICKS,
+        lessor_check_ticks: RAFT_LESSOR_CHECK_TICKS,
     }
 }
 

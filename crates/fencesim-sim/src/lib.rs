@@ -27,7 +27,6 @@ mod guard;
 pub mod mailbox;
 pub mod message;
 mod nemesis;
-mod raft_node;
 pub mod random_nemesis;
 pub mod raw_rpc;
 pub mod recorder;

@@ -1,6 +1,5 @@
 //! What nodes say to each other.
 
-use fencesim_lease::raft_replica::RaftMessage;
 use fencesim_lease::LeaseMessage;
 use fencesim_resource::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
@@ -35,8 +34,6 @@ pub enum Message {
     },
     /// The resource's answer.
     WriteReply(WriteOutcome),
-    /// Between Raft replicas.
-    Raft(Box<RaftMessage>),
     /// A message of a design on the design API (`fencesim-design`), carried unchanged.
     Design(DesignBody),
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
@@ -71,7 +68,6 @@ impl Message {
             Message::ReadReply(_) => MessageKind::ReadReply,
             Message::Write { .. } => MessageKind::Write,
             Message::WriteReply(_) => MessageKind::WriteReply,
-            Message::Raft(_) => MessageKind::Raft,
             Message::Design(body) => body.kind(),
             Message::ClockChanged => panic!("a local signal has no network kind"),
         }

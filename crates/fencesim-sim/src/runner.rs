@@ -6,13 +6,14 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fencesim_design::LockNode;
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
-use fencesim_lease::{LeaseNode, PrimaryBackupNode};
+use fencesim_lease::{LeaseNode, PrimaryBackupNode, RaftNode};
 use fencesim_lease_record::StoreNode;
 use fencesim_redlock::RedisServer;
 use fencesim_resource::{FenceMode, Resource};
 use fencesim_scenario::{
-    Action, LockServiceKind, ResourceMode, Scenario, TokenSource, LEASE_SERVICE_NODE, RESOURCE_NODE,
+    Action, LockServiceKind, ResourceMode, Scenario, TokenSource, RESOURCE_NODE,
 };
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +25,7 @@ use crate::recorder::{true_ns, Recorder};
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, design_node, designs, raft_node, resource_node};
+use crate::{client, design_node, designs, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,47 +215,16 @@ async fn simulate(
     ));
 
     // Every node's main task is its `init`, so that madsim's restart runs it afresh.
-    match world.scenario.lock_service.kind {
+    let sc = &world.scenario;
+    match sc.lock_service.kind {
         LockServiceKind::Single => {
-            let (w, config) = (
-                Arc::clone(&world),
-                designs::lease_node_config(&world.scenario),
-            );
-            start_node(LEASE_SERVICE_NODE, move || {
-                let name = LEASE_SERVICE_NODE.to_owned();
-                design_node::run::<LeaseNode>(Arc::clone(&w), name, 0, config)
-            });
+            start_service::<LeaseNode>(&world, designs::lease_node_config(sc))
         }
-        LockServiceKind::Raft => {
-            for (index, name) in world.lease_nodes().iter().enumerate() {
-                let w = Arc::clone(&world);
-                start_node(name, move || raft_node::run(Arc::clone(&w), index));
-            }
-        }
-        LockServiceKind::Redlock => {
-            let config = designs::redis_config(&world.scenario);
-            for (index, name) in world.lease_nodes().into_iter().enumerate() {
-                let (w, n) = (Arc::clone(&world), name.clone());
-                start_node(&name, move || {
-                    design_node::run::<RedisServer>(Arc::clone(&w), n.clone(), index, config)
-                });
-            }
-        }
-        LockServiceKind::LeaseRecord => {
-            let w = Arc::clone(&world);
-            start_node(LEASE_SERVICE_NODE, move || {
-                let name = LEASE_SERVICE_NODE.to_owned();
-                design_node::run::<StoreNode>(Arc::clone(&w), name, 0, ())
-            });
-        }
+        LockServiceKind::Raft => start_service::<RaftNode>(&world, designs::raft_node_config(sc)),
+        LockServiceKind::Redlock => start_service::<RedisServer>(&world, designs::redis_config(sc)),
+        LockServiceKind::LeaseRecord => start_service::<StoreNode>(&world, ()),
         LockServiceKind::PrimaryBackup => {
-            let config = designs::primary_backup_config(&world.scenario);
-            for (index, name) in world.lease_nodes().into_iter().enumerate() {
-                let (w, n) = (Arc::clone(&world), name.clone());
-                start_node(&name, move || {
-                    design_node::run::<PrimaryBackupNode>(Arc::clone(&w), n.clone(), index, config)
-                });
-            }
+            start_service::<PrimaryBackupNode>(&world, designs::primary_backup_config(sc))
         }
     }
     let w = Arc::clone(&world);
@@ -320,6 +290,16 @@ fn start_client(world: &Arc<World>, name: &str, index: usize) {
                 client::run(Arc::clone(&w), index, lease_client)
             })
         }
+    }
+}
+
+/// Start every node of the lock service as a node of design `N` made from `config`.
+fn start_service<N: LockNode>(world: &Arc<World>, config: N::Config) {
+    for (index, name) in world.lease_nodes().into_iter().enumerate() {
+        let (w, n, config) = (Arc::clone(world), name.clone(), config.clone());
+        start_node(&name, move || {
+            design_node::run::<N>(Arc::clone(&w), n.clone(), index, config.clone())
+        });
     }
 }
 

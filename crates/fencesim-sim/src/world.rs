@@ -8,11 +8,10 @@ use std::time::Duration;
 use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_design::{HeldLease, LockNode, Now};
 use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
-use fencesim_lease::raft_replica::{new_storage, RaftStorage};
 use fencesim_resource::Resource;
-use fencesim_scenario::{ExpiryClock, Scenario};
+use fencesim_scenario::Scenario;
 
-use crate::clock::{Clocks, LinearClock};
+use crate::clock::Clocks;
 use crate::disk::{AnyDisk, NodeDisk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
@@ -45,8 +44,6 @@ pub(crate) struct World {
     design_disks: Mutex<BTreeMap<String, Arc<dyn AnyDisk>>>,
     /// Whether disks keep backups: only for a run with a `restore` fault.
     keep_backups: bool,
-    /// Each Raft replica's log and hard state: durable (persisted before any message leaves).
-    raft_storage: Mutex<BTreeMap<String, RaftStorage>>,
     /// The live leases of the nodes that can forget them (the single lease service, the
     /// primaries of primary-backup) as their events tell them: (node, lock) -> (holder, token).
     /// A crash or restore can make a node forget a lease; this is how the history learns. Keyed
@@ -88,7 +85,6 @@ impl World {
             net,
             nemesis,
             resource: Mutex::new(resource),
-            raft_storage: Mutex::new(BTreeMap::new()),
             design_disks: Mutex::new(BTreeMap::new()),
             keep_backups,
             recorded_index: Mutex::new(0),
@@ -134,14 +130,6 @@ impl World {
         let n = starts.entry(node.to_owned()).or_insert(0);
         *n += 1;
         *n
-    }
-
-    /// Raft replica `node`'s durable storage (created for `peers` on first use).
-    pub fn raft_storage(&self, node: &str, peers: &[u64]) -> RaftStorage {
-        let mut all = self.raft_storage.lock().expect("raft storage");
-        all.entry(node.to_owned())
-            .or_insert_with(|| new_storage(peers))
-            .clone()
     }
 
     /// True the first time any replica reports applying log `index` (entries apply in order).
@@ -243,21 +231,6 @@ impl World {
     /// Wait for the next client to finish.
     pub async fn next_done(&self) -> Option<String> {
         self.done.1.recv().await.ok()
-    }
-
-    /// The clock lock-service node `node` judges expiry by (`[lock_service] expiry_clock`).
-    pub fn expiry_clock(&self, node: &str) -> LinearClock {
-        let clocks = self.clocks.get(node);
-        match self.scenario.lock_service.expiry_clock {
-            ExpiryClock::Monotonic => clocks.mono,
-            ExpiryClock::Wall => clocks.wall,
-        }
-    }
-
-    /// That clock's reading now, local ms: negative after a backward step past its start (a
-    /// lease granted then expires a TTL later on the same clock, as on a real host).
-    pub fn expiry_now_ms(&self, node: &str) -> i64 {
-        self.expiry_clock(node).read_ms(true_ns())
     }
 
     /// Node `node`'s clocks now, as a design reads them.

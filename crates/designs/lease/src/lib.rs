@@ -17,6 +17,7 @@ mod message;
 mod node;
 pub mod primary_backup;
 mod primary_backup_node;
+mod raft_node;
 pub mod raft_replica;
 pub mod replicated;
 mod serve;
@@ -27,6 +28,7 @@ pub use client::{LeaseClient, LeaseClientConfig};
 pub use message::{Attempt, LeaseMessage};
 pub use node::{AcquireMode, LeaseDisk, LeaseNode, LeaseNodeConfig, Reaper, TokenCounter};
 pub use primary_backup_node::{PrimaryBackupNode, PrimaryBackupNodeConfig};
+pub use raft_node::{RaftLog, RaftNode, RaftNodeConfig};
 pub use serve::{expire_due, held_leases, serve, ReleaseMode, Served};
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,

@@ -4,6 +4,7 @@
 use fencesim_design::{DesignMessage, MessageKind};
 
 use crate::primary_backup::Shipment;
+use crate::raft_replica::RaftMessage;
 use crate::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 
 /// Which acquire attempt of which client start an acquire is: a queued grant names it, so a
@@ -19,7 +20,7 @@ pub struct Attempt {
 
 /// A lease request, a lease service's answer, a redirect, or replication between the nodes of
 /// primary-backup.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LeaseMessage {
     /// Ask for a lease on `lock` for `ttl_ms`.
     Acquire {
@@ -78,6 +79,8 @@ pub enum LeaseMessage {
         /// The shipment's number.
         seq: u64,
     },
+    /// Between Raft replicas (raft-rs's message).
+    Raft(Box<RaftMessage>),
 }
 
 impl DesignMessage for LeaseMessage {
@@ -95,6 +98,7 @@ impl DesignMessage for LeaseMessage {
             LeaseMessage::Replicate { .. } | LeaseMessage::ReplicateAck { .. } => {
                 MessageKind::Replicate
             }
+            LeaseMessage::Raft(_) => MessageKind::Raft,
         }
     }
 }

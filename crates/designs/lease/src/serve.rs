@@ -21,7 +21,7 @@ pub enum ReleaseMode {
 }
 
 /// What serving one request did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Served {
     /// The answer to send back.
     pub reply: LeaseMessage,

@@ -1,0 +1,299 @@
+//! A `lease-N` node of the consensus-backed lease service: the sans-IO [`Replica`] around
+//! raft-rs as a [`LockNode`], ticking every `tick_ms`.
+//!
+//! The replica answers a client only if it leads; otherwise it redirects the client to the
+//! leader it knows. Election timeouts come from the node's seeded stream
+//! ([`NodeCtx::random_range`]), re-drawn at every change of term or role (raft-rs would draw
+//! them from an unseeded one). The log survives a crash; the lease table is rebuilt by
+//! replaying it. Every replica applies every entry, so each entry's events carry its log index
+//! ([`ServiceEvent::log_index`]) and the history has them once, from the first replica to
+//! apply it. An applied entry's `after` safepoint comes right after it, before the replies:
+//! the node hands out what one drain applied one entry per [`LockNode::settle`] call.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use fencesim_design::{
+    Clock, LockNode, NodeCtx, NodeStart, Origin, ServiceEvent, ServiceEventKind, TimerId,
+};
+
+use crate::message::LeaseMessage;
+use crate::raft_replica::{new_storage, Output, Proposal, RaftStorage, Replica, ReplicaConfig};
+use crate::replicated::{Applied, ClientOp, ClientOutcome, ReplicationPolicy};
+use crate::service::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+
+/// The settings of a Raft replica node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaftNodeConfig {
+    /// The safety knobs (K08's revocation term check, the leader change).
+    pub policy: ReplicationPolicy,
+    /// The longest TTL granted, ms of the expiry clock.
+    pub max_ttl_ms: u64,
+    /// The clock leases expire by (the replica stamps its proposals with it).
+    pub expiry_clock: Clock,
+    /// Simulated ms per Raft tick.
+    pub tick_ms: u64,
+    /// Ticks without a heartbeat before an election; each timeout is drawn from
+    /// `election_ticks..2 * election_ticks`.
+    pub election_ticks: usize,
+    /// Ticks between heartbeats.
+    pub heartbeat_ticks: usize,
+    /// Ticks after Raft steps down during which the lessor still believes this replica leads.
+    pub lessor_check_ticks: u64,
+}
+
+/// The Raft tick.
+const TICK: TimerId = TimerId(1);
+
+/// A Raft replica's durable log and hard state: raft-rs's storage, written before any
+/// message leaves the replica (as Raft requires), so every write is synced. The node persists
+/// the handle once, at its first start; the replica writes through it.
+#[derive(Clone)]
+pub struct RaftLog(pub RaftStorage);
+
+impl std::fmt::Debug for RaftLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RaftLog")
+    }
+}
+
+/// One Raft replica of the lease service.
+pub struct RaftNode {
+    config: RaftNodeConfig,
+    replica: Replica,
+    /// Client requests proposed here, by request id (unique in a run) -> their origin.
+    requests: BTreeMap<u64, Origin>,
+    /// What the last drain applied, handed out one entry per settle, and then its replies.
+    applied: VecDeque<(u64, Applied)>,
+    replies: Vec<(String, u64, ClientOutcome)>,
+}
+
+impl std::fmt::Debug for RaftNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftNode")
+            .field("term", &self.replica.term())
+            .field("leader", &self.replica.leader())
+            .finish_non_exhaustive()
+    }
+}
+
+type Ctx<'a> = NodeCtx<'a, LeaseMessage, RaftLog>;
+
+/// Node name of Raft id `id`.
+fn node_name(id: u64) -> String {
+    format!("lease-{id}")
+}
+
+impl RaftNode {
+    fn now_ms(&self, ctx: &Ctx<'_>) -> i64 {
+        ctx.now().on(self.config.expiry_clock)
+    }
+
+    /// After any input: what the replica wants done. Messages and leadership go out at once;
+    /// applied entries and replies wait for `settle`.
+    fn drain(&mut self, ctx: &mut Ctx<'_>) {
+        let now = self.now_ms(ctx);
+        let Output {
+            messages,
+            applied,
+            replies,
+            became_leader,
+        } = self.replica.drain(now);
+        for m in messages {
+            ctx.send(node_name(m.get_to()), LeaseMessage::Raft(Box::new(m)));
+        }
+        if let Some(term) = became_leader {
+            ctx.leads(term, Some(format!("term {term}")));
+        }
+        // Handed out by the settles that follow, so both are empty here: take them whole.
+        if self.applied.is_empty() {
+            self.applied = VecDeque::from(applied);
+        } else {
+            self.applied.extend(applied);
+        }
+        if self.replies.is_empty() {
+            self.replies = replies;
+        } else {
+            self.replies.extend(replies);
+        }
+    }
+
+    /// A client's request: proposed if this replica leads, redirected otherwise.
+    fn propose(&mut self, origin: &Origin, op: ClientOp, ctx: &mut Ctx<'_>) {
+        let now = self.now_ms(ctx);
+        match self.replica.propose(origin.from(), origin.id(), op, now) {
+            Proposal::Proposed => {
+                self.requests.insert(origin.id(), origin.clone());
+            }
+            Proposal::NotLeader { leader } => {
+                let leader = leader.map(node_name);
+                ctx.reply(origin, LeaseMessage::Redirect { leader });
+            }
+        }
+    }
+
+    /// The history events of entry `index`, if it changed a lease.
+    fn record(&self, index: u64, applied: &Applied, ctx: &mut Ctx<'_>) {
+        let event = |kind, lock: &str, holder: &str, token, op| ServiceEvent {
+            log_index: Some(index),
+            ..ServiceEvent::new(kind, lock, holder, token, op)
+        };
+        match applied {
+            Applied::Client {
+                client,
+                request,
+                op: command,
+                outcome,
+                expired,
+            } => {
+                let op = self.requests.get(request).and_then(Origin::op);
+                if let Some(lease) = expired {
+                    // Ended by the command itself before it acted: on record, but with no
+                    // safepoint of its own.
+                    let (lock, holder) = (command.lock(), &lease.holder);
+                    ctx.record_only(ServiceEvent {
+                        expires_at_ms: Some(lease.expires_at_ms),
+                        ..event(ServiceEventKind::Expire, lock, holder, lease.token, None)
+                    });
+                }
+                let (kind, lock, token, expires_at_ms) = match (command, outcome) {
+                    (
+                        ClientOp::Acquire { lock, .. },
+                        ClientOutcome::Acquire(AcquireOutcome::Granted {
+                            token,
+                            expires_at_ms,
+                        }),
+                    ) => (ServiceEventKind::Grant, lock, *token, Some(*expires_at_ms)),
+                    (
+                        ClientOp::Renew { lock, token },
+                        ClientOutcome::Renew(RenewOutcome::Renewed { expires_at_ms }),
+                    ) => (ServiceEventKind::Renew, lock, *token, Some(*expires_at_ms)),
+                    (
+                        ClientOp::Release { lock, token },
+                        ClientOutcome::Release(ReleaseOutcome::Released),
+                    ) => (ServiceEventKind::Release, lock, *token, None),
+                    _ => return,
+                };
+                ctx.record(ServiceEvent {
+                    expires_at_ms,
+                    ..event(kind, lock, client, token, op)
+                });
+            }
+            // A revocation of a lease not yet expired by the decider's own stamp is not an
+            // expiry: it is recorded as what it is.
+            Applied::Revoked {
+                lock,
+                lease,
+                decided_at_ms,
+            } => {
+                let kind = if *decided_at_ms >= lease.expires_at_ms {
+                    ServiceEventKind::Expire
+                } else {
+                    ServiceEventKind::Revoke
+                };
+                ctx.record(ServiceEvent {
+                    expires_at_ms: Some(lease.expires_at_ms),
+                    ..event(kind, lock, &lease.holder, lease.token, None)
+                });
+            }
+            Applied::RevokeRefused { .. } | Applied::Promoted => {}
+        }
+    }
+
+    /// Answer every request the last drain settled.
+    fn reply_all(&mut self, ctx: &mut Ctx<'_>) {
+        for (client, request, outcome) in std::mem::take(&mut self.replies) {
+            let origin = self
+                .requests
+                .remove(&request)
+                .unwrap_or_else(|| Origin::new(Arc::from(client.as_str()), request, None));
+            let reply = match outcome {
+                ClientOutcome::Acquire(o) => LeaseMessage::AcquireReply(o),
+                ClientOutcome::Renew(o) => LeaseMessage::RenewReply(o),
+                ClientOutcome::Release(o) => LeaseMessage::ReleaseReply(o),
+            };
+            ctx.reply(&origin, reply);
+        }
+    }
+}
+
+impl LockNode for RaftNode {
+    type Msg = LeaseMessage;
+    type Durable = RaftLog;
+    type Config = RaftNodeConfig;
+
+    fn start(config: &RaftNodeConfig, start: NodeStart<RaftLog>, ctx: &mut Ctx<'_>) -> Self {
+        let peers: Vec<u64> = (1..=start.service_nodes.len() as u64).collect();
+        let log = match start.durable {
+            Some(log) => log,
+            None => {
+                let log = RaftLog(new_storage(&peers));
+                ctx.persist(log.clone(), fencesim_design::Durability::Synced);
+                log
+            }
+        };
+        let replica_config = ReplicaConfig {
+            id: start.index as u64 + 1,
+            peers,
+            election_tick: config.election_ticks,
+            heartbeat_tick: config.heartbeat_ticks,
+            max_ttl_ms: config.max_ttl_ms,
+            policy: config.policy,
+            lessor_check_ticks: config.lessor_check_ticks,
+        };
+        let replica = match Replica::new(replica_config, log.0) {
+            Ok(replica) => replica,
+            Err(e) => panic!("an invalid Raft configuration: {e}"),
+        };
+        ctx.set_timer(TICK, config.tick_ms);
+        RaftNode {
+            config: *config,
+            replica,
+            requests: BTreeMap::new(),
+            applied: VecDeque::new(),
+            replies: Vec::new(),
+        }
+    }
+
+    fn on_message(&mut self, origin: &Origin, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
+        let op = match msg {
+            LeaseMessage::Raft(m) => {
+                self.replica.step(*m);
+                return self.drain(ctx);
+            }
+            LeaseMessage::Acquire { lock, ttl_ms, .. } => ClientOp::Acquire { lock, ttl_ms },
+            LeaseMessage::Renew { lock, token } => ClientOp::Renew { lock, token },
+            LeaseMessage::Release { lock, token } => ClientOp::Release { lock, token },
+            // Answers are for clients: a server drops them.
+            _ => return,
+        };
+        self.propose(origin, op, ctx);
+        self.drain(ctx);
+    }
+
+    fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
+        if id == TICK {
+            let now = self.now_ms(ctx);
+            self.replica.tick(now);
+            ctx.set_timer(TICK, self.config.tick_ms);
+            self.drain(ctx);
+        }
+    }
+
+    /// One applied entry per call, so that each passes its safepoint before the next and
+    /// before the replies; then the replies, and a fresh election timeout if the term or role
+    /// changed.
+    fn settle(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        if let Some((index, applied)) = self.applied.pop_front() {
+            self.record(index, &applied, ctx);
+            return true;
+        }
+        self.reply_all(ctx);
+        if self.replica.take_timeout_due() {
+            let ticks = self.config.election_ticks as u64;
+            let timeout = ctx.random_range(ticks, 2 * ticks);
+            self.replica.set_election_timeout(timeout as usize);
+        }
+        false
+    }
+}
