@@ -34,7 +34,7 @@ pub fn peak_rss() -> Option<u64> {
 /// Where one batch of seeds spends its time, microseconds per simulated message.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Phases {
-    /// Simulating, history recording included ([`fencesim_sim::run`]).
+    /// Simulating, history recording included ([`crate::registry::simulate`]).
     pub simulate_us: f64,
     /// Writing the history as JSON Lines.
     pub serialize_us: f64,
@@ -54,7 +54,7 @@ pub fn phases(
     let mut messages = 0;
     for seed in seeds {
         let clock = Stopwatch::start();
-        let outcome = fencesim_sim::run(scenario, seed);
+        let outcome = crate::registry::simulate(scenario, seed);
         total.simulate_us += clock.seconds();
         messages += outcome.net_stats.sent;
         let clock = Stopwatch::start();

@@ -10,6 +10,7 @@ pub mod bundled;
 pub mod expectation;
 pub mod explore;
 pub mod readable;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod shrink;

@@ -243,7 +243,7 @@ pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::R
 /// Simulate `scenario` with `seed` and check it; the history stays as records. Everything,
 /// including a failed simulation, ends up in the report.
 pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
-    let outcome = fencesim_sim::run(scenario, seed);
+    let outcome = crate::registry::simulate(scenario, seed);
     let mut failure = outcome.failure;
     if opts.check_determinism && failure.is_none() {
         failure = determinism_failure(scenario, seed, &outcome.history);
@@ -456,7 +456,7 @@ fn determinism_failure(
     seed: u64,
     first: &fencesim_history::History,
 ) -> Option<SimFailure> {
-    let again = fencesim_sim::run(scenario, seed);
+    let again = crate::registry::simulate(scenario, seed);
     let line = first_different_line(first, &again.history)?;
     Some(SimFailure {
         kind: FailureKind::Nondeterministic,

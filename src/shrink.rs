@@ -306,7 +306,7 @@ fn shorter_faults(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool
 /// Simulate `scenario` on `seed`, check it, and say whether `kind` was found in a run that
 /// did not itself fail (a candidate that times out or panics is not a reproduction).
 pub fn shows(scenario: &Scenario, seed: u64, kind: ViolationKind) -> bool {
-    let outcome = fencesim_sim::run(scenario, seed);
+    let outcome = crate::registry::simulate(scenario, seed);
     outcome.failure.is_none()
         && fencesim_checker::check(&outcome.history)
             .violations

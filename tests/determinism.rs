@@ -8,7 +8,7 @@ use support::{fencesim, out_dir, text};
 fn history_bytes(file: &str, seed: u64) -> Vec<u8> {
     let (path, _) = fencesim::bundled::find(file).expect("a bundled scenario");
     let scenario = fencesim::load_scenario(&support::root().join("scenarios").join(path)).unwrap();
-    let outcome = fencesim_sim::run(&scenario, seed);
+    let outcome = fencesim::registry::simulate(&scenario, seed);
     assert_eq!(outcome.failure, None);
     let mut bytes = Vec::new();
     write_jsonl(&outcome.history, &mut bytes).unwrap();

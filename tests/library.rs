@@ -112,7 +112,7 @@ proptest! {
     /// A failure prints the scenario file that reproduces it, seed 0.
     #[test]
     fn the_safe_design_survives_any_generated_schedule(s in with_fault_schedule(&safe_design(), 6)) {
-        let outcome = fencesim_sim::run(&s, 0);
+        let outcome = fencesim::registry::simulate(&s, 0);
         prop_assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
         let result = fencesim::check(&outcome.history);
         prop_assert!(

@@ -18,10 +18,10 @@ compile_error!(
 
 mod client;
 pub mod clock;
+pub mod design;
 pub mod design_body;
 mod design_node;
 mod design_timers;
-mod designs;
 mod disk;
 mod guard;
 pub mod mailbox;
@@ -37,6 +37,7 @@ mod timer;
 pub mod transport;
 mod world;
 
+pub use design::{Cluster, NodeDesign, SimDesign};
 pub use fencesim_scenario::Scenario;
 pub use message::Message;
 pub use runner::{run, FailureKind, RunOutcome, SimFailure};

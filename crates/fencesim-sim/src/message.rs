@@ -1,6 +1,5 @@
 //! What nodes say to each other.
 
-use fencesim_lease::LeaseMessage;
 use fencesim_resource::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
 
@@ -42,20 +41,6 @@ pub enum Message {
 }
 
 impl Message {
-    /// A lease service's message (the single service, primary-backup and Raft speak
-    /// [`LeaseMessage`] with their clients).
-    pub fn lease(msg: LeaseMessage) -> Self {
-        Message::Design(DesignBody::new(msg))
-    }
-
-    /// The message as a lease service's, if it is one.
-    pub fn as_lease(&self) -> Option<&LeaseMessage> {
-        match self {
-            Message::Design(body) => body.downcast_ref(),
-            _ => None,
-        }
-    }
-
     /// The kind, as `hold` faults name it.
     ///
     /// # Panics

@@ -6,26 +6,21 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencesim_design::LockNode;
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
-use fencesim_lease::{LeaseNode, PrimaryBackupNode, RaftNode};
-use fencesim_lease_record::StoreNode;
-use fencesim_redlock::RedisServer;
 use fencesim_resource::{FenceMode, Resource};
-use fencesim_scenario::{
-    Action, LockServiceKind, ResourceMode, Scenario, TokenSource, RESOURCE_NODE,
-};
+use fencesim_scenario::{Action, ResourceMode, Scenario, TokenSource, RESOURCE_NODE};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
+use crate::design::{Cluster, SimDesign};
 use crate::guard::{guarded, panic_text, stop_on_failure};
 use crate::nemesis::{sleep_until_ms, Nemesis};
 use crate::random_nemesis::{self, NemesisPlan};
 use crate::recorder::{true_ns, Recorder};
+use crate::resource_node;
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
-use crate::{client, design_node, designs, resource_node};
 
 /// How a simulation failed (as opposed to finding a violation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +62,7 @@ pub struct RunOutcome {
 
 /// Simulate `scenario` under root seed `seed`. Deterministic: the same scenario, seed and
 /// binary give the same history, byte for byte once serialized.
-pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
+pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> RunOutcome {
     let nemesis = scenario
         .nemesis
         .as_ref()
@@ -97,7 +92,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> RunOutcome {
             // The main future itself is not guarded: were it to panic, the run must end at
             // once rather than wait for the nodes' tasks to run down to the time limit.
             let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                rt.block_on(simulate(sc, seed, rec, st))
+                rt.block_on(simulate(sc, seed, design, rec, st))
             }));
             // A task's panic, caught before madsim saw it, is the cause even if the runtime
             // then failed too (a deadlock of the tasks left waiting on the one that died).
@@ -169,6 +164,7 @@ fn classify(message: String) -> SimFailure {
 async fn simulate(
     scenario: Scenario,
     seed: u64,
+    design: &dyn SimDesign,
     recorder: Arc<Recorder>,
     stats: Arc<Mutex<NetStats>>,
 ) {
@@ -215,22 +211,12 @@ async fn simulate(
     ));
 
     // Every node's main task is its `init`, so that madsim's restart runs it afresh.
-    let sc = &world.scenario;
-    match sc.lock_service.kind {
-        LockServiceKind::Single => {
-            start_service::<LeaseNode>(&world, designs::lease_node_config(sc))
-        }
-        LockServiceKind::Raft => start_service::<RaftNode>(&world, designs::raft_node_config(sc)),
-        LockServiceKind::Redlock => start_service::<RedisServer>(&world, designs::redis_config(sc)),
-        LockServiceKind::LeaseRecord => start_service::<StoreNode>(&world, ()),
-        LockServiceKind::PrimaryBackup => {
-            start_service::<PrimaryBackupNode>(&world, designs::primary_backup_config(sc))
-        }
-    }
+    let cluster = Cluster::new(&world);
+    design.start_service(&cluster);
     let w = Arc::clone(&world);
     start_node(RESOURCE_NODE, move || resource_node::run(Arc::clone(&w)));
     for (index, spec) in world.scenario.clients.iter().enumerate() {
-        start_client(&world, &spec.name, index);
+        design.start_client(&cluster, &spec.name, index);
     }
     Nemesis::schedule(&world);
 
@@ -274,37 +260,8 @@ async fn run_to_end(world: &World, stats: &Mutex<NetStats>) {
     *stats.lock().expect("stats") = world.net.stats();
 }
 
-/// Start client `index` (named `name`) with its design's client protocol.
-fn start_client(world: &Arc<World>, name: &str, index: usize) {
-    use crate::designs::{lease_client, record_client, redlock_client};
-    let w = Arc::clone(world);
-    match world.scenario.lock_service.kind {
-        LockServiceKind::LeaseRecord => start_node(name, move || {
-            client::run(Arc::clone(&w), index, record_client)
-        }),
-        LockServiceKind::Redlock => start_node(name, move || {
-            client::run(Arc::clone(&w), index, redlock_client)
-        }),
-        LockServiceKind::Single | LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
-            start_node(name, move || {
-                client::run(Arc::clone(&w), index, lease_client)
-            })
-        }
-    }
-}
-
-/// Start every node of the lock service as a node of design `N` made from `config`.
-fn start_service<N: LockNode>(world: &Arc<World>, config: N::Config) {
-    for (index, name) in world.lease_nodes().into_iter().enumerate() {
-        let (w, n, config) = (Arc::clone(world), name.clone(), config.clone());
-        start_node(&name, move || {
-            design_node::run::<N>(Arc::clone(&w), n.clone(), index, config.clone())
-        });
-    }
-}
-
 /// Create node `name` whose main task is `init()`, run again by madsim on every restart.
-fn start_node<F: std::future::Future + 'static>(
+pub(crate) fn start_node<F: std::future::Future + 'static>(
     name: &str,
     init: impl Fn() -> F + Send + Sync + 'static,
 ) {

@@ -56,7 +56,7 @@ pub(crate) async fn run<P: ClientProtocol>(
     sleep_until_ms(spec.start_ms).await;
     let process = world.new_process();
     let service_nodes = world.lease_nodes();
-    let info = crate::designs::client_info(&spec, incarnation, &service_nodes);
+    let info = client_info(&spec, incarnation, &service_nodes);
     let protocol = protocol(&world.scenario, &spec, info);
     let mut client = Client {
         world,
@@ -78,6 +78,19 @@ pub(crate) async fn run<P: ClientProtocol>(
 
 /// How a design makes a client's protocol: from the scenario, the client's entry, and what the
 /// protocol is told about its client.
+/// What a client protocol is told about its client.
+fn client_info(spec: &ClientSpec, incarnation: u64, service_nodes: &[String]) -> ClientInfo {
+    ClientInfo {
+        name: spec.name.clone(),
+        lock: spec.lock.clone(),
+        ttl_ms: spec.ttl_ms,
+        safety_margin_ms: spec.safety_margin_ms,
+        timeout_ms: spec.timeout_ms,
+        incarnation,
+        service_nodes: service_nodes.to_vec(),
+    }
+}
+
 pub(crate) type MakeProtocol<P> = fn(&fencesim_scenario::Scenario, &ClientSpec, ClientInfo) -> P;
 
 struct Client<P: ClientProtocol> {

@@ -1,5 +1,11 @@
-//! How each design's client protocol and lock-service nodes are made from a scenario, until
-//! the design registry takes this over (`runner.rs` picks one by the scenario's kind).
+//! The design registry: which design a scenario's `[lock_service] kind` runs, and how each
+//! design's nodes and client protocol get their settings from the scenario.
+//!
+//! The simulator (`fencesim-sim`) depends on no design: [`simulate`] hands it the design of
+//! the scenario's kind as a [`SimDesign`], a [`NodeDesign`] of the design's node type and
+//! client protocol. Every built-in design is registered here and nowhere else in the sim.
+//! Their knobs are still parsed and validated by `fencesim-scenario` (the registry does not
+//! own them yet, see docs/design-api.md).
 
 use fencesim_design::{ClientInfo, Clock, FsyncPolicy};
 use fencesim_lease::primary_backup::{PrimaryBackupConfig, Replication};
@@ -8,37 +14,66 @@ use fencesim_lease::{
     AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig,
     RaftNodeConfig, Reaper, ReleaseMode, TokenCounter,
 };
+use fencesim_lease::{LeaseNode, PrimaryBackupNode, RaftNode};
+use fencesim_lease_record::StoreNode;
 use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
+use fencesim_redlock::RedisServer;
 use fencesim_redlock::{RedisConfig, RedlockClient, RedlockClientConfig, TokenSource};
 use fencesim_scenario as scenario;
+use fencesim_scenario::LockServiceKind;
 use fencesim_scenario::{
     ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, LockServiceSpec, OnLostLease, Reclaim,
     RenewAfterFailure, Scenario,
 };
+use fencesim_sim::{NodeDesign, RunOutcome, SimDesign};
 
-/// What a client protocol is told about its client.
-pub(crate) fn client_info(
-    spec: &ClientSpec,
-    incarnation: u64,
-    service_nodes: &[String],
-) -> ClientInfo {
-    ClientInfo {
-        name: spec.name.clone(),
-        lock: spec.lock.clone(),
-        ttl_ms: spec.ttl_ms,
-        safety_margin_ms: spec.safety_margin_ms,
-        timeout_ms: spec.timeout_ms,
-        incarnation,
-        service_nodes: service_nodes.to_vec(),
+/// The single lease service (`kind = "single"`).
+static SINGLE: NodeDesign<LeaseNode, LeaseClient> = NodeDesign {
+    node_config: lease_node_config,
+    client: lease_client,
+};
+/// Raft replicas (`kind = "raft"`).
+static RAFT: NodeDesign<RaftNode, LeaseClient> = NodeDesign {
+    node_config: raft_node_config,
+    client: lease_client,
+};
+/// A primary and its backup (`kind = "primary-backup"`).
+static PRIMARY_BACKUP: NodeDesign<PrimaryBackupNode, LeaseClient> = NodeDesign {
+    node_config: primary_backup_config,
+    client: lease_client,
+};
+/// Redlock over independent Redis nodes (`kind = "redlock"`).
+static REDLOCK: NodeDesign<RedisServer, RedlockClient> = NodeDesign {
+    node_config: redis_config,
+    client: redlock_client,
+};
+/// A lease record in a compare-and-swap store (`kind = "lease-record"`).
+static LEASE_RECORD: NodeDesign<StoreNode, RecordClient> = NodeDesign {
+    node_config: no_config,
+    client: record_client,
+};
+
+/// The design a scenario of `kind` runs.
+pub fn design(kind: LockServiceKind) -> &'static dyn SimDesign {
+    match kind {
+        LockServiceKind::Single => &SINGLE,
+        LockServiceKind::Raft => &RAFT,
+        LockServiceKind::PrimaryBackup => &PRIMARY_BACKUP,
+        LockServiceKind::Redlock => &REDLOCK,
+        LockServiceKind::LeaseRecord => &LEASE_RECORD,
     }
 }
 
+/// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
+pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
+    fencesim_sim::run(scenario, seed, design(scenario.lock_service.kind))
+}
+
+/// The lease-record store has no settings of its own.
+fn no_config(_: &Scenario) {}
+
 /// A lease-record candidate.
-pub(crate) fn record_client(
-    scenario: &Scenario,
-    spec: &ClientSpec,
-    info: ClientInfo,
-) -> RecordClient {
+fn record_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> RecordClient {
     let judgement = match scenario.lock_service.expiry_judged_by {
         Some(ExpiryJudgedBy::OwnDuration) => ExpiryJudgement::OwnDuration,
         Some(ExpiryJudgedBy::RecordedDuration) | None => ExpiryJudgement::RecordedDuration,
@@ -51,11 +86,7 @@ pub(crate) fn record_client(
 }
 
 /// A Redlock client.
-pub(crate) fn redlock_client(
-    scenario: &Scenario,
-    _: &ClientSpec,
-    info: ClientInfo,
-) -> RedlockClient {
+fn redlock_client(scenario: &Scenario, _: &ClientSpec, info: ClientInfo) -> RedlockClient {
     let spec = scenario
         .lock_service
         .redlock
@@ -73,11 +104,7 @@ pub(crate) fn redlock_client(
 }
 
 /// A client of a lease service (single, primary-backup, Raft).
-pub(crate) fn lease_client(
-    scenario: &Scenario,
-    spec: &ClientSpec,
-    info: ClientInfo,
-) -> LeaseClient {
+fn lease_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> LeaseClient {
     let config = LeaseClientConfig {
         reclaim_by_name: spec.reclaim == Reclaim::ByName,
         keep_role_when_lost: spec.on_lost_lease == OnLostLease::KeepRole,
@@ -89,7 +116,7 @@ pub(crate) fn lease_client(
 }
 
 /// The settings of a Redlock scenario's `redis-N` nodes.
-pub(crate) fn redis_config(scenario: &Scenario) -> RedisConfig {
+fn redis_config(scenario: &Scenario) -> RedisConfig {
     let spec = &scenario.lock_service;
     RedisConfig {
         fsync: fsync_policy(spec),
@@ -99,7 +126,7 @@ pub(crate) fn redis_config(scenario: &Scenario) -> RedisConfig {
 }
 
 /// The settings of the single lease service's node.
-pub(crate) fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
+fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
     let spec = &scenario.lock_service;
     LeaseNodeConfig {
         max_ttl_ms: spec.max_ttl_ms,
@@ -127,7 +154,7 @@ pub(crate) fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
 }
 
 /// The settings of a primary-backup scenario's `lease-1` and `lease-2`.
-pub(crate) fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeConfig {
+fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeConfig {
     let spec = &scenario.lock_service;
     let pb = spec
         .primary_backup
@@ -157,7 +184,7 @@ pub const RAFT_HEARTBEAT_TICKS: usize = 3;
 pub const RAFT_LESSOR_CHECK_TICKS: u64 = 10;
 
 /// The settings of a Raft scenario's `lease-N` replicas.
-pub(crate) fn raft_node_config(scenario: &Scenario) -> RaftNodeConfig {
+fn raft_node_config(scenario: &Scenario) -> RaftNodeConfig {
     let spec = &scenario.lock_service;
     RaftNodeConfig {
         policy: ReplicationPolicy {

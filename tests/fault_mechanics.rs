@@ -20,7 +20,7 @@ verdict = "valid"
 fn run(faults: &str, seed: u64) -> History {
     let text = format!("{BASE}\n{faults}");
     let scenario = fencesim_scenario::parse(&text, "mechanics.toml", None).expect("valid scenario");
-    let outcome = fencesim_sim::run(&scenario, seed);
+    let outcome = fencesim::registry::simulate(&scenario, seed);
     assert_eq!(outcome.failure, None);
     outcome.history
 }
@@ -205,7 +205,7 @@ fn crash_at(at_ms: u64) -> Vec<u64> {
          [expect]\nverdict = \"valid\"\n"
     );
     let scenario = fencesim_scenario::parse(&text, "crash.toml", None).unwrap();
-    let outcome = fencesim_sim::run(&scenario, 0);
+    let outcome = fencesim::registry::simulate(&scenario, 0);
     assert_eq!(outcome.failure, None);
     outcome
         .history
@@ -266,7 +266,7 @@ fn a_lease_lost_in_a_crash_is_recorded_and_a_restart_grace_keeps_exclusion() {
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 100\n\
                 [expect]\nverdict = \"valid\"\n";
     let scenario = fencesim_scenario::parse(text, "grace.toml", None).unwrap();
-    let h = fencesim_sim::run(&scenario, 0).history;
+    let h = fencesim::registry::simulate(&scenario, 0).history;
     let revoke = h
         .events()
         .find(|e| e.event == EventKind::Revoke)
@@ -304,7 +304,7 @@ fn overlapping_crashes_restart_the_node_once() {
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1500\nduration_ms = 500\n\
                 [expect]\nverdict = \"valid\"\n";
     let scenario = fencesim_scenario::parse(text, "double.toml", None).unwrap();
-    let h = fencesim_sim::run(&scenario, 0).history;
+    let h = fencesim::registry::simulate(&scenario, 0).history;
     let ends: Vec<_> = h
         .events()
         .filter(|e| e.event == EventKind::Crash && e.phase == Some(Phase::End))
