@@ -8,6 +8,7 @@
 //! own them yet, see docs/design-api.md).
 
 use fencesim_design::{ClientInfo, Clock, FsyncPolicy};
+use fencesim_history::TokenOrder;
 use fencesim_lease::primary_backup::{PrimaryBackupConfig, Replication};
 use fencesim_lease::replicated::{LeaderChange, ReplicationPolicy};
 use fencesim_lease::{
@@ -31,26 +32,36 @@ use fencesim_sim::{NodeDesign, RunOutcome, SimDesign};
 static SINGLE: NodeDesign<LeaseNode, LeaseClient> = NodeDesign {
     node_config: lease_node_config,
     client: lease_client,
+    has_leader: false,
+    token_order: fencing_tokens,
 };
 /// Raft replicas (`kind = "raft"`).
 static RAFT: NodeDesign<RaftNode, LeaseClient> = NodeDesign {
     node_config: raft_node_config,
     client: lease_client,
+    has_leader: true,
+    token_order: fencing_tokens,
 };
 /// A primary and its backup (`kind = "primary-backup"`).
 static PRIMARY_BACKUP: NodeDesign<PrimaryBackupNode, LeaseClient> = NodeDesign {
     node_config: primary_backup_config,
     client: lease_client,
+    has_leader: true,
+    token_order: fencing_tokens,
 };
 /// Redlock over independent Redis nodes (`kind = "redlock"`).
 static REDLOCK: NodeDesign<RedisServer, RedlockClient> = NodeDesign {
     node_config: redis_config,
     client: redlock_client,
+    has_leader: false,
+    token_order: redlock_token_order,
 };
 /// A lease record in a compare-and-swap store (`kind = "lease-record"`).
 static LEASE_RECORD: NodeDesign<StoreNode, RecordClient> = NodeDesign {
     node_config: no_config,
     client: record_client,
+    has_leader: false,
+    token_order: fencing_tokens,
 };
 
 /// The design a scenario of `kind` runs.
@@ -67,6 +78,20 @@ pub fn design(kind: LockServiceKind) -> &'static dyn SimDesign {
 /// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
 pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
     fencesim_sim::run(scenario, seed, design(scenario.lock_service.kind))
+}
+
+/// A design that hands out fencing tokens: they compare by value.
+fn fencing_tokens(_: &Scenario) -> TokenOrder {
+    TokenOrder::Value
+}
+
+/// Redlock clients that present their lock's random value write opaque tokens, ordered only
+/// by when they were acquired; with a counter token they are fencing tokens.
+fn redlock_token_order(scenario: &Scenario) -> TokenOrder {
+    match scenario.lock_service.redlock {
+        Some(r) if r.token_source == scenario::TokenSource::Random => TokenOrder::Acquisition,
+        _ => TokenOrder::Value,
+    }
 }
 
 /// The lease-record store has no settings of its own.

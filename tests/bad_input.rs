@@ -153,6 +153,19 @@ fn an_unknown_field() {
 }
 
 #[test]
+fn a_missing_field_names_its_own_table() {
+    // Reported at the table's header: the table is the one that lacks it, not the one above.
+    assert_located(
+        "bad-missing",
+        "ttl_ms = 5000\n",
+        "",
+        "5:1",
+        "clients.ttl_ms",
+        "missing field `ttl_ms`",
+    );
+}
+
+#[test]
 fn a_wrong_type() {
     assert_located(
         "bad-type",

@@ -28,12 +28,13 @@
 //!
 //! # Where it stands
 //!
-//! The built-in designs are moving onto this API (docs/design-api.md in the repository says how
-//! far): Redlock, the lease-record design and the single lease service run on it, and so does
-//! every design's client protocol; the nodes of primary-backup and Raft do not yet. There is
-//! no registry yet either, so a design of your own cannot be plugged in without changing
-//! fencesim (its kind, knobs and construction live in `fencesim-scenario` and the sim's
-//! `designs.rs`); that is the next step, and then an entry point for users' designs.
+//! All five built-in designs (the single lease service, primary-backup, Raft, Redlock and the
+//! lease record) run on this API, nodes and clients; docs/design-api.md in the repository says
+//! what is left. The simulator depends on no design: the `fencesim` crate's registry
+//! (`src/registry.rs`) maps a scenario's `kind` to a design. A design of your own still
+//! cannot be plugged in without changing fencesim, since its kind and knobs are parsed and
+//! validated by `fencesim-scenario` and the registry lists the built-in designs only; knobs
+//! owned by the design come next, and then an entry point for users' designs.
 //!
 //! Some limits of the API as it is:
 //! - A client's timers (`after_ms`) run on simulated true time: its clock's drift or a clock
@@ -42,7 +43,8 @@
 //! - [`MessageKind`] is a closed list: a design's messages travel as the lock operations they
 //!   implement (or as `raft`, `replicate`, `redirect`).
 //! - Clients address the service's nodes by index in [`ClientInfo::service_nodes`]; nodes
-//!   address anyone by name, and are not given the list of their peers.
+//!   address anyone by name, and learn the service's node names from
+//!   [`NodeStart::service_nodes`].
 //! - A message that answers no request arrives through `on_message` only while an operation
 //!   is in progress; one that arrives between operations is read at the next one, unless the
 //!   workload's own read or write of the resource skips past it first (it is then dropped).

@@ -86,10 +86,14 @@ fn suggestion<'m>(unknown: &str, message: &'m str) -> Option<&'m str> {
     with_unit.or_else(|| fencesim_history::nearest(unknown, names()))
 }
 
-/// The name of the table (`[name]` or `[[name]]`) that byte `offset` is in, if any.
+/// The name of the table (`[name]` or `[[name]]`) that byte `offset` is in, if any. The
+/// offset's own line counts: a table that lacks a required field is reported at its header.
 fn table_at(source: &str, offset: usize) -> Option<String> {
-    let before = &source[..offset.min(source.len())];
-    before.lines().rev().find_map(table_header)
+    let offset = offset.min(source.len());
+    let end = source[offset..]
+        .find('\n')
+        .map_or(source.len(), |i| offset + i);
+    source[..end].lines().rev().find_map(table_header)
 }
 
 /// The name in a `[name]` or `[[name]]` line (not an array's continuation such as `[1, 2],`).
@@ -184,6 +188,12 @@ mod tests {
         assert_eq!(
             table_at("[[clients]]\nname = 1", 14),
             Some("clients".into())
+        );
+        let missing = "[resource]\nmode = \"fenced\"\n[nemesis]\nkinds = [\"pause\"]\n";
+        assert_eq!(
+            table_at(missing, missing.find("[nemesis]").unwrap()),
+            Some("nemesis".into()),
+            "a missing field is reported at its own table's header, not the one above"
         );
         assert_eq!(
             key_above("a = 1\n[expect", 10),

@@ -7,8 +7,8 @@
 //! final heal), so they go through the same mechanics, and the plan is part of the report.
 
 use fencesim_scenario::{
-    Action, Cut, Fault, LatencyRange, LinkSel, LockServiceKind, MessageKind, NemesisSpec,
-    NodeEvent, NodeRole, Placement, Range64, Scenario, Trigger, LEADER,
+    Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent, NodeRole,
+    Placement, Range64, Scenario, Trigger, LEADER,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -45,8 +45,10 @@ const MESSAGE_KINDS: [MessageKind; 10] = [
     MessageKind::WriteReply,
 ];
 
-/// Draw the plan for `seed`.
-pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64) -> NemesisPlan {
+/// Draw the plan for `seed`. `has_leader`: the design has one leading node among its lease
+/// nodes (Raft's leader, the primary of primary-backup), which `leader` names
+/// ([`crate::SimDesign::has_leader`]).
+pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64, has_leader: bool) -> NemesisPlan {
     let (kinds, interval_ms, duration_ms) = if spec.swarm {
         swarm(spec, &mut seeds::rng(seed, Stream::Swarm))
     } else {
@@ -65,7 +67,7 @@ pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64) -> NemesisPlan {
             let drawn = fault(&kind, t, length, spec, &nodes, &mut rng);
             faults.push(match spec.placement {
                 Placement::Uniform => drawn,
-                Placement::Targeted => aim(drawn, scenario, &mut rng),
+                Placement::Targeted => aim(drawn, scenario, has_leader, &mut rng),
             });
         }
         t += draw(&mut rng, interval_ms);
@@ -215,18 +217,18 @@ fn partition(nodes: &[String], node: &str, rng: &mut Xoshiro256PlusPlus) -> Cut 
 /// becomes a hold of one write or reply. The occurrence aimed at is the one due about when
 /// the uniform draw would have struck, so targeted faults still spread over the run. Faults
 /// with no node to aim at keep their time.
-fn aim(drawn: Fault, scenario: &Scenario, rng: &mut Xoshiro256PlusPlus) -> Fault {
+fn aim(drawn: Fault, scenario: &Scenario, has_leader: bool, rng: &mut Xoshiro256PlusPlus) -> Fault {
     let Trigger::At { at_ms } = drawn.trigger else {
         return drawn;
     };
     if let Action::HoldAll { .. } = drawn.action {
-        return hold_one(drawn, scenario, at_ms, rng);
+        return hold_one(drawn, scenario, has_leader, at_ms, rng);
     }
     let Some(node) = drawn.action.node().filter(|n| *n != LEADER) else {
         return drawn;
     };
     let role = NodeRole::of(node);
-    if role == NodeRole::LeaseService && has_leader(scenario) {
+    if role == NodeRole::LeaseService && has_leader {
         // Only the leader (Raft) or primary grants: a follower or backup never reaches "after
         // a grant", so aim at whichever node leads when the fault starts, at the drawn time.
         let action = drawn.action.retarget(LEADER);
@@ -258,7 +260,13 @@ fn aim(drawn: Fault, scenario: &Scenario, rng: &mut Xoshiro256PlusPlus) -> Fault
 
 /// A hold of one message in flight instead of every message of a kind: a client's write (a
 /// delayed packet, K02) or a lease node's acquire or renew reply (K05), from a random target.
-fn hold_one(drawn: Fault, scenario: &Scenario, at_ms: u64, rng: &mut Xoshiro256PlusPlus) -> Fault {
+fn hold_one(
+    drawn: Fault,
+    scenario: &Scenario,
+    has_leader: bool,
+    at_ms: u64,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Fault {
     // A lease node's replies come from the leader or primary in a replicated design, which
     // no fixed sender names: there, hold a client's write.
     let senders: Vec<String> = scenario
@@ -266,7 +274,7 @@ fn hold_one(drawn: Fault, scenario: &Scenario, at_ms: u64, rng: &mut Xoshiro256P
         .into_iter()
         .filter(|n| match NodeRole::of(n) {
             NodeRole::Client => true,
-            NodeRole::LeaseService => !has_leader(scenario),
+            NodeRole::LeaseService => !has_leader,
             NodeRole::Resource => false,
         })
         .collect();
@@ -286,15 +294,6 @@ fn hold_one(drawn: Fault, scenario: &Scenario, at_ms: u64, rng: &mut Xoshiro256P
         },
         ..drawn
     }
-}
-
-/// Whether the design has one leading node among its lease nodes (Raft's leader, the
-/// primary of primary-backup), which `leader` names.
-fn has_leader(scenario: &Scenario) -> bool {
-    matches!(
-        scenario.lock_service.kind,
-        LockServiceKind::Raft | LockServiceKind::PrimaryBackup
-    )
 }
 
 /// Which occurrence of a node's event falls near `at_ms`, estimated from the workload: the

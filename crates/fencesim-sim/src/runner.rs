@@ -6,9 +6,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
+use fencesim_history::{Header, History, FORMAT_VERSION};
 use fencesim_resource::{FenceMode, Resource};
-use fencesim_scenario::{Action, ResourceMode, Scenario, TokenSource, RESOURCE_NODE};
+use fencesim_scenario::{Action, ResourceMode, Scenario, RESOURCE_NODE};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
@@ -66,7 +66,7 @@ pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> Ru
     let nemesis = scenario
         .nemesis
         .as_ref()
-        .map(|spec| random_nemesis::plan(spec, scenario, seed));
+        .map(|spec| random_nemesis::plan(spec, scenario, seed, design.has_leader()));
     let mut scenario_with_plan = scenario.clone();
     if let Some(plan) = &nemesis {
         scenario_with_plan
@@ -114,7 +114,7 @@ pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> Ru
             scenario: scenario.name.clone(),
             seed,
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            token_order: token_order(scenario),
+            token_order: design.token_order(scenario),
         },
         entries: recorder.take(),
     };
@@ -124,15 +124,6 @@ pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> Ru
         failure,
         net_stats,
         nemesis,
-    }
-}
-
-/// Redlock clients that present their lock's random value write opaque tokens, ordered only by
-/// when they were acquired; every other design hands out fencing tokens.
-fn token_order(scenario: &Scenario) -> TokenOrder {
-    match scenario.lock_service.redlock {
-        Some(r) if r.token_source == TokenSource::Random => TokenOrder::Acquisition,
-        _ => TokenOrder::Value,
     }
 }
 
