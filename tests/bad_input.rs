@@ -448,7 +448,7 @@ fn the_leader_of_a_single_service() {
         "node = \"leader\"",
         "10:8",
         "faults.node",
-        "unknown node \"leader\"",
+        "unknown node \"leader\"; the nodes are lease-service, resource, client-1 (\"leader\" names the leading node of a raft or primary-backup service)",
     );
 }
 

@@ -359,15 +359,19 @@ fn known_node(
     field: &str,
 ) -> Result<String, ScenarioError> {
     if nodes.contains(&n.get_ref().as_str()) {
-        Ok(n.get_ref().clone())
-    } else {
-        let message = format!(
-            "unknown node {:?}; the nodes are {}",
-            n.get_ref(),
-            nodes.join(", ")
-        );
-        Err(cx.err(n.span(), field, message))
+        return Ok(n.get_ref().clone());
     }
+    let mut message = format!(
+        "unknown node {:?}; the nodes are {}",
+        n.get_ref(),
+        nodes.join(", ")
+    );
+    if n.get_ref() == LEADER {
+        // Reached only when the design has no leader (the leader case is taken above).
+        message
+            .push_str(" (\"leader\" names the leading node of a raft or primary-backup service)");
+    }
+    Err(cx.err(n.span(), field, message))
 }
 
 fn rate(cx: &Ctx, f: &RawFault) -> Result<f64, ScenarioError> {
