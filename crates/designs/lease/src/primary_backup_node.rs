@@ -381,6 +381,18 @@ mod tests {
         Origin::new(std::sync::Arc::from(from), id, Some(id))
     }
 
+    /// Client-1's first acquire of lock `l`.
+    fn acquire() -> LeaseMessage {
+        LeaseMessage::Acquire {
+            lock: "l".into(),
+            ttl_ms: 5_000,
+            attempt: Attempt {
+                incarnation: 1,
+                number: 1,
+            },
+        }
+    }
+
     fn leads(effects: &Effects) -> bool {
         effects
             .iter()
@@ -430,14 +442,7 @@ mod tests {
         let mut effects = Effects::new();
         settle(&mut primary, 10, &mut effects);
         effects.clear();
-        let acquire = LeaseMessage::Acquire {
-            lock: "l".into(),
-            ttl_ms: 5_000,
-            attempt: Attempt {
-                incarnation: 1,
-                number: 1,
-            },
-        };
+        let acquire = acquire();
         let client = origin("client-1", 3);
         at(10, &mut effects, |ctx| {
             primary.on_message(&client, acquire.clone(), ctx)
@@ -483,14 +488,7 @@ mod tests {
     fn an_unacknowledged_change_goes_unanswered_but_was_decided() {
         let mut primary = start(Replication::Sync, 0);
         let mut effects = Effects::new();
-        let acquire = LeaseMessage::Acquire {
-            lock: "l".into(),
-            ttl_ms: 5_000,
-            attempt: Attempt {
-                incarnation: 1,
-                number: 1,
-            },
-        };
+        let acquire = acquire();
         at(10, &mut effects, |ctx| {
             primary.on_message(&origin("client-1", 3), acquire, ctx)
         });
