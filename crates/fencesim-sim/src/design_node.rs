@@ -173,10 +173,7 @@ impl<N: LockNode> NodeRun<'_, N> {
         handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R,
     ) -> R {
         let result = self.call(handler);
-        let decided = self.apply();
-        for event in decided {
-            Nemesis::safepoint(self.world, self.name, When::After, event).await;
-        }
+        self.apply_and_pass().await;
         result
     }
 
@@ -197,9 +194,7 @@ impl<N: LockNode> NodeRun<'_, N> {
     async fn settle(&mut self, node: &mut N) {
         loop {
             let more = self.call(|ctx| node.settle(ctx));
-            for event in self.apply() {
-                Nemesis::safepoint(self.world, self.name, When::After, event).await;
-            }
+            self.apply_and_pass().await;
             if !more {
                 return;
             }
@@ -222,6 +217,13 @@ impl<N: LockNode> NodeRun<'_, N> {
         });
     }
 
+    /// Apply the pending effects, then pass the `after` safepoint of each decision, in order.
+    async fn apply_and_pass(&mut self) {
+        for event in self.apply() {
+            Nemesis::safepoint(self.world, self.name, When::After, event).await;
+        }
+    }
+
     /// Apply the pending effects in order; returns the safepoint events of the decisions.
     fn apply(&mut self) -> Vec<NodeEvent> {
         let mut decided = Vec::new();
@@ -232,16 +234,16 @@ impl<N: LockNode> NodeRun<'_, N> {
         for effect in self.effects.drain(..) {
             match effect {
                 NodeEffect::Send { to, msg } => {
-                    world.net.send(name, &to, None, None, design_body(msg));
+                    world.net.send(name, &to, None, None, Message::design(msg));
                 }
                 NodeEffect::Reply { origin, msg } => {
                     let (to, reply_to, op) = (origin.from(), Some(origin.id()), origin.op());
-                    world.net.send(name, to, reply_to, op, design_body(msg));
+                    world.net.send(name, to, reply_to, op, Message::design(msg));
                 }
                 NodeEffect::Notify { origin, msg } => {
                     world
                         .net
-                        .send(name, origin.from(), None, origin.op(), design_body(msg));
+                        .send(name, origin.from(), None, origin.op(), Message::design(msg));
                 }
                 NodeEffect::SetTimer { id, after_ms } => self.timers.set(id, after_ms),
                 NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),
@@ -307,10 +309,6 @@ fn record(world: &World, name: &str, event: ServiceEvent, follow: bool) {
         follow_lease(world, name, &event);
     }
     world.event(history_event(name, event));
-}
-
-fn design_body<M: DesignMessage>(msg: M) -> Message {
-    Message::Design(DesignBody::new(msg))
 }
 
 /// Keep the world's record of node `name`'s live leases, from which a crash's `revoke`s come.

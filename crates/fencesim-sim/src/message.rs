@@ -41,6 +41,11 @@ pub enum Message {
 }
 
 impl Message {
+    /// A design's own message, as the transport carries it.
+    pub fn design<M: fencesim_design::DesignMessage>(msg: M) -> Self {
+        Message::Design(DesignBody::new(msg))
+    }
+
     /// The kind, as `hold` faults name it.
     ///
     /// # Panics

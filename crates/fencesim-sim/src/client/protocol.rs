@@ -17,7 +17,6 @@ use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::Client;
-use crate::design_body::DesignBody;
 use crate::message::Message;
 use crate::nemesis::When;
 use crate::recorder::true_ns;
@@ -266,13 +265,13 @@ impl<P: ClientProtocol> Client<P> {
         match effect {
             ClientEffect::Request { id, node, msg } => {
                 let to = &self.protocol.service_nodes[node];
-                let body = Message::Design(DesignBody::new(msg));
+                let body = Message::design(msg);
                 let net_id = self.world.net.send(name, to, None, Some(invoke), body);
                 self.protocol.requests.push((net_id, id));
             }
             ClientEffect::Send { node, msg } => {
                 let to = &self.protocol.service_nodes[node];
-                let body = Message::Design(DesignBody::new(msg));
+                let body = Message::design(msg);
                 self.world.net.send(name, to, None, Some(invoke), body);
             }
             ClientEffect::SetTimer { id, after_ms } => self.protocol.timers.set(id, after_ms),
