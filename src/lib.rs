@@ -22,7 +22,11 @@ pub use fencesim_sim::{FailureKind, RunOutcome, SimFailure};
 
 /// Read and validate a scenario file, refusing expectations this checker cannot decide.
 pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
-    fencesim_scenario::load(path, Some(fencesim_checker::CHECKED_KINDS))
+    fencesim_scenario::load(
+        path,
+        Some(fencesim_checker::CHECKED_KINDS),
+        registry::built_in(),
+    )
 }
 
 /// A scenario given as a file path, or else as the name of a bundled scenario (`pause-fenced`),
@@ -49,7 +53,31 @@ pub fn load_named(arg: &str) -> Result<Scenario, ScenarioError> {
 
 /// Validate scenario TOML `text` (`file` names it in errors), as [`load_scenario`] does.
 pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    fencesim_scenario::parse(text, file, Some(fencesim_checker::CHECKED_KINDS))
+    fencesim_scenario::parse(
+        text,
+        file,
+        Some(fencesim_checker::CHECKED_KINDS),
+        registry::built_in(),
+    )
+}
+
+/// `scenario` with its design's knob `name` (`[lock_service]`) set to `value`, validated again
+/// as if the file had said so: the knob must be one the design takes, and the design's shape
+/// (its nodes, its token order) follows the new value. For tests and tools that vary one knob
+/// of a bundled scenario.
+///
+/// # Errors
+/// The design has no such knob, or refuses the value (a located error in the scenario as
+/// `to_toml` writes it).
+pub fn with_knob(
+    scenario: &Scenario,
+    name: &str,
+    value: toml::Value,
+) -> Result<Scenario, ScenarioError> {
+    let mut edited = scenario.clone();
+    edited.lock_service.knobs.insert(name.to_owned(), value);
+    let file = format!("{} with {name}", scenario.name);
+    parse_scenario(&fencesim_scenario::to_toml(&edited), &file)
 }
 
 /// Exit codes of the CLI, fixed by the design (DESIGN.md, "CLI contract").

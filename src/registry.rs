@@ -1,97 +1,191 @@
-//! The design registry: which design a scenario's `[lock_service] kind` runs, and how each
-//! design's nodes and client protocol get their settings from the scenario.
+//! The design registry: which design a scenario's `[lock_service] kind` names, what the
+//! scenario parser asks of it, and how the simulator runs it.
 //!
-//! The simulator (`fencesim-sim`) depends on no design: [`simulate`] hands it the design of
-//! the scenario's kind as a [`SimDesign`], a [`NodeDesign`] of the design's node type and
-//! client protocol. Every built-in design is registered here and nowhere else in the sim.
-//! Their knobs are still parsed and validated by `fencesim-scenario` (the registry does not
-//! own them yet, see docs/design-api.md).
+//! Each design is registered once, as a [`Registered`] pair: its [`DesignSpec`] (its kind, its
+//! knobs read with located errors, the shape of its service), which the scenario parser asks,
+//! and its [`SimDesign`] (its node type and client protocol, with the functions that build
+//! their settings from the scenario's resolved knobs), which [`simulate`] hands the simulator.
+//! Both sides read the knobs through the design's own `settings` function, so what a file says
+//! and what the nodes do cannot drift apart. The simulator (`fencesim-sim`) and the scenario
+//! crate depend on no design; this file and the design crates are the only places that name
+//! one.
 
-use fencesim_design::{ClientInfo, Clock, FsyncPolicy};
-use fencesim_history::TokenOrder;
-use fencesim_lease::primary_backup::{PrimaryBackupConfig, Replication};
-use fencesim_lease::replicated::{LeaderChange, ReplicationPolicy};
+use std::sync::OnceLock;
+
+use fencesim_design::{ClientInfo, DesignSpec, Designs, Knobs};
 use fencesim_lease::{
-    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig,
-    RaftNodeConfig, Reaper, ReleaseMode, TokenCounter,
+    LeaseClient, LeaseClientConfig, LeaseNode, LeaseNodeConfig, PrimaryBackupDesign,
+    PrimaryBackupNode, PrimaryBackupNodeConfig, RaftDesign, RaftNode, RaftNodeConfig, SingleDesign,
 };
-use fencesim_lease::{LeaseNode, PrimaryBackupNode, RaftNode};
-use fencesim_lease_record::StoreNode;
-use fencesim_lease_record::{ExpiryJudgement, RecordClient, Takeover};
-use fencesim_redlock::RedisServer;
-use fencesim_redlock::{RedisConfig, RedlockClient, RedlockClientConfig, TokenSource};
-use fencesim_scenario as scenario;
-use fencesim_scenario::LockServiceKind;
+use fencesim_lease_record::{LeaseRecordDesign, RecordClient, StoreNode, Takeover};
+use fencesim_redlock::{RedisConfig, RedisServer, RedlockClient, RedlockDesign, RedlockSettings};
 use fencesim_scenario::{
-    ClientSpec, DeadlineFrom, ExpiryJudgedBy, Fsync, LockServiceSpec, OnLostLease, Reclaim,
-    RenewAfterFailure, Scenario,
+    ClientSpec, DeadlineFrom, OnLostLease, Reclaim, RenewAfterFailure, Scenario,
 };
 use fencesim_sim::{NodeDesign, RunOutcome, SimDesign};
+
+/// One design: what the scenario parser asks of it, and how the simulator runs it.
+#[derive(Clone, Copy)]
+pub struct Registered {
+    /// Its kind, knobs and service shape.
+    pub spec: &'static dyn DesignSpec,
+    /// Its nodes and clients in the simulator.
+    pub sim: &'static dyn SimDesign,
+}
+
+/// The designs a scenario may name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    designs: Vec<Registered>,
+}
+
+impl Registry {
+    /// The five built-in designs: `single` (the default), `raft`, `redlock`,
+    /// `primary-backup` and `lease-record`, in that order.
+    pub fn built_in() -> Self {
+        let designs = vec![
+            Registered {
+                spec: &SingleDesign,
+                sim: &SINGLE,
+            },
+            Registered {
+                spec: &RaftDesign,
+                sim: &RAFT,
+            },
+            Registered {
+                spec: &RedlockDesign,
+                sim: &REDLOCK,
+            },
+            Registered {
+                spec: &PrimaryBackupDesign,
+                sim: &PRIMARY_BACKUP,
+            },
+            Registered {
+                spec: &LeaseRecordDesign,
+                sim: &LEASE_RECORD,
+            },
+        ];
+        Registry { designs }
+    }
+
+    /// How the simulator runs the design of `kind`, if there is one.
+    pub fn sim(&self, kind: &str) -> Option<&'static dyn SimDesign> {
+        self.designs
+            .iter()
+            .find(|d| d.spec.kind() == kind)
+            .map(|d| d.sim)
+    }
+}
+
+impl Designs for Registry {
+    fn find(&self, kind: &str) -> Option<&dyn DesignSpec> {
+        self.designs
+            .iter()
+            .find(|d| d.spec.kind() == kind)
+            .map(|d| d.spec)
+    }
+
+    fn all(&self) -> Vec<&dyn DesignSpec> {
+        self.designs.iter().map(|d| d.spec).collect()
+    }
+}
+
+/// The built-in designs ([`Registry::built_in`]), made once.
+pub fn built_in() -> &'static Registry {
+    static BUILT_IN: OnceLock<Registry> = OnceLock::new();
+    BUILT_IN.get_or_init(Registry::built_in)
+}
+
+/// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
+///
+/// # Panics
+/// If no built-in design has the scenario's kind: parsing refuses such a scenario.
+pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
+    let kind = &scenario.lock_service.kind;
+    let design = built_in()
+        .sim(kind)
+        .unwrap_or_else(|| panic!("no design of kind {kind:?}: the scenario was not parsed"));
+    fencesim_sim::run(scenario, seed, design)
+}
 
 /// The single lease service (`kind = "single"`).
 static SINGLE: NodeDesign<LeaseNode, LeaseClient> = NodeDesign {
     node_config: lease_node_config,
     client: lease_client,
-    has_leader: false,
-    token_order: fencing_tokens,
 };
 /// Raft replicas (`kind = "raft"`).
 static RAFT: NodeDesign<RaftNode, LeaseClient> = NodeDesign {
     node_config: raft_node_config,
     client: lease_client,
-    has_leader: true,
-    token_order: fencing_tokens,
 };
 /// A primary and its backup (`kind = "primary-backup"`).
 static PRIMARY_BACKUP: NodeDesign<PrimaryBackupNode, LeaseClient> = NodeDesign {
     node_config: primary_backup_config,
     client: lease_client,
-    has_leader: true,
-    token_order: fencing_tokens,
 };
 /// Redlock over independent Redis nodes (`kind = "redlock"`).
 static REDLOCK: NodeDesign<RedisServer, RedlockClient> = NodeDesign {
     node_config: redis_config,
     client: redlock_client,
-    has_leader: false,
-    token_order: redlock_token_order,
 };
 /// A lease record in a compare-and-swap store (`kind = "lease-record"`).
 static LEASE_RECORD: NodeDesign<StoreNode, RecordClient> = NodeDesign {
     node_config: no_config,
     client: record_client,
-    has_leader: false,
-    token_order: fencing_tokens,
 };
 
-/// The design a scenario of `kind` runs.
-pub fn design(kind: LockServiceKind) -> &'static dyn SimDesign {
-    match kind {
-        LockServiceKind::Single => &SINGLE,
-        LockServiceKind::Raft => &RAFT,
-        LockServiceKind::PrimaryBackup => &PRIMARY_BACKUP,
-        LockServiceKind::Redlock => &REDLOCK,
-        LockServiceKind::LeaseRecord => &LEASE_RECORD,
-    }
+/// The scenario's resolved knobs, read again by a design's `settings`. Parsing accepted them,
+/// so reading them cannot fail unless the scenario was built by hand around the parser.
+fn knobs(scenario: &Scenario) -> Knobs {
+    Knobs::from_resolved(&scenario.lock_service.knobs)
 }
 
-/// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
-pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
-    fencesim_sim::run(scenario, seed, design(scenario.lock_service.kind))
+/// A design's settings from knobs the parser accepted.
+fn accepted<T>(scenario: &Scenario, read: Result<T, fencesim_design::KnobError>) -> T {
+    read.unwrap_or_else(|e| {
+        panic!(
+            "scenario {:?}: lock_service.{}: {} (the knobs were not parsed)",
+            scenario.name, e.field, e.message
+        )
+    })
 }
 
-/// A design that hands out fencing tokens: they compare by value.
-fn fencing_tokens(_: &Scenario) -> TokenOrder {
-    TokenOrder::Value
+/// The single lease service's node.
+fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
+    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
+    accepted(
+        scenario,
+        SingleDesign::settings(&mut knobs(scenario), max_ttl_ms),
+    )
 }
 
-/// Redlock clients that present their lock's random value write opaque tokens, ordered only
-/// by when they were acquired; with a counter token they are fencing tokens.
-fn redlock_token_order(scenario: &Scenario) -> TokenOrder {
-    match scenario.lock_service.redlock {
-        Some(r) if r.token_source == scenario::TokenSource::Random => TokenOrder::Acquisition,
-        _ => TokenOrder::Value,
-    }
+/// A Raft scenario's `lease-N` replicas.
+fn raft_node_config(scenario: &Scenario) -> RaftNodeConfig {
+    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
+    accepted(
+        scenario,
+        RaftDesign::settings(&mut knobs(scenario), max_ttl_ms),
+    )
+    .0
+}
+
+/// A primary-backup scenario's `lease-1` and `lease-2`.
+fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeConfig {
+    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
+    accepted(
+        scenario,
+        PrimaryBackupDesign::settings(&mut knobs(scenario), max_ttl_ms),
+    )
+}
+
+/// A Redlock scenario's settings.
+fn redlock_settings(scenario: &Scenario) -> RedlockSettings {
+    accepted(scenario, RedlockDesign::settings(&mut knobs(scenario)))
+}
+
+/// A Redlock scenario's `redis-N` nodes.
+fn redis_config(scenario: &Scenario) -> RedisConfig {
+    redlock_settings(scenario).node
 }
 
 /// The lease-record store has no settings of its own.
@@ -99,10 +193,7 @@ fn no_config(_: &Scenario) {}
 
 /// A lease-record candidate.
 fn record_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> RecordClient {
-    let judgement = match scenario.lock_service.expiry_judged_by {
-        Some(ExpiryJudgedBy::OwnDuration) => ExpiryJudgement::OwnDuration,
-        Some(ExpiryJudgedBy::RecordedDuration) | None => ExpiryJudgement::RecordedDuration,
-    };
+    let judgement = accepted(scenario, LeaseRecordDesign::settings(&mut knobs(scenario)));
     let takeover = match spec.takeover {
         fencesim_scenario::Takeover::CompareAndSwap => Takeover::CompareAndSwap,
         fencesim_scenario::Takeover::Unconditional => Takeover::Unconditional,
@@ -112,20 +203,7 @@ fn record_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> Re
 
 /// A Redlock client.
 fn redlock_client(scenario: &Scenario, _: &ClientSpec, info: ClientInfo) -> RedlockClient {
-    let spec = scenario
-        .lock_service
-        .redlock
-        .expect("a redlock scenario has its redlock settings");
-    let config = RedlockClientConfig {
-        drift_ppm: spec.drift_ppm,
-        recheck_elapsed: spec.recheck_elapsed,
-        node_timeout_ms: spec.node_timeout_ms,
-        token_source: match spec.token_source {
-            fencesim_scenario::TokenSource::Random => TokenSource::Random,
-            fencesim_scenario::TokenSource::Counter => TokenSource::Counter,
-        },
-    };
-    RedlockClient::new(info, config)
+    RedlockClient::new(info, redlock_settings(scenario).client)
 }
 
 /// A client of a lease service (single, primary-backup, Raft).
@@ -138,118 +216,4 @@ fn lease_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> Lea
         max_ttl_ms: scenario.lock_service.max_ttl_ms,
     };
     LeaseClient::new(info, config)
-}
-
-/// The settings of a Redlock scenario's `redis-N` nodes.
-fn redis_config(scenario: &Scenario) -> RedisConfig {
-    let spec = &scenario.lock_service;
-    RedisConfig {
-        fsync: fsync_policy(spec),
-        restart_delay_ms: spec.redlock.map_or(0, |r| r.restart_delay_ms),
-        expiry_clock: expiry_clock(spec),
-    }
-}
-
-/// The settings of the single lease service's node.
-fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
-    let spec = &scenario.lock_service;
-    LeaseNodeConfig {
-        max_ttl_ms: spec.max_ttl_ms,
-        fsync: fsync_policy(spec),
-        token_counter: match spec.token_counter {
-            scenario::TokenCounter::Durable => TokenCounter::Durable,
-            scenario::TokenCounter::Store => TokenCounter::Store,
-            scenario::TokenCounter::Memory => TokenCounter::Memory,
-        },
-        restart_grace_ms: spec.restart_grace_ms,
-        expiry_clock: expiry_clock(spec),
-        acquire: match spec.acquire {
-            scenario::AcquireMode::FailFast => AcquireMode::FailFast,
-            scenario::AcquireMode::Queue => AcquireMode::Queue,
-            scenario::AcquireMode::QueueGrantToExpiredWaiter => {
-                AcquireMode::QueueGrantToExpiredWaiter
-            }
-        },
-        release: release_mode(spec),
-        reaper: match spec.reaper {
-            scenario::Reaper::RespectsLeases => Reaper::RespectsLeases,
-            scenario::Reaper::IgnoresLeases => Reaper::IgnoresLeases,
-        },
-    }
-}
-
-/// The settings of a primary-backup scenario's `lease-1` and `lease-2`.
-fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeConfig {
-    let spec = &scenario.lock_service;
-    let pb = spec
-        .primary_backup
-        .expect("a primary-backup scenario has its primary-backup settings");
-    PrimaryBackupNodeConfig {
-        pair: PrimaryBackupConfig {
-            replication: match pb.replication {
-                scenario::Replication::Async => Replication::Async,
-                scenario::Replication::Sync => Replication::Sync,
-            },
-            replication_lag_ms: pb.replication_lag_ms,
-            failover_after_ms: pb.failover_after_ms,
-        },
-        max_ttl_ms: spec.max_ttl_ms,
-        expiry_clock: expiry_clock(spec),
-        release: release_mode(spec),
-    }
-}
-
-/// Simulated ms per Raft tick.
-pub const RAFT_TICK_MS: u64 = 100;
-/// Ticks without a heartbeat before an election (so elections start after 1-2 s).
-pub const RAFT_ELECTION_TICKS: usize = 10;
-/// Ticks between Raft heartbeats.
-pub const RAFT_HEARTBEAT_TICKS: usize = 3;
-/// Ticks after Raft steps down during which the lessor still believes its replica leads.
-pub const RAFT_LESSOR_CHECK_TICKS: u64 = 10;
-
-/// The settings of a Raft scenario's `lease-N` replicas.
-fn raft_node_config(scenario: &Scenario) -> RaftNodeConfig {
-    let spec = &scenario.lock_service;
-    RaftNodeConfig {
-        policy: ReplicationPolicy {
-            revoke_term_check: spec.revoke_term_check,
-            leader_change: match spec.leader_change {
-                scenario::LeaderChangeMode::Extend => LeaderChange::Extend,
-                scenario::LeaderChangeMode::None => LeaderChange::None,
-            },
-        },
-        max_ttl_ms: spec.max_ttl_ms,
-        expiry_clock: expiry_clock(spec),
-        tick_ms: RAFT_TICK_MS,
-        election_ticks: RAFT_ELECTION_TICKS,
-        heartbeat_ticks: RAFT_HEARTBEAT_TICKS,
-        lessor_check_ticks: RAFT_LESSOR_CHECK_TICKS,
-    }
-}
-
-/// The `release` knob.
-fn release_mode(spec: &LockServiceSpec) -> ReleaseMode {
-    match spec.release {
-        scenario::ReleaseMode::CompareAndDelete => ReleaseMode::CompareAndDelete,
-        scenario::ReleaseMode::Unconditional => ReleaseMode::Unconditional,
-    }
-}
-
-/// The `fsync` and `fsync_every_ms` knobs.
-fn fsync_policy(spec: &LockServiceSpec) -> FsyncPolicy {
-    match (spec.fsync, spec.fsync_every_ms) {
-        (Fsync::Always, _) => FsyncPolicy::Always,
-        (Fsync::Periodic, Some(every_ms)) => FsyncPolicy::Periodic { every_ms },
-        // Validation requires a period with `periodic`; without one nothing would sync.
-        (Fsync::Periodic, None) | (Fsync::Never, _) => FsyncPolicy::Never,
-    }
-}
-
-/// The `expiry_clock` knob.
-fn expiry_clock(spec: &LockServiceSpec) -> Clock {
-    match spec.expiry_clock {
-        scenario::ExpiryClock::Wall => Clock::Wall,
-        scenario::ExpiryClock::Monotonic => Clock::Monotonic,
-    }
 }

@@ -10,8 +10,64 @@ use fencesim_sim::{NetStats, SimFailure};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// Bumped on incompatible changes to the report's shape.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped on incompatible changes to the report's shape. Version 2: `scenario.lock_service`
+/// holds `kind`, `max_ttl_ms` and the design's own knobs only (version 1 had every design's
+/// knobs, Redlock's and primary-backup's in objects of their own); [`upgrade`] reads version 1.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Bring a report.json of an older schema (as JSON) to [`SCHEMA_VERSION`], in place, so that it
+/// deserializes as a [`Report`]. Version 1's `lock_service` becomes the design's knobs: the
+/// `redlock` and `primary_backup` objects are spread out, and what the design does not take
+/// (another design's fixed defaults, `null`s) is left out. A later version, or a kind no design
+/// has, is refused.
+///
+/// # Errors
+/// What could not be read, as one line.
+pub fn upgrade(
+    report: &mut serde_json::Value,
+    designs: &dyn fencesim_scenario::Designs,
+) -> Result<(), String> {
+    let version = report.get("schema_version").and_then(|v| v.as_u64());
+    match version {
+        Some(v) if v == u64::from(SCHEMA_VERSION) => return Ok(()),
+        Some(1) => {}
+        Some(v) => {
+            return Err(format!(
+                "schema_version {v} is not one this fencesim reads (1 to {SCHEMA_VERSION})"
+            ))
+        }
+        None => return Err("no schema_version".to_owned()),
+    }
+    let service = report
+        .pointer_mut("/scenario/lock_service")
+        .and_then(|s| s.as_object_mut())
+        .ok_or("no scenario.lock_service")?;
+    let kind = service
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .ok_or("no scenario.lock_service.kind")?;
+    let design = designs
+        .find(kind)
+        .ok_or_else(|| format!("no design of kind {kind:?}"))?;
+    let takes =
+        |name: &str| design.knob_names().contains(&name) || name == "kind" || name == "max_ttl_ms";
+    let mut upgraded = serde_json::Map::new();
+    for (name, value) in std::mem::take(service) {
+        match value {
+            serde_json::Value::Object(nested) if name == "redlock" || name == "primary_backup" => {
+                upgraded.extend(nested.into_iter().filter(|(n, _)| takes(n)));
+            }
+            serde_json::Value::Null => {}
+            value if takes(&name) => {
+                upgraded.insert(name, value);
+            }
+            _ => {}
+        }
+    }
+    *service = upgraded;
+    report["schema_version"] = SCHEMA_VERSION.into();
+    Ok(())
+}
 
 /// The verdict of one run as the report states it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -766,7 +766,7 @@ fn only_lease_record_clients_claim_records() {
         "ttl_ms = 5000\ntakeover = \"unconditional\"\n",
         "8:12",
         "clients.takeover",
-        "only clients of a kind = \"lease-record\" lock service claim records",
+        "only clients of a kind = \"lease-record\" lock service use `takeover`",
     );
 }
 

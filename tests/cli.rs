@@ -386,3 +386,84 @@ fn the_history_schema_lists_every_event_kind() {
     }
     assert_eq!(kinds.len(), 27);
 }
+
+/// The curated reports were written with report schema 1, when `lock_service` carried every
+/// design's knobs; each is upgraded on reading (its own design's knobs kept) and replays to
+/// the same history. A report of the current schema replays as well.
+#[test]
+fn reports_of_schema_1_and_2_replay_identically() {
+    let dir = out_dir("replay-schemas");
+    let root = support::root().join("reports/examples");
+    let mut reports: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("0/report.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    reports.sort();
+    assert_eq!(reports.len(), 9);
+    for report in &reports {
+        assert_eq!(
+            support::json(report)["schema_version"],
+            1,
+            "{}",
+            report.display()
+        );
+    }
+    // A fresh report is of schema 2, with the design's knobs only.
+    let o = fencesim(&[
+        "run",
+        "redlock-crash-no-fsync",
+        "--seed",
+        "0",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+    let fresh = dir.join("redlock-crash-no-fsync/0/report.json");
+    let json = support::json(&fresh);
+    assert_eq!(json["schema_version"], 2);
+    let service = &json["scenario"]["lock_service"];
+    assert_eq!(service["kind"], "redlock");
+    assert_eq!(service["fsync"], "periodic");
+    assert_eq!(service["fsync_every_ms"], 1000);
+    assert_eq!(service["node_timeout_ms"], 50);
+    assert!(service.get("revoke_term_check").is_none(), "{service}");
+    reports.push(fresh);
+    for report in &reports {
+        let o = fencesim(&[
+            "replay",
+            report.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let (stdout, stderr) = text(&o);
+        assert!(
+            stdout.contains("replay identical: history sha256"),
+            "{}: {stdout}{stderr}",
+            report.display()
+        );
+    }
+}
+
+/// A report of a schema this fencesim does not know is refused, saying which it reads.
+#[test]
+fn a_report_of_a_later_schema_is_refused() {
+    let dir = out_dir("replay-later");
+    let example = support::root().join("reports/examples/pause-unfenced/0/report.json");
+    let mut report = support::json(&example);
+    report["schema_version"] = 9.into();
+    let later = dir.join("later.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&later, serde_json::to_vec(&report).unwrap()).unwrap();
+    let o = fencesim(&["replay", later.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: {}: not a report this fencesim reads: schema_version 9 is not one this \
+             fencesim reads (1 to 2)",
+            later.display()
+        )
+    );
+}

@@ -19,7 +19,13 @@ verdict = "valid"
 
 fn run(faults: &str, seed: u64) -> History {
     let text = format!("{BASE}\n{faults}");
-    let scenario = fencesim_scenario::parse(&text, "mechanics.toml", None).expect("valid scenario");
+    let scenario = fencesim_scenario::parse(
+        &text,
+        "mechanics.toml",
+        None,
+        fencesim::registry::built_in(),
+    )
+    .expect("valid scenario");
     let outcome = fencesim::registry::simulate(&scenario, seed);
     assert_eq!(outcome.failure, None);
     outcome.history
@@ -204,7 +210,9 @@ fn crash_at(at_ms: u64) -> Vec<u64> {
          [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = {at_ms}\nduration_ms = 100\n\
          [expect]\nverdict = \"valid\"\n"
     );
-    let scenario = fencesim_scenario::parse(&text, "crash.toml", None).unwrap();
+    let scenario =
+        fencesim_scenario::parse(&text, "crash.toml", None, fencesim::registry::built_in())
+            .unwrap();
     let outcome = fencesim::registry::simulate(&scenario, 0);
     assert_eq!(outcome.failure, None);
     outcome
@@ -265,7 +273,8 @@ fn a_lease_lost_in_a_crash_is_recorded_and_a_restart_grace_keeps_exclusion() {
                 [[clients]]\nname = \"client-2\"\nttl_ms = 3000\nwork_ms = 100\nstart_ms = 500\n\
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 100\n\
                 [expect]\nverdict = \"valid\"\n";
-    let scenario = fencesim_scenario::parse(text, "grace.toml", None).unwrap();
+    let scenario =
+        fencesim_scenario::parse(text, "grace.toml", None, fencesim::registry::built_in()).unwrap();
     let h = fencesim::registry::simulate(&scenario, 0).history;
     let revoke = h
         .events()
@@ -303,7 +312,9 @@ fn overlapping_crashes_restart_the_node_once() {
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 4000\n\
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1500\nduration_ms = 500\n\
                 [expect]\nverdict = \"valid\"\n";
-    let scenario = fencesim_scenario::parse(text, "double.toml", None).unwrap();
+    let scenario =
+        fencesim_scenario::parse(text, "double.toml", None, fencesim::registry::built_in())
+            .unwrap();
     let h = fencesim::registry::simulate(&scenario, 0).history;
     let ends: Vec<_> = h
         .events()

@@ -62,7 +62,8 @@ fn the_seeds_are_valid_inputs() {
     for (file, data) in inputs("seeds", "scenario") {
         let text = String::from_utf8(data).expect("UTF-8");
         if file.starts_with("valid-") {
-            fencesim_scenario::parse(&text, &file, None).unwrap_or_else(|e| panic!("{e}"));
+            fencesim_scenario::parse(&text, &file, None, fencesim::registry::built_in())
+                .unwrap_or_else(|e| panic!("{e}"));
         }
     }
     for (file, data) in inputs("seeds", "history_jsonl") {

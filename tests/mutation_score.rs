@@ -13,9 +13,13 @@ use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
 use fencesim_scenario::{
-    AcquireMode, DeadlineFrom, ExpiryClock, Fsync, OnLostLease, Placement, Reaper, Reclaim,
-    ReleaseMode, RenewAfterFailure, ResourceCheck, ResourceMode, TokenCounter,
+    DeadlineFrom, OnLostLease, Placement, Reclaim, RenewAfterFailure, ResourceCheck, ResourceMode,
 };
+
+/// Set the design's knob `name` to `value`, as a scenario file would.
+fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
+    *s = fencesim::with_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
+}
 
 /// Seeds each caught defect may take.
 const BUDGET: u64 = 150;
@@ -84,7 +88,7 @@ const CAUGHT: &[Defect] = &[
         case: "K03",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| s.lock_service.expiry_clock = ExpiryClock::Wall,
+        apply: |s| knob(s, "expiry_clock", "wall"),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -92,7 +96,7 @@ const CAUGHT: &[Defect] = &[
         case: "K04",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| s.lock_service.fsync = Fsync::Never,
+        apply: |s| knob(s, "fsync", "never"),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -100,7 +104,7 @@ const CAUGHT: &[Defect] = &[
         case: "K08",
         base: "raft-random-nemesis",
         workload: long_holds_and_the_leader,
-        apply: |s| s.lock_service.revoke_term_check = false,
+        apply: |s| knob(s, "revoke_term_check", false),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -152,7 +156,7 @@ const CAUGHT: &[Defect] = &[
         case: "K16",
         base: "random-nemesis-fenced",
         workload: deregistrations,
-        apply: |s| s.lock_service.reaper = Reaper::IgnoresLeases,
+        apply: |s| knob(s, "reaper", "ignores-leases"),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -160,7 +164,7 @@ const CAUGHT: &[Defect] = &[
         case: "K17",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| s.lock_service.token_counter = TokenCounter::Memory,
+        apply: |s| knob(s, "token_counter", "memory"),
         shows: "token-reused",
     },
     Defect {
@@ -168,7 +172,7 @@ const CAUGHT: &[Defect] = &[
         case: "K19",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| s.lock_service.release = ReleaseMode::Unconditional,
+        apply: |s| knob(s, "release", "unconditional"),
         shows: "release-by-non-holder",
     },
     Defect {
@@ -294,7 +298,7 @@ fn k07s_defect_is_masked_by_clients_that_check_their_own_lease() {
     // A lapsed waiter granted the lock believes nothing past its own deadline, which counts
     // from its request, so it does not write; the fence stands behind it anyway.
     let mut s = base("random-nemesis-fenced");
-    s.lock_service.acquire = AcquireMode::QueueGrantToExpiredWaiter;
+    knob(&mut s, "acquire", "queue-grant-to-expired-waiter");
     // Waiters lapse when a holder keeps the lock long: uniform pauses and partitions of the
     // holder do that more often than targeted ones.
     s.nemesis.as_mut().expect("nemesis").placement = Placement::Uniform;

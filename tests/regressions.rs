@@ -50,8 +50,9 @@ fn a_queue_grant_passes_the_grant_safepoint() {
 #[test]
 fn the_queueing_safe_design_survives_the_random_nemesis() {
     let (file, text) = fencesim::bundled::find("random-nemesis-fenced").expect("bundled");
-    let mut scenario = fencesim::parse_scenario(text, file).expect("valid");
-    scenario.lock_service.acquire = fencesim_scenario::AcquireMode::Queue;
+    let scenario = fencesim::parse_scenario(text, file).expect("valid");
+    let mut scenario =
+        fencesim::with_knob(&scenario, "acquire", "queue".into()).expect("a knob of single");
     scenario.seeds.end = 100;
     support::assert_met_on_whole_range(&scenario, &opts());
 }

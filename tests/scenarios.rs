@@ -147,7 +147,7 @@ fn assert_stale_write_report(file: &str, seed: &str) {
     let name = file.trim_end_matches(".toml");
     let dir = out.join(name).join(seed);
     let report = json(&dir.join("report.json"));
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     assert_eq!(report["verdict"], "invalid");
     assert_eq!(report["seed"].as_u64(), Some(seed.parse().unwrap()));
     assert_eq!(report["expectation"]["met"], true);

@@ -17,17 +17,27 @@ const OPTIONS: CheckOptions = CheckOptions {
     linearizability_total_steps: 50_000,
 };
 
+/// The built-in designs a scenario's `[lock_service] kind` may name (the `fencesim` crate's
+/// registry lists the same, with their simulators, which the fuzz workspace does not build).
+const DESIGNS: &[&dyn fencesim_scenario::DesignSpec] = &[
+    &fencesim_lease::SingleDesign,
+    &fencesim_lease::RaftDesign,
+    &fencesim_redlock::RedlockDesign,
+    &fencesim_lease::PrimaryBackupDesign,
+    &fencesim_lease_record::LeaseRecordDesign,
+];
+
 /// A scenario file: validated, and if valid, written back with `to_toml` (what `shrink` does)
 /// and read again to the same scenario.
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(scenario) = fencesim_scenario::parse(text, "fuzz.toml", None) else {
+    let Ok(scenario) = fencesim_scenario::parse(text, "fuzz.toml", None, &DESIGNS) else {
         return;
     };
     let written = fencesim_scenario::to_toml(&scenario);
-    match fencesim_scenario::parse(&written, "written.toml", None) {
+    match fencesim_scenario::parse(&written, "written.toml", None, &DESIGNS) {
         Ok(back) => assert_eq!(back, scenario, "to_toml changed the scenario:\n{written}"),
         Err(e) => panic!("to_toml wrote a file that does not parse: {e}\n{written}"),
     }

@@ -46,29 +46,54 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
     }
 }
 
-/// Read a report.json, or print why not and return the exit code.
+/// Print why `path` is not a report (serde's message, located where it can be) and return the
+/// exit code.
+fn not_a_report(path: &Path, e: &serde_json::Error) -> u8 {
+    // serde's message ends with its own "at line L column C": say it once.
+    let message = e.to_string();
+    let what = message.split(" at line ").next().unwrap_or(&message);
+    eprintln!(
+        "error: {}:{}:{}: not a fencesim report: {what}",
+        path.display(),
+        e.line(),
+        e.column()
+    );
+    exit::BAD_INPUT
+}
+
+/// Read a report.json (upgrading an older schema, [`fencesim::report::upgrade`]), or print why
+/// not and return the exit code.
 pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     let bytes = std::fs::read(path).map_err(|e| {
         eprintln!("error: {}: cannot read: {e}", path.display());
         exit::BAD_INPUT
     })?;
-    let report: fencesim::report::Report = serde_json::from_slice(&bytes).map_err(|e| {
-        // serde's message ends with its own "at line L column C": say it once.
-        let message = e.to_string();
-        let what = message.split(" at line ").next().unwrap_or(&message);
-        eprintln!(
-            "error: {}:{}:{}: not a fencesim report: {what}",
-            path.display(),
-            e.line(),
-            e.column()
-        );
-        exit::BAD_INPUT
-    })?;
-    // A hand-edited report could hold a scenario that validation would refuse.
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?;
+    let current = json.get("schema_version").and_then(|v| v.as_u64())
+        == Some(u64::from(fencesim::report::SCHEMA_VERSION));
+    // A report of the current schema is read from its bytes, so that an error has its place.
+    let report: fencesim::report::Report = if current {
+        serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?
+    } else {
+        if let Err(why) = fencesim::report::upgrade(&mut json, fencesim::registry::built_in()) {
+            eprintln!(
+                "error: {}: not a report this fencesim reads: {why}",
+                path.display()
+            );
+            return Err(exit::BAD_INPUT);
+        }
+        serde_json::from_value(json).map_err(|e| not_a_report(path, &e))?
+    };
+    // A hand-edited report could hold a scenario that validation would refuse; and the design
+    // resolves the scenario's knobs again into the shape of its service, which a report does
+    // not carry.
     let text = fencesim_scenario::to_toml(&report.scenario);
-    if let Err(e) = fencesim::parse_scenario(&text, "report.json") {
-        eprintln!("error: {}: its scenario is not valid: {e}", path.display());
-        return Err(exit::BAD_INPUT);
+    match fencesim::parse_scenario(&text, "report.json") {
+        Ok(scenario) => Ok(fencesim::report::Report { scenario, ..report }),
+        Err(e) => {
+            eprintln!("error: {}: its scenario is not valid: {e}", path.display());
+            Err(exit::BAD_INPUT)
+        }
     }
-    Ok(report)
 }

@@ -54,14 +54,18 @@
 
 pub mod client;
 pub mod event;
+pub mod knobs;
 pub mod message;
 pub mod node;
+pub mod spec;
 pub mod time;
 
 pub use client::{
     ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, LockOp, OpResult,
 };
 pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
+pub use knobs::{KnobError, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
+pub use spec::{DesignSpec, Designs, ServiceShape, TokenKind};
 pub use time::{Clock, Deadline, Now, TimerId};

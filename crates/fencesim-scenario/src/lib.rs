@@ -25,38 +25,44 @@ pub mod strategies;
 
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
+pub use fencesim_design::{DesignSpec, Designs, ServiceShape};
 pub use model::{
-    AcquireMode, ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, ExpiryClock,
-    ExpiryJudgedBy, Fsync, LatencyRange, LeaderChangeMode, LinkLatency, LockServiceKind,
+    ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, LatencyRange, LinkLatency,
     LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, OnLostLease,
-    Placement, PrimaryBackupSpec, Range64, Reaper, Reclaim, RedlockSpec, ReleaseMode,
-    RenewAfterFailure, Replication, ResourceCheck, ResourceMode, ResourceSpec, Scenario, SeedRange,
-    Takeover, TokenCounter, TokenSource, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES,
-    RESOURCE_NODE,
+    Placement, Range64, Reclaim, RenewAfterFailure, ResourceCheck, ResourceMode, ResourceSpec,
+    Scenario, SeedRange, Takeover, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
+pub use validate::DEFAULT_KIND;
 pub use write::to_toml;
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation
-/// kinds the checker in use can find; an expectation naming another is refused.
-pub fn load(path: &Path, checked: Option<&[ViolationKind]>) -> Result<Scenario, ScenarioError> {
+/// kinds the checker in use can find; an expectation naming another is refused. `designs` are
+/// the lock designs `[lock_service] kind` may name (the `fencesim` crate's registry has the
+/// built-in ones).
+pub fn load(
+    path: &Path,
+    checked: Option<&[ViolationKind]>,
+    designs: &dyn Designs,
+) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
     let source = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
         file: file.clone(),
         message: e.to_string(),
     })?;
-    parse(&source, &file, checked)
+    parse(&source, &file, checked, designs)
 }
 
-/// Validate scenario TOML `source`; `file` is only used in error messages. `checked` as for
-/// [`load`].
+/// Validate scenario TOML `source`; `file` is only used in error messages. `checked` and
+/// `designs` as for [`load`].
 pub fn parse(
     source: &str,
     file: &str,
     checked: Option<&[ViolationKind]>,
+    designs: &dyn Designs,
 ) -> Result<Scenario, ScenarioError> {
     let raw: raw::RawScenario =
         toml::from_str(source).map_err(|e| ScenarioError::from_toml(&e, source, file))?;
-    validate::resolve(raw, source, file, checked)
+    validate::resolve(raw, source, file, checked, designs)
 }
 
 #[cfg(test)]
@@ -69,7 +75,8 @@ mod tests {
         let source = "name = \"s\"\nduration_ms = 1000\n[[clients]]\nname = \"c\"\nttl_ms = 100\n\
                       [expect]\nverdict = \"invalid\"\nviolations = [\"not-linearizable\"]\n";
         let only = [ViolationKind::StaleWriteAccepted];
-        let err = parse(source, "s.toml", Some(&only))
+        let designs: &[&dyn DesignSpec] = &[&fencesim_lease::SingleDesign];
+        let err = parse(source, "s.toml", Some(&only), &designs)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -77,6 +84,6 @@ mod tests {
             "s.toml:8:15: field `expect.violations`: not-linearizable is not checked by this \
              version of fencesim, so this expectation could never be decided"
         );
-        assert!(parse(source, "s.toml", None).is_ok());
+        assert!(parse(source, "s.toml", None, &designs).is_ok());
     }
 }

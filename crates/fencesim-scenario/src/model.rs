@@ -4,6 +4,7 @@
 use fencesim_history::ViolationKind;
 
 pub use fencesim_design::MessageKind;
+use fencesim_design::ServiceShape;
 
 use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
@@ -170,193 +171,32 @@ pub struct LinkLatency {
     pub latency_ms: LatencyRange,
 }
 
-/// Which of its clocks the lock service judges expiry by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExpiryClock {
-    /// The monotonic clock: drifts but never jumps (the safe choice).
-    Monotonic,
-    /// The wall clock: jumps and skew move expiries (Kleppmann 2016's clock-jump case).
-    Wall,
-}
-
-/// Where the lock service keeps its token counter, which decides whether tokens survive a
-/// crash or a restore.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TokenCounter {
-    /// A separate record, synced on every grant and never rewound by a restore (the safe
-    /// design: like etcd's revision, it only moves forward).
-    Durable,
-    /// In the lease store: subject to `fsync` and rewound by a restore (defect: cases K04, K10).
-    Store,
-    /// In memory only: back to 0 after every restart (defect: case K06/K17's token reuse).
-    Memory,
-}
-
-/// When the lock service's store writes reach the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Fsync {
-    /// Every write is synced before the reply.
-    Always,
-    /// Writes are synced every `fsync_every_ms`.
-    Periodic,
-    /// Nothing is synced: a crash loses every store write.
-    Never,
-}
-
-/// Which lock service design runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LockServiceKind {
-    /// One `lease-service` node with a lease table on its own disk.
-    Single,
-    /// `replicas` nodes `lease-1`..`lease-N` running Raft (tikv raft-rs); the token is the log
-    /// index of the committed acquire.
-    Raft,
-    /// `replicas` independent Redis-like nodes `redis-1`..`redis-N`, locked by the clients with
-    /// the Redlock algorithm (antirez; critiqued by Kleppmann 2016). See [`RedlockSpec`].
-    Redlock,
-    /// A primary `lease-1` and a backup `lease-2` that it replicates to, promoted when the
-    /// primary falls silent (Redis Sentinel, database-backed lock tables; case K06). See
-    /// [`PrimaryBackupSpec`].
-    PrimaryBackup,
-    /// Leases as records in a linearizable compare-and-swap store on `lease-service`, with
-    /// expiry judged by the candidates (Kubernetes Lease objects, DynamoDB Lock Client; case
-    /// K11). The token is the record version at which the holder took it.
-    LeaseRecord,
-}
-
-/// Which duration a lease-record candidate waits before taking over a silent holder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExpiryJudgedBy {
-    /// The duration the holder recorded (correct).
-    RecordedDuration,
-    /// The candidate's own `ttl_ms`, whatever the holder recorded (case K11's defect).
-    OwnDuration,
-}
-
-/// How a primary-backup lock service replicates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Replication {
-    /// The primary answers at once and ships its state every `replication_lag_ms`: a failover
-    /// loses what the backup had not yet received (case K06).
-    Async,
-    /// The primary answers a change only after the backup has acknowledged it (Redis `WAIT`,
-    /// synchronous standby): a promoted backup has every lease a client was told of.
-    Sync,
-}
-
-/// The primary-backup design's settings (`kind = "primary-backup"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrimaryBackupSpec {
-    /// Asynchronous or synchronous replication.
-    pub replication: Replication,
-    /// The primary ships its whole table (which is also its heartbeat) this often, simulated ms.
-    pub replication_lag_ms: u64,
-    /// The backup promotes itself after hearing nothing from a primary for this long, ms.
-    pub failover_after_ms: u64,
-}
-
-/// Where a Redlock client gets the token it presents to the resource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TokenSource {
-    /// The lock's own random value: opaque, so no resource can order it (case K23).
-    Random,
-    /// `INCR` of a counter on `redis-1` after acquiring, as some client libraries do: monotonic
-    /// only while that one node keeps its data.
-    Counter,
-}
-
-/// The Redlock design's settings (`[lock_service]` with `kind = "redlock"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RedlockSpec {
-    /// Clients re-check, once the replies are in, that validity = TTL - elapsed - drift
-    /// allowance is still positive (false: a client trusts any late majority, case K05).
-    pub recheck_elapsed: bool,
-    /// Clock drift allowance, ppm of the TTL (plus 2 ms), as the Redlock documentation has it.
-    pub drift_ppm: u64,
-    /// How long a client waits for the nodes' replies to one request, simulated ms.
-    pub node_timeout_ms: u64,
-    /// Where the token presented to the resource comes from.
-    pub token_source: TokenSource,
-    /// A restarted node stays unavailable this long, simulated ms (antirez's "delayed
-    /// restarts": one maximum TTL makes a crash without fsync safe, case K04).
-    pub restart_delay_ms: u64,
-}
-
-/// What a new Raft leader does to leases granted under earlier leaders.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LeaderChangeMode {
-    /// Extend every lease by its TTL from the new leader's clock (etcd's promotion; safe).
-    Extend,
-    /// Keep the old leader's expiry times (defect).
-    None,
-}
-
-/// `[lock_service]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `[lock_service]`: the design, the TTL bound every design shares, and the design's knobs.
+///
+/// Which knobs exist, their defaults and what they mean is the design's (its
+/// `fencesim_design::DesignSpec`); the scenario keeps them as the design resolved them, every
+/// default filled in, so a report carries exactly what ran and `to_toml` writes it back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LockServiceSpec {
-    /// The design.
-    pub kind: LockServiceKind,
-    /// The longest TTL granted, local-clock ms.
+    /// The design's `kind` (`"single"`, `"raft"`, a user's design's).
+    pub kind: String,
+    /// The longest TTL granted, local-clock ms. Clients may not ask for more, and the random
+    /// nemesis's recovery periods are counted in it.
     pub max_ttl_ms: u64,
-    /// The clock expiry is judged by.
-    pub expiry_clock: ExpiryClock,
-    /// Where the token counter lives.
-    pub token_counter: TokenCounter,
-    /// When store writes are synced.
-    pub fsync: Fsync,
-    /// The sync period for `Fsync::Periodic`, simulated ms.
-    pub fsync_every_ms: Option<u64>,
-    /// After a restart, refuse every grant for this long, ms (0: none). A grace of one maximum
-    /// TTL is the correct design when leases are lost with the state (case K17).
-    pub restart_grace_ms: u64,
-    /// Raft replicas (3 or 5; 1 for `single`).
-    pub replicas: u64,
-    /// Raft: refuse revocations proposed by a deposed leader (false: the defect of case K08).
-    pub revoke_term_check: bool,
-    /// Raft: what a new leader does to existing leases.
-    pub leader_change: LeaderChangeMode,
-    /// Redlock's settings (`Some` exactly when `kind` is `redlock`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redlock: Option<RedlockSpec>,
-    /// Primary-backup settings (`Some` exactly when `kind` is `primary-backup`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary_backup: Option<PrimaryBackupSpec>,
-    /// Lease-record design: how candidates judge expiry (`Some` exactly when `kind` is
-    /// `lease-record`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expiry_judged_by: Option<ExpiryJudgedBy>,
-    /// What an acquire of a held lock does (`single` only; the queue's defect is case K07).
-    #[serde(default, skip_serializing_if = "AcquireMode::is_default")]
-    pub acquire: AcquireMode,
-    /// What the reaper does with a deregistered client's leases (`single` only; K16).
-    #[serde(default, skip_serializing_if = "Reaper::is_default")]
-    pub reaper: Reaper,
-    /// How release works (`single` only; a defect knob, case K19).
-    #[serde(default, skip_serializing_if = "ReleaseMode::is_default")]
-    pub release: ReleaseMode,
+    /// The design's knobs as it resolved them (defaults filled in), by name.
+    #[serde(flatten)]
+    pub knobs: toml::Table,
+    /// What the design said of its service. Not serialized: a scenario read back from JSON is
+    /// resolved again (`to_toml`, then `parse`) before it runs.
+    #[serde(skip)]
+    pub shape: ServiceShape,
 }
 
 impl LockServiceSpec {
-    /// The lock service's node names: `lease-service`, `lease-1`..`lease-N` (Raft; `lease-1`
-    /// and `lease-2` for primary-backup) or `redis-1`..`redis-N` (Redlock).
+    /// The lock service's node names, in order (`lease-service`; `lease-1`..`lease-N`;
+    /// `redis-1`..`redis-N`; a user's design's).
     pub fn nodes(&self) -> Vec<String> {
-        match self.kind {
-            LockServiceKind::Single | LockServiceKind::LeaseRecord => {
-                vec![LEASE_SERVICE_NODE.to_owned()]
-            }
-            LockServiceKind::Raft | LockServiceKind::PrimaryBackup => {
-                (1..=self.replicas).map(|i| format!("lease-{i}")).collect()
-            }
-            LockServiceKind::Redlock => (1..=self.replicas).map(|i| format!("redis-{i}")).collect(),
-        }
+        self.shape.nodes.clone()
     }
 }
 
@@ -560,71 +400,6 @@ impl RenewAfterFailure {
     /// Whether this is the correct default (left out of reports).
     pub fn is_default(&self) -> bool {
         *self == RenewAfterFailure::Retry
-    }
-}
-
-/// What the lock service does with an acquire of a held lock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AcquireMode {
-    /// Refuse it at once (`held by H until T`); the client backs off and tries again.
-    #[default]
-    FailFast,
-    /// Queue the caller (a blocking acquire, etcd's `concurrency.Mutex`, ZooKeeper's lock
-    /// recipe) with a token of its own, and grant it in turn; a waiter whose own lease ran out
-    /// while it waited is dropped and its acquire fails.
-    Queue,
-    /// DEFECT (K07): the queue grants its head without re-checking the waiter's lease, so a
-    /// waiter whose lease lapsed in the queue is told it holds the lock, and the next waiter
-    /// is granted it right after.
-    QueueGrantToExpiredWaiter,
-}
-
-impl AcquireMode {
-    /// Whether this is the default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == AcquireMode::FailFast
-    }
-}
-
-/// What the lock service's maintenance reaper does when a client is deregistered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reaper {
-    /// It ends only leases whose holder has stopped renewing (expired ones): a lease still
-    /// being renewed is proof of life, whatever the node's health check said.
-    #[default]
-    RespectsLeases,
-    /// DEFECT (K16): it ends every lease of the deregistered client at once, live or not
-    /// (a dead-node reaper that trusts a health check over the lease), freeing a lock its
-    /// holder is still using.
-    IgnoresLeases,
-}
-
-impl Reaper {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == Reaper::RespectsLeases
-    }
-}
-
-/// How the lock service's release works.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReleaseMode {
-    /// An atomic compare-and-delete on (holder, token): a release by anyone but the current
-    /// holder changes nothing (the Redis documentation's Lua script, etcd's lease revoke).
-    #[default]
-    CompareAndDelete,
-    /// DEFECT (K19): release deletes the lock whoever holds it, like a plain `DEL lock`: a
-    /// client that wakes after its lease expired frees the next holder's lock.
-    Unconditional,
-}
-
-impl ReleaseMode {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == ReleaseMode::CompareAndDelete
     }
 }
 

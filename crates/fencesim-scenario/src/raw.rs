@@ -5,11 +5,11 @@ use fencesim_history::ViolationKind;
 use serde::Deserialize;
 use toml::Spanned;
 
+use std::collections::BTreeMap;
+
 use crate::model::{
-    AcquireMode, DeadlineFrom, ExpectedVerdict, ExpiryClock, ExpiryJudgedBy, Fsync,
-    LeaderChangeMode, LockServiceKind, MessageKind, NodeEvent, OnLostLease, Placement, Reaper,
-    Reclaim, ReleaseMode, RenewAfterFailure, Replication, ResourceCheck, ResourceMode, Takeover,
-    TokenCounter, TokenSource,
+    DeadlineFrom, ExpectedVerdict, MessageKind, NodeEvent, OnLostLease, Placement, Reclaim,
+    RenewAfterFailure, ResourceCheck, ResourceMode, Takeover,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -26,7 +26,7 @@ pub(crate) struct RawScenario {
     pub max_records: Option<Num>,
     #[serde(default)]
     pub network: RawNetwork,
-    pub lock_service: Option<RawLockService>,
+    pub lock_service: Option<Spanned<RawLockService>>,
     #[serde(default)]
     pub resource: RawResource,
     pub clients: Spanned<Vec<RawClient>>,
@@ -77,32 +77,9 @@ pub(crate) struct RawLink {
     pub one_way: Option<bool>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawLockService {
-    pub kind: Option<LockServiceKind>,
-    pub max_ttl_ms: Option<Num>,
-    pub expiry_clock: Option<ExpiryClock>,
-    pub token_counter: Option<Spanned<TokenCounter>>,
-    pub fsync: Option<Spanned<Fsync>>,
-    pub fsync_every_ms: Option<Num>,
-    pub restart_grace_ms: Option<Num>,
-    pub replicas: Option<Num>,
-    pub revoke_term_check: Option<Spanned<bool>>,
-    pub leader_change: Option<Spanned<LeaderChangeMode>>,
-    pub recheck_elapsed: Option<Spanned<bool>>,
-    pub drift_ppm: Option<Num>,
-    pub node_timeout_ms: Option<Num>,
-    pub token_source: Option<Spanned<TokenSource>>,
-    pub restart_delay_ms: Option<Num>,
-    pub replication: Option<Spanned<Replication>>,
-    pub replication_lag_ms: Option<Num>,
-    pub failover_after_ms: Option<Num>,
-    pub expiry_judged_by: Option<Spanned<ExpiryJudgedBy>>,
-    pub release: Option<Spanned<ReleaseMode>>,
-    pub acquire: Option<Spanned<AcquireMode>>,
-    pub reaper: Option<Spanned<Reaper>>,
-}
+/// `[lock_service]` as written: `kind`, `max_ttl_ms` and the design's knobs, each with its
+/// place. Which knobs exist is the design's business (`DesignSpec::resolve`).
+pub(crate) type RawLockService = BTreeMap<String, Spanned<toml::Value>>;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]

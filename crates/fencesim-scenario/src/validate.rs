@@ -6,11 +6,10 @@ use std::ops::Range;
 use toml::Spanned;
 
 use crate::error::ScenarioError;
+use crate::model::LinkLatency;
 use crate::model::*;
-use crate::model::{
-    ExpiryClock, ExpiryJudgedBy, Fsync, LeaderChangeMode, LinkLatency, TokenCounter,
-};
 use crate::raw::*;
+use fencesim_design::{DesignSpec, Designs, Knobs, ServiceShape};
 use fencesim_history::ViolationKind;
 
 /// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
@@ -52,11 +51,27 @@ const DEFAULT_KEY: &str = "register";
 pub(crate) struct Ctx<'a> {
     source: &'a str,
     file: &'a str,
-    /// The lock service's design, once resolved (faults and holds depend on it).
-    pub kind: LockServiceKind,
+    /// The designs a `kind` may name.
+    designs: &'a dyn Designs,
+    /// What the lock service's design said of its service, once resolved (faults and holds
+    /// depend on it).
+    pub shape: ServiceShape,
 }
 
 impl Ctx<'_> {
+    /// The designs whose services have a leader with their default knobs, as `raft or
+    /// primary-backup`, for errors about `leader`.
+    pub(crate) fn designs_with_leaders(&self) -> String {
+        let kinds: Vec<String> = self
+            .designs
+            .all()
+            .iter()
+            .filter(|d| d.resolve(&mut Knobs::default()).is_ok_and(|s| s.has_leader))
+            .map(|d| d.kind().to_owned())
+            .collect();
+        either(&kinds)
+    }
+
     pub(crate) fn err(
         &self,
         span: Range<usize>,
@@ -133,11 +148,13 @@ pub(crate) fn resolve(
     source: &str,
     file: &str,
     checked: Option<&[ViolationKind]>,
+    designs: &dyn Designs,
 ) -> Result<Scenario, ScenarioError> {
     let cx = Ctx {
         source,
         file,
-        kind: LockServiceKind::Single,
+        designs,
+        shape: ServiceShape::default(),
     };
     let name = raw.name.get_ref().trim().to_owned();
     if !valid_name(&name) || name.starts_with('.') {
@@ -162,7 +179,7 @@ pub(crate) fn resolve(
     };
     let lock_service = resolve_lock_service(&cx, raw.lock_service.as_ref())?;
     let cx = Ctx {
-        kind: lock_service.kind,
+        shape: lock_service.shape.clone(),
         ..cx
     };
     let resource = resolve_resource(&cx, &raw.resource)?;
@@ -291,309 +308,132 @@ fn parse_seeds(cx: &Ctx, s: &Spanned<String>) -> Result<SeedRange, ScenarioError
     Ok(SeedRange { start, end })
 }
 
+/// The design `[lock_service]` names when it names none.
+pub const DEFAULT_KIND: &str = "single";
+
+/// `[lock_service]`: `kind` looked up among the designs, `max_ttl_ms`, and the rest handed to
+/// the design as its knobs. A knob the design does not read is refused, naming the designs
+/// that do take it.
 fn resolve_lock_service(
     cx: &Ctx,
-    raw: Option<&RawLockService>,
+    raw: Option<&Spanned<RawLockService>>,
 ) -> Result<LockServiceSpec, ScenarioError> {
-    let max_ttl_ms = match raw.and_then(|r| r.max_ttl_ms.as_ref()) {
-        Some(n) => cx.positive(n, "lock_service.max_ttl_ms")?,
+    let mut given = raw.map(|r| r.get_ref().clone()).unwrap_or_default();
+    let header = raw.map_or(0..0, |r| r.span());
+    let design = match given.remove("kind") {
+        None => cx.designs.find(DEFAULT_KIND).ok_or_else(|| {
+            cx.err(
+                header.clone(),
+                "lock_service.kind",
+                "expected a `kind`: no design is the default here",
+            )
+        })?,
+        Some(kind) => find_design(cx, &kind)?,
+    };
+    let max_ttl_ms = match given.remove("max_ttl_ms") {
+        Some(n) => cx.positive(
+            &integer(cx, &n, "lock_service.max_ttl_ms")?,
+            "lock_service.max_ttl_ms",
+        )?,
         None => DEFAULT_MAX_TTL_MS,
     };
-    let fsync = raw.and_then(|r| r.fsync.as_ref());
-    let every = raw.and_then(|r| r.fsync_every_ms.as_ref());
-    let fsync_every_ms = match (fsync.map(|f| *f.get_ref()), every) {
-        (Some(Fsync::Periodic), Some(n)) => Some(cx.positive(n, "lock_service.fsync_every_ms")?),
-        (Some(Fsync::Periodic), None) => {
-            let span = fsync.expect("matched Some").span();
-            return Err(cx.err(
-                span,
-                "lock_service.fsync_every_ms",
-                "fsync = \"periodic\" needs `fsync_every_ms`",
-            ));
-        }
-        (_, Some(n)) => {
-            return Err(cx.err(
-                n.span(),
-                "lock_service.fsync_every_ms",
-                "only used with fsync = \"periodic\"",
-            ));
-        }
-        (_, None) => None,
-    };
-    let restart_grace_ms = match raw.and_then(|r| r.restart_grace_ms.as_ref()) {
-        Some(n) => cx.non_negative(n, "lock_service.restart_grace_ms")?,
-        None => 0,
-    };
-    let kind = raw.and_then(|r| r.kind).unwrap_or(LockServiceKind::Single);
-    let replicas = resolve_replicas(cx, kind, raw.and_then(|r| r.replicas.as_ref()))?;
-    if let Some(r) = raw {
-        refuse_misplaced_knobs(cx, kind, r)?;
+    let mut knobs = Knobs::new(given, header);
+    let shape = design
+        .resolve(&mut knobs)
+        .map_err(|e| cx.err(e.span, &format!("lock_service.{}", e.field), e.message))?;
+    let (knobs, unread) = knobs.into_resolved();
+    if let Some((name, span)) = unread.into_iter().next() {
+        return Err(cx.err(
+            span,
+            &format!("lock_service.{name}"),
+            unknown_knob(cx, design, &name),
+        ));
     }
-    let redlock = match kind {
-        LockServiceKind::Redlock => Some(resolve_redlock(cx, raw)?),
-        _ => None,
-    };
-    let expiry_judged_by = match kind {
-        LockServiceKind::LeaseRecord => Some(
-            raw.and_then(|r| r.expiry_judged_by.as_ref())
-                .map_or(ExpiryJudgedBy::RecordedDuration, |s| *s.get_ref()),
-        ),
-        _ => None,
-    };
-    let primary_backup = match kind {
-        LockServiceKind::PrimaryBackup => Some(resolve_primary_backup(cx, raw)?),
-        _ => None,
-    };
-    // Redis judges key expiry by its wall clock; the other designs default to the safe clock.
-    let default_clock = match kind {
-        LockServiceKind::Redlock => ExpiryClock::Wall,
-        _ => ExpiryClock::Monotonic,
-    };
     Ok(LockServiceSpec {
-        kind,
-        replicas,
-        revoke_term_check: raw
-            .and_then(|r| r.revoke_term_check.as_ref())
-            .is_none_or(|s| *s.get_ref()),
-        leader_change: raw
-            .and_then(|r| r.leader_change.as_ref())
-            .map_or(LeaderChangeMode::Extend, |s| *s.get_ref()),
+        kind: design.kind().to_owned(),
         max_ttl_ms,
-        expiry_clock: raw.and_then(|r| r.expiry_clock).unwrap_or(default_clock),
-        token_counter: raw
-            .and_then(|r| r.token_counter.as_ref())
-            .map_or(TokenCounter::Durable, |s| *s.get_ref()),
-        fsync: fsync.map_or(Fsync::Always, |f| *f.get_ref()),
-        fsync_every_ms,
-        restart_grace_ms,
-        redlock,
-        primary_backup,
-        expiry_judged_by,
-        reaper: raw
-            .and_then(|r| r.reaper.as_ref())
-            .map_or(Reaper::RespectsLeases, |s| *s.get_ref()),
-        acquire: raw
-            .and_then(|r| r.acquire.as_ref())
-            .map_or(AcquireMode::FailFast, |s| *s.get_ref()),
-        release: raw
-            .and_then(|r| r.release.as_ref())
-            .map_or(ReleaseMode::CompareAndDelete, |s| *s.get_ref()),
+        knobs,
+        shape,
     })
 }
 
-/// How many nodes the design runs: 1 for `single`, 3 or 5 Raft replicas (default 3), an odd
-/// number of Redlock nodes up to 7 (default 5, the Redlock documentation's choice).
-fn resolve_replicas(
-    cx: &Ctx,
-    kind: LockServiceKind,
-    raw: Option<&Num>,
-) -> Result<u64, ScenarioError> {
-    let (allowed, default): (&[i64], u64) = match kind {
-        LockServiceKind::Single => (&[], 1),
-        LockServiceKind::Raft => (&[3, 5], 3),
-        LockServiceKind::Redlock => (&[1, 3, 5, 7], 5),
-        LockServiceKind::PrimaryBackup => (&[2], 2),
-        LockServiceKind::LeaseRecord => (&[], 1),
-    };
-    let Some(n) = raw else { return Ok(default) };
-    let m = match kind {
-        _ if allowed.contains(n.get_ref()) => return Ok(*n.get_ref() as u64),
-        LockServiceKind::Single | LockServiceKind::LeaseRecord => {
-            "this lock service has one node; leave `replicas` out".to_owned()
-        }
-        LockServiceKind::PrimaryBackup => {
-            format!(
-                "a primary-backup service has 2 nodes, found {}",
-                n.get_ref()
-            )
-        }
-        LockServiceKind::Raft => format!("expected 3 or 5 replicas, found {}", n.get_ref()),
-        LockServiceKind::Redlock => {
-            format!("expected 1, 3, 5 or 7 Redlock nodes, found {}", n.get_ref())
-        }
-    };
-    Err(cx.err(n.span(), "lock_service.replicas", m))
-}
-
-/// A `[lock_service]` field, where it is in the file, and the designs that use it.
-type Knob<'a> = (&'a str, Option<Range<usize>>, &'a [LockServiceKind]);
-
-/// Each knob belongs to some designs; a value the chosen design would ignore is a mistake.
-fn refuse_misplaced_knobs(
-    cx: &Ctx,
-    kind: LockServiceKind,
-    r: &RawLockService,
-) -> Result<(), ScenarioError> {
-    use LockServiceKind::{LeaseRecord, PrimaryBackup, Raft, Redlock, Single};
-    let num = |n: &Option<Num>| n.as_ref().map(|n| n.span());
-    let knobs: [Knob; 17] = [
-        ("reaper", r.reaper.as_ref().map(|s| s.span()), &[Single]),
-        ("acquire", r.acquire.as_ref().map(|s| s.span()), &[Single]),
-        ("release", r.release.as_ref().map(|s| s.span()), &[Single]),
-        (
-            "token_counter",
-            r.token_counter.as_ref().map(|s| s.span()),
-            &[Single],
-        ),
-        ("restart_grace_ms", num(&r.restart_grace_ms), &[Single]),
-        (
-            "fsync",
-            r.fsync.as_ref().map(|s| s.span()),
-            &[Single, Redlock],
-        ),
-        (
-            "revoke_term_check",
-            r.revoke_term_check.as_ref().map(|s| s.span()),
-            &[Raft],
-        ),
-        (
-            "leader_change",
-            r.leader_change.as_ref().map(|s| s.span()),
-            &[Raft],
-        ),
-        (
-            "recheck_elapsed",
-            r.recheck_elapsed.as_ref().map(|s| s.span()),
-            &[Redlock],
-        ),
-        ("drift_ppm", num(&r.drift_ppm), &[Redlock]),
-        ("node_timeout_ms", num(&r.node_timeout_ms), &[Redlock]),
-        (
-            "token_source",
-            r.token_source.as_ref().map(|s| s.span()),
-            &[Redlock],
-        ),
-        ("restart_delay_ms", num(&r.restart_delay_ms), &[Redlock]),
-        (
-            "replication",
-            r.replication.as_ref().map(|s| s.span()),
-            &[PrimaryBackup],
-        ),
-        (
-            "replication_lag_ms",
-            num(&r.replication_lag_ms),
-            &[PrimaryBackup],
-        ),
-        (
-            "failover_after_ms",
-            num(&r.failover_after_ms),
-            &[PrimaryBackup],
-        ),
-        (
-            "expiry_judged_by",
-            r.expiry_judged_by.as_ref().map(|s| s.span()),
-            &[LeaseRecord],
-        ),
-    ];
-    for (field, span, owners) in knobs {
-        if let Some(span) = span.filter(|_| !owners.contains(&kind)) {
-            let names: Vec<String> = owners
-                .iter()
-                .map(|k| format!("\"{}\"", kind_name(*k)))
-                .collect();
+/// The design a `kind` value names.
+fn find_design<'a>(
+    cx: &Ctx<'a>,
+    kind: &Spanned<toml::Value>,
+) -> Result<&'a dyn DesignSpec, ScenarioError> {
+    let kinds: Vec<String> = cx
+        .designs
+        .all()
+        .iter()
+        .map(|d| format!("`{}`", d.kind()))
+        .collect();
+    let name = match kind.get_ref() {
+        toml::Value::String(name) => name,
+        other => {
             let m = format!(
-                "only a kind = {} lock service uses `{field}`",
-                names.join(" or ")
+                "expected a string, one of {}, found {}",
+                kinds.join(", "),
+                other.type_str()
             );
-            return Err(cx.err(span, &format!("lock_service.{field}"), m));
+            return Err(cx.err(kind.span(), "lock_service.kind", m));
         }
-    }
-    Ok(())
-}
-
-fn kind_name(kind: LockServiceKind) -> &'static str {
-    match kind {
-        LockServiceKind::Single => "single",
-        LockServiceKind::Raft => "raft",
-        LockServiceKind::Redlock => "redlock",
-        LockServiceKind::PrimaryBackup => "primary-backup",
-        LockServiceKind::LeaseRecord => "lease-record",
-    }
-}
-
-/// `[lock_service]`'s primary-backup settings.
-fn resolve_primary_backup(
-    cx: &Ctx,
-    raw: Option<&RawLockService>,
-) -> Result<PrimaryBackupSpec, ScenarioError> {
-    let num = |n: Option<&Num>, field: &str, default: u64| match n {
-        Some(n) => cx.positive(n, &format!("lock_service.{field}")),
-        None => Ok(default),
     };
-    let replication_lag_ms = num(
-        raw.and_then(|r| r.replication_lag_ms.as_ref()),
-        "replication_lag_ms",
-        1_000,
-    )?;
-    let failover = raw.and_then(|r| r.failover_after_ms.as_ref());
-    let failover_after_ms = num(failover, "failover_after_ms", 3_000)?;
-    if failover_after_ms <= replication_lag_ms {
+    cx.designs.find(name).ok_or_else(|| {
+        let all = cx.designs.all();
+        let near = fencesim_history::nearest(name, all.iter().map(|d| d.kind()));
+        let hint = near
+            .map(|n| format!(" (did you mean `{n}`?)"))
+            .unwrap_or_default();
         let m = format!(
-            "must be greater than replication_lag_ms ({replication_lag_ms} ms): a backup would \
-             promote itself between two shipments"
+            "unknown variant `{name}`{hint}, expected one of {}",
+            kinds.join(", ")
         );
-        // Point at whichever of the two the file set (the default of the other is implied).
-        let span = failover
-            .map(|n| n.span())
-            .or_else(|| {
-                raw.and_then(|r| r.replication_lag_ms.as_ref())
-                    .map(|n| n.span())
-            })
-            .unwrap_or(0..0);
-        return Err(cx.err(span, "lock_service.failover_after_ms", m));
-    }
-    Ok(PrimaryBackupSpec {
-        replication: raw
-            .and_then(|r| r.replication.as_ref())
-            .map_or(Replication::Async, |s| *s.get_ref()),
-        replication_lag_ms,
-        failover_after_ms,
+        cx.err(kind.span(), "lock_service.kind", m)
     })
 }
 
-/// Redlock's clock drift allowance, ppm of the TTL: below 10^6, since at 10^6 the allowance is
-/// the whole TTL and no client could ever hold the lock.
-fn drift_ppm(cx: &Ctx, raw: Option<&RawLockService>) -> Result<u64, ScenarioError> {
-    match raw.and_then(|r| r.drift_ppm.as_ref()) {
-        Some(n) if *n.get_ref() >= 1_000_000 => Err(cx.err(
-            n.span(),
-            "lock_service.drift_ppm",
-            format!(
-                "expected less than 1000000 ppm, found {}: the allowance would be the whole TTL",
-                n.get_ref()
-            ),
+/// Why knob `name` is refused: the designs that take it, or the nearest knob this one takes.
+fn unknown_knob(cx: &Ctx, design: &dyn DesignSpec, name: &str) -> String {
+    let owners: Vec<String> = cx
+        .designs
+        .all()
+        .iter()
+        .filter(|d| d.knob_names().contains(&name))
+        .map(|d| format!("\"{}\"", d.kind()))
+        .collect();
+    if !owners.is_empty() {
+        return format!(
+            "only a kind = {} lock service uses `{name}`",
+            either(&owners)
+        );
+    }
+    let mut known = vec!["kind", "max_ttl_ms"];
+    known.extend(design.knob_names());
+    let near = fencesim_history::nearest(name, known.iter().copied());
+    let hint = near
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown field `{name}`{hint}, expected one of {}",
+        known
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A TOML value that must be an integer (as every number of `[lock_service]` is).
+fn integer(cx: &Ctx, value: &Spanned<toml::Value>, field: &str) -> Result<Num, ScenarioError> {
+    match value.get_ref() {
+        toml::Value::Integer(n) => Ok(Spanned::new(value.span(), *n)),
+        other => Err(cx.err(
+            value.span(),
+            field,
+            format!("expected an integer, found {}", other.type_str()),
         )),
-        Some(n) => cx.non_negative(n, "lock_service.drift_ppm"),
-        None => Ok(10_000),
     }
-}
-
-/// `[lock_service]`'s Redlock settings, with the Redlock documentation's defaults.
-fn resolve_redlock(cx: &Ctx, raw: Option<&RawLockService>) -> Result<RedlockSpec, ScenarioError> {
-    let num =
-        |get: fn(&RawLockService) -> Option<&Num>, field: &str, default: u64, positive: bool| {
-            match raw.and_then(get) {
-                Some(n) if positive => cx.positive(n, &format!("lock_service.{field}")),
-                Some(n) => cx.non_negative(n, &format!("lock_service.{field}")),
-                None => Ok(default),
-            }
-        };
-    Ok(RedlockSpec {
-        recheck_elapsed: raw
-            .and_then(|r| r.recheck_elapsed.as_ref())
-            .is_none_or(|s| *s.get_ref()),
-        drift_ppm: drift_ppm(cx, raw)?,
-        node_timeout_ms: num(|r| r.node_timeout_ms.as_ref(), "node_timeout_ms", 50, true)?,
-        token_source: raw
-            .and_then(|r| r.token_source.as_ref())
-            .map_or(TokenSource::Random, |s| *s.get_ref()),
-        restart_delay_ms: num(
-            |r| r.restart_delay_ms.as_ref(),
-            "restart_delay_ms",
-            0,
-            false,
-        )?,
-    })
 }
 
 /// The window between check and apply when `check = "check-then-apply"` names none, ms.
@@ -829,7 +669,7 @@ fn resolve_client_template(
             "a client without renew_ms never renews, so it has no keepalive to stop",
         )?,
         takeover: takeover(cx, c, lock_service)?,
-        reclaim: generic_client_knob(cx, &c.reclaim, "clients.reclaim", lock_service)?,
+        reclaim: client_knob(cx, &c.reclaim, "clients.reclaim", lock_service)?,
         on_lost_lease: knob_needing(
             cx,
             &c.on_lost_lease,
@@ -851,33 +691,25 @@ fn knob_needing<T: Copy + Default + PartialEq>(
     needed: bool,
     why: &str,
 ) -> Result<T, ScenarioError> {
-    let value = generic_client_knob(cx, raw, field, lock_service)?;
+    let value = client_knob(cx, raw, field, lock_service)?;
     match raw {
         Some(s) if !needed && value != T::default() => Err(cx.err(s.span(), field, why)),
         _ => Ok(value),
     }
 }
 
-/// `takeover`: only a lease-record client claims records.
+/// `takeover`: how a lease-record candidate claims a record.
 fn takeover(
     cx: &Ctx,
     c: &RawClient,
     lock_service: &LockServiceSpec,
 ) -> Result<Takeover, ScenarioError> {
-    match &c.takeover {
-        Some(s) if lock_service.kind != LockServiceKind::LeaseRecord => Err(cx.err(
-            s.span(),
-            "clients.takeover",
-            "only clients of a kind = \"lease-record\" lock service claim records",
-        )),
-        Some(s) => Ok(*s.get_ref()),
-        None => Ok(Takeover::CompareAndSwap),
-    }
+    client_knob(cx, &c.takeover, "clients.takeover", lock_service)
 }
 
-/// A client knob of the plain acquire/renew client, which Redlock and lease-record clients
-/// (with their own protocols) do not have.
-fn generic_client_knob<T: Copy + Default>(
+/// A knob of the design's client protocol (its defect knobs): refused, naming the designs whose
+/// clients do take it, if this design's protocol has no such knob.
+fn client_knob<T: Copy + Default>(
     cx: &Ctx,
     raw: &Option<Spanned<T>>,
     field: &str,
@@ -886,16 +718,31 @@ fn generic_client_knob<T: Copy + Default>(
     let Some(value) = raw else {
         return Ok(T::default());
     };
-    match lock_service.kind {
-        LockServiceKind::Redlock | LockServiceKind::LeaseRecord => Err(cx.err(
-            value.span(),
-            field,
-            format!(
-                "only clients of a kind = \"single\", \"raft\" or \"primary-backup\" lock service use `{}`",
-                field.trim_start_matches("clients.")
-            ),
-        )),
-        _ => Ok(*value.get_ref()),
+    let name = field.trim_start_matches("clients.");
+    let takes = |d: &dyn DesignSpec| d.client_knob_names().contains(&name);
+    if cx.designs.find(&lock_service.kind).is_some_and(takes) {
+        return Ok(*value.get_ref());
+    }
+    let owners: Vec<String> = cx
+        .designs
+        .all()
+        .iter()
+        .filter(|d| takes(**d))
+        .map(|d| format!("\"{}\"", d.kind()))
+        .collect();
+    let m = format!(
+        "only clients of a kind = {} lock service use `{name}`",
+        either(&owners)
+    );
+    Err(cx.err(value.span(), field, m))
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn either(names: &[String]) -> String {
+    match names.split_last() {
+        None => "(none)".to_owned(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
 }
 

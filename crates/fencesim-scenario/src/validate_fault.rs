@@ -6,7 +6,9 @@ use toml::Spanned;
 
 use crate::error::ScenarioError;
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
-use crate::model::{LockServiceKind, MessageKind, NodeEvent, NodeRole, LEADER, LEASE_SERVICE_NODE};
+use std::fmt::Write as _;
+
+use crate::model::{MessageKind, NodeEvent, NodeRole, LEADER};
 use crate::raw::{RawFault, RawFaultKind};
 use crate::validate::Ctx;
 
@@ -120,12 +122,7 @@ pub(crate) fn resolve(
         };
     let target = match &f.node {
         // `leader`: whichever Raft replica leads when the fault starts (Jepsen's :primaries).
-        Some(n)
-            if n.get_ref() == LEADER
-                && nodes
-                    .iter()
-                    .any(|n| n.starts_with("lease-") && *n != LEASE_SERVICE_NODE) =>
-        {
+        Some(n) if n.get_ref() == LEADER && cx.shape.has_leader => {
             let at_only = f.after.is_none() && f.before.is_none();
             if !at_only
                 || !matches!(
@@ -238,11 +235,11 @@ pub(crate) fn resolve(
                     format!("only a client is deregistered: {node:?} is not a client"),
                 ));
             }
-            if cx.kind != LockServiceKind::Single {
+            if !cx.shape.reaps {
                 return Err(cx.err(
                     span,
                     "faults.node",
-                    "only a kind = \"single\" lock service has a reaper",
+                    "this lock service has no reaper to take a deregistration",
                 ));
             }
             Action::Deregister { node }
@@ -261,12 +258,12 @@ pub(crate) fn resolve(
         RawFaultKind::FinalHeal => final_heal(cx, f, &trigger, run_ms)?,
         RawFaultKind::Restore => {
             let node = target.expect("required");
-            if node != LEASE_SERVICE_NODE || cx.kind != LockServiceKind::Single {
-                return Err(cx.err(
-                    f.node.as_ref().expect("required").span(),
-                    "faults.node",
-                    format!("only a single {LEASE_SERVICE_NODE:?} keeps backups to restore"),
-                ));
+            if !cx.shape.backups.contains(&node) {
+                let m = match &cx.shape.backups[..] {
+                    [] => "no node of this lock service keeps backups to restore".to_owned(),
+                    nodes => format!("only {} keeps backups to restore", nodes.join(", ")),
+                };
+                return Err(cx.err(f.node.as_ref().expect("required").span(), "faults.node", m));
             }
             let snapshot = f.snapshot_at_ms.as_ref().expect("required");
             let snapshot_at_ms = cx.non_negative(snapshot, "faults.snapshot_at_ms")?;
@@ -368,8 +365,11 @@ fn known_node(
     );
     if n.get_ref() == LEADER {
         // Reached only when the design has no leader (the leader case is taken above).
-        message
-            .push_str(" (\"leader\" names the leading node of a raft or primary-backup service)");
+        let _ = write!(
+            message,
+            " (\"leader\" names the leading node of a {} service)",
+            cx.designs_with_leaders()
+        );
     }
     Err(cx.err(n.span(), field, message))
 }
@@ -404,26 +404,16 @@ fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
 fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKind, ScenarioError> {
     let spanned = f.message.as_ref().expect("required");
     let message = *spanned.get_ref();
-    // Only Raft replicas send Raft messages; only replicas of some kind redirect; only
-    // primary-backup nodes replicate.
-    let replica_of = |s: &str, kind: LockServiceKind| cx.kind == kind && s.starts_with("lease-");
-    let single_raft = |s: &str| match message {
-        MessageKind::Raft => !replica_of(s, LockServiceKind::Raft),
-        MessageKind::Replicate => !replica_of(s, LockServiceKind::PrimaryBackup),
-        MessageKind::Redirect => s == LEASE_SERVICE_NODE || s.starts_with("redis-"),
-        _ => false,
-    };
+    // Only a service's nodes send `raft`, `replicate` and `redirect`, and only the kinds the
+    // design says its nodes send.
+    let service_only = matches!(
+        message,
+        MessageKind::Raft | MessageKind::Replicate | MessageKind::Redirect
+    );
+    let sends = cx.shape.node_messages.contains(&message);
+    let single_raft = |s: &str| service_only && !(sends && cx.shape.nodes.iter().any(|n| n == s));
     // Without a sender, some node of this design must send the kind.
-    let nobody = from.is_none()
-        && match message {
-            MessageKind::Raft => cx.kind != LockServiceKind::Raft,
-            MessageKind::Replicate => cx.kind != LockServiceKind::PrimaryBackup,
-            MessageKind::Redirect => !matches!(
-                cx.kind,
-                LockServiceKind::Raft | LockServiceKind::PrimaryBackup
-            ),
-            _ => false,
-        };
+    let nobody = from.is_none() && service_only && !sends;
     if nobody {
         let m = format!(
             "no node of this lock service sends a {:?} message, so this hold would never match",
@@ -516,11 +506,8 @@ fn resolve_trigger(
         let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
         let allowed = if field == "after" { after } else { before };
         // Redis nodes expire keys lazily and the lease-record store never expires anything:
-        // neither reaches an `expire` of its own.
-        let never_expires = matches!(
-            cx.kind,
-            LockServiceKind::Redlock | LockServiceKind::LeaseRecord
-        );
+        // the design says whether its nodes reach an `expire` of their own.
+        let never_expires = !cx.shape.node_expires;
         let allowed: Vec<NodeEvent> = allowed
             .iter()
             .copied()

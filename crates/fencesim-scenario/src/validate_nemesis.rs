@@ -3,7 +3,7 @@
 use toml::Spanned;
 
 use crate::error::ScenarioError;
-use crate::model::{LatencyRange, LockServiceKind, NemesisSpec, Range64, LEADER};
+use crate::model::{LatencyRange, NemesisSpec, Range64, LEADER};
 use crate::raw::{Pair, RawFaultKind, RawNemesis};
 use crate::validate::{Ctx, MAX_NUMBER};
 
@@ -63,11 +63,7 @@ pub(crate) fn resolve(
             .map(|name| {
                 // `leader` is resolved when each fault starts, as in `[[faults]]`: the Raft
                 // leader or the primary.
-                let leader = name.get_ref() == LEADER
-                    && matches!(
-                        cx.kind,
-                        LockServiceKind::Raft | LockServiceKind::PrimaryBackup
-                    );
+                let leader = name.get_ref() == LEADER && cx.shape.has_leader;
                 if leader || nodes.contains(&name.get_ref().as_str()) {
                     Ok(name.get_ref().clone())
                 } else {

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
 use crate::model::{
-    ClientSpec, Expectation, LatencyRange, LinkLatency, LockServiceKind, LockServiceSpec,
-    NemesisSpec, NetworkSpec, Range64, ResourceSpec, Scenario,
+    ClientSpec, Expectation, LatencyRange, LinkLatency, LockServiceSpec, NemesisSpec, NetworkSpec,
+    Range64, ResourceSpec, Scenario,
 };
 
 /// Write `scenario` as scenario TOML (UTF-8 text, `\n` line ends) that `parse` reads back to an
@@ -20,7 +20,7 @@ use crate::model::{
 ///
 /// Defaults are written out. Each client gets its own `[[clients]]` table with an explicit
 /// `name` (no `count`); each fault its own `[[faults]]` table, `kind` first; a `[lock_service]`
-/// holds only the knobs of its `kind` (validation refuses the others).
+/// holds `kind`, `max_ttl_ms` and the knobs its design resolved, in name order.
 pub fn to_toml(scenario: &Scenario) -> String {
     let mut doc = Doc::default();
     top_level(&mut doc, scenario);
@@ -168,65 +168,28 @@ fn link(doc: &mut Doc, l: &LinkLatency, one_way: bool) {
     }
 }
 
+/// `kind`, `max_ttl_ms`, then the design's knobs as it resolved them (every default written
+/// out; the design reads them back to the same values).
 fn lock_service(doc: &mut Doc, ls: &LockServiceSpec) {
     doc.table("[lock_service]");
-    doc.key("kind", name(&ls.kind));
+    doc.key("kind", string(&ls.kind));
     doc.key("max_ttl_ms", int(ls.max_ttl_ms));
-    doc.key("expiry_clock", name(&ls.expiry_clock));
-    // Validation refuses a knob of another design, so each design writes only its own; the
-    // others resolve to fixed defaults, which the parser fills in again.
-    match ls.kind {
-        LockServiceKind::Single => {
-            doc.key("token_counter", name(&ls.token_counter));
-            doc.key("restart_grace_ms", int(ls.restart_grace_ms));
-            fsync(doc, ls);
-            if !ls.reaper.is_default() {
-                doc.key("reaper", name(&ls.reaper));
-            }
-            if !ls.acquire.is_default() {
-                doc.key("acquire", name(&ls.acquire));
-            }
-            if !ls.release.is_default() {
-                doc.key("release", name(&ls.release));
-            }
-        }
-        LockServiceKind::Raft => {
-            doc.key("replicas", int(ls.replicas));
-            doc.key("revoke_term_check", boolean(ls.revoke_term_check));
-            doc.key("leader_change", name(&ls.leader_change));
-        }
-        LockServiceKind::Redlock => {
-            doc.key("replicas", int(ls.replicas));
-            fsync(doc, ls);
-            if let Some(r) = &ls.redlock {
-                doc.key("recheck_elapsed", boolean(r.recheck_elapsed));
-                doc.key("drift_ppm", int(r.drift_ppm));
-                doc.key("node_timeout_ms", int(r.node_timeout_ms));
-                doc.key("token_source", name(&r.token_source));
-                doc.key("restart_delay_ms", int(r.restart_delay_ms));
-            }
-        }
-        LockServiceKind::PrimaryBackup => {
-            doc.key("replicas", int(ls.replicas));
-            if let Some(p) = &ls.primary_backup {
-                doc.key("replication", name(&p.replication));
-                doc.key("replication_lag_ms", int(p.replication_lag_ms));
-                doc.key("failover_after_ms", int(p.failover_after_ms));
-            }
-        }
-        LockServiceKind::LeaseRecord => {
-            if let Some(judged_by) = &ls.expiry_judged_by {
-                doc.key("expiry_judged_by", name(judged_by));
-            }
-        }
+    for (knob, value) in &ls.knobs {
+        doc.key(&bare_or_quoted(knob), value.to_string());
     }
 }
 
-/// `fsync_every_ms` is set exactly when `fsync = "periodic"`, and refused otherwise.
-fn fsync(doc: &mut Doc, ls: &LockServiceSpec) {
-    doc.key("fsync", name(&ls.fsync));
-    if let Some(every) = ls.fsync_every_ms {
-        doc.key("fsync_every_ms", int(every));
+/// A key as TOML writes it: bare if it can be, quoted otherwise (a design's knob names are its
+/// own).
+fn bare_or_quoted(key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+    if bare {
+        key.to_owned()
+    } else {
+        string(key)
     }
 }
 

@@ -1,6 +1,8 @@
 //! `kind = "final-heal"` in `[[faults]]`: a scripted final heal, so that a random nemesis's drawn
 //! schedule can be written out and rerun. Each error names the field and its line.
 
+mod support;
+
 use fencesim_scenario::{parse, Action, Fault, Trigger};
 
 /// Lines 1 to 7; the faults under test start on line 8.
@@ -9,7 +11,7 @@ const BASE: &str = "name = \"fh\"\nduration_ms = 200000\n[[clients]]\ncount = 2\
 
 /// The error line for `BASE` followed by `tail`.
 fn error(tail: &str) -> String {
-    parse(&format!("{BASE}{tail}"), "fh.toml", None)
+    parse(&format!("{BASE}{tail}"), "fh.toml", None, &support::DESIGNS)
         .expect_err("the scenario is refused")
         .to_string()
 }
@@ -17,7 +19,7 @@ fn error(tail: &str) -> String {
 #[test]
 fn a_final_heal_resolves_to_the_nemesis_action() {
     let tail = "[[faults]]\nkind = \"final-heal\"\nat_ms = 40000\nwindow_ms = 15000\n";
-    let scenario = parse(&format!("{BASE}{tail}"), "fh.toml", None).unwrap();
+    let scenario = parse(&format!("{BASE}{tail}"), "fh.toml", None, &support::DESIGNS).unwrap();
     assert_eq!(
         scenario.faults,
         vec![Fault {

@@ -1,6 +1,8 @@
 //! `to_toml` writes a scenario that `parse` reads back to the same `Scenario`: for every bundled
 //! scenario, for hand-written ones with every fault form, and for generated fault lists.
 
+mod support;
+
 use std::path::PathBuf;
 
 use fencesim_scenario::{
@@ -12,13 +14,14 @@ use proptest::prelude::*;
 /// Parse `source`, write it, parse that: the two scenarios must be equal and the written text a
 /// fixed point of writing. Returns the written text.
 fn round_trip(source: &str, file: &str) -> String {
-    let first = parse(source, file, None).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let first =
+        parse(source, file, None, &support::DESIGNS).unwrap_or_else(|e| panic!("{file}: {e}"));
     assert_round_trips(&first, file)
 }
 
 fn assert_round_trips(scenario: &Scenario, file: &str) -> String {
     let written = to_toml(scenario);
-    let again = parse(&written, "written.toml", None)
+    let again = parse(&written, "written.toml", None, &support::DESIGNS)
         .unwrap_or_else(|e| panic!("{file}: the written scenario does not parse: {e}\n{written}"));
     assert_eq!(
         &again, scenario,
@@ -329,7 +332,7 @@ absent = ["not-linearizable"]
 #[test]
 fn every_fault_form_round_trips() {
     let written = round_trip(EVERY_FAULT, "every-fault.toml");
-    let scenario = parse(EVERY_FAULT, "every-fault.toml", None).unwrap();
+    let scenario = parse(EVERY_FAULT, "every-fault.toml", None, &support::DESIGNS).unwrap();
     let kinds: Vec<&str> = scenario.faults.iter().map(|f| f.action.kind()).collect();
     for kind in [
         "pause",
@@ -488,10 +491,13 @@ reorder_window_ms = 0
 [lock_service]
 kind = "single"
 max_ttl_ms = 60000
+acquire = "fail-fast"
 expiry_clock = "monotonic"
-token_counter = "durable"
-restart_grace_ms = 0
 fsync = "always"
+reaper = "respects-leases"
+release = "compare-and-delete"
+restart_grace_ms = 0
+token_counter = "durable"
 
 [resource]
 mode = "fenced"
@@ -561,7 +567,7 @@ fn base(raft: bool) -> Scenario {
          [[clients]]\nname = \"alice\"\nttl_ms = 1000\n[[clients]]\ncount = 2\nttl_ms = 1000\n\
          [expect]\nverdict = \"valid\"\n"
     );
-    parse(&source, "generated.toml", None).unwrap()
+    parse(&source, "generated.toml", None, &support::DESIGNS).unwrap()
 }
 
 const MESSAGES: [MessageKind; 13] = [

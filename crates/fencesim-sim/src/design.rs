@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use fencesim_design::{ClientInfo, ClientProtocol, LockNode};
-use fencesim_history::TokenOrder;
 use fencesim_scenario::{ClientSpec, Scenario};
 
 use crate::world::World;
@@ -40,13 +39,6 @@ pub trait SimDesign: Send + Sync {
     fn start_service(&self, cluster: &Cluster<'_>);
     /// Start client `index` of the scenario's clients, named `name`.
     fn start_client(&self, cluster: &Cluster<'_>, name: &str, index: usize);
-    /// Whether one of the lock-service nodes leads (Raft's leader, the primary of
-    /// primary-backup): `node = "leader"` faults aim at it, and the targeted nemesis aims at it
-    /// rather than at a fixed node.
-    fn has_leader(&self) -> bool;
-    /// How the tokens of a run of `scenario` compare (the history header's `token_order`):
-    /// fencing tokens by value, or opaque values by when they were acquired.
-    fn token_order(&self, scenario: &Scenario) -> TokenOrder;
 }
 
 /// A design on the design API: node type `N`, client protocol `P`, and how their settings
@@ -56,10 +48,6 @@ pub struct NodeDesign<N: LockNode, P: ClientProtocol> {
     pub node_config: fn(&Scenario) -> N::Config,
     /// A client's protocol, made at each start of the client.
     pub client: fn(&Scenario, &ClientSpec, ClientInfo) -> P,
-    /// See [`SimDesign::has_leader`].
-    pub has_leader: bool,
-    /// See [`SimDesign::token_order`].
-    pub token_order: fn(&Scenario) -> TokenOrder,
 }
 
 impl<N, P> SimDesign for NodeDesign<N, P>
@@ -81,13 +69,5 @@ where
     fn start_client(&self, cluster: &Cluster<'_>, name: &str, index: usize) {
         let (w, make) = (Arc::clone(cluster.world), self.client);
         runner::start_node(name, move || client::run(Arc::clone(&w), index, make));
-    }
-
-    fn has_leader(&self) -> bool {
-        self.has_leader
-    }
-
-    fn token_order(&self, scenario: &Scenario) -> TokenOrder {
-        (self.token_order)(scenario)
     }
 }

@@ -6,7 +6,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fencesim_history::{Header, History, FORMAT_VERSION};
+use fencesim_design::TokenKind;
+use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
 use fencesim_resource::{FenceMode, Resource};
 use fencesim_scenario::{Action, ResourceMode, Scenario, RESOURCE_NODE};
 use serde::{Deserialize, Serialize};
@@ -60,13 +61,21 @@ pub struct RunOutcome {
     pub nemesis: Option<NemesisPlan>,
 }
 
+/// The history header's `token_order` for a design's tokens: fencing tokens compare by value,
+/// opaque values only by when they were acquired.
+fn token_order(tokens: TokenKind) -> TokenOrder {
+    match tokens {
+        TokenKind::Fencing => TokenOrder::Value,
+        TokenKind::Opaque => TokenOrder::Acquisition,
+    }
+}
+
 /// Simulate `scenario` under root seed `seed`. Deterministic: the same scenario, seed and
 /// binary give the same history, byte for byte once serialized.
 pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> RunOutcome {
-    let nemesis = scenario
-        .nemesis
-        .as_ref()
-        .map(|spec| random_nemesis::plan(spec, scenario, seed, design.has_leader()));
+    let nemesis = scenario.nemesis.as_ref().map(|spec| {
+        random_nemesis::plan(spec, scenario, seed, scenario.lock_service.shape.has_leader)
+    });
     let mut scenario_with_plan = scenario.clone();
     if let Some(plan) = &nemesis {
         scenario_with_plan
@@ -114,7 +123,7 @@ pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> Ru
             scenario: scenario.name.clone(),
             seed,
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            token_order: design.token_order(scenario),
+            token_order: token_order(scenario.lock_service.shape.tokens),
         },
         entries: recorder.take(),
     };

@@ -23,10 +23,12 @@ pub mod candidate;
 mod client;
 mod message;
 mod node;
+mod spec;
 pub mod store;
 
 pub use candidate::{Candidate, ExpiryJudgement, Judgement};
 pub use client::{RecordClient, Takeover};
 pub use message::{Purpose, RecordMessage};
 pub use node::StoreNode;
+pub use spec::{LeaseRecordDesign, STORE_NODE};
 pub use store::{CasOutcome, LeaseRecord, RecordStore, Versioned};

@@ -22,6 +22,7 @@ pub mod raft_replica;
 pub mod replicated;
 mod serve;
 mod service;
+mod spec;
 pub mod wait_queue;
 
 pub use client::{LeaseClient, LeaseClientConfig};
@@ -33,4 +34,8 @@ pub use serve::{expire_due, held_leases, serve, ReleaseMode, Served};
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,
     ReleaseOutcome, RenewOutcome,
+};
+pub use spec::{
+    PrimaryBackupDesign, RaftDesign, SingleDesign, LEASE_CLIENT_KNOBS, LEASE_SERVICE_NODE,
+    RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS, RAFT_TICK_MS,
 };

@@ -19,10 +19,12 @@ mod client;
 pub mod decision;
 mod message;
 mod node;
+mod spec;
 pub mod store;
 
 pub use client::{RedlockClient, RedlockClientConfig, TokenSource};
 pub use decision::{Decision, Redlock, RedlockConfig};
 pub use message::RedlockMessage;
 pub use node::{RedisConfig, RedisServer};
+pub use spec::{RedlockDesign, RedlockSettings};
 pub use store::{Entry, RedisNode};

@@ -1,0 +1,82 @@
+//! The lease-record design as the scenario parser sees it: `kind = "lease-record"`, its one
+//! knob and the shape of its service.
+
+use fencesim_design::{DesignSpec, KnobError, Knobs, ServiceShape};
+
+use crate::ExpiryJudgement;
+
+/// The store's node.
+pub const STORE_NODE: &str = "lease-service";
+
+/// Leases as records in a linearizable compare-and-swap store on `lease-service`, with expiry
+/// judged by the candidates (Kubernetes Lease objects, the DynamoDB Lock Client; case K11).
+/// The token is the record version at which the holder took it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeaseRecordDesign;
+
+impl LeaseRecordDesign {
+    /// Its knobs.
+    pub const KNOBS: &'static [&'static str] = &["expiry_judged_by"];
+
+    /// How the candidates judge a silent holder gone, from the knobs.
+    pub fn settings(knobs: &mut Knobs) -> Result<ExpiryJudgement, KnobError> {
+        if knobs.is_given("replicas") {
+            return Err(knobs.error(
+                "replicas",
+                "this lock service has one node; leave `replicas` out",
+            ));
+        }
+        let options = [
+            ("recorded-duration", ExpiryJudgement::RecordedDuration),
+            ("own-duration", ExpiryJudgement::OwnDuration),
+        ];
+        knobs.choice(
+            "expiry_judged_by",
+            &options,
+            ExpiryJudgement::RecordedDuration,
+        )
+    }
+}
+
+impl DesignSpec for LeaseRecordDesign {
+    fn kind(&self) -> &'static str {
+        "lease-record"
+    }
+
+    fn about(&self) -> &'static str {
+        "lease records in a compare-and-swap store, expiry judged by the candidates"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        Self::KNOBS
+    }
+
+    fn client_knob_names(&self) -> &'static [&'static str] {
+        &["takeover"]
+    }
+
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
+        Self::settings(knobs)?;
+        // The store never expires anything: the candidates judge expiry.
+        Ok(ServiceShape::single(STORE_NODE))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_judge_by_the_recorded_duration_unless_told_otherwise() {
+        let mut knobs = Knobs::default();
+        assert_eq!(
+            LeaseRecordDesign::settings(&mut knobs),
+            Ok(ExpiryJudgement::RecordedDuration)
+        );
+        let mut knobs = Knobs::from_toml("expiry_judged_by = \"own-duration\"").unwrap();
+        assert_eq!(
+            LeaseRecordDesign::settings(&mut knobs),
+            Ok(ExpiryJudgement::OwnDuration)
+        );
+    }
+}

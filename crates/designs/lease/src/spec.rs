@@ -1,0 +1,349 @@
+//! The three lease services as the scenario parser sees them: their `kind`, their knobs (read
+//! from `[lock_service]` with located errors) and the shape of their service.
+//!
+//! Each design reads its knobs into the settings its nodes run with ([`SingleDesign::settings`]
+//! and the like); the scenario parser calls the same function through
+//! [`DesignSpec::resolve`], so what a scenario file says and what the nodes do cannot drift
+//! apart.
+
+use fencesim_design::{Clock, DesignSpec, KnobError, Knobs, MessageKind, ServiceShape};
+
+use crate::primary_backup::{PrimaryBackupConfig, Replication};
+use crate::replicated::{LeaderChange, ReplicationPolicy};
+use crate::{
+    AcquireMode, LeaseNodeConfig, PrimaryBackupNodeConfig, RaftNodeConfig, Reaper, ReleaseMode,
+    TokenCounter,
+};
+
+/// The single lease service's one node.
+pub const LEASE_SERVICE_NODE: &str = "lease-service";
+
+/// Simulated ms per Raft tick.
+pub const RAFT_TICK_MS: u64 = 100;
+/// Ticks without a heartbeat before an election (so elections start after 1-2 s).
+pub const RAFT_ELECTION_TICKS: usize = 10;
+/// Ticks between Raft heartbeats.
+pub const RAFT_HEARTBEAT_TICKS: usize = 3;
+/// Ticks after Raft steps down during which the lessor still believes its replica leads.
+pub const RAFT_LESSOR_CHECK_TICKS: u64 = 10;
+
+/// The `[[clients]]` knobs of the lease services' client ([`LeaseClientConfig`](crate::LeaseClientConfig)'s
+/// defect knobs, cases K09, K12, K13, K14).
+pub const LEASE_CLIENT_KNOBS: &[&str] = &[
+    "reclaim",
+    "on_lost_lease",
+    "deadline_from",
+    "renew_after_failure",
+];
+
+/// `release`: how a release is matched to the lease it ends (K19's knob).
+fn release(knobs: &mut Knobs) -> Result<ReleaseMode, KnobError> {
+    let options = [
+        ("compare-and-delete", ReleaseMode::CompareAndDelete),
+        ("unconditional", ReleaseMode::Unconditional),
+    ];
+    knobs.choice("release", &options, ReleaseMode::CompareAndDelete)
+}
+
+/// A design with one node refuses a node count.
+fn one_node(knobs: &Knobs) -> Result<(), KnobError> {
+    if knobs.is_given("replicas") {
+        return Err(knobs.error(
+            "replicas",
+            "this lock service has one node; leave `replicas` out",
+        ));
+    }
+    Ok(())
+}
+
+/// One `lease-service` node with a lease table on its own disk (`kind = "single"`, the
+/// default): etcd's lessor or a lock table on one database, without replication.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SingleDesign;
+
+impl SingleDesign {
+    /// Its knobs.
+    pub const KNOBS: &'static [&'static str] = &[
+        "fsync",
+        "fsync_every_ms",
+        "expiry_clock",
+        "token_counter",
+        "restart_grace_ms",
+        "acquire",
+        "reaper",
+        "release",
+    ];
+
+    /// The node's settings from the knobs; `max_ttl_ms` is `[lock_service]`'s.
+    pub fn settings(knobs: &mut Knobs, max_ttl_ms: u64) -> Result<LeaseNodeConfig, KnobError> {
+        one_node(knobs)?;
+        let fsync = knobs.fsync()?;
+        let expiry_clock = knobs.expiry_clock(Clock::Monotonic)?;
+        let counters = [
+            ("durable", TokenCounter::Durable),
+            ("store", TokenCounter::Store),
+            ("memory", TokenCounter::Memory),
+        ];
+        let token_counter = knobs.choice("token_counter", &counters, TokenCounter::Durable)?;
+        let restart_grace_ms = knobs.integer("restart_grace_ms", 0, 0)?;
+        let modes = [
+            ("fail-fast", AcquireMode::FailFast),
+            ("queue", AcquireMode::Queue),
+            (
+                "queue-grant-to-expired-waiter",
+                AcquireMode::QueueGrantToExpiredWaiter,
+            ),
+        ];
+        let acquire = knobs.choice("acquire", &modes, AcquireMode::FailFast)?;
+        let reapers = [
+            ("respects-leases", Reaper::RespectsLeases),
+            ("ignores-leases", Reaper::IgnoresLeases),
+        ];
+        let reaper = knobs.choice("reaper", &reapers, Reaper::RespectsLeases)?;
+        Ok(LeaseNodeConfig {
+            max_ttl_ms,
+            fsync,
+            token_counter,
+            restart_grace_ms,
+            expiry_clock,
+            acquire,
+            release: release(knobs)?,
+            reaper,
+        })
+    }
+}
+
+impl DesignSpec for SingleDesign {
+    fn kind(&self) -> &'static str {
+        "single"
+    }
+
+    fn about(&self) -> &'static str {
+        "one lease-service node with a lease table on its own disk"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        Self::KNOBS
+    }
+
+    fn client_knob_names(&self) -> &'static [&'static str] {
+        LEASE_CLIENT_KNOBS
+    }
+
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
+        Self::settings(knobs, 0)?;
+        Ok(ServiceShape {
+            node_expires: true,
+            reaps: true,
+            backups: vec![LEASE_SERVICE_NODE.to_owned()],
+            ..ServiceShape::single(LEASE_SERVICE_NODE)
+        })
+    }
+}
+
+/// Raft replicas `lease-1`..`lease-N` (tikv raft-rs) with a lessor on the leader, as etcd's
+/// leases are (`kind = "raft"`); the token is the log index of the committed acquire.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RaftDesign;
+
+impl RaftDesign {
+    /// Its knobs.
+    pub const KNOBS: &'static [&'static str] = &[
+        "replicas",
+        "expiry_clock",
+        "revoke_term_check",
+        "leader_change",
+    ];
+
+    /// The replicas' settings and their number.
+    pub fn settings(
+        knobs: &mut Knobs,
+        max_ttl_ms: u64,
+    ) -> Result<(RaftNodeConfig, u64), KnobError> {
+        let replicas = knobs.one_of("replicas", &[3, 5], 3, |n| {
+            format!("expected 3 or 5 replicas, found {n}")
+        })?;
+        let expiry_clock = knobs.expiry_clock(Clock::Monotonic)?;
+        let revoke_term_check = knobs.boolean("revoke_term_check", true)?;
+        let changes = [
+            ("extend", LeaderChange::Extend),
+            ("none", LeaderChange::None),
+        ];
+        let leader_change = knobs.choice("leader_change", &changes, LeaderChange::Extend)?;
+        let config = RaftNodeConfig {
+            policy: ReplicationPolicy {
+                revoke_term_check,
+                leader_change,
+            },
+            max_ttl_ms,
+            expiry_clock,
+            tick_ms: RAFT_TICK_MS,
+            election_ticks: RAFT_ELECTION_TICKS,
+            heartbeat_ticks: RAFT_HEARTBEAT_TICKS,
+            lessor_check_ticks: RAFT_LESSOR_CHECK_TICKS,
+        };
+        Ok((config, replicas))
+    }
+}
+
+impl DesignSpec for RaftDesign {
+    fn kind(&self) -> &'static str {
+        "raft"
+    }
+
+    fn about(&self) -> &'static str {
+        "Raft replicas lease-1..N with a lessor on the leader; the token is the log index"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        Self::KNOBS
+    }
+
+    fn client_knob_names(&self) -> &'static [&'static str] {
+        LEASE_CLIENT_KNOBS
+    }
+
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
+        let (_, replicas) = Self::settings(knobs, 0)?;
+        Ok(ServiceShape {
+            nodes: ServiceShape::numbered("lease", replicas),
+            has_leader: true,
+            node_messages: vec![MessageKind::Raft, MessageKind::Redirect],
+            node_expires: true,
+            ..ServiceShape::single("")
+        })
+    }
+}
+
+/// A primary `lease-1` and a backup `lease-2` that it replicates to, promoted when the primary
+/// falls silent (Redis Sentinel, database-backed lock tables; case K06), `kind =
+/// "primary-backup"`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrimaryBackupDesign;
+
+impl PrimaryBackupDesign {
+    /// Its knobs.
+    pub const KNOBS: &'static [&'static str] = &[
+        "replicas",
+        "expiry_clock",
+        "replication",
+        "replication_lag_ms",
+        "failover_after_ms",
+    ];
+
+    /// The pair's settings.
+    pub fn settings(
+        knobs: &mut Knobs,
+        max_ttl_ms: u64,
+    ) -> Result<PrimaryBackupNodeConfig, KnobError> {
+        knobs.one_of("replicas", &[2], 2, |n| {
+            format!("a primary-backup service has 2 nodes, found {n}")
+        })?;
+        let expiry_clock = knobs.expiry_clock(Clock::Monotonic)?;
+        let modes = [("async", Replication::Async), ("sync", Replication::Sync)];
+        let replication = knobs.choice("replication", &modes, Replication::Async)?;
+        let replication_lag_ms = knobs.integer("replication_lag_ms", 1, 1_000)?;
+        let failover_after_ms = knobs.integer("failover_after_ms", 1, 3_000)?;
+        if failover_after_ms <= replication_lag_ms {
+            // Point at whichever of the two the file set (the default of the other is implied).
+            let at = if knobs.is_given("failover_after_ms") {
+                "failover_after_ms"
+            } else {
+                "replication_lag_ms"
+            };
+            let m = format!(
+                "must be greater than replication_lag_ms ({replication_lag_ms} ms): a backup \
+                 would promote itself between two shipments"
+            );
+            return Err(KnobError {
+                field: "failover_after_ms".to_owned(),
+                ..knobs.error(at, m)
+            });
+        }
+        Ok(PrimaryBackupNodeConfig {
+            pair: PrimaryBackupConfig {
+                replication,
+                replication_lag_ms,
+                failover_after_ms,
+            },
+            max_ttl_ms,
+            expiry_clock,
+            release: ReleaseMode::CompareAndDelete,
+        })
+    }
+}
+
+impl DesignSpec for PrimaryBackupDesign {
+    fn kind(&self) -> &'static str {
+        "primary-backup"
+    }
+
+    fn about(&self) -> &'static str {
+        "a primary lease-1 replicating to a backup lease-2, promoted when the primary is silent"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        Self::KNOBS
+    }
+
+    fn client_knob_names(&self) -> &'static [&'static str] {
+        LEASE_CLIENT_KNOBS
+    }
+
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
+        Self::settings(knobs, 0)?;
+        Ok(ServiceShape {
+            nodes: ServiceShape::numbered("lease", 2),
+            has_leader: true,
+            node_messages: vec![MessageKind::Replicate, MessageKind::Redirect],
+            node_expires: true,
+            ..ServiceShape::single("")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs(source: &str) -> Knobs {
+        Knobs::from_toml(source).expect("test source parses")
+    }
+
+    #[test]
+    fn the_single_service_reads_its_defect_knobs() {
+        let mut k = knobs("token_counter = \"memory\"\nacquire = \"queue\"\nfsync = \"never\"");
+        let config = SingleDesign::settings(&mut k, 20_000).unwrap();
+        assert_eq!(config.token_counter, TokenCounter::Memory);
+        assert_eq!(config.acquire, AcquireMode::Queue);
+        assert_eq!(config.fsync, fencesim_design::FsyncPolicy::Never);
+        assert_eq!(config.max_ttl_ms, 20_000);
+        assert_eq!(config.reaper, Reaper::RespectsLeases);
+        let e = SingleDesign::settings(&mut knobs("replicas = 3"), 1).unwrap_err();
+        assert_eq!(
+            e.message,
+            "this lock service has one node; leave `replicas` out"
+        );
+    }
+
+    #[test]
+    fn raft_has_three_or_five_replicas_and_a_leader() {
+        let shape = RaftDesign.resolve(&mut knobs("replicas = 5")).unwrap();
+        assert_eq!(shape.nodes.len(), 5);
+        assert!(shape.has_leader);
+        let e = RaftDesign.resolve(&mut knobs("replicas = 4")).unwrap_err();
+        assert_eq!(e.message, "expected 3 or 5 replicas, found 4");
+    }
+
+    #[test]
+    fn a_backup_must_not_promote_itself_between_shipments() {
+        let source = "replication_lag_ms = 5000";
+        let e = PrimaryBackupDesign.resolve(&mut knobs(source)).unwrap_err();
+        assert_eq!(e.field, "failover_after_ms");
+        assert_eq!(
+            &source[e.span.clone()],
+            "5000",
+            "points at the knob the file set"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! Redlock as the scenario parser sees it: `kind = "redlock"`, its knobs (read from
+//! `[lock_service]` with located errors, with the Redlock documentation's defaults) and the
+//! shape of its service.
+
+use fencesim_design::{Clock, DesignSpec, KnobError, Knobs, ServiceShape, TokenKind};
+
+use crate::{RedisConfig, RedlockClientConfig, TokenSource};
+
+/// Independent Redis-like nodes `redis-1`..`redis-N`, locked by the clients with the Redlock
+/// algorithm (antirez; critiqued by Kleppmann 2016).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RedlockDesign;
+
+/// A Redlock scenario's settings, read from its knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedlockSettings {
+    /// How many Redis nodes: 1, 3, 5 or 7.
+    pub replicas: u64,
+    /// Every node's settings.
+    pub node: RedisConfig,
+    /// Every client's settings.
+    pub client: RedlockClientConfig,
+}
+
+impl RedlockDesign {
+    /// Its knobs.
+    pub const KNOBS: &'static [&'static str] = &[
+        "replicas",
+        "fsync",
+        "fsync_every_ms",
+        "expiry_clock",
+        "recheck_elapsed",
+        "drift_ppm",
+        "node_timeout_ms",
+        "token_source",
+        "restart_delay_ms",
+    ];
+
+    /// The settings from the knobs.
+    pub fn settings(knobs: &mut Knobs) -> Result<RedlockSettings, KnobError> {
+        let replicas = knobs.one_of("replicas", &[1, 3, 5, 7], 5, |n| {
+            format!("expected 1, 3, 5 or 7 Redlock nodes, found {n}")
+        })?;
+        let fsync = knobs.fsync()?;
+        // Redis judges key expiry by its wall clock.
+        let expiry_clock = knobs.expiry_clock(Clock::Wall)?;
+        let restart_delay_ms = knobs.integer("restart_delay_ms", 0, 0)?;
+        let recheck_elapsed = knobs.boolean("recheck_elapsed", true)?;
+        let drift_ppm = knobs.integer("drift_ppm", 0, 10_000)?;
+        // At 10^6 ppm the allowance is the whole TTL and no client could ever hold the lock.
+        if drift_ppm >= 1_000_000 {
+            let m = format!(
+                "expected less than 1000000 ppm, found {drift_ppm}: the allowance would be the \
+                 whole TTL"
+            );
+            return Err(knobs.error("drift_ppm", m));
+        }
+        let node_timeout_ms = knobs.integer("node_timeout_ms", 1, 50)?;
+        let sources = [
+            ("random", TokenSource::Random),
+            ("counter", TokenSource::Counter),
+        ];
+        let token_source = knobs.choice("token_source", &sources, TokenSource::Random)?;
+        Ok(RedlockSettings {
+            replicas,
+            node: RedisConfig {
+                fsync,
+                restart_delay_ms,
+                expiry_clock,
+            },
+            client: RedlockClientConfig {
+                drift_ppm,
+                recheck_elapsed,
+                node_timeout_ms,
+                token_source,
+            },
+        })
+    }
+}
+
+impl DesignSpec for RedlockDesign {
+    fn kind(&self) -> &'static str {
+        "redlock"
+    }
+
+    fn about(&self) -> &'static str {
+        "Redlock over independent Redis nodes redis-1..N"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        Self::KNOBS
+    }
+
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
+        let settings = Self::settings(knobs)?;
+        // A lock's random value is opaque; a counter token is a fencing token.
+        let tokens = match settings.client.token_source {
+            TokenSource::Random => TokenKind::Opaque,
+            TokenSource::Counter => TokenKind::Fencing,
+        };
+        Ok(ServiceShape {
+            nodes: ServiceShape::numbered("redis", settings.replicas),
+            tokens,
+            ..ServiceShape::single("")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_redlock_documentations() {
+        let settings = RedlockDesign::settings(&mut Knobs::default()).unwrap();
+        assert_eq!(settings.replicas, 5);
+        assert_eq!(settings.client.drift_ppm, 10_000);
+        assert_eq!(settings.client.node_timeout_ms, 50);
+        assert_eq!(settings.node.expiry_clock, Clock::Wall);
+        let shape = RedlockDesign.resolve(&mut Knobs::default()).unwrap();
+        assert_eq!(shape.tokens, TokenKind::Opaque);
+        assert_eq!(shape.nodes.last().map(String::as_str), Some("redis-5"));
+    }
+
+    #[test]
+    fn a_drift_allowance_of_the_whole_ttl_is_refused() {
+        let mut knobs = Knobs::from_toml("drift_ppm = 1000000").unwrap();
+        let e = RedlockDesign::settings(&mut knobs).unwrap_err();
+        assert_eq!(e.field, "drift_ppm");
+        assert!(
+            e.message.starts_with("expected less than 1000000 ppm"),
+            "{}",
+            e.message
+        );
+    }
+}

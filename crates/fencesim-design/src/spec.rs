@@ -1,0 +1,221 @@
+//! What a design declares to the scenario parser: its `kind`, its knobs, and the shape of the
+//! service they make (its nodes, who leads, which messages its nodes send, which faults apply).
+//!
+//! The scenario parser knows no design. It looks a scenario's `[lock_service] kind` up in a
+//! [`Designs`] catalog, hands the design its knobs ([`DesignSpec::resolve`]), and from then on
+//! asks the [`ServiceShape`] the design answered with: node names for fault targets and
+//! errors, `leader` for `node = "leader"`, which `hold` faults could ever match, which event
+//! triggers a node reaches. The simulator's glue reads the same resolved knobs again to build
+//! the design's node and client settings.
+
+use serde::{Deserialize, Serialize};
+
+use crate::knobs::{KnobError, Knobs};
+use crate::message::MessageKind;
+use crate::node::FsyncPolicy;
+use crate::time::Clock;
+
+/// A lock design as the scenario parser sees it. Object-safe: a catalog holds `&dyn
+/// DesignSpec`s, the built-in designs and a user's alike.
+pub trait DesignSpec: Send + Sync {
+    /// The `[lock_service] kind` that selects this design (`"raft"`): lower case, words
+    /// joined by `-`.
+    fn kind(&self) -> &'static str;
+    /// One line on what the design is, for listings and error messages.
+    fn about(&self) -> &'static str;
+    /// Every knob the design may read, so that a knob written for another design is refused
+    /// with the designs that do take it.
+    fn knob_names(&self) -> &'static [&'static str];
+    /// The `[[clients]]` knobs the design's client protocol takes (its defect knobs, such as
+    /// `reclaim` or `takeover`); a client knob of another design's protocol is refused. None by
+    /// default.
+    fn client_knob_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Read the design's knobs, with located errors; every knob read (default or given) is
+    /// kept in `knobs`'s resolved table. Knobs it never reads are refused by the parser.
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError>;
+}
+
+/// The designs a scenario may name, by kind.
+pub trait Designs {
+    /// The design of `kind`, if there is one.
+    fn find(&self, kind: &str) -> Option<&dyn DesignSpec>;
+    /// Every design, in the order listings show them.
+    fn all(&self) -> Vec<&dyn DesignSpec>;
+}
+
+/// A slice of designs is a catalog (pass `&DESIGNS` where `DESIGNS: &[&dyn DesignSpec]`).
+impl Designs for &[&dyn DesignSpec] {
+    fn find(&self, kind: &str) -> Option<&dyn DesignSpec> {
+        self.iter().copied().find(|d| d.kind() == kind)
+    }
+
+    fn all(&self) -> Vec<&dyn DesignSpec> {
+        self.to_vec()
+    }
+}
+
+/// How a design's tokens compare: what the history header's `token_order` says, and so what
+/// the stale-write check may conclude.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenKind {
+    /// Fencing tokens: a larger token is a later grant (Kleppmann 2016; Chubby's sequencers,
+    /// etcd's revisions, ZooKeeper's zxids).
+    #[default]
+    Fencing,
+    /// Opaque values (a Redlock lock's random value): ordered only by when they were
+    /// acquired, so no resource can reject a stale one by comparing (case K23).
+    Opaque,
+}
+
+/// What the harness needs to know about a design's service once its knobs are read. The
+/// default is a service of no nodes, which no design answers with.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceShape {
+    /// The lock-service nodes' names, in order: node `i` is index `i` of a client's
+    /// [`ClientInfo::service_nodes`](crate::ClientInfo::service_nodes). Names must not clash
+    /// with `resource`, `nemesis` or a client's.
+    pub nodes: Vec<String>,
+    /// Whether one node leads (Raft's leader, a primary): `node = "leader"` faults and
+    /// `targets = ["leader"]` aim at the node that recorded the latest `leader` event, and the
+    /// targeted nemesis aims at it rather than at a fixed node.
+    pub has_leader: bool,
+    /// Messages the nodes send besides answers to clients, of the kinds only a service sends
+    /// (`raft`, `replicate`, `redirect`): a `hold` of such a kind that no node sends could
+    /// never match, and is refused.
+    pub node_messages: Vec<MessageKind>,
+    /// Whether the nodes record `expire` events of their own (a reaper, a lessor), so that an
+    /// event trigger `after = "expire"` on a node can fire. Redis expires keys lazily and a
+    /// lease-record store never expires anything.
+    pub node_expires: bool,
+    /// Whether the service reaps a deregistered client's leases, so that a `deregister` fault
+    /// means something (case K16).
+    pub reaps: bool,
+    /// The nodes that keep backups a `restore` fault can put back (case K10).
+    pub backups: Vec<String>,
+    /// How the design's tokens compare.
+    pub tokens: TokenKind,
+}
+
+impl ServiceShape {
+    /// One node called `name` with nothing else: no leader, no messages of its own, no
+    /// expiry events, no reaper, no backups, fencing tokens. Set the rest with struct update
+    /// syntax.
+    pub fn single(name: &str) -> Self {
+        ServiceShape {
+            nodes: vec![name.to_owned()],
+            has_leader: false,
+            node_messages: Vec::new(),
+            node_expires: false,
+            reaps: false,
+            backups: Vec::new(),
+            tokens: TokenKind::Fencing,
+        }
+    }
+
+    /// Nodes `{prefix}-1` to `{prefix}-{count}`.
+    pub fn numbered(prefix: &str, count: u64) -> Vec<String> {
+        (1..=count).map(|i| format!("{prefix}-{i}")).collect()
+    }
+}
+
+/// The knobs many designs share, read the same way everywhere.
+impl Knobs {
+    /// `fsync` (`"always"`, `"periodic"` or `"never"`, default `"always"`) and, with
+    /// `"periodic"`, the period `fsync_every_ms` (required then, refused otherwise).
+    pub fn fsync(&mut self) -> Result<FsyncPolicy, KnobError> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Word {
+            Always,
+            Periodic,
+            Never,
+        }
+        let options = [
+            ("always", Word::Always),
+            ("periodic", Word::Periodic),
+            ("never", Word::Never),
+        ];
+        let word = self.choice("fsync", &options, Word::Always)?;
+        let every = self.optional_integer("fsync_every_ms", 1)?;
+        match (word, every) {
+            (Word::Periodic, Some(every_ms)) => Ok(FsyncPolicy::Periodic { every_ms }),
+            (Word::Periodic, None) => Err(KnobError {
+                span: self.span("fsync"),
+                field: "fsync_every_ms".to_owned(),
+                message: "fsync = \"periodic\" needs `fsync_every_ms`".to_owned(),
+            }),
+            (_, Some(_)) => {
+                Err(self.error("fsync_every_ms", "only used with fsync = \"periodic\""))
+            }
+            (Word::Always, None) => Ok(FsyncPolicy::Always),
+            (Word::Never, None) => Ok(FsyncPolicy::Never),
+        }
+    }
+
+    /// `expiry_clock`: the clock a node judges expiry by (`"monotonic"` or `"wall"`).
+    pub fn expiry_clock(&mut self, default: Clock) -> Result<Clock, KnobError> {
+        let options = [("monotonic", Clock::Monotonic), ("wall", Clock::Wall)];
+        self.choice("expiry_clock", &options, default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs(source: &str) -> Knobs {
+        Knobs::from_toml(source).expect("test source parses")
+    }
+
+    #[test]
+    fn fsync_periodic_needs_its_period_and_only_it_takes_one() {
+        assert_eq!(
+            knobs("fsync = \"periodic\"\nfsync_every_ms = 100").fsync(),
+            Ok(FsyncPolicy::Periodic { every_ms: 100 })
+        );
+        let e = knobs("fsync = \"periodic\"").fsync().unwrap_err();
+        assert_eq!(e.field, "fsync_every_ms");
+        assert_eq!(e.message, "fsync = \"periodic\" needs `fsync_every_ms`");
+        let e = knobs("fsync = \"never\"\nfsync_every_ms = 100")
+            .fsync()
+            .unwrap_err();
+        assert_eq!(e.message, "only used with fsync = \"periodic\"");
+        let mut defaults = knobs("");
+        assert_eq!(defaults.fsync(), Ok(FsyncPolicy::Always));
+        assert_eq!(defaults.expiry_clock(Clock::Wall), Ok(Clock::Wall));
+        assert_eq!(
+            defaults.resolved().to_string(),
+            "expiry_clock = \"wall\"\nfsync = \"always\"\n"
+        );
+    }
+
+    struct Toy;
+    impl DesignSpec for Toy {
+        fn kind(&self) -> &'static str {
+            "toy"
+        }
+        fn about(&self) -> &'static str {
+            "a toy"
+        }
+        fn knob_names(&self) -> &'static [&'static str] {
+            &[]
+        }
+        fn resolve(&self, _: &mut Knobs) -> Result<ServiceShape, KnobError> {
+            Ok(ServiceShape::single("toy-1"))
+        }
+    }
+
+    #[test]
+    fn a_slice_of_designs_is_a_catalog() {
+        let designs: &[&dyn DesignSpec] = &[&Toy];
+        let designs: &dyn Designs = &designs;
+        assert_eq!(designs.find("toy").map(|d| d.about()), Some("a toy"));
+        assert!(designs.find("raft").is_none());
+        assert_eq!(
+            ServiceShape::numbered("lease", 3),
+            ["lease-1", "lease-2", "lease-3"]
+        );
+    }
+}
