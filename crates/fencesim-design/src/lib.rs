@@ -31,10 +31,12 @@
 //! All five built-in designs (the single lease service, primary-backup, Raft, Redlock and the
 //! lease record) run on this API, nodes and clients; docs/design-api.md in the repository says
 //! what is left. The simulator depends on no design: the `fencesim` crate's registry
-//! (`src/registry.rs`) maps a scenario's `kind` to a design. A design of your own still
-//! cannot be plugged in without changing fencesim, since its kind and knobs are parsed and
-//! validated by `fencesim-scenario` and the registry lists the built-in designs only; knobs
-//! owned by the design come next, and then an entry point for users' designs.
+//! (`src/registry.rs`) maps a scenario's `kind` to a design. Each design reads its own
+//! `[lock_service]` knobs ([`DesignSpec`], [`Knobs`]) and tells the harness the shape of its
+//! service ([`ServiceShape`]); the scenario parser names no design. A design of your own still
+//! cannot be plugged in without changing fencesim: the registry lists the built-in designs
+//! only (an entry point for users' designs comes next), and the client protocols' knob values
+//! are still parsed by `fencesim-scenario`.
 //!
 //! Some limits of the API as it is:
 //! - A client's timers (`after_ms`) run on simulated true time: its clock's drift or a clock
@@ -48,8 +50,8 @@
 //! - A message that answers no request arrives through `on_message` only while an operation
 //!   is in progress; one that arrives between operations is read at the next one, unless the
 //!   workload's own read or write of the resource skips past it first (it is then dropped).
-//! - Whether tokens are ordered (fencing tokens) or opaque values is the scenario's today (the
-//!   history header's `token_order`), not the design's.
+//! - Node roles in fault validation still come from node names (`lease-N`, `redis-N`,
+//!   `lease-service` are the service's): a design's nodes should be named that way for now.
 #![deny(missing_docs)]
 
 pub mod client;
