@@ -80,6 +80,24 @@ pub fn with_knob(
     parse_scenario(&fencesim_scenario::to_toml(&edited), &file)
 }
 
+/// `scenario` with its design's client knob `name` (`[[clients]]`, such as `reclaim`) set to
+/// `value` on every client, validated again as [`with_knob`] does.
+///
+/// # Errors
+/// The design's clients have no such knob, or refuse the value for some client.
+pub fn with_client_knob(
+    scenario: &Scenario,
+    name: &str,
+    value: toml::Value,
+) -> Result<Scenario, ScenarioError> {
+    let mut edited = scenario.clone();
+    for client in &mut edited.clients {
+        client.knobs.insert(name.to_owned(), value.clone());
+    }
+    let file = format!("{} with clients' {name}", scenario.name);
+    parse_scenario(&fencesim_scenario::to_toml(&edited), &file)
+}
+
 /// Exit codes of the CLI, fixed by the design (DESIGN.md, "CLI contract").
 pub mod exit {
     /// Valid (under `--expect`: the expectation was met).

@@ -14,14 +14,12 @@ use std::sync::OnceLock;
 
 use fencesim_design::{ClientInfo, DesignSpec, Designs, Knobs};
 use fencesim_lease::{
-    LeaseClient, LeaseClientConfig, LeaseNode, LeaseNodeConfig, PrimaryBackupDesign,
+    lease_client_settings, LeaseClient, LeaseNode, LeaseNodeConfig, PrimaryBackupDesign,
     PrimaryBackupNode, PrimaryBackupNodeConfig, RaftDesign, RaftNode, RaftNodeConfig, SingleDesign,
 };
-use fencesim_lease_record::{LeaseRecordDesign, RecordClient, StoreNode, Takeover};
+use fencesim_lease_record::{record_client_settings, LeaseRecordDesign, RecordClient, StoreNode};
 use fencesim_redlock::{RedisConfig, RedisServer, RedlockClient, RedlockDesign, RedlockSettings};
-use fencesim_scenario::{
-    ClientSpec, DeadlineFrom, OnLostLease, Reclaim, RenewAfterFailure, Scenario,
-};
+use fencesim_scenario::{ClientSpec, Scenario};
 use fencesim_sim::{NodeDesign, RunOutcome, SimDesign};
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
@@ -144,7 +142,7 @@ fn knobs(scenario: &Scenario) -> Knobs {
 fn accepted<T>(scenario: &Scenario, read: Result<T, fencesim_design::KnobError>) -> T {
     read.unwrap_or_else(|e| {
         panic!(
-            "scenario {:?}: lock_service.{}: {} (the knobs were not parsed)",
+            "scenario {:?}: knob `{}`: {} (the knobs were not parsed)",
             scenario.name, e.field, e.message
         )
     })
@@ -194,10 +192,7 @@ fn no_config(_: &Scenario) {}
 /// A lease-record candidate.
 fn record_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> RecordClient {
     let judgement = accepted(scenario, LeaseRecordDesign::settings(&mut knobs(scenario)));
-    let takeover = match spec.takeover {
-        fencesim_scenario::Takeover::CompareAndSwap => Takeover::CompareAndSwap,
-        fencesim_scenario::Takeover::Unconditional => Takeover::Unconditional,
-    };
+    let takeover = accepted(scenario, record_client_settings(&mut client_knobs(spec)));
     RecordClient::new(info, judgement, takeover)
 }
 
@@ -208,12 +203,12 @@ fn redlock_client(scenario: &Scenario, _: &ClientSpec, info: ClientInfo) -> Redl
 
 /// A client of a lease service (single, primary-backup, Raft).
 fn lease_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> LeaseClient {
-    let config = LeaseClientConfig {
-        reclaim_by_name: spec.reclaim == Reclaim::ByName,
-        keep_role_when_lost: spec.on_lost_lease == OnLostLease::KeepRole,
-        deadline_from_notice: spec.deadline_from == DeadlineFrom::Notice,
-        stop_renewing_after_failure: spec.renew_after_failure == RenewAfterFailure::Stop,
-        max_ttl_ms: scenario.lock_service.max_ttl_ms,
-    };
-    LeaseClient::new(info, config)
+    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
+    let read = lease_client_settings(&mut client_knobs(spec), &spec.workload(), max_ttl_ms);
+    LeaseClient::new(info, accepted(scenario, read))
+}
+
+/// A client's resolved knobs, read again by its design's client settings.
+fn client_knobs(spec: &ClientSpec) -> Knobs {
+    Knobs::from_resolved(&spec.knobs)
 }

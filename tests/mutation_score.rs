@@ -12,13 +12,16 @@ mod support;
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
-use fencesim_scenario::{
-    DeadlineFrom, OnLostLease, Placement, Reclaim, RenewAfterFailure, ResourceCheck, ResourceMode,
-};
+use fencesim_scenario::{Placement, ResourceCheck, ResourceMode};
 
 /// Set the design's knob `name` to `value`, as a scenario file would.
 fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
     *s = fencesim::with_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Set the design's client knob `name` to `value` on every client.
+fn client_knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
+    *s = fencesim::with_client_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Seeds each caught defect may take.
@@ -112,11 +115,7 @@ const CAUGHT: &[Defect] = &[
         case: "K12",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| {
-            s.clients
-                .iter_mut()
-                .for_each(|c| c.deadline_from = DeadlineFrom::Notice)
-        },
+        apply: |s| client_knob(s, "deadline_from", "notice"),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -124,11 +123,7 @@ const CAUGHT: &[Defect] = &[
         case: "K13",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| {
-            s.clients
-                .iter_mut()
-                .for_each(|c| c.reclaim = Reclaim::ByName)
-        },
+        apply: |s| client_knob(s, "reclaim", "by-name"),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -136,11 +131,7 @@ const CAUGHT: &[Defect] = &[
         case: "K14",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| {
-            s.clients
-                .iter_mut()
-                .for_each(|c| c.on_lost_lease = OnLostLease::KeepRole)
-        },
+        apply: |s| client_knob(s, "on_lost_lease", "keep-role"),
         shows: "mutual-exclusion-client",
     },
     Defect {
@@ -276,9 +267,7 @@ fn a_defect_the_safe_design_masks_is_not_reported() {
     // K09: the keepalive stops silently, but clients still check their own lease before
     // writing and the resource is fenced, so nothing unsafe happens.
     let mut s = base("random-nemesis-fenced");
-    s.clients
-        .iter_mut()
-        .for_each(|c| c.renew_after_failure = RenewAfterFailure::Stop);
+    client_knob(&mut s, "renew_after_failure", "stop");
     let (seeds, kinds) = first_violation(&s, MASKED_SEEDS, None);
     assert_eq!(seeds, None, "{kinds:?}");
     // The defect did happen: renewals went unanswered, so keepalives stopped.

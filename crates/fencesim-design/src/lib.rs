@@ -69,5 +69,5 @@ pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
 pub use knobs::{KnobError, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
-pub use spec::{DesignSpec, Designs, ServiceShape, TokenKind};
+pub use spec::{ClientWorkload, DesignSpec, Designs, ServiceShape, TokenKind};
 pub use time::{Clock, Deadline, Now, TimerId};

@@ -27,10 +27,23 @@ pub trait DesignSpec: Send + Sync {
     /// with the designs that do take it.
     fn knob_names(&self) -> &'static [&'static str];
     /// The `[[clients]]` knobs the design's client protocol takes (its defect knobs, such as
-    /// `reclaim` or `takeover`); a client knob of another design's protocol is refused. None by
-    /// default.
+    /// `reclaim` or `takeover`), so that a client knob of another design's protocol is refused
+    /// with the designs that do take it. None by default.
     fn client_knob_names(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// Read one `[[clients]]` table's knobs for the design's client protocol, with located
+    /// errors, as [`resolve`](DesignSpec::resolve) does for `[lock_service]`: `knobs` holds the
+    /// table's fields other than the workload's (`name`, `ttl_ms`, `renew_ms`, ...), and
+    /// `workload` what the workload does, for knobs that mean something only with it. Knobs it
+    /// never reads are refused. Reads nothing by default.
+    fn resolve_client(
+        &self,
+        knobs: &mut Knobs,
+        workload: &ClientWorkload,
+    ) -> Result<(), KnobError> {
+        let _ = (knobs, workload);
+        Ok(())
     }
     /// Read the design's knobs, with located errors; every knob read (default or given) is
     /// kept in `knobs`'s resolved table. Knobs it never reads are refused by the parser.
@@ -54,6 +67,17 @@ impl Designs for &[&dyn DesignSpec] {
     fn all(&self) -> Vec<&dyn DesignSpec> {
         self.to_vec()
     }
+}
+
+/// What a client's workload does, as a design's client knobs may need to know (a knob that
+/// changes what a client does after a failed renewal means nothing to a client that never
+/// renews).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientWorkload {
+    /// Whether it renews while it works (`renew_ms` is set).
+    pub renews: bool,
+    /// Whether it checks its own belief of its lease before writing (`validity_check`).
+    pub checks_validity: bool,
 }
 
 /// How a design's tokens compare: what the history header's `token_order` says, and so what

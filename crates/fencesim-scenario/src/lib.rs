@@ -25,12 +25,12 @@ pub mod strategies;
 
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
-pub use fencesim_design::{DesignSpec, Designs, ServiceShape};
+pub use fencesim_design::{ClientWorkload, DesignSpec, Designs, ServiceShape};
 pub use model::{
-    ClientSpec, DeadlineFrom, Expectation, ExpectedVerdict, LatencyRange, LinkLatency,
-    LockServiceSpec, MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, OnLostLease,
-    Placement, Range64, Reclaim, RenewAfterFailure, ResourceCheck, ResourceMode, ResourceSpec,
-    Scenario, SeedRange, Takeover, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    ClientSpec, Expectation, ExpectedVerdict, LatencyRange, LinkLatency, LockServiceSpec,
+    MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceCheck,
+    ResourceMode, ResourceSpec, Scenario, SeedRange, LEADER, LEASE_SERVICE_NODE,
+    RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 pub use validate::DEFAULT_KIND;
 pub use write::to_toml;
@@ -60,9 +60,21 @@ pub fn parse(
     checked: Option<&[ViolationKind]>,
     designs: &dyn Designs,
 ) -> Result<Scenario, ScenarioError> {
-    let raw: raw::RawScenario =
-        toml::from_str(source).map_err(|e| ScenarioError::from_toml(&e, source, file))?;
-    validate::resolve(raw, source, file, checked, designs)
+    let located = |e: toml::de::Error| ScenarioError::from_toml(&e, source, file);
+    // The `[[clients]]` tables field by field, for the fields that are the design's knobs. A
+    // field no design's client takes is refused first, as serde refuses an unknown field
+    // before it finds one missing (a misspelt `ttl` is reported as such, not as a missing
+    // `ttl_ms`). If this lenient reading fails, the strict one below says why.
+    let client_knobs: Option<raw::RawClientKnobs> = toml::from_str(source).ok();
+    if let Some(knobs) = &client_knobs {
+        validate::refuse_unknown_client_fields(knobs, source, file, designs)?;
+    }
+    let raw: raw::RawScenario = toml::from_str(source).map_err(located)?;
+    let client_knobs = match client_knobs {
+        Some(knobs) => knobs,
+        None => toml::from_str(source).map_err(located)?,
+    };
+    validate::resolve(raw, client_knobs, source, file, checked, designs)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use fencesim_history::ViolationKind;
 
 pub use fencesim_design::MessageKind;
-use fencesim_design::ServiceShape;
+use fencesim_design::{ClientWorkload, ServiceShape};
 
 use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
@@ -255,7 +255,7 @@ impl ResourceCheck {
 }
 
 /// One client, after expanding `count`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClientSpec {
     /// Node name.
     pub name: String,
@@ -283,123 +283,20 @@ pub struct ClientSpec {
     /// Whether the client checks that belief before writing and stops if it has run out
     /// (`false`: it acts as holder until the service says otherwise, case K15).
     pub validity_check: bool,
-    /// Where the client's own deadline counts from (a defect knob, case K12).
-    #[serde(default, skip_serializing_if = "DeadlineFrom::is_default")]
-    pub deadline_from: DeadlineFrom,
-    /// What the client's keepalive does after a renewal gets no answer (a defect knob, K09).
-    #[serde(default, skip_serializing_if = "RenewAfterFailure::is_default")]
-    pub renew_after_failure: RenewAfterFailure,
-    /// Whose lock entry a restarted client takes for its own (a defect knob, K13).
-    #[serde(default, skip_serializing_if = "Reclaim::is_default")]
-    pub reclaim: Reclaim,
-    /// What the client does when a renewal is answered "lost" (a defect knob, K14).
-    #[serde(default, skip_serializing_if = "OnLostLease::is_default")]
-    pub on_lost_lease: OnLostLease,
-    /// How a lease-record client claims a free record (a defect knob, K21).
-    #[serde(default, skip_serializing_if = "Takeover::is_default")]
-    pub takeover: Takeover,
+    /// The design's client-protocol knobs (its defect knobs: `reclaim`, `on_lost_lease`,
+    /// `deadline_from`, `renew_after_failure` for the lease services, `takeover` for
+    /// lease-record) as the design resolved them, defaults filled in, by name.
+    #[serde(flatten)]
+    pub knobs: toml::Table,
 }
 
-/// Which lock entries a client, back under a new session after a restart, counts as its own.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reclaim {
-    /// Only its current session's: an entry its old session left belongs to nobody it can
-    /// act for, and it waits for the entry to go like anyone else.
-    #[default]
-    BySession,
-    /// DEFECT (K13): any entry under its name: finding the one its old session left (not yet
-    /// expired), it concludes it still holds the lock, with that entry's token.
-    ByName,
-}
-
-impl Reclaim {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == Reclaim::BySession
-    }
-}
-
-/// What a client does when the service answers a renewal with "lost".
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnLostLease {
-    /// It stops acting as holder at once and abandons its cycle.
-    #[default]
-    Stop,
-    /// DEFECT (K14): it keeps its role, as a leader that, back from a long disconnection,
-    /// keeps its leadership though the service expired its session and elected another: it
-    /// goes on believing it holds the lease, as if the renewal had succeeded.
-    KeepRole,
-}
-
-impl OnLostLease {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == OnLostLease::Stop
-    }
-}
-
-/// How a lease-record client claims a record it judged free or expired.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Takeover {
-    /// Compare-and-swap on the version it read: of two claims on one read, one fails.
-    #[default]
-    CompareAndSwap,
-    /// DEFECT (K21): write the record whatever its version, an update by key (`UPDATE tasks
-    /// SET state = 'scheduled' WHERE id = ?`): two schedulers that both read the task as free
-    /// both claim it, and both run it.
-    Unconditional,
-}
-
-impl Takeover {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == Takeover::CompareAndSwap
-    }
-}
-
-/// Where a client's own lease deadline counts from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeadlineFrom {
-    /// From the moment it sent its last acquire or renewal that was answered (its last
-    /// successful contact): the service's lease cannot outlast this deadline (Chubby's
-    /// conservative client lease, etcd's keepalive TTL).
-    #[default]
-    Request,
-    /// DEFECT (K12): a renewal that gets no answer restarts the countdown from the moment the
-    /// client notices the silence, as ZooKeeper-style clients that start their "connection
-    /// lost" timer at the disconnect notice do. The client then acts as holder up to a whole
-    /// TTL after the service has expired its lease.
-    Notice,
-}
-
-impl DeadlineFrom {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == DeadlineFrom::Request
-    }
-}
-
-/// What a client's keepalive does after a renewal gets no answer.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RenewAfterFailure {
-    /// Keep renewing every `renew_ms`; the next answer says whether the lease still stands.
-    #[default]
-    Retry,
-    /// DEFECT (K09): the keepalive stream ends at its first failure and nobody is told, as
-    /// with a keepalive channel that closes silently: the client renews no more in this cycle
-    /// and learns nothing from the service until its write.
-    Stop,
-}
-
-impl RenewAfterFailure {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == RenewAfterFailure::Retry
+impl ClientSpec {
+    /// What its workload does, as its design's client knobs see it.
+    pub fn workload(&self) -> ClientWorkload {
+        ClientWorkload {
+            renews: self.renew_ms.is_some(),
+            checks_validity: self.validity_check,
+        }
     }
 }
 

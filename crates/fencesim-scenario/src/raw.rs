@@ -8,8 +8,7 @@ use toml::Spanned;
 use std::collections::BTreeMap;
 
 use crate::model::{
-    DeadlineFrom, ExpectedVerdict, MessageKind, NodeEvent, OnLostLease, Placement, Reclaim,
-    RenewAfterFailure, ResourceCheck, ResourceMode, Takeover,
+    ExpectedVerdict, MessageKind, NodeEvent, Placement, ResourceCheck, ResourceMode,
 };
 
 pub(crate) type Num = Spanned<i64>;
@@ -77,6 +76,32 @@ pub(crate) struct RawLink {
     pub one_way: Option<bool>,
 }
 
+/// The workload fields of `[[clients]]` ([`RawClient`]); every other field of the table is a
+/// knob of the design's client protocol.
+pub(crate) const CLIENT_FIELDS: &[&str] = &[
+    "name",
+    "count",
+    "lock",
+    "key",
+    "ttl_ms",
+    "work_ms",
+    "renew_ms",
+    "cycles",
+    "start_ms",
+    "timeout_ms",
+    "backoff_ms",
+    "safety_margin_ms",
+    "validity_check",
+];
+
+/// Every `[[clients]]` table as written, field by field with its place: the second reading of
+/// the file, which finds the design's client knobs (the fields not in [`CLIENT_FIELDS`]).
+#[derive(Deserialize)]
+pub(crate) struct RawClientKnobs {
+    #[serde(default)]
+    pub clients: Vec<BTreeMap<String, Spanned<toml::Value>>>,
+}
+
 /// `[lock_service]` as written: `kind`, `max_ttl_ms` and the design's knobs, each with its
 /// place. Which knobs exist is the design's business (`DesignSpec::resolve`).
 pub(crate) type RawLockService = BTreeMap<String, Spanned<toml::Value>>;
@@ -90,8 +115,9 @@ pub(crate) struct RawResource {
     pub apply_delay_ms: Option<Num>,
 }
 
+/// A `[[clients]]` table's workload fields. Its other fields are the design's client knobs,
+/// read from [`RawClientKnobs`] (so unknown fields are refused there, not by serde).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawClient {
     pub name: Option<Spanned<String>>,
     pub count: Option<Num>,
@@ -106,11 +132,6 @@ pub(crate) struct RawClient {
     pub backoff_ms: Option<Pair>,
     pub safety_margin_ms: Option<Num>,
     pub validity_check: Option<bool>,
-    pub deadline_from: Option<Spanned<DeadlineFrom>>,
-    pub renew_after_failure: Option<Spanned<RenewAfterFailure>>,
-    pub takeover: Option<Spanned<Takeover>>,
-    pub on_lost_lease: Option<Spanned<OnLostLease>>,
-    pub reclaim: Option<Spanned<Reclaim>>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]

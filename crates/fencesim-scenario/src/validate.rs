@@ -9,7 +9,7 @@ use crate::error::ScenarioError;
 use crate::model::LinkLatency;
 use crate::model::*;
 use crate::raw::*;
-use fencesim_design::{DesignSpec, Designs, Knobs, ServiceShape};
+use fencesim_design::{ClientWorkload, DesignSpec, Designs, Knobs, ServiceShape};
 use fencesim_history::ViolationKind;
 
 /// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
@@ -59,6 +59,17 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The key of the `key = value` whose value is at `value`: from the first non-blank of the
+    /// value's line (a knob's key is on its value's line) to the `=`.
+    pub(crate) fn key_span(&self, value: Range<usize>) -> Range<usize> {
+        let at = value.start.min(self.source.len());
+        let line_start = self.source[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line = &self.source[line_start..at];
+        let key = line.split('=').next().unwrap_or_default();
+        let start = line_start + (key.len() - key.trim_start().len());
+        start..line_start + key.trim_end().len()
+    }
+
     /// The designs whose services have a leader with their default knobs, as `raft or
     /// primary-backup`, for errors about `leader`.
     pub(crate) fn designs_with_leaders(&self) -> String {
@@ -145,6 +156,7 @@ impl Ctx<'_> {
 
 pub(crate) fn resolve(
     raw: RawScenario,
+    client_knobs: RawClientKnobs,
     source: &str,
     file: &str,
     checked: Option<&[ViolationKind]>,
@@ -183,7 +195,7 @@ pub(crate) fn resolve(
         ..cx
     };
     let resource = resolve_resource(&cx, &raw.resource)?;
-    let clients = resolve_clients(&cx, &raw.clients, &lock_service, &resource)?;
+    let clients = resolve_clients(&cx, &raw.clients, client_knobs, &lock_service, &resource)?;
     let lease_nodes = lock_service.nodes();
     let node_names: Vec<&str> = lease_nodes
         .iter()
@@ -410,18 +422,7 @@ fn unknown_knob(cx: &Ctx, design: &dyn DesignSpec, name: &str) -> String {
     }
     let mut known = vec!["kind", "max_ttl_ms"];
     known.extend(design.knob_names());
-    let near = fencesim_history::nearest(name, known.iter().copied());
-    let hint = near
-        .map(|n| format!(" (did you mean `{n}`?)"))
-        .unwrap_or_default();
-    format!(
-        "unknown field `{name}`{hint}, expected one of {}",
-        known
-            .iter()
-            .map(|k| format!("`{k}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    unknown_field(name, &known)
 }
 
 /// A TOML value that must be an integer (as every number of `[lock_service]` is).
@@ -472,6 +473,7 @@ fn resolve_resource(cx: &Ctx, raw: &RawResource) -> Result<ResourceSpec, Scenari
 fn resolve_clients(
     cx: &Ctx,
     raw: &Spanned<Vec<RawClient>>,
+    client_knobs: RawClientKnobs,
     lock_service: &LockServiceSpec,
     resource: &ResourceSpec,
 ) -> Result<Vec<ClientSpec>, ScenarioError> {
@@ -487,8 +489,10 @@ fn resolve_clients(
     // One key, one lock: tokens of different locks are unrelated numbers, so a resource fenced
     // on one key cannot order writes made under two locks.
     let mut lock_of_key: BTreeMap<String, String> = BTreeMap::new();
+    let mut knobs = client_knobs.clients.into_iter();
     for group in raw.get_ref() {
-        let template = resolve_client_template(cx, group, lock_service, resource)?;
+        let fields = knobs.next().unwrap_or_default();
+        let template = resolve_client_template(cx, group, fields, lock_service, resource)?;
         let lock = lock_of_key
             .entry(template.key.clone())
             .or_insert_with(|| template.lock.clone());
@@ -587,6 +591,7 @@ fn client_names(
 fn resolve_client_template(
     cx: &Ctx,
     c: &RawClient,
+    fields: RawLockService,
     lock_service: &LockServiceSpec,
     resource: &ResourceSpec,
 ) -> Result<ClientSpec, ScenarioError> {
@@ -652,89 +657,106 @@ fn resolve_client_template(
         },
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
-        deadline_from: knob_needing(
-            cx,
-            &c.deadline_from,
-            "clients.deadline_from",
-            lock_service,
-            c.validity_check != Some(false),
-            "a client with validity_check = false has no deadline of its own to count",
-        )?,
-        renew_after_failure: knob_needing(
-            cx,
-            &c.renew_after_failure,
-            "clients.renew_after_failure",
-            lock_service,
-            c.renew_ms.is_some(),
-            "a client without renew_ms never renews, so it has no keepalive to stop",
-        )?,
-        takeover: takeover(cx, c, lock_service)?,
-        reclaim: client_knob(cx, &c.reclaim, "clients.reclaim", lock_service)?,
-        on_lost_lease: knob_needing(
-            cx,
-            &c.on_lost_lease,
-            "clients.on_lost_lease",
-            lock_service,
-            c.renew_ms.is_some(),
-            "a client without renew_ms is never told its lease is lost by a renewal",
-        )?,
+        knobs: resolve_client_knobs(cx, c, fields, lock_service)?,
     })
 }
 
-/// A defect knob of the plain client that would do nothing unless `needed` holds (the client
-/// renews, or keeps a deadline of its own): refused, with `why`, unless it keeps its default.
-fn knob_needing<T: Copy + Default + PartialEq>(
-    cx: &Ctx,
-    raw: &Option<Spanned<T>>,
-    field: &str,
-    lock_service: &LockServiceSpec,
-    needed: bool,
-    why: &str,
-) -> Result<T, ScenarioError> {
-    let value = client_knob(cx, raw, field, lock_service)?;
-    match raw {
-        Some(s) if !needed && value != T::default() => Err(cx.err(s.span(), field, why)),
-        _ => Ok(value),
-    }
-}
-
-/// `takeover`: how a lease-record candidate claims a record.
-fn takeover(
+/// One `[[clients]]` table's fields that are not the workload's, read by the design's client
+/// protocol ([`DesignSpec::resolve_client`]); one it does not read is refused, naming the
+/// designs whose clients take it, or the nearest field.
+fn resolve_client_knobs(
     cx: &Ctx,
     c: &RawClient,
+    mut fields: RawLockService,
     lock_service: &LockServiceSpec,
-) -> Result<Takeover, ScenarioError> {
-    client_knob(cx, &c.takeover, "clients.takeover", lock_service)
+) -> Result<toml::Table, ScenarioError> {
+    fields.retain(|name, _| !CLIENT_FIELDS.contains(&name.as_str()));
+    let design = cx
+        .designs
+        .find(&lock_service.kind)
+        .expect("the lock service's design was found");
+    let workload = ClientWorkload {
+        renews: c.renew_ms.is_some(),
+        checks_validity: c.validity_check != Some(false),
+    };
+    let mut knobs = Knobs::new(fields, c.ttl_ms.span());
+    design
+        .resolve_client(&mut knobs, &workload)
+        .map_err(|e| cx.err(e.span, &format!("clients.{}", e.field), e.message))?;
+    let (resolved, unread) = knobs.into_resolved();
+    if let Some((name, span)) = unread.into_iter().next() {
+        let owners: Vec<String> = cx
+            .designs
+            .all()
+            .iter()
+            .filter(|d| d.client_knob_names().contains(&name.as_str()))
+            .map(|d| format!("\"{}\"", d.kind()))
+            .collect();
+        let field = format!("clients.{name}");
+        if !owners.is_empty() {
+            let m = format!(
+                "only clients of a kind = {} lock service use `{name}`",
+                either(&owners)
+            );
+            return Err(cx.err(span, &field, m));
+        }
+        let mut known = CLIENT_FIELDS.to_vec();
+        known.extend(design.client_knob_names());
+        return Err(cx.err(cx.key_span(span), &field, unknown_field(&name, &known)));
+    }
+    Ok(resolved)
 }
 
-/// A knob of the design's client protocol (its defect knobs): refused, naming the designs whose
-/// clients do take it, if this design's protocol has no such knob.
-fn client_knob<T: Copy + Default>(
-    cx: &Ctx,
-    raw: &Option<Spanned<T>>,
-    field: &str,
-    lock_service: &LockServiceSpec,
-) -> Result<T, ScenarioError> {
-    let Some(value) = raw else {
-        return Ok(T::default());
+/// Refuse a `[[clients]]` field that is neither the workload's nor a client knob of any design,
+/// at its key, with the nearest known name.
+pub(crate) fn refuse_unknown_client_fields(
+    tables: &RawClientKnobs,
+    source: &str,
+    file: &str,
+    designs: &dyn Designs,
+) -> Result<(), ScenarioError> {
+    let cx = Ctx {
+        source,
+        file,
+        designs,
+        shape: ServiceShape::default(),
     };
-    let name = field.trim_start_matches("clients.");
-    let takes = |d: &dyn DesignSpec| d.client_knob_names().contains(&name);
-    if cx.designs.find(&lock_service.kind).is_some_and(takes) {
-        return Ok(*value.get_ref());
+    let all = designs.all();
+    let mut known = CLIENT_FIELDS.to_vec();
+    for knob in all.iter().flat_map(|d| d.client_knob_names()) {
+        if !known.contains(knob) {
+            known.push(knob);
+        }
     }
-    let owners: Vec<String> = cx
-        .designs
-        .all()
-        .iter()
-        .filter(|d| takes(**d))
-        .map(|d| format!("\"{}\"", d.kind()))
-        .collect();
-    let m = format!(
-        "only clients of a kind = {} lock service use `{name}`",
-        either(&owners)
-    );
-    Err(cx.err(value.span(), field, m))
+    for (name, value) in tables.clients.iter().flatten() {
+        if !known.contains(&name.as_str()) {
+            let field = format!("clients.{name}");
+            return Err(cx.err(
+                cx.key_span(value.span()),
+                &field,
+                unknown_field(name, &known),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `unknown field `x` (did you mean `y`?), expected one of ...`, as serde says it, with the
+/// nearest of `known` (or the one `x` lacks a unit of: `ttl` for `ttl_ms`).
+fn unknown_field(name: &str, known: &[&str]) -> String {
+    let with_unit = known.iter().copied().find(|k| {
+        k.strip_prefix(name)
+            .is_some_and(|unit| matches!(unit, "_ms" | "_ppm"))
+    });
+    let near = with_unit.or_else(|| fencesim_history::nearest(name, known.iter().copied()));
+    let hint = near
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    let listed: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    format!(
+        "unknown field `{name}`{hint}, expected one of {}",
+        listed.join(", ")
+    )
 }
 
 /// `a`, `a or b`, `a, b or c`.

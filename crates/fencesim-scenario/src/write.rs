@@ -20,7 +20,8 @@ use crate::model::{
 ///
 /// Defaults are written out. Each client gets its own `[[clients]]` table with an explicit
 /// `name` (no `count`); each fault its own `[[faults]]` table, `kind` first; a `[lock_service]`
-/// holds `kind`, `max_ttl_ms` and the knobs its design resolved, in name order.
+/// holds `kind`, `max_ttl_ms` and the knobs its design resolved, in name order, and each
+/// `[[clients]]` the workload's fields and then its design's client knobs.
 pub fn to_toml(scenario: &Scenario) -> String {
     let mut doc = Doc::default();
     top_level(&mut doc, scenario);
@@ -174,7 +175,12 @@ fn lock_service(doc: &mut Doc, ls: &LockServiceSpec) {
     doc.table("[lock_service]");
     doc.key("kind", string(&ls.kind));
     doc.key("max_ttl_ms", int(ls.max_ttl_ms));
-    for (knob, value) in &ls.knobs {
+    knobs(doc, &ls.knobs);
+}
+
+/// A design's resolved knobs, in name order.
+fn knobs(doc: &mut Doc, knobs: &toml::Table) {
+    for (knob, value) in knobs {
         doc.key(&bare_or_quoted(knob), value.to_string());
     }
 }
@@ -220,21 +226,7 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
     doc.key("backoff_ms", range(c.backoff_ms));
     doc.key("safety_margin_ms", int(c.safety_margin_ms));
     doc.key("validity_check", boolean(c.validity_check));
-    if !c.deadline_from.is_default() {
-        doc.key("deadline_from", name(&c.deadline_from));
-    }
-    if !c.renew_after_failure.is_default() {
-        doc.key("renew_after_failure", name(&c.renew_after_failure));
-    }
-    if !c.reclaim.is_default() {
-        doc.key("reclaim", name(&c.reclaim));
-    }
-    if !c.on_lost_lease.is_default() {
-        doc.key("on_lost_lease", name(&c.on_lost_lease));
-    }
-    if !c.takeover.is_default() {
-        doc.key("takeover", name(&c.takeover));
-    }
+    knobs(doc, &c.knobs);
 }
 
 /// One `[[faults]]` table: `kind`, what the action needs, the trigger, `duration_ms`.

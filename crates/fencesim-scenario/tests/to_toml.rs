@@ -515,6 +515,10 @@ timeout_ms = 1000
 backoff_ms = [100, 300]
 safety_margin_ms = 0
 validity_check = true
+deadline_from = "request"
+on_lost_lease = "stop"
+reclaim = "by-session"
+renew_after_failure = "retry"
 
 [[clients]]
 name = "client-2"
@@ -528,6 +532,10 @@ timeout_ms = 1000
 backoff_ms = [100, 300]
 safety_margin_ms = 0
 validity_check = true
+deadline_from = "request"
+on_lost_lease = "stop"
+reclaim = "by-session"
+renew_after_failure = "retry"
 
 [[faults]]
 kind = "pause"

@@ -30,5 +30,5 @@ pub use candidate::{Candidate, ExpiryJudgement, Judgement};
 pub use client::{RecordClient, Takeover};
 pub use message::{Purpose, RecordMessage};
 pub use node::StoreNode;
-pub use spec::{LeaseRecordDesign, STORE_NODE};
+pub use spec::{record_client_settings, LeaseRecordDesign, STORE_NODE};
 pub use store::{CasOutcome, LeaseRecord, RecordStore, Versioned};

@@ -1,9 +1,9 @@
 //! The lease-record design as the scenario parser sees it: `kind = "lease-record"`, its one
 //! knob and the shape of its service.
 
-use fencesim_design::{DesignSpec, KnobError, Knobs, ServiceShape};
+use fencesim_design::{ClientWorkload, DesignSpec, KnobError, Knobs, ServiceShape};
 
-use crate::ExpiryJudgement;
+use crate::{ExpiryJudgement, Takeover};
 
 /// The store's node.
 pub const STORE_NODE: &str = "lease-service";
@@ -38,6 +38,16 @@ impl LeaseRecordDesign {
     }
 }
 
+/// How a candidate claims a record it judged free or expired, from one `[[clients]]` table's
+/// knobs (`takeover`; K21's defect is `"unconditional"`).
+pub fn record_client_settings(knobs: &mut Knobs) -> Result<Takeover, KnobError> {
+    let options = [
+        ("compare-and-swap", Takeover::CompareAndSwap),
+        ("unconditional", Takeover::Unconditional),
+    ];
+    knobs.choice("takeover", &options, Takeover::CompareAndSwap)
+}
+
 impl DesignSpec for LeaseRecordDesign {
     fn kind(&self) -> &'static str {
         "lease-record"
@@ -53,6 +63,10 @@ impl DesignSpec for LeaseRecordDesign {
 
     fn client_knob_names(&self) -> &'static [&'static str] {
         &["takeover"]
+    }
+
+    fn resolve_client(&self, knobs: &mut Knobs, _: &ClientWorkload) -> Result<(), KnobError> {
+        record_client_settings(knobs).map(drop)
     }
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {

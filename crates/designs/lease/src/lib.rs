@@ -36,6 +36,7 @@ pub use service::{
     ReleaseOutcome, RenewOutcome,
 };
 pub use spec::{
-    PrimaryBackupDesign, RaftDesign, SingleDesign, LEASE_CLIENT_KNOBS, LEASE_SERVICE_NODE,
-    RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS, RAFT_TICK_MS,
+    lease_client_settings, PrimaryBackupDesign, RaftDesign, SingleDesign, LEASE_CLIENT_KNOBS,
+    LEASE_SERVICE_NODE, RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS,
+    RAFT_TICK_MS,
 };

@@ -6,13 +6,15 @@
 //! [`DesignSpec::resolve`], so what a scenario file says and what the nodes do cannot drift
 //! apart.
 
-use fencesim_design::{Clock, DesignSpec, KnobError, Knobs, MessageKind, ServiceShape};
+use fencesim_design::{
+    ClientWorkload, Clock, DesignSpec, KnobError, Knobs, MessageKind, ServiceShape,
+};
 
 use crate::primary_backup::{PrimaryBackupConfig, Replication};
 use crate::replicated::{LeaderChange, ReplicationPolicy};
 use crate::{
-    AcquireMode, LeaseNodeConfig, PrimaryBackupNodeConfig, RaftNodeConfig, Reaper, ReleaseMode,
-    TokenCounter,
+    AcquireMode, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig, RaftNodeConfig,
+    Reaper, ReleaseMode, TokenCounter,
 };
 
 /// The single lease service's one node.
@@ -35,6 +37,61 @@ pub const LEASE_CLIENT_KNOBS: &[&str] = &[
     "deadline_from",
     "renew_after_failure",
 ];
+
+/// One `[[clients]]` table's knobs for the lease services' client: each defect knob (`true`)
+/// or its correct default (`false`). `max_ttl_ms` is `[lock_service]`'s.
+pub fn lease_client_settings(
+    knobs: &mut Knobs,
+    workload: &ClientWorkload,
+    max_ttl_ms: u64,
+) -> Result<LeaseClientConfig, KnobError> {
+    let deadline_from_notice = defect_needing(
+        knobs,
+        "deadline_from",
+        ["request", "notice"],
+        workload.checks_validity,
+        "a client with validity_check = false has no deadline of its own to count",
+    )?;
+    let stop_renewing_after_failure = defect_needing(
+        knobs,
+        "renew_after_failure",
+        ["retry", "stop"],
+        workload.renews,
+        "a client without renew_ms never renews, so it has no keepalive to stop",
+    )?;
+    let reclaim_by_name = defect_needing(knobs, "reclaim", ["by-session", "by-name"], true, "")?;
+    let keep_role_when_lost = defect_needing(
+        knobs,
+        "on_lost_lease",
+        ["stop", "keep-role"],
+        workload.renews,
+        "a client without renew_ms is never told its lease is lost by a renewal",
+    )?;
+    Ok(LeaseClientConfig {
+        reclaim_by_name,
+        keep_role_when_lost,
+        deadline_from_notice,
+        stop_renewing_after_failure,
+        max_ttl_ms,
+    })
+}
+
+/// A client defect knob named `[correct, defect]`: whether the defect is on. A defect that would
+/// do nothing unless `needed` holds (the client renews, or keeps a deadline of its own) is
+/// refused with `why`.
+fn defect_needing(
+    knobs: &mut Knobs,
+    name: &str,
+    [correct, defect]: [&str; 2],
+    needed: bool,
+    why: &str,
+) -> Result<bool, KnobError> {
+    let on = knobs.choice(name, &[(correct, false), (defect, true)], false)?;
+    if on && !needed {
+        return Err(knobs.error(name, why));
+    }
+    Ok(on)
+}
 
 /// `release`: how a release is matched to the lease it ends (K19's knob).
 fn release(knobs: &mut Knobs) -> Result<ReleaseMode, KnobError> {
@@ -130,6 +187,14 @@ impl DesignSpec for SingleDesign {
         LEASE_CLIENT_KNOBS
     }
 
+    fn resolve_client(
+        &self,
+        knobs: &mut Knobs,
+        workload: &ClientWorkload,
+    ) -> Result<(), KnobError> {
+        lease_client_settings(knobs, workload, 0).map(drop)
+    }
+
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
         Self::settings(knobs, 0)?;
         Ok(ServiceShape {
@@ -201,6 +266,14 @@ impl DesignSpec for RaftDesign {
 
     fn client_knob_names(&self) -> &'static [&'static str] {
         LEASE_CLIENT_KNOBS
+    }
+
+    fn resolve_client(
+        &self,
+        knobs: &mut Knobs,
+        workload: &ClientWorkload,
+    ) -> Result<(), KnobError> {
+        lease_client_settings(knobs, workload, 0).map(drop)
     }
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
@@ -290,6 +363,14 @@ impl DesignSpec for PrimaryBackupDesign {
         LEASE_CLIENT_KNOBS
     }
 
+    fn resolve_client(
+        &self,
+        knobs: &mut Knobs,
+        workload: &ClientWorkload,
+    ) -> Result<(), KnobError> {
+        lease_client_settings(knobs, workload, 0).map(drop)
+    }
+
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
         Self::settings(knobs, 0)?;
         Ok(ServiceShape {
@@ -324,6 +405,27 @@ mod tests {
             e.message,
             "this lock service has one node; leave `replicas` out"
         );
+    }
+
+    #[test]
+    fn a_client_defect_that_would_do_nothing_is_refused() {
+        let renews = ClientWorkload {
+            renews: true,
+            checks_validity: true,
+        };
+        let mut k = knobs("on_lost_lease = \"keep-role\"\nreclaim = \"by-name\"");
+        let config = lease_client_settings(&mut k, &renews, 9).unwrap();
+        assert!(config.keep_role_when_lost && config.reclaim_by_name);
+        assert!(!config.deadline_from_notice && !config.stop_renewing_after_failure);
+        let idle = ClientWorkload::default();
+        let e = lease_client_settings(&mut knobs("on_lost_lease = \"keep-role\""), &idle, 9)
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "a client without renew_ms is never told its lease is lost by a renewal"
+        );
+        // The correct value is accepted whatever the workload.
+        assert!(lease_client_settings(&mut knobs("deadline_from = \"request\""), &idle, 9).is_ok());
     }
 
     #[test]
