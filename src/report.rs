@@ -27,16 +27,20 @@ pub fn upgrade(
     report: &mut serde_json::Value,
     designs: &dyn fencesim_scenario::Designs,
 ) -> Result<(), String> {
-    let version = report.get("schema_version").and_then(|v| v.as_u64());
+    let version = match report.get("schema_version") {
+        None => return Err("no schema_version".to_owned()),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            format!("schema_version must be a whole number from 1 to {SCHEMA_VERSION}, found {v}")
+        })?,
+    };
     match version {
-        Some(v) if v == u64::from(SCHEMA_VERSION) => return Ok(()),
-        Some(1) => {}
-        Some(v) => {
+        v if v == u64::from(SCHEMA_VERSION) => return Ok(()),
+        1 => {}
+        v => {
             return Err(format!(
                 "schema_version {v} is not one this fencesim reads (1 to {SCHEMA_VERSION})"
             ))
         }
-        None => return Err("no schema_version".to_owned()),
     }
     let service = report
         .pointer_mut("/scenario/lock_service")

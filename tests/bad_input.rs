@@ -1139,3 +1139,86 @@ fn a_bad_value_inside_a_multi_line_array_names_the_array() {
         "expected {prefix:?} in {stderr:?}"
     );
 }
+
+/// From the new-user trial of design-owned knobs: a knob's errors speak the scenario format,
+/// never a Rust type, and each points where the fix goes.
+#[test]
+fn design_knob_errors_name_no_rust_type_and_point_at_the_fix() {
+    let cases: [(&str, &str, &str, &str, &str); 6] = [
+        (
+            "[lock_service]\nmax_ttl_ms = 20000",
+            "[lock_service]\nkind = \"raft\"\nreplicas = 99999999999999999999",
+            "5:12",
+            "lock_service.replicas",
+            "expected an integer between -1000000000000 and 1000000000000, found 99999999999999999999",
+        ),
+        (
+            "[lock_service]\nmax_ttl_ms = 20000",
+            "[[lock_service]]\nmax_ttl_ms = 20000",
+            "3:1",
+            "lock_service",
+            "expected a table, found an array (`[[...]]` is an array of tables)",
+        ),
+        (
+            "max_ttl_ms = 20000",
+            "kind = \"redlock\"\ndrift_ppm = -1",
+            "5:13",
+            "lock_service.drift_ppm",
+            "expected an integer from 0 to 999999, found -1",
+        ),
+        (
+            "max_ttl_ms = 20000",
+            "kind = \"\"",
+            "4:8",
+            "lock_service.kind",
+            "expected one of `single`, `raft`, `redlock`, `primary-backup`, `lease-record`, found an empty string",
+        ),
+        (
+            "max_ttl_ms = 20000",
+            "max_ttl_ms = 20000\nfsync_evry_ms = 10",
+            "5:1",
+            "lock_service.fsync_evry_ms",
+            "unknown field `fsync_evry_ms` (did you mean `fsync_every_ms`?)",
+        ),
+        (
+            "max_ttl_ms = 20000",
+            "max_ttl_ms = 20000\nfsync = 1",
+            "5:9",
+            "lock_service.fsync",
+            "expected a string, one of `always`, `periodic` or `never`, found integer 1",
+        ),
+    ];
+    for (i, (from, to, location, field, says)) in cases.into_iter().enumerate() {
+        assert_located(
+            &format!("bad-knob-words-{i}"),
+            from,
+            to,
+            location,
+            field,
+            says,
+        );
+    }
+}
+
+/// A report whose schema_version is not a number says so.
+#[test]
+fn a_report_with_a_schema_version_that_is_no_number() {
+    let dir = out_dir("bad-schema-version");
+    let example = support::root().join("reports/examples/pause-unfenced/0/report.json");
+    let mut report = support::json(&example);
+    report["schema_version"] = "x".into();
+    let file = dir.join("report.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&file, serde_json::to_vec(&report).unwrap()).unwrap();
+    let o = fencesim(&["replay", file.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: {}: not a report this fencesim reads: schema_version must be a whole number \
+             from 1 to 2, found \"x\"",
+            file.display()
+        )
+    );
+}

@@ -51,14 +51,42 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
 fn not_a_report(path: &Path, e: &serde_json::Error) -> u8 {
     // serde's message ends with its own "at line L column C": say it once.
     let message = e.to_string();
-    let what = message.split(" at line ").next().unwrap_or(&message);
+    let what = json_words(message.split(" at line ").next().unwrap_or(&message));
+    // An error in an upgraded report (read from a JSON value) has no place: line 0.
+    let at = match e.line() {
+        0 => String::new(),
+        line => format!(":{line}:{}", e.column()),
+    };
     eprintln!(
-        "error: {}:{}:{}: not a fencesim report: {what}",
-        path.display(),
-        e.line(),
-        e.column()
+        "error: {}{at}: not a fencesim report: {what}",
+        path.display()
     );
     exit::BAD_INPUT
+}
+
+/// serde's words for JSON types in JSON's terms: no Rust types (`u64`, `struct Report`), no
+/// `map` or `sequence`.
+fn json_words(message: &str) -> String {
+    let mut words = message.to_owned();
+    for (rust, json) in [
+        ("expected u64", "expected a whole number >= 0"),
+        ("expected u32", "expected a whole number >= 0"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected a map", "expected an object"),
+        ("invalid type: map", "invalid type: object"),
+        ("invalid type: sequence", "invalid type: array"),
+        (
+            "expected any valid TOML value",
+            "expected a string, number, boolean, array or object",
+        ),
+    ] {
+        words = words.replace(rust, json);
+    }
+    match words.find("expected struct ") {
+        Some(at) => format!("{}expected an object", &words[..at]),
+        None => words,
+    }
 }
 
 /// Read a report.json (upgrading an older schema, [`fencesim::report::upgrade`]), or print why

@@ -18,6 +18,10 @@ use std::ops::Range;
 /// A byte range in the scenario file.
 pub type Span = Range<usize>;
 
+/// A knob's value as written: a TOML value (the `toml` crate's), so that a design needs no
+/// dependency of its own to look at one.
+pub type KnobValue = toml::Value;
+
 /// The largest number a knob takes: 10^12, as every number of a scenario (in ms, about 31
 /// years of simulated time; every time stays inside u64 nanoseconds with room for sums).
 pub const MAX_KNOB_NUMBER: i64 = 1_000_000_000_000;
@@ -90,6 +94,11 @@ impl Knobs {
         (self.resolved, unread)
     }
 
+    /// Knob `name`'s value as written, if it was.
+    pub fn given(&self, name: &str) -> Option<&toml::Value> {
+        self.given.get(name).map(|v| v.get_ref())
+    }
+
     /// Whether knob `name` was written in the file.
     pub fn is_given(&self, name: &str) -> bool {
         self.given.contains_key(name)
@@ -121,6 +130,28 @@ impl Knobs {
     /// An integer knob in `min..=MAX_KNOB_NUMBER` with no default: `None` if not written (and
     /// then nothing is kept in the resolved table).
     pub fn optional_integer(&mut self, name: &str, min: u64) -> Result<Option<u64>, KnobError> {
+        self.optional_integer_in(name, min, MAX_KNOB_NUMBER as u64)
+    }
+
+    /// An integer knob in `min..=max` (at most [`MAX_KNOB_NUMBER`]), `default` if not written.
+    pub fn integer_in(
+        &mut self,
+        name: &str,
+        min: u64,
+        max: u64,
+        default: u64,
+    ) -> Result<u64, KnobError> {
+        let value = self.optional_integer_in(name, min, max)?.unwrap_or(default);
+        self.keep(name, toml::Value::Integer(value as i64));
+        Ok(value)
+    }
+
+    fn optional_integer_in(
+        &mut self,
+        name: &str,
+        min: u64,
+        max: u64,
+    ) -> Result<Option<u64>, KnobError> {
         let Some(given) = self.given.get(name) else {
             return Ok(None);
         };
@@ -128,13 +159,13 @@ impl Knobs {
             toml::Value::Integer(n) => *n,
             other => return Err(self.wrong_type(name, "an integer", other)),
         };
-        if found < min as i64 || found > MAX_KNOB_NUMBER {
-            let what = match min {
-                0 => "an integer >= 0".to_owned(),
-                1 => "a positive integer".to_owned(),
-                _ => format!("an integer >= {min}"),
+        let max = max.min(MAX_KNOB_NUMBER as u64);
+        if found < min as i64 || found > max as i64 {
+            let m = match (min, max == MAX_KNOB_NUMBER as u64) {
+                (0, true) => format!("expected an integer >= 0 of at most {max}, found {found}"),
+                (1, true) => format!("expected a positive integer of at most {max}, found {found}"),
+                _ => format!("expected an integer from {min} to {max}, found {found}"),
             };
-            let m = format!("expected {what} of at most {MAX_KNOB_NUMBER}, found {found}");
             return Err(self.error(name, m));
         }
         self.keep(name, toml::Value::Integer(found));
@@ -299,5 +330,13 @@ mod tests {
         let mut again = Knobs::from_resolved(&resolved);
         assert_eq!(again.integer("node_timeout_ms", 1, 10), Ok(50));
         assert_eq!(again.integer("drift_ppm", 0, 99), Ok(10));
+    }
+
+    #[test]
+    fn a_bounded_integer_says_its_bounds() {
+        let mut k = knobs("drift_ppm = -1");
+        let e = k.integer_in("drift_ppm", 0, 999_999, 10).unwrap_err();
+        assert_eq!(e.message, "expected an integer from 0 to 999999, found -1");
+        assert_eq!(knobs("n = 7").integer_in("n", 0, 9, 1), Ok(7));
     }
 }

@@ -66,7 +66,7 @@ pub use client::{
     ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, LockOp, OpResult,
 };
 pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
-pub use knobs::{KnobError, Knobs, Span, MAX_KNOB_NUMBER};
+pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
 pub use spec::{ClientWorkload, DesignSpec, Designs, ServiceShape, TokenKind};

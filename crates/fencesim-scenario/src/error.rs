@@ -53,7 +53,7 @@ impl ScenarioError {
     /// the table it is in (`clients.renew_ms`). An unknown field gets the nearest known name.
     pub(crate) fn from_toml(err: &toml::de::Error, source: &str, file: &str) -> Self {
         let span = err.span().unwrap_or(0..0);
-        let mut message = err.message().trim().replace('\n', " ");
+        let mut message = plain_words(err.message().trim(), source, &span);
         let key = quoted_field(&message).or_else(|| key_above(source, span.start));
         if let Some(known) = key.as_deref().and_then(|k| suggestion(k, &message)) {
             let unknown = key.as_deref().unwrap_or_default();
@@ -63,14 +63,53 @@ impl ScenarioError {
                 1,
             );
         }
+        let header = line_at(source, span.start).and_then(table_header);
         let field = match (key, table_at(source, span.start)) {
             (Some(key), Some(table)) => format!("{table}.{key}"),
             (Some(key), None) => key,
+            // A whole table of the wrong shape (`[[lock_service]]`) is reported at its header.
+            (None, Some(table)) if header.is_some() => table,
             // A syntax error (a broken header, say) names no field.
             (None, _) => "(document)".to_owned(),
         };
         Self::at(source, file, span, &field, message)
     }
+}
+
+/// serde's and toml's words for a value of the wrong shape, in the scenario format's terms:
+/// no Rust type (`i128`, `u64`), no `map` or `sequence`. Other messages are kept, on one line.
+fn plain_words(message: &str, source: &str, span: &Range<usize>) -> String {
+    let message = message.replace('\n', " ");
+    let limit = crate::validate::MAX_NUMBER;
+    // An integer beyond i64 (toml reads it as i128) or u64.
+    let too_large = message.contains("` as i128") || message.contains("u64 value was too large");
+    if too_large {
+        let text = source.get(span.clone()).unwrap_or_default().trim();
+        let found = if text.is_empty() || text.len() > 40 {
+            "a larger one".to_owned()
+        } else {
+            text.to_owned()
+        };
+        return format!("expected an integer between -{limit} and {limit}, found {found}");
+    }
+    if let Some(found) = message
+        .strip_prefix("invalid type: ")
+        .and_then(|m| m.strip_suffix(", expected a map"))
+    {
+        let found = match found {
+            "sequence" => "an array (`[[...]]` is an array of tables)".to_owned(),
+            other => other.to_owned(),
+        };
+        return format!("expected a table, found {found}");
+    }
+    message
+}
+
+/// The line of `source` that byte `offset` is on.
+fn line_at(source: &str, offset: usize) -> Option<&str> {
+    let offset = offset.min(source.len());
+    let start = source[..offset].rfind('\n').map_or(0, |i| i + 1);
+    source[start..].lines().next()
 }
 
 /// For serde's "unknown field `x`, expected one of `a`, `b`": the listed name meant by `x`,

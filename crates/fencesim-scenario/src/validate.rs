@@ -9,11 +9,12 @@ use crate::error::ScenarioError;
 use crate::model::LinkLatency;
 use crate::model::*;
 use crate::raw::*;
+use crate::write::bare_or_quoted;
 use fencesim_design::{ClientWorkload, DesignSpec, Designs, Knobs, ServiceShape};
 use fencesim_history::ViolationKind;
 
 /// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
-pub(crate) const MAX_NUMBER: i64 = 1_000_000_000_000;
+pub(crate) const MAX_NUMBER: i64 = fencesim_design::MAX_KNOB_NUMBER;
 /// The default and the largest `max_records` (a record takes a few hundred bytes in memory).
 const DEFAULT_MAX_RECORDS: u64 = 2_000_000;
 const MAX_RECORDS: u64 = 10_000_000;
@@ -355,11 +356,15 @@ fn resolve_lock_service(
         .map_err(|e| cx.err(e.span, &format!("lock_service.{}", e.field), e.message))?;
     let (knobs, unread) = knobs.into_resolved();
     if let Some((name, span)) = unread.into_iter().next() {
-        return Err(cx.err(
-            span,
-            &format!("lock_service.{name}"),
-            unknown_knob(cx, design, &name),
-        ));
+        let elsewhere = cx
+            .designs
+            .all()
+            .iter()
+            .any(|d| d.knob_names().contains(&name.as_str()));
+        // A knob of another design is pointed at by its value; an unknown name by its key.
+        let span = if elsewhere { span } else { cx.key_span(span) };
+        let field = format!("lock_service.{}", bare_or_quoted(&name));
+        return Err(cx.err(span, &field, unknown_knob(cx, design, &name)));
     }
     Ok(LockServiceSpec {
         kind: design.kind().to_owned(),
@@ -391,6 +396,13 @@ fn find_design<'a>(
             return Err(cx.err(kind.span(), "lock_service.kind", m));
         }
     };
+    if name.trim().is_empty() {
+        let m = format!(
+            "expected one of {}, found an empty string",
+            kinds.join(", ")
+        );
+        return Err(cx.err(kind.span(), "lock_service.kind", m));
+    }
     cx.designs.find(name).ok_or_else(|| {
         let all = cx.designs.all();
         let near = fencesim_history::nearest(name, all.iter().map(|d| d.kind()));
@@ -730,7 +742,7 @@ pub(crate) fn refuse_unknown_client_fields(
     }
     for (name, value) in tables.clients.iter().flatten() {
         if !known.contains(&name.as_str()) {
-            let field = format!("clients.{name}");
+            let field = format!("clients.{}", bare_or_quoted(name));
             return Err(cx.err(
                 cx.key_span(value.span()),
                 &field,
@@ -753,6 +765,7 @@ fn unknown_field(name: &str, known: &[&str]) -> String {
         .map(|n| format!(" (did you mean `{n}`?)"))
         .unwrap_or_default();
     let listed: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    let name = bare_or_quoted(name);
     format!(
         "unknown field `{name}`{hint}, expected one of {}",
         listed.join(", ")

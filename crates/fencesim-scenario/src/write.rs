@@ -187,7 +187,7 @@ fn knobs(doc: &mut Doc, knobs: &toml::Table) {
 
 /// A key as TOML writes it: bare if it can be, quoted otherwise (a design's knob names are its
 /// own).
-fn bare_or_quoted(key: &str) -> String {
+pub(crate) fn bare_or_quoted(key: &str) -> String {
     let bare = !key.is_empty()
         && key
             .chars()

@@ -46,15 +46,22 @@ impl RedlockDesign {
         let expiry_clock = knobs.expiry_clock(Clock::Wall)?;
         let restart_delay_ms = knobs.integer("restart_delay_ms", 0, 0)?;
         let recheck_elapsed = knobs.boolean("recheck_elapsed", true)?;
-        let drift_ppm = knobs.integer("drift_ppm", 0, 10_000)?;
         // At 10^6 ppm the allowance is the whole TTL and no client could ever hold the lock.
-        if drift_ppm >= 1_000_000 {
-            let m = format!(
-                "expected less than 1000000 ppm, found {drift_ppm}: the allowance would be the \
-                 whole TTL"
-            );
-            return Err(knobs.error("drift_ppm", m));
-        }
+        let drift_ppm =
+            knobs
+                .integer_in("drift_ppm", 0, 999_999, 10_000)
+                .map_err(
+                    |e| match knobs.given("drift_ppm").and_then(|v| v.as_integer()) {
+                        Some(n) if n >= 1_000_000 => KnobError {
+                            message: format!(
+                        "expected less than 1000000 ppm, found {n}: the allowance would be the \
+                         whole TTL"
+                    ),
+                            ..e
+                        },
+                        _ => e,
+                    },
+                )?;
         let node_timeout_ms = knobs.integer("node_timeout_ms", 1, 50)?;
         let sources = [
             ("random", TokenSource::Random),
