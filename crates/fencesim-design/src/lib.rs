@@ -50,8 +50,8 @@
 //! - A message that answers no request arrives through `on_message` only while an operation
 //!   is in progress; one that arrives between operations is read at the next one, unless the
 //!   workload's own read or write of the resource skips past it first (it is then dropped).
-//! - Node roles in fault validation still come from node names (`lease-N`, `redis-N`,
-//!   `lease-service` are the service's): a design's nodes should be named that way for now.
+//! - Clients may not take the names the built-in designs give their nodes (`lease-service`,
+//!   `lease-N`, `redis-N`), whatever design runs.
 #![deny(missing_docs)]
 
 pub mod client;

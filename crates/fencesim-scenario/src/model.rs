@@ -373,8 +373,22 @@ pub enum NodeRole {
 }
 
 impl NodeRole {
-    /// The role of node `name`: `lease-service`, `lease-N` and `redis-N` serve leases,
-    /// `resource` is the resource, anything else a client.
+    /// The role of node `name` in a service of nodes `service_nodes` (its design's
+    /// `ServiceShape::nodes`): one of those serves leases, `resource` is the resource, anything
+    /// else is a client.
+    pub fn in_service(name: &str, service_nodes: &[String]) -> NodeRole {
+        if service_nodes.iter().any(|n| n == name) {
+            NodeRole::LeaseService
+        } else if name == RESOURCE_NODE {
+            NodeRole::Resource
+        } else {
+            NodeRole::Client
+        }
+    }
+
+    /// The role a node named `name` would have in any built-in design: `lease-service`,
+    /// `lease-N` and `redis-N` serve leases, `resource` is the resource, anything else a
+    /// client. Clients may not take such names, whichever design runs.
     pub fn of(name: &str) -> NodeRole {
         let numbered = |prefix: &str| {
             name.strip_prefix(prefix)
@@ -427,6 +441,11 @@ pub struct Expectation {
 }
 
 impl Scenario {
+    /// The role of node `name` in this scenario ([`NodeRole::in_service`]).
+    pub fn role(&self, name: &str) -> NodeRole {
+        NodeRole::in_service(name, &self.lock_service.shape.nodes)
+    }
+
     /// Every node name: the lock service's, the resource, then the clients.
     pub fn node_names(&self) -> Vec<String> {
         let mut names = self.lock_service.nodes();

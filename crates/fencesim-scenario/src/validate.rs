@@ -60,6 +60,11 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The role of node `name` in the lock service resolved so far.
+    pub(crate) fn role(&self, name: &str) -> NodeRole {
+        NodeRole::in_service(name, &self.shape.nodes)
+    }
+
     /// The key of the `key = value` whose value is at `value`: from the first non-blank of the
     /// value's line (a knob's key is on its value's line) to the `=`.
     pub(crate) fn key_span(&self, value: Range<usize>) -> Range<usize> {
@@ -528,7 +533,8 @@ fn resolve_clients(
         let names = client_names(cx, group, out.len())?;
         for (name, span) in names {
             let reserved = RESERVED_NODE_NAMES.contains(&name.as_str())
-                || NodeRole::of(&name) != NodeRole::Client;
+                || NodeRole::of(&name) != NodeRole::Client
+                || cx.role(&name) != NodeRole::Client;
             if reserved || !seen.insert(name.clone()) {
                 return Err(cx.err(
                     span,

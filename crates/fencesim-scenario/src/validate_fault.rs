@@ -228,7 +228,7 @@ pub(crate) fn resolve(
         RawFaultKind::Deregister => {
             let span = f.node.as_ref().expect("required").span();
             let node = target.expect("required");
-            if NodeRole::of(&node) != NodeRole::Client {
+            if cx.role(&node) != NodeRole::Client {
                 return Err(cx.err(
                     span,
                     "faults.node",
@@ -246,7 +246,7 @@ pub(crate) fn resolve(
         }
         RawFaultKind::StallRenewals => {
             let node = target.expect("required");
-            if NodeRole::of(&node) != NodeRole::Client {
+            if cx.role(&node) != NodeRole::Client {
                 return Err(cx.err(
                     f.node.as_ref().expect("required").span(),
                     "faults.node",
@@ -421,7 +421,7 @@ fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKin
         );
         return Err(cx.err(spanned.span(), "faults.message", m));
     }
-    if let Some(sender) = from.filter(|s| !NodeRole::of(s).sends(message) || single_raft(s)) {
+    if let Some(sender) = from.filter(|s| !cx.role(s).sends(message) || single_raft(s)) {
         let m = format!(
             "node {sender:?} never sends a {:?} message, so this hold would never match",
             message.as_str()
@@ -503,7 +503,7 @@ fn resolve_trigger(
                 "an event trigger needs the `node` whose event it is",
             ));
         };
-        let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
+        let (before, after) = NodeEvent::safepoints(cx.role(node));
         let allowed = if field == "after" { after } else { before };
         // Redis nodes expire keys lazily and the lease-record store never expires anything:
         // the design says whether its nodes reach an `expire` of their own.
@@ -514,7 +514,7 @@ fn resolve_trigger(
             .filter(|e| {
                 !(never_expires
                     && *e == NodeEvent::Expire
-                    && NodeRole::of(node) == NodeRole::LeaseService)
+                    && cx.role(node) == NodeRole::LeaseService)
             })
             .collect();
         if !allowed.contains(ev.get_ref()) {

@@ -227,7 +227,7 @@ fn aim(drawn: Fault, scenario: &Scenario, has_leader: bool, rng: &mut Xoshiro256
     let Some(node) = drawn.action.node().filter(|n| *n != LEADER) else {
         return drawn;
     };
-    let role = NodeRole::of(node);
+    let role = scenario.role(node);
     if role == NodeRole::LeaseService && has_leader {
         // Only the leader (Raft) or primary grants: a follower or backup never reaches "after
         // a grant", so aim at whichever node leads when the fault starts, at the drawn time.
@@ -272,14 +272,14 @@ fn hold_one(
     let senders: Vec<String> = scenario
         .node_names()
         .into_iter()
-        .filter(|n| match NodeRole::of(n) {
+        .filter(|n| match scenario.role(n) {
             NodeRole::Client => true,
             NodeRole::LeaseService => !has_leader,
             NodeRole::Resource => false,
         })
         .collect();
     let from = senders.choose(rng).expect("a scenario has clients").clone();
-    let role = NodeRole::of(&from);
+    let role = scenario.role(&from);
     let message = match role {
         NodeRole::Client => MessageKind::Write,
         _ => *[MessageKind::AcquireReply, MessageKind::RenewReply]
