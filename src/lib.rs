@@ -61,6 +61,17 @@ pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, ScenarioError>
     )
 }
 
+/// `scenario` validated again, as the file `to_toml` writes of it: for tests and tools that
+/// edit a parsed scenario (a resource's `mode`, a knob), so that the edit is checked and the
+/// design's shape follows it.
+///
+/// # Errors
+/// The edited scenario is not valid (a located error in the scenario as `to_toml` writes it).
+pub fn revalidate(scenario: &Scenario) -> Result<Scenario, ScenarioError> {
+    let file = format!("{} (edited)", scenario.name);
+    parse_scenario(&fencesim_scenario::to_toml(scenario), &file)
+}
+
 /// `scenario` with its design's knob `name` (`[lock_service]`) set to `value`, validated again
 /// as if the file had said so: the knob must be one the design takes, and the design's shape
 /// (its nodes, its token order) follows the new value. For tests and tools that vary one knob
@@ -76,8 +87,7 @@ pub fn with_knob(
 ) -> Result<Scenario, ScenarioError> {
     let mut edited = scenario.clone();
     edited.lock_service.knobs.insert(name.to_owned(), value);
-    let file = format!("{} with {name}", scenario.name);
-    parse_scenario(&fencesim_scenario::to_toml(&edited), &file)
+    revalidate(&edited)
 }
 
 /// `scenario` with its design's client knob `name` (`[[clients]]`, such as `reclaim`) set to
@@ -94,8 +104,7 @@ pub fn with_client_knob(
     for client in &mut edited.clients {
         client.knobs.insert(name.to_owned(), value.clone());
     }
-    let file = format!("{} with clients' {name}", scenario.name);
-    parse_scenario(&fencesim_scenario::to_toml(&edited), &file)
+    revalidate(&edited)
 }
 
 /// Exit codes of the CLI, fixed by the design (DESIGN.md, "CLI contract").

@@ -12,15 +12,16 @@
 
 use std::sync::OnceLock;
 
-use fencesim_design::{ClientInfo, DesignSpec, Designs, Knobs};
+use fencesim_design::{ClientInfo, DesignSpec, Designs, Knobs, ResourceModeSpec};
 use fencesim_lease::{
     lease_client_settings, LeaseClient, LeaseNode, LeaseNodeConfig, PrimaryBackupDesign,
     PrimaryBackupNode, PrimaryBackupNodeConfig, RaftDesign, RaftNode, RaftNodeConfig, SingleDesign,
 };
 use fencesim_lease_record::{record_client_settings, LeaseRecordDesign, RecordClient, StoreNode};
 use fencesim_redlock::{RedisConfig, RedisServer, RedlockClient, RedlockDesign, RedlockSettings};
+use fencesim_resource::{FencedStore, StoreConfig, StoreSpec, EQUALITY, FENCED, UNFENCED};
 use fencesim_scenario::{ClientSpec, Scenario};
-use fencesim_sim::{NodeDesign, RunOutcome, SimDesign};
+use fencesim_sim::{NodeDesign, ResourceDesign, RunOutcome, SimDesign, SimResource};
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
 #[derive(Clone, Copy)]
@@ -31,10 +32,20 @@ pub struct Registered {
     pub sim: &'static dyn SimDesign,
 }
 
-/// The designs a scenario may name.
+/// One resource: what the scenario parser asks of it, and how the simulator runs it.
+#[derive(Clone, Copy)]
+pub struct RegisteredResource {
+    /// Its mode and knobs.
+    pub spec: &'static dyn ResourceModeSpec,
+    /// Its `resource` node in the simulator.
+    pub sim: &'static dyn SimResource,
+}
+
+/// The designs and resources a scenario may name.
 #[derive(Clone, Default)]
 pub struct Registry {
     designs: Vec<Registered>,
+    resources: Vec<RegisteredResource>,
 }
 
 impl Registry {
@@ -63,7 +74,29 @@ impl Registry {
                 sim: &LEASE_RECORD,
             },
         ];
-        Registry { designs }
+        let resources = vec![
+            RegisteredResource {
+                spec: &FENCED,
+                sim: &FENCED_STORE,
+            },
+            RegisteredResource {
+                spec: &UNFENCED,
+                sim: &UNFENCED_STORE,
+            },
+            RegisteredResource {
+                spec: &EQUALITY,
+                sim: &EQUALITY_STORE,
+            },
+        ];
+        Registry { designs, resources }
+    }
+
+    /// How the simulator runs the resource of `mode`, if there is one.
+    pub fn resource_sim(&self, mode: &str) -> Option<&'static dyn SimResource> {
+        self.resources
+            .iter()
+            .find(|r| r.spec.mode() == mode)
+            .map(|r| r.sim)
     }
 
     /// How the simulator runs the design of `kind`, if there is one.
@@ -86,6 +119,17 @@ impl Designs for Registry {
     fn all(&self) -> Vec<&dyn DesignSpec> {
         self.designs.iter().map(|d| d.spec).collect()
     }
+
+    fn find_resource(&self, mode: &str) -> Option<&dyn ResourceModeSpec> {
+        self.resources
+            .iter()
+            .find(|r| r.spec.mode() == mode)
+            .map(|r| r.spec)
+    }
+
+    fn all_resources(&self) -> Vec<&dyn ResourceModeSpec> {
+        self.resources.iter().map(|r| r.spec).collect()
+    }
 }
 
 /// The built-in designs ([`Registry::built_in`]), made once.
@@ -97,13 +141,36 @@ pub fn built_in() -> &'static Registry {
 /// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
 ///
 /// # Panics
-/// If no built-in design has the scenario's kind: parsing refuses such a scenario.
+/// If no built-in design has the scenario's kind, or no resource its mode: parsing refuses
+/// such a scenario.
 pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
-    let kind = &scenario.lock_service.kind;
+    let (kind, mode) = (&scenario.lock_service.kind, &scenario.resource.mode);
     let design = built_in()
         .sim(kind)
         .unwrap_or_else(|| panic!("no design of kind {kind:?}: the scenario was not parsed"));
-    fencesim_sim::run(scenario, seed, design)
+    let resource = built_in()
+        .resource_sim(mode)
+        .unwrap_or_else(|| panic!("no resource of mode {mode:?}: the scenario was not parsed"));
+    fencesim_sim::run(scenario, seed, design, resource)
+}
+
+/// The store fenced by token (`mode = "fenced"`).
+static FENCED_STORE: ResourceDesign<FencedStore> = ResourceDesign {
+    config: |s| store_config(&FENCED, s),
+};
+/// The store that accepts every write (`mode = "unfenced"`).
+static UNFENCED_STORE: ResourceDesign<FencedStore> = ResourceDesign {
+    config: |s| store_config(&UNFENCED, s),
+};
+/// The store that compares opaque values (`mode = "equality"`).
+static EQUALITY_STORE: ResourceDesign<FencedStore> = ResourceDesign {
+    config: |s| store_config(&EQUALITY, s),
+};
+
+/// A store's settings from the scenario's resolved `[resource]` knobs.
+fn store_config(spec: &StoreSpec, scenario: &Scenario) -> StoreConfig {
+    let read = spec.settings(&mut Knobs::from_resolved(&scenario.resource.knobs));
+    accepted(scenario, read)
 }
 
 /// The single lease service (`kind = "single"`).

@@ -12,7 +12,7 @@ mod support;
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
-use fencesim_scenario::{Placement, ResourceCheck, ResourceMode};
+use fencesim_scenario::Placement;
 
 /// Set the design's knob `name` to `value`, as a scenario file would.
 fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
@@ -83,7 +83,10 @@ const CAUGHT: &[Defect] = &[
         case: "K01, K02",
         base: "random-nemesis-fenced",
         workload: as_bundled,
-        apply: |s| s.resource.mode = ResourceMode::Unfenced,
+        apply: |s| {
+            s.resource.mode = "unfenced".into();
+            *s = fencesim::revalidate(s).expect("a valid mode");
+        },
         shows: "stale-write-accepted",
     },
     Defect {
@@ -172,8 +175,11 @@ const CAUGHT: &[Defect] = &[
         base: "random-nemesis-fenced",
         workload: as_bundled,
         apply: |s| {
-            s.resource.check = ResourceCheck::CheckThenApply;
-            s.resource.apply_delay_ms = 500;
+            s.resource
+                .knobs
+                .insert("check".into(), "check-then-apply".into());
+            s.resource.knobs.insert("apply_delay_ms".into(), 500.into());
+            *s = fencesim::revalidate(s).expect("valid knobs");
         },
         shows: "stale-write-accepted",
     },

@@ -17,15 +17,22 @@ const OPTIONS: CheckOptions = CheckOptions {
     linearizability_total_steps: 50_000,
 };
 
-/// The built-in designs a scenario's `[lock_service] kind` may name (the `fencesim` crate's
-/// registry lists the same, with their simulators, which the fuzz workspace does not build).
-const DESIGNS: &[&dyn fencesim_scenario::DesignSpec] = &[
-    &fencesim_lease::SingleDesign,
-    &fencesim_lease::RaftDesign,
-    &fencesim_redlock::RedlockDesign,
-    &fencesim_lease::PrimaryBackupDesign,
-    &fencesim_lease_record::LeaseRecordDesign,
-];
+/// The built-in designs and resources a scenario may name (the `fencesim` crate's registry
+/// lists the same, with their simulators, which the fuzz workspace does not build).
+static DESIGNS: fencesim_scenario::Catalog<'static> = fencesim_scenario::Catalog {
+    designs: &[
+        &fencesim_lease::SingleDesign,
+        &fencesim_lease::RaftDesign,
+        &fencesim_redlock::RedlockDesign,
+        &fencesim_lease::PrimaryBackupDesign,
+        &fencesim_lease_record::LeaseRecordDesign,
+    ],
+    resources: &[
+        &fencesim_resource::FENCED,
+        &fencesim_resource::UNFENCED,
+        &fencesim_resource::EQUALITY,
+    ],
+};
 
 /// A scenario file: validated, and if valid, written back with `to_toml` (what `shrink` does)
 /// and read again to the same scenario.

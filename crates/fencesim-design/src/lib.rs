@@ -59,6 +59,7 @@ pub mod event;
 pub mod knobs;
 pub mod message;
 pub mod node;
+pub mod resource;
 pub mod spec;
 pub mod time;
 
@@ -69,5 +70,6 @@ pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
 pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
-pub use spec::{ClientWorkload, DesignSpec, Designs, ServiceShape, TokenKind};
+pub use resource::{FencedResource, ReadValue, ResourceModeSpec, WriteDecision, WriteOutcome};
+pub use spec::{Catalog, ClientWorkload, DesignSpec, Designs, ServiceShape, TokenKind};
 pub use time::{Clock, Deadline, Now, TimerId};

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::knobs::{KnobError, Knobs};
 use crate::message::MessageKind;
 use crate::node::FsyncPolicy;
+use crate::resource::ResourceModeSpec;
 use crate::time::Clock;
 
 /// A lock design as the scenario parser sees it. Object-safe: a catalog holds `&dyn
@@ -50,22 +51,43 @@ pub trait DesignSpec: Send + Sync {
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError>;
 }
 
-/// The designs a scenario may name, by kind.
+/// The designs and resources a scenario may name, by `[lock_service] kind` and `[resource]
+/// mode`.
 pub trait Designs {
     /// The design of `kind`, if there is one.
     fn find(&self, kind: &str) -> Option<&dyn DesignSpec>;
     /// Every design, in the order listings show them.
     fn all(&self) -> Vec<&dyn DesignSpec>;
+    /// The resource of `mode`, if there is one.
+    fn find_resource(&self, mode: &str) -> Option<&dyn ResourceModeSpec>;
+    /// Every resource, in the order listings show them.
+    fn all_resources(&self) -> Vec<&dyn ResourceModeSpec>;
 }
 
-/// A slice of designs is a catalog (pass `&DESIGNS` where `DESIGNS: &[&dyn DesignSpec]`).
-impl Designs for &[&dyn DesignSpec] {
+/// A catalog of designs and resources held in two slices.
+#[derive(Clone, Copy)]
+pub struct Catalog<'a> {
+    /// The designs.
+    pub designs: &'a [&'a dyn DesignSpec],
+    /// The resources.
+    pub resources: &'a [&'a dyn ResourceModeSpec],
+}
+
+impl Designs for Catalog<'_> {
     fn find(&self, kind: &str) -> Option<&dyn DesignSpec> {
-        self.iter().copied().find(|d| d.kind() == kind)
+        self.designs.iter().copied().find(|d| d.kind() == kind)
     }
 
     fn all(&self) -> Vec<&dyn DesignSpec> {
-        self.to_vec()
+        self.designs.to_vec()
+    }
+
+    fn find_resource(&self, mode: &str) -> Option<&dyn ResourceModeSpec> {
+        self.resources.iter().copied().find(|r| r.mode() == mode)
+    }
+
+    fn all_resources(&self) -> Vec<&dyn ResourceModeSpec> {
+        self.resources.to_vec()
     }
 }
 
@@ -232,9 +254,12 @@ mod tests {
     }
 
     #[test]
-    fn a_slice_of_designs_is_a_catalog() {
-        let designs: &[&dyn DesignSpec] = &[&Toy];
-        let designs: &dyn Designs = &designs;
+    fn a_catalog_finds_designs_by_kind() {
+        let catalog = Catalog {
+            designs: &[&Toy],
+            resources: &[],
+        };
+        let designs: &dyn Designs = &catalog;
         assert_eq!(designs.find("toy").map(|d| d.about()), Some("a toy"));
         assert!(designs.find("raft").is_none());
         assert_eq!(

@@ -7,7 +7,15 @@
 //! service believed. The `unfenced` mode accepts everything, to show the counterexample. The
 //! `equality` mode is what a resource can do with a lock's random value (Redlock's): it cannot
 //! order values, only tell whether a value is the one it has seen last.
+//!
+//! [`FencedStore`] is this resource on the design API (`fencesim_design::FencedResource`),
+//! and [`FENCED`], [`UNFENCED`] and [`EQUALITY`] are its three `[resource] mode`s, each with the
+//! `check` knob (K20's check-then-apply).
 #![deny(missing_docs)]
+
+mod spec;
+
+pub use spec::{Check, FencedStore, StoreConfig, StoreSpec, EQUALITY, FENCED, UNFENCED};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,33 +37,7 @@ pub enum FenceMode {
     Equality,
 }
 
-/// The answer to [`Resource::write`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum WriteOutcome {
-    /// The value was stored; `highest` is the key's highest accepted token afterwards (in
-    /// `equality` mode: the current value, which is this write's).
-    Accepted {
-        /// The highest accepted token (equality: the current value) after this write.
-        highest: u64,
-    },
-    /// A stale token: nothing changed.
-    Rejected {
-        /// The token the write carried.
-        presented: u64,
-        /// The key's highest accepted token, which is greater than `presented` (equality: the
-        /// current value, which replaced `presented`).
-        highest: u64,
-    },
-}
-
-/// The answer to [`Resource::read`]: the current value and the token of the write that stored it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReadValue {
-    /// The stored value (`None`: never written).
-    pub value: Option<String>,
-    /// The token the stored value was written with (`None`: never written).
-    pub token: Option<u64>,
-}
+pub use fencesim_design::{ReadValue, WriteOutcome};
 
 #[derive(Clone, Debug, Default)]
 struct Cell {

@@ -25,14 +25,15 @@ pub mod strategies;
 
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
-pub use fencesim_design::{ClientWorkload, DesignSpec, Designs, ServiceShape};
+pub use fencesim_design::{
+    Catalog, ClientWorkload, DesignSpec, Designs, ResourceModeSpec, ServiceShape,
+};
 pub use model::{
     ClientSpec, Expectation, ExpectedVerdict, LatencyRange, LinkLatency, LockServiceSpec,
-    MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceCheck,
-    ResourceMode, ResourceSpec, Scenario, SeedRange, LEADER, LEASE_SERVICE_NODE,
-    RESERVED_NODE_NAMES, RESOURCE_NODE,
+    MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceSpec,
+    Scenario, SeedRange, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
-pub use validate::DEFAULT_KIND;
+pub use validate::{DEFAULT_KIND, DEFAULT_RESOURCE_MODE};
 pub use write::to_toml;
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation
@@ -65,7 +66,7 @@ pub fn parse(
     // field no design's client takes is refused first, as serde refuses an unknown field
     // before it finds one missing (a misspelt `ttl` is reported as such, not as a missing
     // `ttl_ms`). If this lenient reading fails, the strict one below says why.
-    let client_knobs: Option<raw::RawClientKnobs> = toml::from_str(source).ok();
+    let client_knobs: Option<raw::RawKnobTables> = toml::from_str(source).ok();
     if let Some(knobs) = &client_knobs {
         validate::refuse_unknown_client_fields(knobs, source, file, designs)?;
     }
@@ -87,7 +88,10 @@ mod tests {
         let source = "name = \"s\"\nduration_ms = 1000\n[[clients]]\nname = \"c\"\nttl_ms = 100\n\
                       [expect]\nverdict = \"invalid\"\nviolations = [\"not-linearizable\"]\n";
         let only = [ViolationKind::StaleWriteAccepted];
-        let designs: &[&dyn DesignSpec] = &[&fencesim_lease::SingleDesign];
+        let designs = Catalog {
+            designs: &[&fencesim_lease::SingleDesign],
+            resources: &[&fencesim_resource::FENCED],
+        };
         let err = parse(source, "s.toml", Some(&only), &designs)
             .unwrap_err()
             .to_string();

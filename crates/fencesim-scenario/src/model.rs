@@ -200,58 +200,18 @@ impl LockServiceSpec {
     }
 }
 
-/// How the resource treats fencing tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResourceMode {
-    /// Reject stale tokens (the safe design).
-    Fenced,
-    /// Accept every write (the counterexample).
-    Unfenced,
-    /// Accept the current lock value and unseen ones, reject replaced ones: all a resource can
-    /// do with opaque random values (case K23).
-    Equality,
-}
-
-/// `[resource]`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `[resource]`: the resource's mode (a design of its own, `fencesim_design::ResourceSpec`),
+/// the keys it serves, and its knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSpec {
-    /// Fenced, unfenced or equality.
-    pub mode: ResourceMode,
+    /// The mode (`"fenced"`, `"unfenced"`, `"equality"`, a user's resource's).
+    pub mode: String,
     /// The keys it serves; clients must use one of them.
     pub keys: Vec<String>,
-    /// Whether the token check and the write are one atomic step (a defect knob, case K20).
-    #[serde(default, skip_serializing_if = "ResourceCheck::is_default")]
-    pub check: ResourceCheck,
-    /// With `check = "check-then-apply"`: simulated ms between a write's check and its
-    /// application (the unprotected window). 0 otherwise.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub apply_delay_ms: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// How the resource checks a write's token against the highest it has accepted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResourceCheck {
-    /// Check and store in one atomic step (a conditional update, `UPDATE ... WHERE token <=
-    /// :token`), as Kleppmann 2016 requires.
-    #[default]
-    Atomic,
-    /// DEFECT (K20): check the token, then store `apply_delay_ms` later without checking again
-    /// (a read-then-write in application code). Two writes that arrive close together both
-    /// pass the check, and the older one may be stored last.
-    CheckThenApply,
-}
-
-impl ResourceCheck {
-    /// Whether this is the correct default (left out of reports).
-    pub fn is_default(&self) -> bool {
-        *self == ResourceCheck::Atomic
-    }
+    /// The resource's knobs as it resolved them (`check`, and `apply_delay_ms` with
+    /// `check = "check-then-apply"`), by name.
+    #[serde(flatten)]
+    pub knobs: toml::Table,
 }
 
 /// One client, after expanding `count`.

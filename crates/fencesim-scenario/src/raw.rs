@@ -7,9 +7,7 @@ use toml::Spanned;
 
 use std::collections::BTreeMap;
 
-use crate::model::{
-    ExpectedVerdict, MessageKind, NodeEvent, Placement, ResourceCheck, ResourceMode,
-};
+use crate::model::{ExpectedVerdict, MessageKind, NodeEvent, Placement};
 
 pub(crate) type Num = Spanned<i64>;
 pub(crate) type Pair = Spanned<Vec<i64>>;
@@ -94,29 +92,31 @@ pub(crate) const CLIENT_FIELDS: &[&str] = &[
     "validity_check",
 ];
 
-/// Every `[[clients]]` table as written, field by field with its place: the second reading of
-/// the file, which finds the design's client knobs (the fields not in [`CLIENT_FIELDS`]).
-#[derive(Deserialize)]
-pub(crate) struct RawClientKnobs {
+/// The tables whose fields are partly a design's knobs, as written, field by field with its
+/// place: the second reading of the file. A `[[clients]]` table's knobs are the fields not in
+/// [`CLIENT_FIELDS`]; `[resource]`'s, those other than `mode` and `keys`.
+#[derive(Deserialize, Default)]
+pub(crate) struct RawKnobTables {
     #[serde(default)]
     pub clients: Vec<BTreeMap<String, Spanned<toml::Value>>>,
+    #[serde(default)]
+    pub resource: Option<Spanned<BTreeMap<String, Spanned<toml::Value>>>>,
 }
 
 /// `[lock_service]` as written: `kind`, `max_ttl_ms` and the design's knobs, each with its
 /// place. Which knobs exist is the design's business (`DesignSpec::resolve`).
 pub(crate) type RawLockService = BTreeMap<String, Spanned<toml::Value>>;
 
+/// `[resource]`'s own fields; its others are the resource's knobs, read from
+/// [`RawKnobTables`] (so unknown fields are refused there, not by serde).
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawResource {
-    pub mode: Option<ResourceMode>,
+    pub mode: Option<Spanned<String>>,
     pub keys: Option<Spanned<Vec<Spanned<String>>>>,
-    pub check: Option<Spanned<ResourceCheck>>,
-    pub apply_delay_ms: Option<Num>,
 }
 
 /// A `[[clients]]` table's workload fields. Its other fields are the design's client knobs,
-/// read from [`RawClientKnobs`] (so unknown fields are refused there, not by serde).
+/// read from [`RawKnobTables`] (so unknown fields are refused there, not by serde).
 #[derive(Deserialize)]
 pub(crate) struct RawClient {
     pub name: Option<Spanned<String>>,

@@ -162,7 +162,7 @@ impl Ctx<'_> {
 
 pub(crate) fn resolve(
     raw: RawScenario,
-    client_knobs: RawClientKnobs,
+    mut tables: RawKnobTables,
     source: &str,
     file: &str,
     checked: Option<&[ViolationKind]>,
@@ -200,8 +200,8 @@ pub(crate) fn resolve(
         shape: lock_service.shape.clone(),
         ..cx
     };
-    let resource = resolve_resource(&cx, &raw.resource)?;
-    let clients = resolve_clients(&cx, &raw.clients, client_knobs, &lock_service, &resource)?;
+    let resource = resolve_resource(&cx, &raw.resource, &mut tables)?;
+    let clients = resolve_clients(&cx, &raw.clients, tables, &lock_service, &resource)?;
     let lease_nodes = lock_service.nodes();
     let node_names: Vec<&str> = lease_nodes
         .iter()
@@ -454,10 +454,16 @@ fn integer(cx: &Ctx, value: &Spanned<toml::Value>, field: &str) -> Result<Num, S
     }
 }
 
-/// The window between check and apply when `check = "check-then-apply"` names none, ms.
-const DEFAULT_APPLY_DELAY_MS: u64 = 100;
+/// The resource `[resource]` names when it names no `mode`.
+pub const DEFAULT_RESOURCE_MODE: &str = "fenced";
 
-fn resolve_resource(cx: &Ctx, raw: &RawResource) -> Result<ResourceSpec, ScenarioError> {
+/// `[resource]`: `mode` looked up among the resources, `keys`, and the rest handed to the
+/// resource as its knobs, as `[lock_service]`'s are to the design.
+fn resolve_resource(
+    cx: &Ctx,
+    raw: &RawResource,
+    tables: &mut RawKnobTables,
+) -> Result<ResourceSpec, ScenarioError> {
     let keys = match &raw.keys {
         Some(keys) if keys.get_ref().is_empty() => {
             let hint = "expected at least one key (leave `keys` out for [\"register\"])";
@@ -466,31 +472,73 @@ fn resolve_resource(cx: &Ctx, raw: &RawResource) -> Result<ResourceSpec, Scenari
         Some(keys) => keys.get_ref().iter().map(|k| k.get_ref().clone()).collect(),
         None => vec![DEFAULT_KEY.to_owned()],
     };
-    let check = raw
-        .check
-        .as_ref()
-        .map_or(ResourceCheck::Atomic, |c| *c.get_ref());
-    let apply_delay_ms = match (&raw.apply_delay_ms, check) {
-        (Some(n), ResourceCheck::CheckThenApply) => cx.positive(n, "resource.apply_delay_ms")?,
-        (Some(n), ResourceCheck::Atomic) => {
-            let m = "only a resource with check = \"check-then-apply\" has a delay between check and apply";
-            return Err(cx.err(n.span(), "resource.apply_delay_ms", m));
+    let modes: Vec<String> = cx
+        .designs
+        .all_resources()
+        .iter()
+        .map(|r| format!("`{}`", r.mode()))
+        .collect();
+    let resource = match &raw.mode {
+        None => cx.designs.find_resource(DEFAULT_RESOURCE_MODE),
+        Some(mode) => {
+            let found = cx.designs.find_resource(mode.get_ref());
+            if found.is_none() {
+                let m = format!(
+                    "unknown variant `{}`, expected one of {}",
+                    mode.get_ref(),
+                    modes.join(", ")
+                );
+                return Err(cx.err(mode.span(), "resource.mode", m));
+            }
+            found
         }
-        (None, ResourceCheck::CheckThenApply) => DEFAULT_APPLY_DELAY_MS,
-        (None, ResourceCheck::Atomic) => 0,
+    }
+    .ok_or_else(|| {
+        cx.err(
+            0..0,
+            "resource.mode",
+            "expected a `mode`: no resource is the default here",
+        )
+    })?;
+    let (mut given, header) = match tables.resource.take() {
+        Some(table) => (table.get_ref().clone(), table.span()),
+        None => Default::default(),
     };
+    given.remove("mode");
+    given.remove("keys");
+    let mut knobs = Knobs::new(given, header);
+    resource
+        .resolve(&mut knobs)
+        .map_err(|e| cx.err(e.span, &format!("resource.{}", e.field), e.message))?;
+    let (resolved, unread) = knobs.into_resolved();
+    if let Some((name, span)) = unread.into_iter().next() {
+        let field = format!("resource.{}", bare_or_quoted(&name));
+        let owners: Vec<String> = cx
+            .designs
+            .all_resources()
+            .iter()
+            .filter(|r| r.knob_names().contains(&name.as_str()))
+            .map(|r| format!("\"{}\"", r.mode()))
+            .collect();
+        if !owners.is_empty() {
+            let m = format!("only a mode = {} resource uses `{name}`", either(&owners));
+            return Err(cx.err(span, &field, m));
+        }
+        let mut known = vec!["mode", "keys"];
+        known.extend(resource.knob_names());
+        return Err(cx.err(cx.key_span(span), &field, unknown_field(&name, &known)));
+    }
     Ok(ResourceSpec {
-        mode: raw.mode.unwrap_or(ResourceMode::Fenced),
+        mode: resource.mode().to_owned(),
         keys,
-        check,
-        apply_delay_ms,
+        knobs: resolved,
     })
 }
 
 fn resolve_clients(
     cx: &Ctx,
     raw: &Spanned<Vec<RawClient>>,
-    client_knobs: RawClientKnobs,
+    client_knobs: RawKnobTables,
     lock_service: &LockServiceSpec,
     resource: &ResourceSpec,
 ) -> Result<Vec<ClientSpec>, ScenarioError> {
@@ -728,7 +776,7 @@ fn resolve_client_knobs(
 /// Refuse a `[[clients]]` field that is neither the workload's nor a client knob of any design,
 /// at its key, with the nearest known name.
 pub(crate) fn refuse_unknown_client_fields(
-    tables: &RawClientKnobs,
+    tables: &RawKnobTables,
     source: &str,
     file: &str,
     designs: &dyn Designs,

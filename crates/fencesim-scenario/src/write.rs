@@ -201,12 +201,9 @@ pub(crate) fn bare_or_quoted(key: &str) -> String {
 
 fn resource(doc: &mut Doc, r: &ResourceSpec) {
     doc.table("[resource]");
-    doc.key("mode", name(&r.mode));
+    doc.key("mode", string(&r.mode));
     doc.key("keys", strings(&r.keys));
-    if !r.check.is_default() {
-        doc.key("check", name(&r.check));
-        doc.key("apply_delay_ms", int(r.apply_delay_ms));
-    }
+    knobs(doc, &r.knobs);
 }
 
 fn client(doc: &mut Doc, c: &ClientSpec) {

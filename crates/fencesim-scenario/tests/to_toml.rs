@@ -502,6 +502,7 @@ token_counter = "durable"
 [resource]
 mode = "fenced"
 keys = ["register"]
+check = "atomic"
 
 [[clients]]
 name = "client-1"

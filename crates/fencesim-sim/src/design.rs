@@ -9,11 +9,13 @@
 
 use std::sync::Arc;
 
-use fencesim_design::{ClientInfo, ClientProtocol, LockNode};
-use fencesim_scenario::{ClientSpec, Scenario};
+use std::sync::Mutex;
+
+use fencesim_design::{ClientInfo, ClientProtocol, FencedResource, LockNode};
+use fencesim_scenario::{ClientSpec, Scenario, RESOURCE_NODE};
 
 use crate::world::World;
-use crate::{client, design_node, runner};
+use crate::{client, design_node, resource_node, runner};
 
 /// The cluster a design's nodes and clients join (the run's shared state, opaque outside the
 /// sim).
@@ -69,5 +71,29 @@ where
     fn start_client(&self, cluster: &Cluster<'_>, name: &str, index: usize) {
         let (w, make) = (Arc::clone(cluster.world), self.client);
         runner::start_node(name, move || client::run(Arc::clone(&w), index, make));
+    }
+}
+
+/// A resource as the harness runs it (`[resource] mode`).
+pub trait SimResource: Send + Sync {
+    /// Start the `resource` node, which restarts after a crash with its state intact.
+    fn start(&self, cluster: &Cluster<'_>);
+}
+
+/// A resource on the design API: its state machine `R` and how its settings come from the
+/// scenario.
+pub struct ResourceDesign<R: FencedResource> {
+    /// The resource's settings.
+    pub config: fn(&Scenario) -> R::Config,
+}
+
+impl<R: FencedResource> SimResource for ResourceDesign<R> {
+    fn start(&self, cluster: &Cluster<'_>) {
+        let world = Arc::clone(cluster.world);
+        // One instance for the whole run: a crash of the node loses nothing of it.
+        let store = Arc::new(Mutex::new(R::new(&(self.config)(&world.scenario))));
+        runner::start_node(RESOURCE_NODE, move || {
+            resource_node::run(Arc::clone(&world), Arc::clone(&store))
+        });
     }
 }

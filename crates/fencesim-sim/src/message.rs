@@ -1,6 +1,6 @@
 //! What nodes say to each other.
 
-use fencesim_resource::{ReadValue, WriteOutcome};
+use fencesim_design::{ReadValue, WriteOutcome};
 use fencesim_scenario::MessageKind;
 
 use crate::design_body::DesignBody;

@@ -1,14 +1,14 @@
-//! The `resource` node: the sans-IO fenced [`fencesim_resource::Resource`] behind a mailbox.
-//! Every write becomes an `accept` or `reject` event, in the order the resource applied them:
-//! the order the checker judges by. Its state is durable (a database that syncs each write),
-//! so it survives a crash of the node.
+//! The `resource` node: a design's [`FencedResource`] behind a mailbox. Every write becomes an
+//! `accept` or `reject` event, in the order the resource decided them: the order the checker
+//! judges by. The resource's state is one instance for the whole run (a database that syncs
+//! each write), so it survives a crash of the node.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use fencesim_design::{FencedResource, WriteDecision, WriteOutcome};
 use fencesim_history::{Event, EventKind};
-use fencesim_resource::{Resource, WriteOutcome};
-use fencesim_scenario::{NodeEvent, ResourceCheck, RESOURCE_NODE};
+use fencesim_scenario::{NodeEvent, RESOURCE_NODE};
 
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
@@ -18,14 +18,14 @@ use crate::world::World;
 const NODE: &str = RESOURCE_NODE;
 
 /// The node's main task; madsim runs it again on every restart.
-pub(crate) async fn run(world: Arc<World>) {
+pub(crate) async fn run<R: FencedResource>(world: Arc<World>, store: Arc<Mutex<R>>) {
     world.start(NODE);
     let inbox = world.inbox(NODE);
     while let Ok(env) = inbox.recv().await {
         match &env.body {
             Message::Read { key } => {
                 Nemesis::safepoint(&world, NODE, When::Before, NodeEvent::Read).await;
-                let value = world.resource.lock().expect("resource").read(key);
+                let value = lock(&store).read(key);
                 world.net.send(
                     NODE,
                     &env.src,
@@ -35,29 +35,24 @@ pub(crate) async fn run(world: Arc<World>) {
                 );
                 Nemesis::safepoint(&world, NODE, When::After, NodeEvent::Read).await;
             }
-            Message::Write { key, token, .. } => {
+            Message::Write { key, token, value } => {
                 Nemesis::safepoint(&world, NODE, When::Before, NodeEvent::Write).await;
-                let spec = &world.scenario.resource;
-                if spec.check == ResourceCheck::CheckThenApply {
-                    let checked = world.resource.lock().expect("resource").check(key, *token);
-                    if checked.is_none() {
-                        // K20: the write passed the check; it is stored later, unchecked,
-                        // while the node goes on serving other requests.
-                        let (w, delay_ms) = (Arc::clone(&world), spec.apply_delay_ms);
+                let decision = lock(&store).write(key, *token, value);
+                match decision {
+                    WriteDecision::Now(outcome) => reply(&world, &env, outcome).await,
+                    WriteDecision::Later { after_ms } => {
+                        // K20: the write passed the check; it is stored later while the node
+                        // goes on serving other requests.
+                        let (w, s) = (Arc::clone(&world), Arc::clone(&store));
                         madsim::task::spawn(crate::guard::guarded(async move {
-                            crate::timer::sleep(Duration::from_millis(delay_ms)).await;
-                            write_and_reply(&w, &env, |r, key, token, value| {
-                                r.apply(key, token, value)
-                            })
-                            .await;
+                            crate::timer::sleep(Duration::from_millis(after_ms)).await;
+                            if let Message::Write { key, token, value } = &env.body {
+                                let outcome = lock(&s).apply_due(key, *token, value);
+                                reply(&w, &env, outcome).await;
+                            }
                         }));
-                        continue;
                     }
                 }
-                write_and_reply(&world, &env, |r, key, token, value| {
-                    r.write(key, token, value)
-                })
-                .await;
             }
             // Not addressed to a resource (or a clock signal): nothing to do.
             _ => {}
@@ -65,22 +60,17 @@ pub(crate) async fn run(world: Arc<World>) {
     }
 }
 
-/// Store the write in `env` with `store`, record the outcome as an `accept` or `reject` event,
-/// reply, and pass the safepoint after it.
-async fn write_and_reply(
-    world: &Arc<World>,
-    env: &Envelope,
-    store: impl FnOnce(&mut Resource, &str, u64, &str) -> WriteOutcome,
-) {
-    let Message::Write { key, token, value } = &env.body else {
+/// The resource, whose lock a panicking task cannot leave unusable for the rest of the run.
+fn lock<R>(store: &Mutex<R>) -> MutexGuard<'_, R> {
+    store.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Record the write in `env` decided as `outcome` as an `accept` or `reject` event, reply,
+/// and pass the safepoint after it.
+async fn reply(world: &Arc<World>, env: &Envelope, outcome: WriteOutcome) {
+    let Message::Write { key, token, .. } = &env.body else {
         return;
     };
-    let outcome = store(
-        &mut world.resource.lock().expect("resource"),
-        key,
-        *token,
-        value,
-    );
     let (kind, highest, event) = match outcome {
         WriteOutcome::Accepted { highest } => (EventKind::Accept, highest, NodeEvent::Accept),
         WriteOutcome::Rejected { highest, .. } => (EventKind::Reject, highest, NodeEvent::Reject),

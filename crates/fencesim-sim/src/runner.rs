@@ -8,17 +8,15 @@ use std::time::Duration;
 
 use fencesim_design::TokenKind;
 use fencesim_history::{Header, History, TokenOrder, FORMAT_VERSION};
-use fencesim_resource::{FenceMode, Resource};
-use fencesim_scenario::{Action, ResourceMode, Scenario, RESOURCE_NODE};
+use fencesim_scenario::{Action, Scenario};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clocks;
-use crate::design::{Cluster, SimDesign};
+use crate::design::{Cluster, SimDesign, SimResource};
 use crate::guard::{guarded, panic_text, stop_on_failure};
 use crate::nemesis::{sleep_until_ms, Nemesis};
 use crate::random_nemesis::{self, NemesisPlan};
 use crate::recorder::{true_ns, Recorder};
-use crate::resource_node;
 use crate::seeds::{self, Stream};
 use crate::transport::{HoldRule, NetStats, Network};
 use crate::world::World;
@@ -70,9 +68,16 @@ fn token_order(tokens: TokenKind) -> TokenOrder {
     }
 }
 
-/// Simulate `scenario` under root seed `seed`. Deterministic: the same scenario, seed and
-/// binary give the same history, byte for byte once serialized.
-pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> RunOutcome {
+/// Simulate `scenario` under root seed `seed`, its lock service and clients run by `design`
+/// and its `resource` node by `resource` (the registry picks both by the scenario's `kind` and
+/// `mode`). Deterministic: the same scenario, seed and binary give the same history, byte for
+/// byte once serialized.
+pub fn run(
+    scenario: &Scenario,
+    seed: u64,
+    design: &'static dyn SimDesign,
+    resource: &'static dyn SimResource,
+) -> RunOutcome {
     let nemesis = scenario.nemesis.as_ref().map(|spec| {
         random_nemesis::plan(spec, scenario, seed, scenario.lock_service.shape.has_leader)
     });
@@ -101,7 +106,7 @@ pub fn run(scenario: &Scenario, seed: u64, design: &'static dyn SimDesign) -> Ru
             // The main future itself is not guarded: were it to panic, the run must end at
             // once rather than wait for the nodes' tasks to run down to the time limit.
             let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                rt.block_on(simulate(sc, seed, design, rec, st))
+                rt.block_on(simulate(sc, seed, design, resource, rec, st))
             }));
             // A task's panic, caught before madsim saw it, is the cause even if the runtime
             // then failed too (a deadlock of the tasks left waiting on the one that died).
@@ -165,6 +170,7 @@ async fn simulate(
     scenario: Scenario,
     seed: u64,
     design: &dyn SimDesign,
+    resource: &dyn SimResource,
     recorder: Arc<Recorder>,
     stats: Arc<Mutex<NetStats>>,
 ) {
@@ -194,27 +200,14 @@ async fn simulate(
         Arc::clone(&clocks),
     );
     let nemesis = Nemesis::new(&scenario.faults);
-    let mode = match scenario.resource.mode {
-        ResourceMode::Fenced => FenceMode::Fenced,
-        ResourceMode::Unfenced => FenceMode::Unfenced,
-        ResourceMode::Equality => FenceMode::Equality,
-    };
     let world = Arc::new(World::new(
-        scenario,
-        seed,
-        recorder,
-        clocks,
-        net,
-        nemesis,
-        inboxes,
-        Resource::new(mode),
+        scenario, seed, recorder, clocks, net, nemesis, inboxes,
     ));
 
     // Every node's main task is its `init`, so that madsim's restart runs it afresh.
     let cluster = Cluster::new(&world);
     design.start_service(&cluster);
-    let w = Arc::clone(&world);
-    start_node(RESOURCE_NODE, move || resource_node::run(Arc::clone(&w)));
+    resource.start(&cluster);
     for (index, spec) in world.scenario.clients.iter().enumerate() {
         design.start_client(&cluster, &spec.name, index);
     }

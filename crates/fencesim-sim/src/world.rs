@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_design::{HeldLease, LockNode, Now};
 use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
-use fencesim_resource::Resource;
 use fencesim_scenario::Scenario;
 
 use crate::clock::Clocks;
@@ -38,8 +37,6 @@ pub(crate) struct World {
     pub clocks: Arc<Clocks>,
     pub net: Arc<Network>,
     pub nemesis: Nemesis,
-    /// The resource's state: durable (a database that syncs every write).
-    pub resource: Mutex<Resource>,
     /// The disks of the nodes of designs on the design API, by node.
     design_disks: Mutex<BTreeMap<String, Arc<dyn AnyDisk>>>,
     /// Whether disks keep backups: only for a run with a `restore` fault.
@@ -71,7 +68,6 @@ impl World {
         net: Arc<Network>,
         nemesis: Nemesis,
         inboxes: BTreeMap<String, Inbox<Box<Envelope>>>,
-        resource: Resource,
     ) -> Self {
         let keep_backups = scenario
             .faults
@@ -84,7 +80,6 @@ impl World {
             clocks,
             net,
             nemesis,
-            resource: Mutex::new(resource),
             design_disks: Mutex::new(BTreeMap::new()),
             keep_backups,
             recorded_index: Mutex::new(0),

@@ -17,9 +17,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fencesim_design::WriteOutcome;
 use fencesim_design::{ClientInfo, ClientProtocol};
 use fencesim_history::{Op, OpFn, OpType};
-use fencesim_resource::WriteOutcome;
 use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;

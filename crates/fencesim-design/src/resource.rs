@@ -1,0 +1,92 @@
+//! Resources: the storage a lock protects, as a design of its own (`[resource] mode`).
+//!
+//! A resource is a sans-IO state machine like a lock-service node: the harness's `resource`
+//! node hands it each write and read its clients send, records each write's decision as an
+//! `accept` or `reject` event in the order the resource made them (the order the checker
+//! judges by), and answers the client. A fenced resource keeps the highest fencing token it has
+//! accepted per key and refuses older ones in the same atomic step as the write (Kleppmann
+//! 2016; `UPDATE ... WHERE highest_fence_token <= :token`). A resource may also decide a write
+//! later ([`WriteDecision::Later`]): it checked the token now and stores the value after a
+//! delay, without checking again, which is the race of case K20.
+//!
+//! Which resource runs is the scenario's `[resource] mode`, looked up in the catalog as a
+//! [`ResourceModeSpec`] that reads the table's knobs (all but `mode` and `keys`) as a lock design
+//! reads its own. Writes are the only mutation the workload makes today; a resource decides
+//! how it fences them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::knobs::{KnobError, Knobs};
+
+/// A write's outcome, as the resource answers the client and the history records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteOutcome {
+    /// The value was stored; `highest` is the key's highest accepted token afterwards (in
+    /// `equality` mode: the current value, which is this write's).
+    Accepted {
+        /// The highest accepted token (equality: the current value) after this write.
+        highest: u64,
+    },
+    /// A stale token: nothing changed.
+    Rejected {
+        /// The token the write carried.
+        presented: u64,
+        /// The key's highest accepted token, which is greater than `presented` (equality: the
+        /// current value, which replaced `presented`).
+        highest: u64,
+    },
+}
+
+/// What a resource does with a write now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteDecision {
+    /// Decided at once (the atomic check and store of a fenced resource).
+    Now(WriteOutcome),
+    /// The token passed the check; the value is stored `after_ms` of simulated time later by
+    /// [`FencedResource::apply_due`], while the resource serves other requests (a read-then-
+    /// write in application code, case K20).
+    Later {
+        /// The delay, simulated ms.
+        after_ms: u64,
+    },
+}
+
+/// A read's answer: the current value and the token of the write that stored it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadValue {
+    /// The stored value (`None`: never written).
+    pub value: Option<String>,
+    /// The token the stored value was written with (`None`: never written).
+    pub token: Option<u64>,
+}
+
+/// A resource's state machine. Its state is durable: the harness keeps one instance across
+/// crashes of the `resource` node (a database that syncs every write).
+pub trait FencedResource: Send + 'static {
+    /// The resource's settings, from its knobs.
+    type Config: Clone + Send + Sync + 'static;
+
+    /// An empty resource.
+    fn new(config: &Self::Config) -> Self;
+    /// A write of `value` with fencing token `token` to `key`.
+    fn write(&mut self, key: &str, token: u64, value: &str) -> WriteDecision;
+    /// A write this resource answered [`WriteDecision::Later`] comes due: store it as the
+    /// resource does then (a K20 resource stores it unchecked).
+    fn apply_due(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome;
+    /// The current value of `key`.
+    fn read(&self, key: &str) -> ReadValue;
+}
+
+/// A resource as the scenario parser sees it. Object-safe, as [`DesignSpec`](crate::DesignSpec)
+/// is.
+pub trait ResourceModeSpec: Send + Sync {
+    /// The `[resource] mode` that selects it (`"fenced"`).
+    fn mode(&self) -> &'static str;
+    /// One line on what it does.
+    fn about(&self) -> &'static str;
+    /// Every knob it may read (besides `mode` and `keys`), so that a knob of another resource
+    /// is refused with the modes that take it.
+    fn knob_names(&self) -> &'static [&'static str];
+    /// Read its knobs with located errors, keeping each value read (default or given).
+    fn resolve(&self, knobs: &mut Knobs) -> Result<(), KnobError>;
+}
