@@ -5,8 +5,12 @@
 //! the result into a report on disk ([`report`]). The `fencesim` binary is a thin CLI over it.
 #![deny(missing_docs)]
 
+// `fencesim::...` paths inside the crate too: the CLI's commands are written as the binary's were.
+extern crate self as fencesim;
+
 pub mod bench;
 pub mod bundled;
+pub mod cli;
 pub mod expectation;
 pub mod explore;
 pub mod readable;

@@ -6,7 +6,7 @@ use fencesim::{exit, Scenario};
 use super::{
     ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
 };
-use crate::progress;
+use crate::cli::progress;
 
 pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, sweep: &RangeArgs) -> u8 {
     let (scenario, opts) = match prepare(target) {

@@ -11,7 +11,7 @@ use super::shrink::shrink;
 use super::{
     ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
 };
-use crate::progress;
+use crate::cli::progress;
 
 pub(crate) struct ExploreArgs {
     pub(crate) seeds: String,

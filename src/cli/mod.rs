@@ -1,0 +1,321 @@
+//! The `fencesim` command line (DESIGN.md, "CLI contract"): the arguments of every command and
+//! the process-wide setup (panic hook, Ctrl-C, tracing). Each command's work is in a file of its
+//! own under `commands/`, as cargo's own commands are. It is in the library so that a user's
+//! own binary runs the whole CLI with designs of their own ([`main`]); the `fencesim` binary
+//! (`src/main.rs`) is that call with the built-in designs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit;
+use crate::run::default_jobs;
+
+use commands::bench::{BenchPart, BenchSeeds};
+use commands::check::HistoryFormat;
+use commands::explore::ExploreArgs;
+use commands::export::ExportFormat;
+use commands::run::RangeArgs;
+use commands::Target;
+
+/// Print a line to stdout, ignoring a closed pipe (`fencesim run ... | head -1`): the exit
+/// code still carries the verdict.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+// After `say!`, so that the commands can use it.
+mod commands;
+mod progress;
+
+#[derive(Parser)]
+#[command(
+    name = "fencesim",
+    version,
+    about = "Deterministic simulation and checking of lease-based locks with fencing tokens"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate a scenario, check the history, write report.json and history.jsonl.
+    Run {
+        #[command(flatten)]
+        target: Target,
+        /// Root seed. Without it: the first seed of the scenario's range, or with --expect
+        /// every seed of the range.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Exit 0 only if the scenario's [expect] is met (on every seed of its range unless
+        /// --seed is given).
+        #[arg(long)]
+        expect: bool,
+        /// With --expect over the range: write every seed's files, not only those of the
+        /// seeds that miss the expectation.
+        #[arg(long)]
+        write_all: bool,
+        /// With --expect over the range: no progress on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Run many seeds in parallel until the first counterexample (a seed that misses the
+    /// scenario's expectation); write files only for counterexamples and a summary.
+    Explore {
+        /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
+        #[arg(required_unless_present = "merge")]
+        scenario: Option<String>,
+        /// The seeds, `A..B` (half-open).
+        #[arg(long, required_unless_present = "merge")]
+        seeds: Option<String>,
+        /// Output root; counterexamples go to DIR/<scenario name>/<seed>/, the summary to
+        /// DIR/<scenario name>/explore-summary.json.
+        #[arg(long, value_name = "DIR", default_value = "reports/runs")]
+        out: PathBuf,
+        /// Worker threads (default: one per core).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: Option<u64>,
+        /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Run every seed instead of stopping at the first counterexample.
+        #[arg(long)]
+        keep_going: bool,
+        /// No progress on stderr.
+        #[arg(long)]
+        quiet: bool,
+        /// Shrink the first counterexample (as `fencesim shrink` does) into DIR/shrunk/.
+        #[arg(long)]
+        shrink: bool,
+        /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Force swarm mode on the scenario's random nemesis.
+        #[arg(long)]
+        swarm: bool,
+        /// Join the explore-summary files of a sweep's shards and print the whole sweep's
+        /// summary instead of running anything.
+        #[arg(long, num_args = 1.., value_name = "SUMMARY",
+              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink"])]
+        merge: Vec<PathBuf>,
+    },
+    /// Check a history: a history.jsonl (recorded by fencesim or converted from a real system),
+    /// or a Jepsen history.edn with --format jepsen-edn.
+    Check {
+        /// The history file.
+        history: PathBuf,
+        /// Print the whole result as one JSON object (verdict, violations, unknown reasons,
+        /// unsafe exposure) instead of lines of text.
+        #[arg(long)]
+        json: bool,
+        /// The history's format: fencesim's JSON Lines, or Jepsen's EDN (operation maps, loose
+        /// or in one whole-file vector, as history.edn).
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Jsonl)]
+        format: HistoryFormat,
+        /// Search steps the linearizability check may take per key; past them the verdict is
+        /// unknown (exit 3). At least 1.
+        #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_steps,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        linearizability_steps: u64,
+        /// Search steps the linearizability check may take over all keys together; keys whose
+        /// turn comes after they are spent are unknown. At least 1.
+        #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_total_steps,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        linearizability_total_steps: u64,
+    },
+    /// Write a history.jsonl in another format, for other tools (Jepsen's Knossos and Elle).
+    Export {
+        /// The history file (JSON Lines).
+        history: PathBuf,
+        /// The format to write.
+        #[arg(long, value_enum, default_value_t = ExportFormat::JepsenEdn)]
+        format: ExportFormat,
+        /// Where to write (default: standard output).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Re-run the scenario and seed a report.json records (its resolved scenario is inside) and
+    /// check that the history comes out byte-identical (exit 0) or not (exit 4).
+    Replay {
+        /// A report.json written by `run` or `explore`.
+        report: PathBuf,
+        /// Output root for the replayed run.
+        #[arg(long, value_name = "DIR", default_value = "reports/replays")]
+        out: PathBuf,
+    },
+    /// Reduce a failing run (its report.json) to a minimal scenario that still shows the same
+    /// violation kind, and write it as a scenario file that `fencesim run` reproduces.
+    Shrink {
+        /// A report.json written by `run` or `explore`.
+        report: PathBuf,
+        /// Where the minimal scenario (NAME-seed-N-min.toml) and its run's files go (the same
+        /// folder `explore --shrink` uses with the default --out, git-ignored).
+        #[arg(long, value_name = "DIR", default_value = "reports/runs/shrunk")]
+        out: PathBuf,
+        /// The violation kind to keep (default: the report's first violation's).
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// List the bundled scenarios with their expectations.
+    List,
+    /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
+    /// every bundled scenario (release builds give the meaningful figures).
+    Bench {
+        /// Seeds per scenario.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        seeds: u64,
+        /// Worker threads (default: 1, so that seeds/s is per core).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: u64,
+        /// A run of seconds that proves the measurements work: one seed per scenario, one
+        /// round of the ratio, small synthetic histories.
+        #[arg(long)]
+        quick: bool,
+        /// Run only this part (default: every part, in this order).
+        #[arg(long, value_enum)]
+        only: Option<BenchPart>,
+        /// Seeds per scenario for the `expectations` part (from each scenario's first seed;
+        /// --quick makes it 20).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        expectation_seeds: u64,
+    },
+}
+
+/// Run the `fencesim` command line on this process's arguments, with the designs of
+/// the registry, and return its exit code (README's table).
+pub fn main() -> ExitCode {
+    init_tracing();
+    quiet_simulation_panics();
+    stop_sweeps_on_ctrl_c();
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Run {
+            target,
+            seed,
+            expect,
+            write_all,
+            quiet,
+        } => commands::run::run(&target, seed, expect, &RangeArgs { write_all, quiet }),
+        Command::Explore {
+            scenario,
+            seeds,
+            out,
+            jobs,
+            shard,
+            keep_going,
+            quiet,
+            shrink,
+            check_determinism,
+            swarm,
+            merge,
+        } => {
+            if !merge.is_empty() {
+                commands::explore::merge_summaries(&merge)
+            } else {
+                let target = Target {
+                    scenario: scenario.unwrap_or_default(),
+                    out,
+                    check_determinism,
+                    swarm,
+                };
+                let sweep = ExploreArgs {
+                    seeds: seeds.unwrap_or_default(),
+                    jobs: jobs.map_or_else(default_jobs, |j| j as usize),
+                    shard,
+                    keep_going,
+                    quiet,
+                    shrink,
+                };
+                commands::explore::explore(&target, &sweep)
+            }
+        }
+        Command::Check {
+            history,
+            json,
+            format,
+            linearizability_steps,
+            linearizability_total_steps,
+        } => {
+            let options = fencesim_checker::CheckOptions {
+                linearizability_steps,
+                linearizability_total_steps,
+            };
+            commands::check::check(&history, format, json, &options)
+        }
+        Command::Export {
+            history,
+            format: ExportFormat::JepsenEdn,
+            out,
+        } => commands::export::export(&history, out.as_deref()),
+        Command::List => commands::list::list(),
+        Command::Shrink { report, out, kind } => {
+            commands::shrink::shrink(&report, &out, kind.as_deref())
+        }
+        Command::Replay { report, out } => commands::replay::replay(&report, out),
+        Command::Bench {
+            seeds,
+            jobs,
+            quick,
+            only,
+            expectation_seeds,
+        } => {
+            let counts = BenchSeeds {
+                scenarios: if quick { 1 } else { seeds },
+                expectations: if quick { 20 } else { expectation_seeds },
+            };
+            commands::bench::bench(&counts, jobs as usize, quick, only)
+        }
+    };
+    ExitCode::from(code)
+}
+
+/// A panic inside a simulation is caught and reported (verdict line, report.json, exit 4), so
+/// the default hook's message and backtrace would only repeat it; other panics keep the hook.
+fn quiet_simulation_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let in_simulation = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("fencesim-seed-"));
+        // RUST_BACKTRACE is often set for other work; it must not turn every failed seed of
+        // a sweep into a page of backtrace. FENCESIM_DEBUG_PANICS asks for them on purpose.
+        if !in_simulation || std::env::var_os("FENCESIM_DEBUG_PANICS").is_some() {
+            default(info);
+        }
+    }));
+}
+
+/// The first Ctrl-C lets a sweep finish the seeds in progress and write what it found so far
+/// (a partial summary, exit 130); a second one quits at once.
+fn stop_sweeps_on_ctrl_c() {
+    let result = ctrlc::set_handler(|| {
+        // Only a sweep has seeds in progress to finish; anything else stops at once.
+        if fencesim::run::interrupted() || !fencesim::run::sweep_running() {
+            std::process::exit(i32::from(exit::INTERRUPTED));
+        }
+        fencesim::run::interrupt();
+        eprintln!(
+            "\ninterrupted: finishing the seeds in progress, then writing what was found so far \
+             (Ctrl-C again to quit at once)"
+        );
+    });
+    // Without the handler (another one was installed first, as in a test harness) Ctrl-C
+    // still stops the process, only without a summary: nothing to report.
+    drop(result);
+}
+
+/// Diagnostics only when RUST_LOG asks for them: the hot loop stays quiet by default.
+fn init_tracing() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
+}
