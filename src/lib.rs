@@ -19,6 +19,14 @@ pub mod report;
 pub mod run;
 pub mod shrink;
 
+/// The design API a lock design of your own implements (`fencesim-design`).
+pub use fencesim_design as design;
+/// The scenario format (`fencesim-scenario`).
+pub use fencesim_scenario as scenario;
+/// How the simulator runs a design or a resource: register yours with
+/// [`registry::Registry::with_design`] as a [`NodeDesign`] of its node type and client protocol.
+pub use fencesim_sim::{NodeDesign, ResourceDesign, SimDesign, SimResource};
+
 pub use fencesim_checker::{check, CheckResult, Verdict, Violation};
 pub use fencesim_history::{History, ViolationKind};
 pub use fencesim_scenario::{Scenario, ScenarioError};
@@ -29,7 +37,7 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
     fencesim_scenario::load(
         path,
         Some(fencesim_checker::CHECKED_KINDS),
-        registry::built_in(),
+        registry::active(),
     )
 }
 
@@ -61,7 +69,7 @@ pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, ScenarioError>
         text,
         file,
         Some(fencesim_checker::CHECKED_KINDS),
-        registry::built_in(),
+        registry::active(),
     )
 }
 

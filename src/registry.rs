@@ -99,6 +99,31 @@ impl Registry {
             .map(|r| r.sim)
     }
 
+    /// Add lock design `spec`, run by `sim` (a [`NodeDesign`] of its node type and client
+    /// protocol), replacing a design of the same kind. Statics serve as the `'static`
+    /// references (as the built-in designs' do), or `Box::leak` of values made at run time.
+    pub fn with_design(
+        mut self,
+        spec: &'static dyn DesignSpec,
+        sim: &'static dyn SimDesign,
+    ) -> Self {
+        self.designs.retain(|d| d.spec.kind() != spec.kind());
+        self.designs.push(Registered { spec, sim });
+        self
+    }
+
+    /// Add resource `spec`, run by `sim` (a [`ResourceDesign`] of its state machine),
+    /// replacing a resource of the same mode.
+    pub fn with_resource(
+        mut self,
+        spec: &'static dyn ResourceModeSpec,
+        sim: &'static dyn SimResource,
+    ) -> Self {
+        self.resources.retain(|r| r.spec.mode() != spec.mode());
+        self.resources.push(RegisteredResource { spec, sim });
+        self
+    }
+
     /// How the simulator runs the design of `kind`, if there is one.
     pub fn sim(&self, kind: &str) -> Option<&'static dyn SimDesign> {
         self.designs
@@ -132,23 +157,49 @@ impl Designs for Registry {
     }
 }
 
-/// The built-in designs ([`Registry::built_in`]), made once.
-pub fn built_in() -> &'static Registry {
-    static BUILT_IN: OnceLock<Registry> = OnceLock::new();
-    BUILT_IN.get_or_init(Registry::built_in)
+/// The registry every command, [`crate::check_scenario`], [`crate::parse_scenario`] and
+/// [`simulate`] of this process use: set once by [`install`], else the built-in designs.
+static ACTIVE: OnceLock<Registry> = OnceLock::new();
+
+/// Make `registry` the one this process uses ([`active`]), before any scenario is parsed: a
+/// user's `main` adds its designs to the built-ins and then runs [`crate::cli::main`], and a
+/// user's tests call it at the top of each test. The first call wins; a later one (or one
+/// after a scenario was parsed with the built-in designs) changes nothing and hands its
+/// registry back, so every test of a suite should install the same designs.
+///
+/// ```ignore
+/// fencesim::registry::install(
+///     Registry::built_in().with_design(&MyDesign, &MY_SIM),
+/// ).ok();
+/// ```
+///
+/// # Errors
+/// A registry is already active: `registry` is returned unused.
+pub fn install(registry: Registry) -> Result<(), Registry> {
+    let mut given = Some(registry);
+    ACTIVE.get_or_init(|| given.take().expect("taken once"));
+    match given {
+        None => Ok(()),
+        Some(unused) => Err(unused),
+    }
+}
+
+/// The registry in use: the one [`install`]ed, else the built-in designs.
+pub fn active() -> &'static Registry {
+    ACTIVE.get_or_init(Registry::built_in)
 }
 
 /// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
 ///
 /// # Panics
-/// If no built-in design has the scenario's kind, or no resource its mode: parsing refuses
-/// such a scenario.
+/// If no design of the [`active`] registry has the scenario's kind, or no resource its mode:
+/// parsing refuses such a scenario.
 pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
     let (kind, mode) = (&scenario.lock_service.kind, &scenario.resource.mode);
-    let design = built_in()
+    let design = active()
         .sim(kind)
         .unwrap_or_else(|| panic!("no design of kind {kind:?}: the scenario was not parsed"));
-    let resource = built_in()
+    let resource = active()
         .resource_sim(mode)
         .unwrap_or_else(|| panic!("no resource of mode {mode:?}: the scenario was not parsed"));
     fencesim_sim::run(scenario, seed, design, resource)

@@ -19,13 +19,9 @@ verdict = "valid"
 
 fn run(faults: &str, seed: u64) -> History {
     let text = format!("{BASE}\n{faults}");
-    let scenario = fencesim_scenario::parse(
-        &text,
-        "mechanics.toml",
-        None,
-        fencesim::registry::built_in(),
-    )
-    .expect("valid scenario");
+    let scenario =
+        fencesim_scenario::parse(&text, "mechanics.toml", None, fencesim::registry::active())
+            .expect("valid scenario");
     let outcome = fencesim::registry::simulate(&scenario, seed);
     assert_eq!(outcome.failure, None);
     outcome.history
@@ -211,8 +207,7 @@ fn crash_at(at_ms: u64) -> Vec<u64> {
          [expect]\nverdict = \"valid\"\n"
     );
     let scenario =
-        fencesim_scenario::parse(&text, "crash.toml", None, fencesim::registry::built_in())
-            .unwrap();
+        fencesim_scenario::parse(&text, "crash.toml", None, fencesim::registry::active()).unwrap();
     let outcome = fencesim::registry::simulate(&scenario, 0);
     assert_eq!(outcome.failure, None);
     outcome
@@ -274,7 +269,7 @@ fn a_lease_lost_in_a_crash_is_recorded_and_a_restart_grace_keeps_exclusion() {
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 100\n\
                 [expect]\nverdict = \"valid\"\n";
     let scenario =
-        fencesim_scenario::parse(text, "grace.toml", None, fencesim::registry::built_in()).unwrap();
+        fencesim_scenario::parse(text, "grace.toml", None, fencesim::registry::active()).unwrap();
     let h = fencesim::registry::simulate(&scenario, 0).history;
     let revoke = h
         .events()
@@ -313,8 +308,7 @@ fn overlapping_crashes_restart_the_node_once() {
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1500\nduration_ms = 500\n\
                 [expect]\nverdict = \"valid\"\n";
     let scenario =
-        fencesim_scenario::parse(text, "double.toml", None, fencesim::registry::built_in())
-            .unwrap();
+        fencesim_scenario::parse(text, "double.toml", None, fencesim::registry::active()).unwrap();
     let h = fencesim::registry::simulate(&scenario, 0).history;
     let ends: Vec<_> = h
         .events()

@@ -104,7 +104,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     let report: fencesim::report::Report = if current {
         serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?
     } else {
-        if let Err(why) = fencesim::report::upgrade(&mut json, fencesim::registry::built_in()) {
+        if let Err(why) = fencesim::report::upgrade(&mut json, fencesim::registry::active()) {
             eprintln!(
                 "error: {}: not a report this fencesim reads: {why}",
                 path.display()

@@ -1,0 +1,362 @@
+//! A lock design of a user's own, written against the public API only (`fencesim::design`,
+//! `fencesim::NodeDesign`, `fencesim::registry`), registered beside the built-in designs and
+//! run by `check_scenario` as the built-ins are: its knobs parsed and refused with located
+//! errors, its service events in the history, the checkers judging it. The design is a single
+//! lease server (`toy-1`) that expires leases by its monotonic clock, with one defect knob,
+//! `grant_while_held`, which grants over a live lease.
+
+mod support;
+
+use fencesim::design::{
+    ClientCtx, ClientInfo, ClientProtocol, Clock, Deadline, DesignMessage, DesignSpec, Durability,
+    KnobError, Knobs, LockNode, LockOp, MessageKind, NodeCtx, NodeStart, OpResult, Origin,
+    RequestId, ServiceEvent, ServiceEventKind, ServiceShape, TimerId,
+};
+use fencesim::registry::{self, Registry};
+use fencesim::scenario::ClientSpec;
+use fencesim::{NodeDesign, Scenario, ScenarioCheckError};
+
+#[derive(Clone, Debug)]
+enum ToyMsg {
+    Acquire {
+        holder: String,
+        ttl_ms: u64,
+    },
+    Renew {
+        holder: String,
+        token: u64,
+        ttl_ms: u64,
+    },
+    Release {
+        holder: String,
+        token: u64,
+    },
+    Granted {
+        token: u64,
+    },
+    Refused {
+        why: String,
+    },
+    Done,
+}
+
+impl DesignMessage for ToyMsg {
+    fn kind(&self) -> MessageKind {
+        match self {
+            ToyMsg::Acquire { .. } => MessageKind::Acquire,
+            ToyMsg::Renew { .. } => MessageKind::Renew,
+            ToyMsg::Release { .. } => MessageKind::Release,
+            // One reply kind per request would let `hold` faults tell them apart; the toy
+            // answers every request with these three.
+            ToyMsg::Granted { .. } | ToyMsg::Refused { .. } | ToyMsg::Done => {
+                MessageKind::AcquireReply
+            }
+        }
+    }
+}
+
+/// The toy's settings, from its knobs.
+#[derive(Clone, Copy, Debug)]
+struct ToyConfig {
+    grant_while_held: bool,
+}
+
+/// The lease: holder, token, expiry on the monotonic clock.
+#[derive(Clone, Debug)]
+struct Lease {
+    holder: String,
+    token: u64,
+    until_ms: i64,
+}
+
+const WAKE: TimerId = TimerId(1);
+const LOCK: &str = "lock";
+
+struct ToyNode {
+    config: ToyConfig,
+    last_token: u64,
+    lease: Option<Lease>,
+}
+
+impl ToyNode {
+    fn event(&self, kind: ServiceEventKind, lease: &Lease, op: Option<u64>) -> ServiceEvent {
+        let mut event = ServiceEvent::new(kind, LOCK, &lease.holder, lease.token, op);
+        event.expires_at_ms = Some(lease.until_ms);
+        event
+    }
+
+    fn holds(&self, holder: &str, token: u64) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|l| l.holder == holder && l.token == token)
+    }
+}
+
+impl LockNode for ToyNode {
+    type Msg = ToyMsg;
+    type Durable = u64;
+    type Config = ToyConfig;
+
+    fn start(config: &ToyConfig, start: NodeStart<u64>, _: &mut NodeCtx<'_, ToyMsg, u64>) -> Self {
+        ToyNode {
+            config: *config,
+            last_token: start.durable.unwrap_or(0),
+            lease: None,
+        }
+    }
+
+    fn on_message(&mut self, origin: &Origin, msg: ToyMsg, ctx: &mut NodeCtx<'_, ToyMsg, u64>) {
+        let now_ms = ctx.now().mono_ms;
+        let reply = match msg {
+            ToyMsg::Acquire { holder, ttl_ms } => match &self.lease {
+                Some(l) if !self.config.grant_while_held => ToyMsg::Refused {
+                    why: format!("held by {}", l.holder),
+                },
+                _ => {
+                    self.last_token += 1;
+                    ctx.persist(self.last_token, Durability::Synced);
+                    let lease = Lease {
+                        holder,
+                        token: self.last_token,
+                        until_ms: now_ms + ttl_ms as i64,
+                    };
+                    ctx.record(self.event(ServiceEventKind::Grant, &lease, origin.op()));
+                    let token = lease.token;
+                    self.lease = Some(lease);
+                    ToyMsg::Granted { token }
+                }
+            },
+            ToyMsg::Renew {
+                holder,
+                token,
+                ttl_ms,
+            } if self.holds(&holder, token) => {
+                let mut lease = self.lease.take().expect("held");
+                lease.until_ms = now_ms + ttl_ms as i64;
+                ctx.record(self.event(ServiceEventKind::Renew, &lease, origin.op()));
+                self.lease = Some(lease);
+                ToyMsg::Granted { token }
+            }
+            ToyMsg::Renew { .. } => ToyMsg::Refused { why: "lost".into() },
+            ToyMsg::Release { holder, token } if self.holds(&holder, token) => {
+                let lease = self.lease.take().expect("held");
+                ctx.record(self.event(ServiceEventKind::Release, &lease, origin.op()));
+                ToyMsg::Done
+            }
+            ToyMsg::Release { .. } => ToyMsg::Done,
+            ToyMsg::Granted { .. } | ToyMsg::Refused { .. } | ToyMsg::Done => return,
+        };
+        ctx.reply(origin, reply);
+    }
+
+    /// Expire the lease once the monotonic clock passes it; wake up then.
+    fn settle(&mut self, ctx: &mut NodeCtx<'_, ToyMsg, u64>) -> bool {
+        if let Some(lease) = self.lease.clone() {
+            if ctx.now().mono_ms >= lease.until_ms {
+                ctx.record(self.event(ServiceEventKind::Expire, &lease, None));
+                self.lease = None;
+            } else {
+                let at = Deadline {
+                    clock: Clock::Monotonic,
+                    at_ms: lease.until_ms,
+                };
+                ctx.set_timer_at(WAKE, at);
+            }
+        }
+        false
+    }
+}
+
+const REPLY: TimerId = TimerId(1);
+
+/// One request per operation to the one node; believes its lease until the request was sent
+/// plus its TTL.
+struct ToyClient {
+    info: ClientInfo,
+    waiting: Option<(RequestId, LockOp, i64)>,
+}
+
+impl ClientProtocol for ToyClient {
+    type Msg = ToyMsg;
+
+    fn begin(&mut self, op: LockOp, ctx: &mut ClientCtx<'_, ToyMsg>) {
+        let (holder, ttl_ms) = (self.info.name.clone(), self.info.ttl_ms);
+        let msg = match op {
+            LockOp::Acquire => ToyMsg::Acquire { holder, ttl_ms },
+            LockOp::Renew { token } => ToyMsg::Renew {
+                holder,
+                token,
+                ttl_ms,
+            },
+            LockOp::Release { token } => ToyMsg::Release { holder, token },
+        };
+        let sent_ms = ctx.now().mono_ms;
+        self.waiting = Some((ctx.request(0, msg), op, sent_ms));
+        ctx.set_timer(REPLY, self.info.timeout_ms);
+    }
+
+    fn on_reply(&mut self, request: RequestId, msg: ToyMsg, ctx: &mut ClientCtx<'_, ToyMsg>) {
+        let Some((id, op, sent_ms)) = self.waiting else {
+            return;
+        };
+        if id != request {
+            return;
+        }
+        self.waiting = None;
+        ctx.cancel_timer(REPLY);
+        match (op, msg) {
+            (LockOp::Release { .. }, _) => ctx.complete(OpResult::Ok { token: None }),
+            (_, ToyMsg::Granted { token }) => {
+                ctx.complete(OpResult::Ok { token: Some(token) });
+                ctx.believe(token, self.info.valid_until_ms(sent_ms));
+            }
+            (LockOp::Renew { .. }, ToyMsg::Refused { why }) => {
+                ctx.lost(why.clone());
+                ctx.complete(OpResult::Fail { error: why });
+            }
+            (_, ToyMsg::Refused { why }) => ctx.complete(OpResult::Fail { error: why }),
+            (_, other) => panic!("unexpected answer {other:?}"),
+        }
+    }
+
+    fn on_timer(&mut self, id: TimerId, ctx: &mut ClientCtx<'_, ToyMsg>) {
+        if id == REPLY && self.waiting.take().is_some() {
+            ctx.complete(OpResult::Unknown {
+                error: "no reply".into(),
+            });
+        }
+    }
+}
+
+/// What the scenario parser asks of the toy.
+struct ToyDesign;
+
+impl ToyDesign {
+    fn settings(knobs: &mut Knobs) -> Result<ToyConfig, KnobError> {
+        Ok(ToyConfig {
+            grant_while_held: knobs.boolean("grant_while_held", false)?,
+        })
+    }
+}
+
+impl DesignSpec for ToyDesign {
+    fn kind(&self) -> &'static str {
+        "toy-lease"
+    }
+
+    fn about(&self) -> &'static str {
+        "a user's one-node lease server"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        &["grant_while_held"]
+    }
+
+    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
+        Self::settings(knobs)?;
+        Ok(ServiceShape {
+            node_expires: true,
+            ..ServiceShape::single("toy-1")
+        })
+    }
+}
+
+fn toy_config(scenario: &Scenario) -> ToyConfig {
+    ToyDesign::settings(&mut Knobs::from_resolved(&scenario.lock_service.knobs))
+        .expect("the parser accepted the knobs")
+}
+
+fn toy_client(_: &Scenario, _: &ClientSpec, info: ClientInfo) -> ToyClient {
+    ToyClient {
+        info,
+        waiting: None,
+    }
+}
+
+static TOY: NodeDesign<ToyNode, ToyClient> = NodeDesign {
+    node_config: toy_config,
+    client: toy_client,
+};
+
+/// The built-in designs and the toy, active for this test process.
+fn install() {
+    let _ = registry::install(Registry::built_in().with_design(&ToyDesign, &TOY));
+}
+
+/// The toy's scenario with `knobs` in its `[lock_service]` and `expect` as its `[expect]`.
+fn scenario_file(test: &str, knobs: &str, expect: &str) -> String {
+    let text = format!(
+        "name = \"{test}\"\nduration_ms = 30000\nseeds = \"0..10\"\n\
+         [lock_service]\nkind = \"toy-lease\"\nmax_ttl_ms = 5000\n{knobs}\n\
+         [[clients]]\ncount = 3\nttl_ms = 2000\nwork_ms = 300\nrenew_ms = 500\ncycles = 3\n\
+         [[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nbefore = \"write\"\nduration_ms = 3000\n\
+         [expect]\n{expect}\n"
+    );
+    let dir = support::out_dir(test);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("toy.toml");
+    std::fs::write(&file, text).unwrap();
+    file.display().to_string()
+}
+
+#[test]
+fn a_users_safe_design_meets_its_expectation_on_every_seed() {
+    install();
+    let file = scenario_file("toy-safe", "", "verdict = \"valid\"");
+    let checked = fencesim::check_scenario(&file, 0..10).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(checked.seeds_run, 10);
+    // The toy's own events reach the history: its grants, and the expiry of the paused
+    // client's lease.
+    let scenario = fencesim::load_scenario(std::path::Path::new(&file)).unwrap();
+    assert_eq!(scenario.lock_service.nodes(), ["toy-1"]);
+    let history = fencesim::registry::simulate(&scenario, 0).history;
+    let kinds: Vec<String> = history
+        .events()
+        .filter(|e| &*e.node == "toy-1")
+        .map(|e| format!("{:?}", e.event))
+        .collect();
+    assert!(kinds.iter().any(|k| k == "Grant"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "Expire"), "{kinds:?}");
+}
+
+#[test]
+fn a_users_defect_knob_is_caught_by_the_checkers() {
+    install();
+    let file = scenario_file(
+        "toy-defect",
+        "grant_while_held = true",
+        "verdict = \"valid\"",
+    );
+    let err = fencesim::check_scenario(&file, 0..10).unwrap_err();
+    let ScenarioCheckError::Counterexample { summary, .. } = &err else {
+        panic!("expected a counterexample, got {err}");
+    };
+    assert!(summary.contains("mutual-exclusion"), "{summary}");
+}
+
+#[test]
+fn a_users_knobs_are_refused_with_located_errors() {
+    install();
+    let file = scenario_file(
+        "toy-bad-knob",
+        "grant_while_held = 1",
+        "verdict = \"valid\"",
+    );
+    let err = fencesim::check_scenario(&file, 0..1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            ":7:20: field `lock_service.grant_while_held`: expected true or false, found integer 1"
+        ),
+        "{err}"
+    );
+    let file = scenario_file("toy-other-knob", "fsync = \"never\"", "verdict = \"valid\"");
+    let err = fencesim::check_scenario(&file, 0..1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("only a kind = \"single\" or \"redlock\" lock service uses `fsync`"),
+        "{err}"
+    );
+}
