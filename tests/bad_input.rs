@@ -1222,3 +1222,42 @@ fn a_report_with_a_schema_version_that_is_no_number() {
         )
     );
 }
+
+/// From the second new-user trial: tables of the wrong shape say so in the format's words,
+/// and a misspelt knob is named before a knob that depends on it is blamed.
+#[test]
+fn wrong_shapes_and_misspelt_knobs_are_named_plainly() {
+    let cases: [(&str, &str, &str, &str, &str); 4] = [
+        (
+            "[lock_service]\nmax_ttl_ms = 20000",
+            "[lock_service]\nmax_ttl_ms = 20000\n[[resource]]\nmode = \"fenced\"",
+            "5:1",
+            "resource",
+            "expected a table, found an array (`[[...]]` is an array of tables)",
+        ),
+        (
+            "[[clients]]\nname = \"client-1\"",
+            "[clients]\nname = \"client-1\"",
+            "5:1",
+            "clients",
+            "expected an array of tables (`[[...]]`), found a table",
+        ),
+        (
+            "[lock_service]\nmax_ttl_ms = 20000",
+            "[lock_service]\nmax_ttl_ms = 20000\n[resource]\nchek = \"check-then-apply\"\napply_delay_ms = 500",
+            "6:1",
+            "resource.chek",
+            "unknown field `chek` (did you mean `check`?)",
+        ),
+        (
+            "max_ttl_ms = 20000",
+            "max_ttl_ms = 20000\nfsyn = \"periodic\"\nfsync_every_ms = 500",
+            "5:1",
+            "lock_service.fsyn",
+            "unknown field `fsyn` (did you mean `fsync`?)",
+        ),
+    ];
+    for (i, (from, to, location, field, says)) in cases.into_iter().enumerate() {
+        assert_located(&format!("bad-shape-{i}"), from, to, location, field, says);
+    }
+}

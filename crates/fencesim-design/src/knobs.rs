@@ -77,7 +77,8 @@ impl Knobs {
         Knobs::new(given, 0..0)
     }
 
-    /// The values read so far, every default filled in, in name order.
+    /// The values read so far, every default filled in, in the order the design read them
+    /// (its own order, which `to_toml` and reports keep).
     pub fn resolved(&self) -> &toml::Table {
         &self.resolved
     }
@@ -283,7 +284,8 @@ mod tests {
         assert!(unread.is_empty());
         assert_eq!(
             resolved.to_string(),
-            "fsync = \"never\"\nreplicas = 5\nrevoke_term_check = true\n"
+            "replicas = 5\nfsync = \"never\"\nrevoke_term_check = true\n",
+            "in the order the design read them"
         );
     }
 

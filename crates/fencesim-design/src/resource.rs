@@ -85,7 +85,8 @@ pub trait ResourceModeSpec: Send + Sync {
     /// One line on what it does.
     fn about(&self) -> &'static str;
     /// Every knob it may read (besides `mode` and `keys`), so that a knob of another resource
-    /// is refused with the modes that take it.
+    /// is refused with the modes that take it; a knob listed by no resource is refused as
+    /// unknown before [`resolve`](ResourceModeSpec::resolve) runs.
     fn knob_names(&self) -> &'static [&'static str];
     /// Read its knobs with located errors, keeping each value read (default or given).
     fn resolve(&self, knobs: &mut Knobs) -> Result<(), KnobError>;

@@ -25,7 +25,8 @@ pub trait DesignSpec: Send + Sync {
     /// One line on what the design is, for listings and error messages.
     fn about(&self) -> &'static str;
     /// Every knob the design may read, so that a knob written for another design is refused
-    /// with the designs that do take it.
+    /// with the designs that do take it. A knob listed by no design is refused as unknown
+    /// before [`resolve`](DesignSpec::resolve) runs, so list every knob `resolve` reads.
     fn knob_names(&self) -> &'static [&'static str];
     /// The `[[clients]]` knobs the design's client protocol takes (its defect knobs, such as
     /// `reclaim` or `takeover`), so that a client knob of another design's protocol is refused
@@ -233,7 +234,7 @@ mod tests {
         assert_eq!(defaults.expiry_clock(Clock::Wall), Ok(Clock::Wall));
         assert_eq!(
             defaults.resolved().to_string(),
-            "expiry_clock = \"wall\"\nfsync = \"always\"\n"
+            "fsync = \"always\"\nexpiry_clock = \"wall\"\n"
         );
     }
 

@@ -54,6 +54,14 @@ impl ScenarioError {
     pub(crate) fn from_toml(err: &toml::de::Error, source: &str, file: &str) -> Self {
         let span = err.span().unwrap_or(0..0);
         let mut message = plain_words(err.message().trim(), source, &span);
+        // `[[resource]]`: whatever serde made of an array where one table belongs.
+        let line = line_at(source, span.start)
+            .map(str::trim)
+            .unwrap_or_default();
+        let single = ["network", "lock_service", "resource", "nemesis", "expect"];
+        if single.iter().any(|t| line == format!("[[{t}]]")) {
+            message = "expected a table, found an array (`[[...]]` is an array of tables)".into();
+        }
         let key = quoted_field(&message).or_else(|| key_above(source, span.start));
         if let Some(known) = key.as_deref().and_then(|k| suggestion(k, &message)) {
             let unknown = key.as_deref().unwrap_or_default();
@@ -92,15 +100,33 @@ fn plain_words(message: &str, source: &str, span: &Range<usize>) -> String {
         };
         return format!("expected an integer between -{limit} and {limit}, found {found}");
     }
-    if let Some(found) = message
+    if let Some((found, expected)) = message
         .strip_prefix("invalid type: ")
-        .and_then(|m| m.strip_suffix(", expected a map"))
+        .and_then(|m| m.split_once(", expected "))
     {
-        let found = match found {
-            "sequence" => "an array (`[[...]]` is an array of tables)".to_owned(),
-            other => other.to_owned(),
+        let expected = match expected {
+            "a map" => "a table",
+            "a sequence" if found == "map" => "an array of tables (`[[...]]`)",
+            "a sequence" => "an array",
+            e if e.starts_with("struct ") => "a table",
+            e => e,
         };
-        return format!("expected a table, found {found}");
+        let found = match found {
+            "map" => "a table".to_owned(),
+            "sequence" if expected == "a table" => {
+                "an array (`[[...]]` is an array of tables)".to_owned()
+            }
+            "sequence" => "an array".to_owned(),
+            f => f.replace('`', ""),
+        };
+        return format!("expected {expected}, found {found}");
+    }
+    // A table written as an array (`resource = ["a"]`), or a single table as an array of them.
+    if message.starts_with("invalid length ") && message.contains("expected struct ") {
+        return "expected a table, found an array".to_owned();
+    }
+    if message.starts_with("wanted exactly 1 element") {
+        return "expected one table, found an array of tables (`[[...]]`)".to_owned();
     }
     message
 }

@@ -355,6 +355,16 @@ fn resolve_lock_service(
         )?,
         None => DEFAULT_MAX_TTL_MS,
     };
+    let all: Vec<&str> = cx
+        .designs
+        .all()
+        .iter()
+        .flat_map(|d| d.knob_names())
+        .copied()
+        .collect();
+    let mut own = vec!["kind", "max_ttl_ms"];
+    own.extend(design.knob_names());
+    refuse_unknown(cx, &given, &all, &own, "lock_service")?;
     let mut knobs = Knobs::new(given, header);
     let shape = design
         .resolve(&mut knobs)
@@ -506,6 +516,16 @@ fn resolve_resource(
     };
     given.remove("mode");
     given.remove("keys");
+    let all: Vec<&str> = cx
+        .designs
+        .all_resources()
+        .iter()
+        .flat_map(|r| r.knob_names())
+        .copied()
+        .collect();
+    let mut own = vec!["mode", "keys"];
+    own.extend(resource.knob_names());
+    refuse_unknown(cx, &given, &all, &own, "resource")?;
     let mut knobs = Knobs::new(given, header);
     resource
         .resolve(&mut knobs)
@@ -805,6 +825,29 @@ pub(crate) fn refuse_unknown_client_fields(
         }
     }
     Ok(())
+}
+
+/// Refuse a field of `table` that no design (or resource) takes, before the chosen one reads
+/// its knobs, so that a misspelt knob is named as such rather than blamed on a knob that
+/// depends on it; the nearest of `own` (this design's fields) is suggested.
+fn refuse_unknown(
+    cx: &Ctx,
+    given: &RawLockService,
+    all: &[&str],
+    own: &[&str],
+    table: &str,
+) -> Result<(), ScenarioError> {
+    let unknown = given
+        .iter()
+        .find(|(name, _)| !all.contains(&name.as_str()) && !own.contains(&name.as_str()));
+    match unknown {
+        Some((name, value)) => {
+            let field = format!("{table}.{}", bare_or_quoted(name));
+            let span = cx.key_span(value.span());
+            Err(cx.err(span, &field, unknown_field(name, own)))
+        }
+        None => Ok(()),
+    }
 }
 
 /// `unknown field `x` (did you mean `y`?), expected one of ...`, as serde says it, with the

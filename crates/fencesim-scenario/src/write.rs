@@ -20,7 +20,7 @@ use crate::model::{
 ///
 /// Defaults are written out. Each client gets its own `[[clients]]` table with an explicit
 /// `name` (no `count`); each fault its own `[[faults]]` table, `kind` first; a `[lock_service]`
-/// holds `kind`, `max_ttl_ms` and the knobs its design resolved, in name order, and each
+/// holds `kind`, `max_ttl_ms` and the knobs its design resolved, in the order the design read them, and each
 /// `[[clients]]` the workload's fields and then its design's client knobs.
 pub fn to_toml(scenario: &Scenario) -> String {
     let mut doc = Doc::default();
@@ -178,7 +178,7 @@ fn lock_service(doc: &mut Doc, ls: &LockServiceSpec) {
     knobs(doc, &ls.knobs);
 }
 
-/// A design's resolved knobs, in name order.
+/// A design's resolved knobs, in the order the design read them.
 fn knobs(doc: &mut Doc, knobs: &toml::Table) {
     for (knob, value) in knobs {
         doc.key(&bare_or_quoted(knob), value.to_string());

@@ -491,13 +491,13 @@ reorder_window_ms = 0
 [lock_service]
 kind = "single"
 max_ttl_ms = 60000
-acquire = "fail-fast"
-expiry_clock = "monotonic"
 fsync = "always"
+expiry_clock = "monotonic"
+token_counter = "durable"
+restart_grace_ms = 0
+acquire = "fail-fast"
 reaper = "respects-leases"
 release = "compare-and-delete"
-restart_grace_ms = 0
-token_counter = "durable"
 
 [resource]
 mode = "fenced"
@@ -517,9 +517,9 @@ backoff_ms = [100, 300]
 safety_margin_ms = 0
 validity_check = true
 deadline_from = "request"
-on_lost_lease = "stop"
-reclaim = "by-session"
 renew_after_failure = "retry"
+reclaim = "by-session"
+on_lost_lease = "stop"
 
 [[clients]]
 name = "client-2"
@@ -534,9 +534,9 @@ backoff_ms = [100, 300]
 safety_margin_ms = 0
 validity_check = true
 deadline_from = "request"
-on_lost_lease = "stop"
-reclaim = "by-session"
 renew_after_failure = "retry"
+reclaim = "by-session"
+on_lost_lease = "stop"
 
 [[faults]]
 kind = "pause"

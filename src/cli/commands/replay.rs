@@ -120,7 +120,18 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     match fencesim::parse_scenario(&text, "report.json") {
         Ok(scenario) => Ok(fencesim::report::Report { scenario, ..report }),
         Err(e) => {
-            eprintln!("error: {}: its scenario is not valid: {e}", path.display());
+            // The error's line and column are in the scenario TOML written from the report,
+            // not in the report: name the field alone.
+            let what = match &e {
+                fencesim::ScenarioError::Invalid { field, message, .. } => {
+                    format!("field `scenario.{field}`: {message}")
+                }
+                other => other.to_string(),
+            };
+            eprintln!(
+                "error: {}: its scenario is not valid: {what}",
+                path.display()
+            );
             Err(exit::BAD_INPUT)
         }
     }
