@@ -18,6 +18,7 @@ mod order;
 mod progress;
 mod release;
 mod stale_write;
+mod stale_write_ops;
 mod tokens;
 
 use fencesim_history::{Entry, Event, History, Op, ViolationKind};
@@ -99,8 +100,12 @@ fn not_run(history: &Records) -> Vec<String> {
     let needs: [(ViolationKind, bool, &str); NEEDS] = [
         (
             ViolationKind::StaleWriteAccepted,
-            has(&[K::Accept]),
-            "no accept events from a resource",
+            // Without the resource's own events, ok writes with fencing tokens still prove a
+            // stale one accepted (`stale_write_ops`).
+            has(&[K::Accept])
+                || (history.header.token_order == fencesim_history::TokenOrder::Value
+                    && has_op(&[OpFn::Write])),
+            "no accept events from a resource, and no writes with fencing tokens",
         ),
         (
             ViolationKind::TokenReused,
@@ -235,6 +240,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let leases = leases::lease_intervals(history);
     let mut violations = Vec::new();
     violations.extend(stale_write::check(history, &leases));
+    violations.extend(stale_write_ops::check(history));
     violations.extend(tokens::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));

@@ -87,6 +87,44 @@ impl Builder {
         self.entries.len() as u64 - 1
     }
 
+    /// A client operation on key `k` by `process` (named `node`).
+    fn op(
+        &mut self,
+        process: u64,
+        op_type: OpType,
+        f: OpFn,
+        token: Option<u64>,
+        value: Option<&str>,
+    ) -> u64 {
+        let op = Op {
+            at: self.stamp(),
+            process,
+            node: format!("client-{process}").into(),
+            op_type,
+            f,
+            lock: None,
+            key: Some("k".into()),
+            token,
+            value: value.map(str::to_owned),
+            error: None,
+        };
+        self.entries.push(Entry::from(op));
+        self.entries.len() as u64 - 1
+    }
+
+    /// A write of `value` with `token`, invoked and completed as `done`; the two indexes.
+    fn op_write(&mut self, process: u64, token: u64, value: &str, done: OpType) -> (u64, u64) {
+        let invoke = self.op(
+            process,
+            OpType::Invoke,
+            OpFn::Write,
+            Some(token),
+            Some(value),
+        );
+        let end = self.op(process, done, OpFn::Write, Some(token), Some(value));
+        (invoke, end)
+    }
+
     fn build(self) -> History {
         let header = Header {
             format_version: 1,
@@ -376,4 +414,95 @@ fn without_grant_events_tokens_are_checked_on_acquisitions() {
     let result = check(&b.build());
     assert_eq!(result.kinds(), [ViolationKind::TokenReused]);
     assert_eq!(result.violations[0].witnesses, [again, first]);
+}
+
+// From client operations alone (no accept events): what a real system's history can show.
+
+#[test]
+fn an_ok_write_with_a_lower_token_after_a_higher_one_was_acked_is_stale() {
+    let mut b = Builder::default();
+    let (_, newer_ok) = b.op_write(2, 2, "b", OpType::Ok);
+    let (_, stale_ok) = b.op_write(1, 1, "a", OpType::Ok);
+    let result = check(&b.build());
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.kinds(), [ViolationKind::StaleWriteAccepted]);
+    assert_eq!(result.violations[0].witnesses, [stale_ok, newer_ok]);
+    let text = &result.violations[0].explanation;
+    assert!(
+        text.contains("client-1 wrote with token 1 (invoked at index 2, ok at index 3) after client-2's write with the higher token 2 had been acknowledged ok at index 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("judged from client operations alone"),
+        "{text}"
+    );
+    assert!(
+        !result
+            .not_checked
+            .iter()
+            .any(|n| n.starts_with("stale-write-accepted")),
+        "{:?}",
+        result.not_checked
+    );
+}
+
+#[test]
+fn concurrent_and_info_writes_never_prove_a_stale_write_from_operations() {
+    // Invoked before the higher write was acknowledged: concurrent, so either order is
+    // possible, though it completed after (a naive completion-order rule would convict).
+    let mut b = Builder::default();
+    b.op(1, OpType::Invoke, OpFn::Write, Some(1), Some("a"));
+    b.op_write(2, 2, "b", OpType::Ok);
+    b.op(1, OpType::Ok, OpFn::Write, Some(1), Some("a"));
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+    // Invoked after, but its outcome is unknown: it may never have taken effect.
+    let mut b = Builder::default();
+    b.op_write(2, 2, "b", OpType::Ok);
+    b.op_write(1, 1, "a", OpType::Info);
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+}
+
+#[test]
+fn a_read_of_a_lower_tokens_value_after_a_higher_write_was_acked_is_stale() {
+    let mut b = Builder::default();
+    // client-1's write of "a" with token 1 never completes: alone it proves nothing...
+    b.op(1, OpType::Invoke, OpFn::Write, Some(1), Some("a"));
+    let (_, newer_ok) = b.op_write(2, 2, "b", OpType::Ok);
+    // ...but a read invoked after token 2's write was acknowledged still sees "a".
+    b.op(3, OpType::Invoke, OpFn::Read, None, None);
+    let read = b.op(3, OpType::Ok, OpFn::Read, None, Some("a"));
+    let result = check(&b.build());
+    assert_eq!(result.kinds(), [ViolationKind::StaleWriteAccepted]);
+    assert_eq!(result.violations[0].witnesses, [read, newer_ok]);
+    assert!(
+        result.violations[0]
+            .explanation
+            .contains("read the value \"a\", written by client-1 with token 1"),
+        "{}",
+        result.violations[0].explanation
+    );
+}
+
+#[test]
+fn opaque_tokens_are_not_judged_from_operations() {
+    let mut b = Builder {
+        token_order: TokenOrder::Acquisition,
+        ..Builder::default()
+    };
+    b.op_write(2, 2, "b", OpType::Ok);
+    b.op_write(1, 1, "a", OpType::Ok);
+    let result = check(&b.build());
+    assert!(
+        !result.kinds().contains(&ViolationKind::StaleWriteAccepted),
+        "{:?}",
+        result.kinds()
+    );
+    assert!(
+        result
+            .not_checked
+            .iter()
+            .any(|n| n.starts_with("stale-write-accepted")),
+        "{:?}",
+        result.not_checked
+    );
 }
