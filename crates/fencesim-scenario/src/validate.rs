@@ -10,7 +10,7 @@ use crate::model::LinkLatency;
 use crate::model::*;
 use crate::raw::*;
 use crate::write::bare_or_quoted;
-use fencesim_design::{ClientWorkload, DesignSpec, Designs, Knobs, ServiceShape};
+use fencesim_design::{ClientWorkload, DesignSpec, Designs, KnobError, Knobs, ServiceShape};
 use fencesim_history::ViolationKind;
 
 /// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
@@ -355,32 +355,21 @@ fn resolve_lock_service(
         )?,
         None => DEFAULT_MAX_TTL_MS,
     };
-    let all: Vec<&str> = cx
+    let candidates: Vec<Candidate> = cx
         .designs
         .all()
         .iter()
-        .flat_map(|d| d.knob_names())
-        .copied()
+        .map(|d| (format!("\"{}\"", d.kind()), d.knob_names()))
         .collect();
     let mut own = vec!["kind", "max_ttl_ms"];
     own.extend(design.knob_names());
-    refuse_unknown(cx, &given, &all, &own, "lock_service")?;
-    let mut knobs = Knobs::new(given, header);
-    let shape = design
-        .resolve(&mut knobs)
-        .map_err(|e| cx.err(e.span, &format!("lock_service.{}", e.field), e.message))?;
-    let (knobs, unread) = knobs.into_resolved();
-    if let Some((name, span)) = unread.into_iter().next() {
-        let elsewhere = cx
-            .designs
-            .all()
-            .iter()
-            .any(|d| d.knob_names().contains(&name.as_str()));
-        // A knob of another design is pointed at by its value; an unknown name by its key.
-        let span = if elsewhere { span } else { cx.key_span(span) };
-        let field = format!("lock_service.{}", bare_or_quoted(&name));
-        return Err(cx.err(span, &field, unknown_knob(cx, design, &name)));
-    }
+    let reader = KnobReader {
+        table: "lock_service",
+        candidates: &candidates,
+        own: &own,
+        only: |owners, knob| format!("only a kind = {owners} lock service uses `{knob}`"),
+    };
+    let (shape, knobs) = reader.read(cx, given, header, |k| design.resolve(k))?;
     Ok(LockServiceSpec {
         kind: design.kind().to_owned(),
         max_ttl_ms,
@@ -430,26 +419,6 @@ fn find_design<'a>(
         );
         cx.err(kind.span(), "lock_service.kind", m)
     })
-}
-
-/// Why knob `name` is refused: the designs that take it, or the nearest knob this one takes.
-fn unknown_knob(cx: &Ctx, design: &dyn DesignSpec, name: &str) -> String {
-    let owners: Vec<String> = cx
-        .designs
-        .all()
-        .iter()
-        .filter(|d| d.knob_names().contains(&name))
-        .map(|d| format!("\"{}\"", d.kind()))
-        .collect();
-    if !owners.is_empty() {
-        return format!(
-            "only a kind = {} lock service uses `{name}`",
-            either(&owners)
-        );
-    }
-    let mut known = vec!["kind", "max_ttl_ms"];
-    known.extend(design.knob_names());
-    unknown_field(name, &known)
 }
 
 /// A TOML value that must be an integer (as every number of `[lock_service]` is).
@@ -516,38 +485,21 @@ fn resolve_resource(
     };
     given.remove("mode");
     given.remove("keys");
-    let all: Vec<&str> = cx
+    let candidates: Vec<Candidate> = cx
         .designs
         .all_resources()
         .iter()
-        .flat_map(|r| r.knob_names())
-        .copied()
+        .map(|r| (format!("\"{}\"", r.mode()), r.knob_names()))
         .collect();
     let mut own = vec!["mode", "keys"];
     own.extend(resource.knob_names());
-    refuse_unknown(cx, &given, &all, &own, "resource")?;
-    let mut knobs = Knobs::new(given, header);
-    resource
-        .resolve(&mut knobs)
-        .map_err(|e| cx.err(e.span, &format!("resource.{}", e.field), e.message))?;
-    let (resolved, unread) = knobs.into_resolved();
-    if let Some((name, span)) = unread.into_iter().next() {
-        let field = format!("resource.{}", bare_or_quoted(&name));
-        let owners: Vec<String> = cx
-            .designs
-            .all_resources()
-            .iter()
-            .filter(|r| r.knob_names().contains(&name.as_str()))
-            .map(|r| format!("\"{}\"", r.mode()))
-            .collect();
-        if !owners.is_empty() {
-            let m = format!("only a mode = {} resource uses `{name}`", either(&owners));
-            return Err(cx.err(span, &field, m));
-        }
-        let mut known = vec!["mode", "keys"];
-        known.extend(resource.knob_names());
-        return Err(cx.err(cx.key_span(span), &field, unknown_field(&name, &known)));
-    }
+    let reader = KnobReader {
+        table: "resource",
+        candidates: &candidates,
+        own: &own,
+        only: |owners, knob| format!("only a mode = {owners} resource uses `{knob}`"),
+    };
+    let ((), resolved) = reader.read(cx, given, header, |k| resource.resolve(k))?;
     Ok(ResourceSpec {
         mode: resource.mode().to_owned(),
         keys,
@@ -765,31 +717,23 @@ fn resolve_client_knobs(
         renews: c.renew_ms.is_some(),
         checks_validity: c.validity_check != Some(false),
     };
-    let mut knobs = Knobs::new(fields, c.ttl_ms.span());
-    design
-        .resolve_client(&mut knobs, &workload)
-        .map_err(|e| cx.err(e.span, &format!("clients.{}", e.field), e.message))?;
-    let (resolved, unread) = knobs.into_resolved();
-    if let Some((name, span)) = unread.into_iter().next() {
-        let owners: Vec<String> = cx
-            .designs
-            .all()
-            .iter()
-            .filter(|d| d.client_knob_names().contains(&name.as_str()))
-            .map(|d| format!("\"{}\"", d.kind()))
-            .collect();
-        let field = format!("clients.{name}");
-        if !owners.is_empty() {
-            let m = format!(
-                "only clients of a kind = {} lock service use `{name}`",
-                either(&owners)
-            );
-            return Err(cx.err(span, &field, m));
-        }
-        let mut known = CLIENT_FIELDS.to_vec();
-        known.extend(design.client_knob_names());
-        return Err(cx.err(cx.key_span(span), &field, unknown_field(&name, &known)));
-    }
+    let candidates: Vec<Candidate> = cx
+        .designs
+        .all()
+        .iter()
+        .map(|d| (format!("\"{}\"", d.kind()), d.client_knob_names()))
+        .collect();
+    let mut own = CLIENT_FIELDS.to_vec();
+    own.extend(design.client_knob_names());
+    let reader = KnobReader {
+        table: "clients",
+        candidates: &candidates,
+        own: &own,
+        only: |owners, knob| format!("only clients of a kind = {owners} lock service use `{knob}`"),
+    };
+    let ((), resolved) = reader.read(cx, fields, c.ttl_ms.span(), |k| {
+        design.resolve_client(k, &workload)
+    })?;
     Ok(resolved)
 }
 
@@ -827,26 +771,64 @@ pub(crate) fn refuse_unknown_client_fields(
     Ok(())
 }
 
-/// Refuse a field of `table` that no design (or resource) takes, before the chosen one reads
-/// its knobs, so that a misspelt knob is named as such rather than blamed on a knob that
-/// depends on it; the nearest of `own` (this design's fields) is suggested.
-fn refuse_unknown(
-    cx: &Ctx,
-    given: &RawLockService,
-    all: &[&str],
-    own: &[&str],
-    table: &str,
-) -> Result<(), ScenarioError> {
-    let unknown = given
-        .iter()
-        .find(|(name, _)| !all.contains(&name.as_str()) && !own.contains(&name.as_str()));
-    match unknown {
-        Some((name, value)) => {
-            let field = format!("{table}.{}", bare_or_quoted(name));
+/// A design (or resource) that may take a knob: its name as errors quote it, and its knobs.
+type Candidate = (String, &'static [&'static str]);
+
+/// How one table's knobs are read by the design chosen for it, with the refusals every such
+/// table shares.
+struct KnobReader<'a> {
+    /// The table, as errors name it (`lock_service`).
+    table: &'a str,
+    /// Every design (or resource) that could have been chosen, with its knobs.
+    candidates: &'a [Candidate],
+    /// The table's own fields (the harness's and the chosen design's knobs): what an unknown
+    /// name is compared with for a suggestion.
+    own: &'a [&'a str],
+    /// The refusal of a knob only other candidates take: (their names, the knob) -> message.
+    only: fn(&str, &str) -> String,
+}
+
+impl KnobReader<'_> {
+    /// Read `given` (the table's fields less the harness's) with `resolve`, the chosen
+    /// design's reading. A field no candidate takes is refused first, at its key, with the
+    /// nearest of `own` (so that a misspelt knob is named, not blamed on one that depends on
+    /// it); then a design's error, located; then a knob the design left unread, at its value,
+    /// naming the candidates that take it. Returns what `resolve` gave and the resolved knobs.
+    fn read<T>(
+        &self,
+        cx: &Ctx,
+        given: RawLockService,
+        header: Range<usize>,
+        resolve: impl FnOnce(&mut Knobs) -> Result<T, KnobError>,
+    ) -> Result<(T, toml::Table), ScenarioError> {
+        let field = |name: &str| format!("{}.{}", self.table, bare_or_quoted(name));
+        let taken = |name: &str| self.candidates.iter().any(|(_, k)| k.contains(&name));
+        let unknown = given
+            .iter()
+            .find(|(name, _)| !taken(name) && !self.own.contains(&name.as_str()));
+        if let Some((name, value)) = unknown {
             let span = cx.key_span(value.span());
-            Err(cx.err(span, &field, unknown_field(name, own)))
+            return Err(cx.err(span, &field(name), unknown_field(name, self.own)));
         }
-        None => Ok(()),
+        let mut knobs = Knobs::new(given, header);
+        let result =
+            resolve(&mut knobs).map_err(|e| cx.err(e.span, &field(&e.field), e.message))?;
+        let (resolved, unread) = knobs.into_resolved();
+        if let Some((name, span)) = unread.into_iter().next() {
+            let owners: Vec<String> = self
+                .candidates
+                .iter()
+                .filter(|(_, k)| k.contains(&name.as_str()))
+                .map(|(n, _)| n.clone())
+                .collect();
+            // Listed by no candidate, yet given: the design read a knob it does not list.
+            let m = match owners.is_empty() {
+                true => unknown_field(&name, self.own),
+                false => (self.only)(&either(&owners), &name),
+            };
+            return Err(cx.err(span, &field(&name), m));
+        }
+        Ok((result, resolved))
     }
 }
 
