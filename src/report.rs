@@ -237,3 +237,45 @@ pub fn verdict(result: &CheckResult, failure: Option<&SimFailure>) -> RunVerdict
         (None, fencesim_checker::Verdict::Unknown) => RunVerdict::Unknown,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema-1 primary-backup report: its settings in an object of their own, every other
+    /// design's knobs beside them, `null` for an unset period. The upgrade keeps exactly the
+    /// design's knobs, and the scenario then reads back as the design resolves it.
+    #[test]
+    fn a_schema_1_lock_service_becomes_its_designs_knobs() {
+        let mut report = serde_json::json!({
+            "schema_version": 1,
+            "scenario": { "lock_service": {
+                "kind": "primary-backup", "max_ttl_ms": 5000, "expiry_clock": "monotonic",
+                "token_counter": "durable", "fsync": "always", "fsync_every_ms": null,
+                "restart_grace_ms": 0, "replicas": 2, "revoke_term_check": true,
+                "leader_change": "extend",
+                "primary_backup": {
+                    "replication": "sync", "replication_lag_ms": 500, "failover_after_ms": 2000
+                }
+            }}
+        });
+        upgrade(&mut report, crate::registry::active()).unwrap();
+        assert_eq!(report["schema_version"], 2);
+        assert_eq!(
+            report["scenario"]["lock_service"],
+            serde_json::json!({
+                "kind": "primary-backup", "max_ttl_ms": 5000, "expiry_clock": "monotonic",
+                "replicas": 2, "replication": "sync", "replication_lag_ms": 500,
+                "failover_after_ms": 2000
+            })
+        );
+        // A kind no design has is refused, not guessed.
+        let mut unknown = serde_json::json!({
+            "schema_version": 1, "scenario": { "lock_service": { "kind": "paxos" } }
+        });
+        assert_eq!(
+            upgrade(&mut unknown, crate::registry::active()),
+            Err("no design of kind \"paxos\"".to_owned())
+        );
+    }
+}
