@@ -102,4 +102,41 @@ mod tests {
         );
         assert!(parse(source, "s.toml", None, &designs).is_ok());
     }
+
+    /// A design whose shape names a node the harness owns is refused at `[lock_service]`.
+    #[test]
+    fn a_design_may_not_name_a_node_the_harness_owns() {
+        struct Clash;
+        impl DesignSpec for Clash {
+            fn kind(&self) -> &'static str {
+                "clash"
+            }
+            fn about(&self) -> &'static str {
+                "names its node resource"
+            }
+            fn knob_names(&self) -> &'static [&'static str] {
+                &[]
+            }
+            fn resolve(
+                &self,
+                _: &mut fencesim_design::Knobs,
+            ) -> Result<ServiceShape, fencesim_design::KnobError> {
+                Ok(ServiceShape::single(RESOURCE_NODE))
+            }
+        }
+        let designs = Catalog {
+            designs: &[&Clash],
+            resources: &[&fencesim_resource::FENCED],
+        };
+        let source = "name = \"s\"\nduration_ms = 1000\n[lock_service]\nkind = \"clash\"\n\
+                      [[clients]]\nttl_ms = 100\n";
+        let err = parse(source, "s.toml", None, &designs)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "s.toml:3:1: field `lock_service.kind`: the design \"clash\" names a node \
+             \"resource\", which is not a valid node name or is reserved or taken twice"
+        );
+    }
 }

@@ -369,13 +369,39 @@ fn resolve_lock_service(
         own: &own,
         only: |owners, knob| format!("only a kind = {owners} lock service uses `{knob}`"),
     };
-    let (shape, knobs) = reader.read(cx, given, header, |k| design.resolve(k))?;
+    let (shape, knobs) = reader.read(cx, given, header.clone(), |k| design.resolve(k))?;
+    refuse_bad_shape(cx, design.kind(), &shape, header)?;
     Ok(LockServiceSpec {
         kind: design.kind().to_owned(),
         max_ttl_ms,
         knobs,
         shape,
     })
+}
+
+/// A design's nodes must be nameable and apart from the harness's own: a shape that breaks
+/// that is the design's bug, reported at `[lock_service]` rather than found mid-run.
+fn refuse_bad_shape(
+    cx: &Ctx,
+    kind: &str,
+    shape: &ServiceShape,
+    header: Range<usize>,
+) -> Result<(), ScenarioError> {
+    let mut seen = BTreeSet::new();
+    let bad = shape.nodes.iter().find(|n| {
+        !valid_name(n)
+            || [RESOURCE_NODE, LEADER, "nemesis", "network"].contains(&n.as_str())
+            || !seen.insert(n.as_str())
+    });
+    let m = match (shape.nodes.is_empty(), bad) {
+        (true, _) => format!("the design {kind:?} names no node for its service"),
+        (false, Some(n)) => format!(
+            "the design {kind:?} names a node {n:?}, which is not a valid node name or is \
+             reserved or taken twice"
+        ),
+        (false, None) => return Ok(()),
+    };
+    Err(cx.err(header, "lock_service.kind", m))
 }
 
 /// The design a `kind` value names.
