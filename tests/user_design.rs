@@ -206,8 +206,10 @@ impl ClientProtocol for ToyClient {
         ctx.cancel_timer(REPLY);
         match (op, msg) {
             (LockOp::Release { .. }, _) => ctx.complete(OpResult::Ok { token: None }),
-            (_, ToyMsg::Granted { token }) => {
-                ctx.complete(OpResult::Ok { token: Some(token) });
+            (op, ToyMsg::Granted { token }) => {
+                // An acquire names its token; a renewal's operation already does.
+                let named = (op == LockOp::Acquire).then_some(token);
+                ctx.complete(OpResult::Ok { token: named });
                 ctx.believe(token, self.info.valid_until_ms(sent_ms));
             }
             (LockOp::Renew { .. }, ToyMsg::Refused { why }) => {

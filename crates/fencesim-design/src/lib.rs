@@ -29,14 +29,11 @@
 //! # Where it stands
 //!
 //! All five built-in designs (the single lease service, primary-backup, Raft, Redlock and the
-//! lease record) run on this API, nodes and clients; docs/design-api.md in the repository says
-//! what is left. The simulator depends on no design: the `fencesim` crate's registry
-//! (`src/registry.rs`) maps a scenario's `kind` to a design. Each design reads its own
-//! `[lock_service]` knobs ([`DesignSpec`], [`Knobs`]) and tells the harness the shape of its
-//! service ([`ServiceShape`]); the scenario parser names no design. A design of your own still
-//! cannot be plugged in without changing fencesim: the registry lists the built-in designs
-//! only (an entry point for users' designs comes next), and the client protocols' knob values
-//! are still parsed by `fencesim-scenario`.
+//! lease record) and the built-in resource run on this API, nodes, clients and knobs; the
+//! simulator and the scenario parser name no design. A design of your own plugs in the same
+//! way: the `fencesim` crate's `Registry::with_design` adds it beside the built-ins
+//! (docs/designs.md in the repository walks through one, and docs/design-api.md says what is
+//! left).
 //!
 //! Some limits of the API as it is:
 //! - A client's timers (`after_ms`) run on simulated true time: its clock's drift or a clock
