@@ -483,3 +483,28 @@ fn a_report_of_a_later_schema_is_refused() {
         )
     );
 }
+
+/// `list --designs` shows what a scenario may name, from the registry: each design with its
+/// knobs and client knobs, each resource with its knobs.
+#[test]
+fn list_designs_shows_every_kind_and_mode_with_its_knobs() {
+    let o = fencesim(&["list", "--designs"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "[lock_service] kind:");
+    assert!(
+        lines[1].starts_with("  single           one lease-service node"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("knobs: replicas, expiry_clock, revoke_term_check, leader_change"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("client knobs: takeover"), "{stdout}");
+    assert!(stdout.contains("[resource] mode:"), "{stdout}");
+    assert!(
+        stdout.contains("  equality         accepts the current lock value"),
+        "{stdout}"
+    );
+}

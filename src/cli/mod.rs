@@ -162,8 +162,13 @@ enum Command {
         #[arg(long)]
         kind: Option<String>,
     },
-    /// List the bundled scenarios with their expectations.
-    List,
+    /// List the bundled scenarios with their expectations (or, with --designs, the lock designs
+    /// and resources a scenario may name, with their knobs).
+    List {
+        /// The designs (`[lock_service] kind`) and resources (`[resource] mode`) instead.
+        #[arg(long)]
+        designs: bool,
+    },
     /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
     /// every bundled scenario (release builds give the meaningful figures).
     Bench {
@@ -253,7 +258,8 @@ pub fn main() -> ExitCode {
             format: ExportFormat::JepsenEdn,
             out,
         } => commands::export::export(&history, out.as_deref()),
-        Command::List => commands::list::list(),
+        Command::List { designs: false } => commands::list::list(),
+        Command::List { designs: true } => commands::list::designs(),
         Command::Shrink { report, out, kind } => {
             commands::shrink::shrink(&report, &out, kind.as_deref())
         }

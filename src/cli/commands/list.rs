@@ -1,6 +1,8 @@
-//! `fencesim list`: the bundled scenarios and their expectations.
+//! `fencesim list`: the bundled scenarios and their expectations; `--designs`: the lock
+//! designs and resources of the registry in use, with their knobs.
 
-use fencesim::{bundled, exit};
+use fencesim::design::Designs;
+use fencesim::{bundled, exit, registry};
 
 pub(crate) fn list() -> u8 {
     for (file, text) in bundled::SCENARIOS {
@@ -27,4 +29,35 @@ pub(crate) fn list() -> u8 {
         }
     }
     exit::VALID
+}
+
+/// Every design and resource a scenario may name, as `kind: about` and its knobs.
+pub(crate) fn designs() -> u8 {
+    let active = registry::active();
+    say!("[lock_service] kind:");
+    for d in active.all() {
+        say!("  {:<16} {}", d.kind(), d.about());
+        say!("  {:<16} knobs: {}", "", names(d.knob_names()));
+        if !d.client_knob_names().is_empty() {
+            say!(
+                "  {:<16} client knobs: {}",
+                "",
+                names(d.client_knob_names())
+            );
+        }
+    }
+    say!("[resource] mode:");
+    for r in active.all_resources() {
+        say!("  {:<16} {}", r.mode(), r.about());
+        say!("  {:<16} knobs: {}", "", names(r.knob_names()));
+    }
+    exit::VALID
+}
+
+/// Knob names as a list, or `none`.
+fn names(knobs: &[&str]) -> String {
+    match knobs {
+        [] => "none".to_owned(),
+        _ => knobs.join(", "),
+    }
 }
