@@ -76,6 +76,24 @@ pub fn lease_client_settings(
     })
 }
 
+/// The client side of `DesignSpec` the three lease services share: their one client protocol's
+/// knobs ([`LEASE_CLIENT_KNOBS`], read by [`lease_client_settings`]).
+macro_rules! lease_client_side {
+    () => {
+        fn client_knob_names(&self) -> &'static [&'static str] {
+            LEASE_CLIENT_KNOBS
+        }
+
+        fn resolve_client(
+            &self,
+            knobs: &mut Knobs,
+            workload: &ClientWorkload,
+        ) -> Result<(), KnobError> {
+            lease_client_settings(knobs, workload, 0).map(drop)
+        }
+    };
+}
+
 /// A client defect knob named `[correct, defect]`: whether the defect is on. A defect that would
 /// do nothing unless `needed` holds (the client renews, or keeps a deadline of its own) is
 /// refused with `why`.
@@ -183,17 +201,7 @@ impl DesignSpec for SingleDesign {
         Self::KNOBS
     }
 
-    fn client_knob_names(&self) -> &'static [&'static str] {
-        LEASE_CLIENT_KNOBS
-    }
-
-    fn resolve_client(
-        &self,
-        knobs: &mut Knobs,
-        workload: &ClientWorkload,
-    ) -> Result<(), KnobError> {
-        lease_client_settings(knobs, workload, 0).map(drop)
-    }
+    lease_client_side!();
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
         Self::settings(knobs, 0)?;
@@ -264,17 +272,7 @@ impl DesignSpec for RaftDesign {
         Self::KNOBS
     }
 
-    fn client_knob_names(&self) -> &'static [&'static str] {
-        LEASE_CLIENT_KNOBS
-    }
-
-    fn resolve_client(
-        &self,
-        knobs: &mut Knobs,
-        workload: &ClientWorkload,
-    ) -> Result<(), KnobError> {
-        lease_client_settings(knobs, workload, 0).map(drop)
-    }
+    lease_client_side!();
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
         let (_, replicas) = Self::settings(knobs, 0)?;
@@ -359,17 +357,7 @@ impl DesignSpec for PrimaryBackupDesign {
         Self::KNOBS
     }
 
-    fn client_knob_names(&self) -> &'static [&'static str] {
-        LEASE_CLIENT_KNOBS
-    }
-
-    fn resolve_client(
-        &self,
-        knobs: &mut Knobs,
-        workload: &ClientWorkload,
-    ) -> Result<(), KnobError> {
-        lease_client_settings(knobs, workload, 0).map(drop)
-    }
+    lease_client_side!();
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
         Self::settings(knobs, 0)?;
