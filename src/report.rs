@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// Bring a report.json of an older schema (as JSON) to [`SCHEMA_VERSION`], in place, so that it
-/// deserializes as a [`Report`]. Version 1's `lock_service` becomes the design's knobs: the
-/// `redlock` and `primary_backup` objects are spread out, and what the design does not take
+/// deserializes as a [`Report`]. Version 1's `lock_service` becomes the design's knobs: its
+/// objects (Redlock's and primary-backup's settings) are spread out, and what the design does not take
 /// (another design's fixed defaults, `null`s) is left out. A later version, or a kind no design
 /// has, is refused.
 ///
@@ -58,7 +58,8 @@ pub fn upgrade(
     let mut upgraded = serde_json::Map::new();
     for (name, value) in std::mem::take(service) {
         match value {
-            serde_json::Value::Object(nested) if name == "redlock" || name == "primary_backup" => {
+            // Version 1 kept a design's own settings in an object named after it.
+            serde_json::Value::Object(nested) => {
                 upgraded.extend(nested.into_iter().filter(|(n, _)| takes(n)));
             }
             serde_json::Value::Null => {}

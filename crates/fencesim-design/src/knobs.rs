@@ -123,9 +123,7 @@ impl Knobs {
 
     /// An integer knob in `min..=MAX_KNOB_NUMBER`, `default` if not written.
     pub fn integer(&mut self, name: &str, min: u64, default: u64) -> Result<u64, KnobError> {
-        let value = self.optional_integer(name, min)?.unwrap_or(default);
-        self.keep(name, toml::Value::Integer(value as i64));
-        Ok(value)
+        self.integer_in(name, min, MAX_KNOB_NUMBER as u64, default)
     }
 
     /// An integer knob in `min..=MAX_KNOB_NUMBER` with no default: `None` if not written (and

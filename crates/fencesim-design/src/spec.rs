@@ -57,11 +57,13 @@ pub trait DesignSpec: Send + Sync {
 pub trait Designs {
     /// The design of `kind`, if there is one.
     fn find(&self, kind: &str) -> Option<&dyn DesignSpec>;
-    /// Every design, in the order listings show them.
+    /// Every design, in the order listings show them; the first is the one a `[lock_service]`
+    /// without `kind` (or a scenario without the table) means.
     fn all(&self) -> Vec<&dyn DesignSpec>;
     /// The resource of `mode`, if there is one.
     fn find_resource(&self, mode: &str) -> Option<&dyn ResourceModeSpec>;
-    /// Every resource, in the order listings show them.
+    /// Every resource, in the order listings show them; the first is the one a `[resource]`
+    /// without `mode` means.
     fn all_resources(&self) -> Vec<&dyn ResourceModeSpec>;
 }
 
@@ -199,6 +201,17 @@ impl Knobs {
             (Word::Always, None) => Ok(FsyncPolicy::Always),
             (Word::Never, None) => Ok(FsyncPolicy::Never),
         }
+    }
+
+    /// A design of one node refuses `replicas`, with the same words whichever design it is.
+    pub fn one_node(&self) -> Result<(), KnobError> {
+        if self.is_given("replicas") {
+            return Err(self.error(
+                "replicas",
+                "this lock service has one node; leave `replicas` out",
+            ));
+        }
+        Ok(())
     }
 
     /// `expiry_clock`: the clock a node judges expiry by (`"monotonic"` or `"wall"`).

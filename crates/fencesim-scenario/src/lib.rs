@@ -33,7 +33,6 @@ pub use model::{
     MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceSpec,
     Scenario, SeedRange, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
-pub use validate::{DEFAULT_KIND, DEFAULT_RESOURCE_MODE};
 pub use write::to_toml;
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation

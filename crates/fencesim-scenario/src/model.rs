@@ -178,7 +178,7 @@ pub struct LinkLatency {
 /// default filled in, so a report carries exactly what ran and `to_toml` writes it back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LockServiceSpec {
-    /// The design's `kind` (`"single"`, `"raft"`, a user's design's).
+    /// The design's `kind`, as its `DesignSpec` names it (a built-in design's or a user's).
     pub kind: String,
     /// The longest TTL granted, local-clock ms. Clients may not ask for more, and the random
     /// nemesis's recovery periods are counted in it.

@@ -326,9 +326,6 @@ fn parse_seeds(cx: &Ctx, s: &Spanned<String>) -> Result<SeedRange, ScenarioError
     Ok(SeedRange { start, end })
 }
 
-/// The design `[lock_service]` names when it names none.
-pub const DEFAULT_KIND: &str = "single";
-
 /// `[lock_service]`: `kind` looked up among the designs, `max_ttl_ms`, and the rest handed to
 /// the design as its knobs. A knob the design does not read is refused, naming the designs
 /// that do take it.
@@ -339,7 +336,8 @@ fn resolve_lock_service(
     let mut given = raw.map(|r| r.get_ref().clone()).unwrap_or_default();
     let header = raw.map_or(0..0, |r| r.span());
     let design = match given.remove("kind") {
-        None => cx.designs.find(DEFAULT_KIND).ok_or_else(|| {
+        // The catalog's first design is the default.
+        None => cx.designs.all().first().copied().ok_or_else(|| {
             cx.err(
                 header.clone(),
                 "lock_service.kind",
@@ -459,9 +457,6 @@ fn integer(cx: &Ctx, value: &Spanned<toml::Value>, field: &str) -> Result<Num, S
     }
 }
 
-/// The resource `[resource]` names when it names no `mode`.
-pub const DEFAULT_RESOURCE_MODE: &str = "fenced";
-
 /// `[resource]`: `mode` looked up among the resources, `keys`, and the rest handed to the
 /// resource as its knobs, as `[lock_service]`'s are to the design.
 fn resolve_resource(
@@ -484,7 +479,8 @@ fn resolve_resource(
         .map(|r| format!("`{}`", r.mode()))
         .collect();
     let resource = match &raw.mode {
-        None => cx.designs.find_resource(DEFAULT_RESOURCE_MODE),
+        // The catalog's first resource is the default.
+        None => cx.designs.all_resources().first().copied(),
         Some(mode) => {
             let found = cx.designs.find_resource(mode.get_ref());
             if found.is_none() {

@@ -81,7 +81,7 @@ fn boolean(b: bool) -> String {
     b.to_string()
 }
 
-/// The file name of a unit enum variant (`"primary-backup"`), from its serde name, so that the
+/// The file name of a unit enum variant (`"stale-write-accepted"`), from its serde name, so that the
 /// names cannot drift from what the parser reads.
 fn name<T: Serialize>(value: &T) -> String {
     match toml::Value::try_from(value) {

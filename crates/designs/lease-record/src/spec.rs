@@ -20,12 +20,7 @@ impl LeaseRecordDesign {
 
     /// How the candidates judge a silent holder gone, from the knobs.
     pub fn settings(knobs: &mut Knobs) -> Result<ExpiryJudgement, KnobError> {
-        if knobs.is_given("replicas") {
-            return Err(knobs.error(
-                "replicas",
-                "this lock service has one node; leave `replicas` out",
-            ));
-        }
+        knobs.one_node()?;
         let options = [
             ("recorded-duration", ExpiryJudgement::RecordedDuration),
             ("own-duration", ExpiryJudgement::OwnDuration),

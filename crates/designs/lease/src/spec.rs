@@ -120,17 +120,6 @@ fn release(knobs: &mut Knobs) -> Result<ReleaseMode, KnobError> {
     knobs.choice("release", &options, ReleaseMode::CompareAndDelete)
 }
 
-/// A design with one node refuses a node count.
-fn one_node(knobs: &Knobs) -> Result<(), KnobError> {
-    if knobs.is_given("replicas") {
-        return Err(knobs.error(
-            "replicas",
-            "this lock service has one node; leave `replicas` out",
-        ));
-    }
-    Ok(())
-}
-
 /// One `lease-service` node with a lease table on its own disk (`kind = "single"`, the
 /// default): etcd's lessor or a lock table on one database, without replication.
 #[derive(Clone, Copy, Debug, Default)]
@@ -151,7 +140,7 @@ impl SingleDesign {
 
     /// The node's settings from the knobs; `max_ttl_ms` is `[lock_service]`'s.
     pub fn settings(knobs: &mut Knobs, max_ttl_ms: u64) -> Result<LeaseNodeConfig, KnobError> {
-        one_node(knobs)?;
+        knobs.one_node()?;
         let fsync = knobs.fsync()?;
         let expiry_clock = knobs.expiry_clock(Clock::Monotonic)?;
         let counters = [
