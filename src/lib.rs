@@ -41,6 +41,27 @@ pub fn load_scenario(path: &std::path::Path) -> Result<Scenario, ScenarioError> 
     )
 }
 
+/// The command a user types to run fencesim: `fencesim`, or the name of a user's own binary
+/// that runs [`cli::main`] with its designs installed (`zookeeper-lock`), so that the
+/// `reproduce:` lines and reports name a command that knows the scenario's design.
+pub fn program() -> &'static str {
+    PROGRAM.get().map_or("fencesim", String::as_str)
+}
+
+/// Set once by [`cli::main`] from the command line's first argument.
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Name the running command after `argv0`'s file name (without an extension), for
+/// [`program`]. The first call wins.
+pub(crate) fn set_program(argv0: &str) {
+    let name = std::path::Path::new(argv0)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned());
+    if let Some(name) = name.filter(|n| !n.is_empty()) {
+        let _ = PROGRAM.set(name);
+    }
+}
+
 /// A scenario given as a file path, or else as the name of a bundled scenario (`pause-fenced`),
 /// as the CLI and [`check_scenario`] take it. A path that is a file wins over a bundled name.
 pub fn load_named(arg: &str) -> Result<Scenario, ScenarioError> {
@@ -52,11 +73,14 @@ pub fn load_named(arg: &str) -> Result<Scenario, ScenarioError> {
             message: match bundled::nearest(arg) {
                 Some(near) => format!(
                     "no such file, and no bundled scenario of that name (did you mean \
-                     {near}? `fencesim list` shows them all)"
+                     {near}? `{} list` shows them all)",
+                    program()
                 ),
-                None => "no such file, and no bundled scenario of that name (`fencesim list` \
-                         shows them all)"
-                    .to_owned(),
+                None => format!(
+                    "no such file, and no bundled scenario of that name (`{} list` shows them \
+                     all)",
+                    program()
+                ),
             },
         }),
         _ => load_scenario(path),

@@ -187,9 +187,9 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     }
     let _ = writeln!(md, "## Reproduce\n\n```sh\n{}", report.reproduce);
     let report_json = dir.join("report.json");
-    let _ = writeln!(md, "fencesim replay {}", report_json.display());
+    let _ = writeln!(md, "{} replay {}", crate::program(), report_json.display());
     if !report.violations.is_empty() {
-        let _ = writeln!(md, "fencesim shrink {}", report_json.display());
+        let _ = writeln!(md, "{} shrink {}", crate::program(), report_json.display());
     }
     let timeline = if report.history.entries as usize <= TIMELINE_MAX_RECORDS {
         ", timeline.html"

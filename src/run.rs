@@ -279,7 +279,8 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
             .last()
             .map_or(0, |e| e.at().time_ns / 1_000_000),
         reproduce: format!(
-            "fencesim run {} --seed {seed}{}{}",
+            "{} run {} --seed {seed}{}{}",
+            crate::program(),
             opts.scenario_arg,
             if opts.swarm { " --swarm" } else { "" },
             if opts.check_determinism {

@@ -195,6 +195,9 @@ enum Command {
 /// Run the `fencesim` command line on this process's arguments, with the designs of
 /// the registry, and return its exit code (README's table).
 pub fn main() -> ExitCode {
+    if let Some(argv0) = std::env::args_os().next() {
+        crate::set_program(&argv0.to_string_lossy());
+    }
     init_tracing();
     quiet_simulation_panics();
     stop_sweeps_on_ctrl_c();

@@ -94,6 +94,10 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         }
         Err(e) => return unwritable(out, &e),
     }
-    say!("reproduce: fencesim run {file_arg} --seed {}", shrunk.seed);
+    say!(
+        "reproduce: {} run {file_arg} --seed {}",
+        fencesim::program(),
+        shrunk.seed
+    );
     exit::VALID
 }
