@@ -83,6 +83,11 @@ pub struct ExploreSummary {
     pub failed: u64,
     /// Seeds with at least one violation of each kind.
     pub invalid_by_kind: BTreeMap<String, u64>,
+    /// The lowest seed that showed each violation kind: where to start reading, in a sweep
+    /// split over many jobs (merged: the lowest of the shards'). Absent from summaries
+    /// written before it existed.
+    #[serde(default)]
+    pub first_seed_by_kind: BTreeMap<String, u64>,
     /// Seeds that met the scenario's expectation.
     pub expectation_met: u64,
     /// Counterexamples: seeds that did not meet it, ascending, at most [`MAX_LISTED_SEEDS`].
@@ -138,6 +143,7 @@ impl ExploreSummary {
             unknown: 0,
             failed: 0,
             invalid_by_kind: BTreeMap::new(),
+            first_seed_by_kind: BTreeMap::new(),
             expectation_met: 0,
             counterexamples: Vec::new(),
             counterexample_count: 0,
@@ -165,6 +171,7 @@ impl ExploreSummary {
         }
         for k in &o.kinds {
             *self.invalid_by_kind.entry(k.clone()).or_default() += 1;
+            lowest(&mut self.first_seed_by_kind, k, o.seed);
         }
         if o.met {
             self.expectation_met += 1;
@@ -241,6 +248,9 @@ impl ExploreSummary {
         for (k, n) in &part.invalid_by_kind {
             *self.invalid_by_kind.entry(k.clone()).or_default() += n;
         }
+        for (k, seed) in &part.first_seed_by_kind {
+            lowest(&mut self.first_seed_by_kind, k, *seed);
+        }
         self.expectation_met += part.expectation_met;
         self.counterexample_count += part.counterexample_count;
         self.counterexamples.extend(&part.counterexamples);
@@ -266,7 +276,10 @@ impl ExploreSummary {
         let mut kinds: Vec<String> = self
             .invalid_by_kind
             .iter()
-            .map(|(k, n)| format!("{k} {n}"))
+            .map(|(k, n)| match self.first_seed_by_kind.get(k) {
+                Some(seed) => format!("{k} {n} (first at seed {seed})"),
+                None => format!("{k} {n}"),
+            })
             .collect();
         if kinds.is_empty() {
             kinds.push("none".into());
@@ -366,6 +379,14 @@ impl ExploreSummary {
             None => "explore-summary.json".into(),
         }
     }
+}
+
+/// Keep the lower of `seed` and the seed `kind` already has.
+fn lowest(first: &mut BTreeMap<String, u64>, kind: &str, seed: u64) {
+    first
+        .entry(kind.to_owned())
+        .and_modify(|s| *s = (*s).min(seed))
+        .or_insert(seed);
 }
 
 /// SHA-256 of the resolved scenario's JSON.

@@ -17,6 +17,7 @@ pub mod readable;
 pub mod registry;
 pub mod report;
 pub mod run;
+pub mod shard_env;
 pub mod shrink;
 
 /// The design API a lock design of your own implements (`fencesim-design`).

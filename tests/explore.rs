@@ -136,12 +136,15 @@ fn keep_going_runs_every_seed_and_shards_merge_into_the_whole_sweep() {
     let part = |i: u64| dir.join(format!("explore-summary-shard-{i}-of-3.json"));
     assert_eq!(json(&part(1))["seeds_run"], 2);
     let (a, b, c) = (part(0), part(1), part(2));
+    let merged = out.join("merged");
     let o = fencesim(&[
         "explore",
         "--merge",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
         c.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
     ]);
     let (stdout, _) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
@@ -149,7 +152,13 @@ fn keep_going_runs_every_seed_and_shards_merge_into_the_whole_sweep() {
         stdout.starts_with("pause-unfenced: 6 seeds run of 0..6 (shards 0/3, 1/3, 2/3): 0 valid, 6 invalid, 0 unknown, 0 failed"),
         "{stdout}"
     );
-    assert!(stdout.contains("stale-write-accepted 6"), "{stdout}");
+    assert!(
+        stdout.contains("stale-write-accepted 6 (first at seed 0)"),
+        "{stdout}"
+    );
+    let summary = json(&merged.join("pause-unfenced/explore-summary.json"));
+    assert_eq!(summary["shards"], serde_json::json!(["0/3", "1/3", "2/3"]));
+    assert_eq!(summary["invalid"], 6);
     assert!(
         text(&o).1.is_empty(),
         "a complete merge has no error: {}",
@@ -305,4 +314,102 @@ fn an_unwritable_out_folder_is_refused_before_the_sweep() {
         "{stderr}"
     );
     assert_eq!(stdout, "", "no seed was run");
+}
+
+/// `--shard env`: each job of a CI matrix or a Kubernetes Indexed Job takes its shard from its
+/// engine's variables; the merged shards are the unsharded sweep, field for field (but time).
+#[test]
+fn shards_from_job_engines_merge_into_the_unsharded_sweep() {
+    const SCENARIO: &str = "tests/fixtures/explore/random-nemesis-unfenced.toml";
+    let engine_vars = fencesim::shard_env::ENGINES
+        .iter()
+        .flat_map(|e| [Some(e.index), e.total])
+        .flatten();
+    let sweep = |out: &PathBuf, shard: Option<&str>, vars: &[(&str, String)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"));
+        command.current_dir(support::root());
+        for name in engine_vars.clone() {
+            command.env_remove(name);
+        }
+        let out_arg = out.to_str().unwrap();
+        let mut args = vec![
+            "explore",
+            SCENARIO,
+            "--seeds",
+            "0..60",
+            "--keep-going",
+            "--quiet",
+        ];
+        args.extend(["--out", out_arg]);
+        args.extend(shard.map(|s| ["--shard", s]).into_iter().flatten());
+        let o = command
+            .args(args)
+            .envs(vars.iter().cloned())
+            .output()
+            .unwrap();
+        // 1 when the seeds it ran hold a counterexample, 0 when they do not.
+        let code = o.status.code();
+        assert!(matches!(code, Some(0 | 1)), "{}{}", text(&o).0, text(&o).1);
+        text(&o).1
+    };
+    let whole_dir = out_dir("explore-env-whole");
+    sweep(&whole_dir, None, &[]);
+    let whole = json(&whole_dir.join("random-nemesis-unfenced/explore-summary.json"));
+
+    // GitLab counts jobs from 1; a Kubernetes Indexed Job from 0, with the count given.
+    let gitlab = out_dir("explore-env-gitlab");
+    let k8s = out_dir("explore-env-k8s");
+    for job in 0..3u64 {
+        let stderr = sweep(
+            &gitlab,
+            Some("env"),
+            &[
+                ("CI_NODE_INDEX", (job + 1).to_string()),
+                ("CI_NODE_TOTAL", "3".into()),
+            ],
+        );
+        assert!(
+            stderr.contains(&format!(
+                "shard {job}/3 from GitLab CI (CI_NODE_INDEX={}, CI_NODE_TOTAL=3)",
+                job + 1
+            )),
+            "{stderr}"
+        );
+        sweep(
+            &k8s,
+            Some("env/3"),
+            &[("JOB_COMPLETION_INDEX", job.to_string())],
+        );
+    }
+    for dir in [gitlab, k8s] {
+        let parts: Vec<String> = (0..3)
+            .map(|i| {
+                dir.join(format!(
+                    "random-nemesis-unfenced/explore-summary-shard-{i}-of-3.json"
+                ))
+                .display()
+                .to_string()
+            })
+            .collect();
+        let merged_dir = dir.join("merged");
+        let mut args = vec!["explore", "--out", merged_dir.to_str().unwrap(), "--merge"];
+        args.extend(parts.iter().map(String::as_str));
+        let o = fencesim(&args);
+        let (stdout, stderr) = text(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "a counterexample fails the merge job: {stderr}"
+        );
+        let merged = json(&merged_dir.join("random-nemesis-unfenced/explore-summary.json"));
+        let strip = |mut v: serde_json::Value| {
+            for field in ["seconds", "seeds_per_second", "shards"] {
+                v.as_object_mut().unwrap().remove(field);
+            }
+            v
+        };
+        assert_eq!(strip(merged), strip(whole.clone()), "{stdout}{stderr}");
+    }
+    assert_eq!(whole["first_seed_by_kind"]["stale-write-accepted"], 19);
+    assert!(whole["invalid"].as_u64().unwrap() > 1, "{whole}");
 }

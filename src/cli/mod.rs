@@ -75,13 +75,15 @@ enum Command {
         #[arg(long, required_unless_present = "merge")]
         seeds: Option<String>,
         /// Output root; counterexamples go to DIR/<scenario name>/<seed>/, the summary to
-        /// DIR/<scenario name>/explore-summary.json.
+        /// DIR/<scenario name>/explore-summary.json (with `--merge`: the merged summary).
         #[arg(long, value_name = "DIR", default_value = "reports/runs")]
         out: PathBuf,
         /// Worker threads (default: one per core).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
         jobs: Option<u64>,
-        /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines.
+        /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines;
+        /// `env` (or `env/N`) takes I and N from the CI engine or Kubernetes Indexed Job that
+        /// runs this job (docs/scale.md).
         #[arg(long)]
         shard: Option<String>,
         /// Run every seed instead of stopping at the first counterexample.
@@ -224,7 +226,7 @@ pub fn main() -> ExitCode {
             merge,
         } => {
             if !merge.is_empty() {
-                commands::explore::merge_summaries(&merge)
+                commands::explore::merge_summaries(&merge, &out)
             } else {
                 let target = Target {
                     scenario: scenario.unwrap_or_default(),

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::cli::progress;
 
+#[derive(Clone)]
 pub(crate) struct ExploreArgs {
     pub(crate) seeds: String,
     pub(crate) jobs: usize,
@@ -25,6 +26,18 @@ pub(crate) struct ExploreArgs {
 /// `explore`: many seeds in parallel until the first counterexample (or all of them with
 /// `--keep-going`); files only for counterexamples, and a summary.
 pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
+    // `--shard env`: the shard the job engine says this job is, as an ordinary `I/N`.
+    let shard = match args.shard.as_deref().map(env_shard).transpose() {
+        Ok(shard) => shard,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let args = &ExploreArgs {
+        shard,
+        ..args.clone()
+    };
     let (scenario, opts) = match prepare(target) {
         Ok(p) => p,
         Err(code) => return code,
@@ -143,7 +156,7 @@ pub(crate) enum Written {
 /// `explore --merge`: join shard summaries and print the whole sweep's. Exits as `explore`
 /// would have on the whole sweep: 4 if a simulation failed, else 1 if a seed missed the
 /// expectation, else 0.
-pub(crate) fn merge_summaries(paths: &[PathBuf]) -> u8 {
+pub(crate) fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
     let mut parts = Vec::new();
     for path in paths {
         match ExploreSummary::read(path) {
@@ -173,12 +186,34 @@ pub(crate) fn merge_summaries(paths: &[PathBuf]) -> u8 {
     for line in merged.lines() {
         say!("{line}");
     }
+    // The whole sweep's summary, where an unsharded sweep writes its own: a CI merge job
+    // keeps it with the counterexamples' reports.
+    let path = out
+        .join(&merged.scenario)
+        .join(ExploreSummary::file_name(None));
+    if let Err(e) = merged.write(&path) {
+        return unwritable(out, &e);
+    }
+    say!("summary: {}", path.display());
     if merged.failed > 0 {
         exit::SIM_FAILED
     } else if merged.counterexample_count > 0 {
         exit::VIOLATION
     } else {
         exit::VALID
+    }
+}
+
+/// `--shard ARG` as `I/N`: ARG itself, or with `env` / `env/N` the shard of this job as its
+/// engine's variables say (said on stderr, so a CI log shows which seeds a job ran).
+fn env_shard(arg: &str) -> Result<String, String> {
+    let var = |name: &str| std::env::var(name).ok();
+    match fencesim::shard_env::resolve(arg, &var)? {
+        Some(found) => {
+            eprintln!("shard {} from {}", found.label, found.source);
+            Ok(found.label)
+        }
+        None => Ok(arg.to_owned()),
     }
 }
 
