@@ -271,6 +271,75 @@ pub mod synthetic {
     }
 }
 
+/// For each start in `0..starts`, how many simulations `explore` from that seed runs up to and
+/// including its first counterexample (`None`: none within `cap`).
+///
+/// Errors: none in practice (nothing is written); the sweep's error type.
+pub fn explore_counts(
+    scenario: &fencesim_scenario::Scenario,
+    starts: u64,
+    cap: u64,
+    jobs: usize,
+) -> std::io::Result<Vec<Option<u64>>> {
+    let seeds: Vec<u64> = (0..starts + cap).collect();
+    let last_start = starts.saturating_sub(1);
+    let opts = crate::run::RunOptions::in_memory();
+    // Every seed up to the first counterexample at or after the last start: each start's
+    // first counterexample is among them.
+    let outcomes = crate::run::sweep_until(
+        scenario,
+        &seeds,
+        jobs,
+        &opts,
+        |done| Ok((done.report.seed, !done.report.expectation.met)),
+        |(seed, missed)| *missed && *seed >= last_start,
+    )?;
+    let misses: Vec<u64> = outcomes.iter().filter(|o| o.1).map(|o| o.0).collect();
+    Ok((0..starts)
+        .map(|s| {
+            misses
+                .iter()
+                .find(|&&m| m >= s && m < s + cap)
+                .map(|m| m - s + 1)
+        })
+        .collect())
+}
+
+/// For each root seed in `0..starts`, how many simulations guided exploration runs up to and
+/// including its first counterexample (`None`: none within `cap`).
+///
+/// Errors: the sweep's error type (nothing is written).
+pub fn guided_counts(
+    scenario: &fencesim_scenario::Scenario,
+    starts: u64,
+    cap: u64,
+    jobs: usize,
+) -> std::io::Result<Vec<Option<u64>>> {
+    let opts = crate::run::RunOptions::in_memory();
+    (0..starts)
+        .map(|root| {
+            let outcome = crate::guided::search(scenario, root, cap, jobs, &opts)?;
+            Ok(outcome.found.map(|_| outcome.simulations))
+        })
+        .collect()
+}
+
+/// The median of counts where `None` (not found) ranks above every number, as
+/// `">cap"` when the median is not found.
+pub fn median_count(counts: &[Option<u64>], cap: u64) -> String {
+    let mut sorted: Vec<u64> = counts.iter().map(|c| c.unwrap_or(u64::MAX)).collect();
+    sorted.sort_unstable();
+    let Some(&middle) = sorted.get(sorted.len().saturating_sub(1) / 2) else {
+        return "-".to_owned();
+    };
+    // The lower median of an even count: a "found within" figure that half the starts meet.
+    if middle == u64::MAX {
+        format!(">{cap}")
+    } else {
+        middle.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::synthetic::{concurrent_register_history, sequential_history};

@@ -13,6 +13,8 @@ pub mod bundled;
 pub mod cli;
 pub mod expectation;
 pub mod explore;
+pub mod guided;
+pub mod mutation_table;
 pub mod readable;
 pub mod registry;
 pub mod report;

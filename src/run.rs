@@ -381,6 +381,40 @@ pub fn sweep_fold<T: Send, A>(
     handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
     stop: impl Fn(&T) -> bool + Sync,
     init: A,
+    fold: impl FnMut(A, T) -> A,
+) -> std::io::Result<A> {
+    let run = |i: usize| handle(judge(scenario, seeds[i], opts));
+    fold_in_order(seeds.len(), jobs, run, stop, init, fold)
+}
+
+/// Simulate and check each of `runs` (a scenario and a seed each: the candidates of one
+/// generation of guided exploration) on `jobs` threads, handling each result on its worker,
+/// and return `handle`'s results in `runs` order up to and including the first that `stop`
+/// accepts: the same list whatever `jobs` is, as [`sweep_until`]'s.
+pub fn sweep_runs<T: Send>(
+    runs: &[(Scenario, u64)],
+    jobs: usize,
+    opts: &RunOptions,
+    handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
+    stop: impl Fn(&T) -> bool + Sync,
+) -> std::io::Result<Vec<T>> {
+    let run = |i: usize| handle(judge(&runs[i].0, runs[i].1, opts));
+    let fold = |mut all: Vec<T>, t| {
+        all.push(t);
+        all
+    };
+    fold_in_order(runs.len(), jobs, run, stop, Vec::new(), fold)
+}
+
+/// Run items `0..count` on `jobs` worker threads (`run(i)` on whichever claims `i`), folding
+/// the results into `init` in item order, up to and including the first that `stop` accepts
+/// or the first error.
+fn fold_in_order<T: Send, A>(
+    count: usize,
+    jobs: usize,
+    run: impl Fn(usize) -> std::io::Result<T> + Sync,
+    stop: impl Fn(&T) -> bool + Sync,
+    init: A,
     mut fold: impl FnMut(A, T) -> A,
 ) -> std::io::Result<A> {
     // Taken out for each fold and put back: `fold` owns the accumulator while it runs.
@@ -394,14 +428,16 @@ pub fn sweep_fold<T: Send, A>(
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             let sender = sender.clone();
-            let (next, stopped, handle, stop) = (&next, &stopped, &handle, &stop);
+            let (next, stopped, run, stop) = (&next, &stopped, &run, &stop);
             scope.spawn(move || loop {
                 if stopped.load(Ordering::Relaxed) || interrupted() {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&seed) = seeds.get(i) else { break };
-                let result = handle(judge(scenario, seed, opts));
+                if i >= count {
+                    break;
+                }
+                let result = run(i);
                 if result.as_ref().map_or(true, stop) {
                     stopped.store(true, Ordering::Relaxed);
                 }

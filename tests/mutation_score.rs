@@ -9,6 +9,7 @@
 
 mod support;
 
+use fencesim::mutation_table::CAUGHT;
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
@@ -36,154 +37,6 @@ fn base(name: &str) -> Scenario {
     nemesis.placement = Placement::Targeted;
     s
 }
-
-struct Defect {
-    name: &'static str,
-    case: &'static str,
-    base: &'static str,
-    /// Shapes the base's workload for this defect, keeping it safe (the test checks that).
-    workload: fn(&mut Scenario),
-    apply: fn(&mut Scenario),
-    /// The violation kind the defect must show (its case's property).
-    shows: &'static str,
-}
-
-fn as_bundled(_: &mut Scenario) {}
-
-/// K16's defect acts only when a maintenance job deregisters a client: one does, every 7 s,
-/// by turns, on top of the random nemesis.
-fn deregistrations(s: &mut Scenario) {
-    let clients: Vec<String> = s.clients.iter().map(|c| c.name.clone()).collect();
-    for (i, at_ms) in (3_000..55_000).step_by(7_000).enumerate() {
-        s.faults.push(fencesim_scenario::Fault {
-            action: fencesim_scenario::Action::Deregister {
-                node: clients[i % clients.len()].clone(),
-            },
-            trigger: fencesim_scenario::Trigger::At { at_ms },
-            duration_ms: None,
-        });
-    }
-}
-
-/// K08 needs a holder whose lease spans a pause of the leader: long work, renewed, and the
-/// leader aimed at by name; the recovery window grows with the work.
-fn long_holds_and_the_leader(s: &mut Scenario) {
-    s.clients.iter_mut().for_each(|c| c.work_ms = 12_000);
-    s.duration_ms = 90_000;
-    let nemesis = s.nemesis.as_mut().expect("nemesis");
-    nemesis.recovery_periods = 8;
-    nemesis
-        .targets
-        .extend(["leader".to_owned(), "leader".to_owned()]);
-}
-
-const CAUGHT: &[Defect] = &[
-    Defect {
-        name: "resource mode = unfenced",
-        case: "K01, K02",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| {
-            s.resource.mode = "unfenced".into();
-            *s = fencesim::revalidate(s).expect("a valid mode");
-        },
-        shows: "stale-write-accepted",
-    },
-    Defect {
-        name: "expiry_clock = wall",
-        case: "K03",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| knob(s, "expiry_clock", "wall"),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "fsync = never",
-        case: "K04",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| knob(s, "fsync", "never"),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "revoke_term_check = false",
-        case: "K08",
-        base: "raft-random-nemesis",
-        workload: long_holds_and_the_leader,
-        apply: |s| knob(s, "revoke_term_check", false),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "deadline_from = notice",
-        case: "K12",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| client_knob(s, "deadline_from", "notice"),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "reclaim = by-name",
-        case: "K13",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| client_knob(s, "reclaim", "by-name"),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "on_lost_lease = keep-role",
-        case: "K14",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| client_knob(s, "on_lost_lease", "keep-role"),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "validity_check = false",
-        case: "K15",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| s.clients.iter_mut().for_each(|c| c.validity_check = false),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "reaper = ignores-leases",
-        case: "K16",
-        base: "random-nemesis-fenced",
-        workload: deregistrations,
-        apply: |s| knob(s, "reaper", "ignores-leases"),
-        shows: "mutual-exclusion-client",
-    },
-    Defect {
-        name: "token_counter = memory",
-        case: "K17",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| knob(s, "token_counter", "memory"),
-        shows: "token-reused",
-    },
-    Defect {
-        name: "release = unconditional",
-        case: "K19",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| knob(s, "release", "unconditional"),
-        shows: "release-by-non-holder",
-    },
-    Defect {
-        name: "check = check-then-apply",
-        case: "K20",
-        base: "random-nemesis-fenced",
-        workload: as_bundled,
-        apply: |s| {
-            s.resource
-                .knobs
-                .insert("check".into(), "check-then-apply".into());
-            s.resource.knobs.insert("apply_delay_ms".into(), 500.into());
-            *s = fencesim::revalidate(s).expect("valid knobs");
-        },
-        shows: "stale-write-accepted",
-    },
-];
 
 /// Whether a seed with violations `kinds` is the one sought: any violation, or one of `wanted`.
 fn shows(kinds: &[String], wanted: Option<&str>) -> bool {
@@ -237,10 +90,8 @@ fn every_defect_alone_is_caught_within_its_budget() {
     println!("|---|---|---|---|");
     let mut missed = Vec::new();
     for d in CAUGHT {
-        let mut safe = base(d.base);
-        (d.workload)(&mut safe);
-        let mut mutant = safe.clone();
-        (d.apply)(&mut mutant);
+        let safe = d.safe(Placement::Targeted);
+        let mutant = d.mutant(Placement::Targeted);
         let (seeds, kinds) = first_violation(&mutant, BUDGET, Some(d.shows));
         let shown = seeds.map_or(format!("none in {BUDGET}"), |n| n.to_string());
         println!(

@@ -101,10 +101,14 @@ enum Command {
         /// Force swarm mode on the scenario's random nemesis.
         #[arg(long)]
         swarm: bool,
+        /// Guided exploration: keep the fault schedules that reached new behaviour and mutate
+        /// them, from root seed A, for at most B - A simulations (docs/guided.md).
+        #[arg(long, conflicts_with_all = ["shard", "keep_going", "check_determinism"])]
+        guided: bool,
         /// Join the explore-summary files of a sweep's shards and print the whole sweep's
         /// summary instead of running anything.
         #[arg(long, num_args = 1.., value_name = "SUMMARY",
-              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink"])]
+              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink", "guided"])]
         merge: Vec<PathBuf>,
     },
     /// Check a history: a history.jsonl (recorded by fencesim or converted from a real system),
@@ -223,6 +227,7 @@ pub fn main() -> ExitCode {
             shrink,
             check_determinism,
             swarm,
+            guided,
             merge,
         } => {
             if !merge.is_empty() {
@@ -242,7 +247,11 @@ pub fn main() -> ExitCode {
                     quiet,
                     shrink,
                 };
-                commands::explore::explore(&target, &sweep)
+                if guided {
+                    commands::guided::guided(&target, &sweep)
+                } else {
+                    commands::explore::explore(&target, &sweep)
+                }
             }
         }
         Command::Check {

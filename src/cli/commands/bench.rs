@@ -19,6 +19,9 @@ pub(crate) enum BenchPart {
     /// Every bundled scenario's expectation over many seeds (not only its own short range):
     /// exits 1 naming the scenarios and seeds that miss.
     Expectations,
+    /// Simulations to the first counterexample of each mutation-table defect with uniform,
+    /// targeted and guided exploration, median over 20 starting seeds.
+    Search,
 }
 
 /// Seeds per scenario of the bench parts that sweep every bundled scenario.
@@ -44,6 +47,7 @@ pub(crate) fn bench(seeds: &BenchSeeds, jobs: usize, quick: bool, only: Option<B
             BenchPart::Memory => bench_memory(quick),
             BenchPart::Checker => bench_checker(quick),
             BenchPart::Expectations => bench_expectations(seeds.expectations),
+            BenchPart::Search => bench_search(quick, jobs),
         };
         if fencesim::run::interrupted() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
@@ -375,4 +379,62 @@ pub(crate) fn bench_checker(quick: bool) -> u8 {
         );
         exit::VIOLATION
     }
+}
+
+/// `bench --only search`: for each row of the mutation table, the simulations uniform,
+/// targeted and guided exploration need to its first counterexample, median over 20 starting
+/// seeds (2 with `--quick`, on one row), with the wall time of each column.
+pub(crate) fn bench_search(quick: bool, jobs: usize) -> u8 {
+    use fencesim::bench::{explore_counts, guided_counts, median_count, Stopwatch};
+    use fencesim::mutation_table::{CAUGHT, MASKED};
+    use fencesim_scenario::Placement;
+    let (starts, cap) = if quick { (2, 30) } else { (20, 300) };
+    let rows = if quick { &CAUGHT[..1] } else { CAUGHT };
+    say!("search: simulations to the first counterexample, median over {starts} starting seeds (>{cap}: not within {cap}); wall seconds for all starts");
+    say!("| defect | case | uniform | targeted | guided | s uniform | s targeted | s guided |");
+    say!("|---|---|---|---|---|---|---|---|");
+    let masked = if quick { &MASKED[..0] } else { MASKED };
+    for (defect, alone) in rows
+        .iter()
+        .map(|d| (d, false))
+        .chain(masked.iter().flat_map(|d| [(d, true), (d, false)]))
+    {
+        let scenario = |p| {
+            if alone {
+                defect.safe(p)
+            } else {
+                defect.mutant(p)
+            }
+        };
+        let clock = Stopwatch::start();
+        let uniform = explore_counts(&scenario(Placement::Uniform), starts, cap, jobs);
+        let uniform_s = clock.seconds();
+        let clock = Stopwatch::start();
+        let targeted = explore_counts(&scenario(Placement::Targeted), starts, cap, jobs);
+        let targeted_s = clock.seconds();
+        let clock = Stopwatch::start();
+        let guided = guided_counts(&scenario(Placement::Uniform), starts, cap, jobs);
+        let guided_s = clock.seconds();
+        let (Ok(uniform), Ok(targeted), Ok(guided)) = (uniform, targeted, guided) else {
+            eprintln!("error: a sweep of {} failed", defect.name);
+            return exit::SIM_FAILED;
+        };
+        let name = if alone {
+            "its base alone (validity_check = false)".to_owned()
+        } else {
+            format!("`{}`", defect.name)
+        };
+        let line = format!(
+            "| {name} | {} | {} | {} | {} | {uniform_s:.1} | {targeted_s:.1} | {guided_s:.1} |",
+            defect.case,
+            median_count(&uniform, cap),
+            median_count(&targeted, cap),
+            median_count(&guided, cap),
+        );
+        say!("{line}");
+        if fencesim::run::interrupted() {
+            break;
+        }
+    }
+    exit::VALID
 }

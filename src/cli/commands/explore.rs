@@ -222,22 +222,7 @@ use fencesim::run::MAX_SWEEP_SEEDS;
 
 /// Parse `A..B` and an optional `I/N` shard (every N-th seed from the I-th).
 pub(crate) fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>, String> {
-    let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
-    let (a, b) = range.split_once("..").ok_or_else(bad)?;
-    // B may be one past the last seed, 2^64, so that seed 18446744073709551615 can be swept too.
-    let (a, b): (u64, u128) = (
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    );
-    if b > 1 << 64 {
-        return Err(format!(
-            "--seeds: {range:?} ends past the last seed: B is at most 18446744073709551616 (one past {})",
-            u64::MAX
-        ));
-    }
-    if u128::from(a) >= b {
-        return Err(bad());
-    }
+    let (a, b) = parse_range(range)?;
     let (index, count) = match shard {
         None => (0, 1),
         Some(s) => {
@@ -264,4 +249,25 @@ pub(crate) fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>,
     Ok((0..n)
         .map(|i| (first + i * u128::from(count)) as u64)
         .collect())
+}
+
+/// Parse `A..B` (half-open, A < B); B may be 2^64, one past the last seed, so that seed
+/// 18446744073709551615 can be swept too.
+pub(crate) fn parse_range(range: &str) -> Result<(u64, u128), String> {
+    let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
+    let (a, b) = range.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u128) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if b > 1 << 64 {
+        return Err(format!(
+            "--seeds: {range:?} ends past the last seed: B is at most 18446744073709551616 (one past {})",
+            u64::MAX
+        ));
+    }
+    if u128::from(a) >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
 }

@@ -10,6 +10,7 @@ pub(crate) mod bench;
 pub(crate) mod check;
 pub(crate) mod explore;
 pub(crate) mod export;
+pub(crate) mod guided;
 pub(crate) mod list;
 pub(crate) mod replay;
 pub(crate) mod run;

@@ -1,0 +1,125 @@
+//! `fencesim explore --guided`: guided exploration from a root seed ([`fencesim::guided`]); its
+//! counterexample is written as a scripted scenario file, run once from that file to write
+//! its report, and named in the reproduce line.
+
+use fencesim::exit;
+use fencesim::run::RunOptions;
+use fencesim_scenario::SeedRange;
+
+use super::explore::{parse_range, ExploreArgs};
+use super::shrink::shrink;
+use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, Target};
+
+/// `explore --guided`: search from root seed A for at most B - A simulations.
+pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
+    let (scenario, opts) = match prepare(target) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if scenario.nemesis.is_none() {
+        eprintln!(
+            "error: {}: --guided mutates the random nemesis's schedules, and this scenario has \
+             no [nemesis] section",
+            target.scenario
+        );
+        return exit::BAD_INPUT;
+    }
+    let (root, end) = match parse_range(&args.seeds) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let budget = u64::try_from(end - u128::from(root)).unwrap_or(u64::MAX);
+    if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
+        return unwritable(&opts.out, &e);
+    }
+    let clock = fencesim::bench::Stopwatch::start();
+    let searched =
+        fencesim::guided::search(&scenario, root, budget, args.jobs, &RunOptions::in_memory());
+    let outcome = match searched {
+        Ok(o) => o,
+        Err(e) => return unwritable(&opts.out, &e),
+    };
+    let seconds = clock.seconds();
+    let mut code = exit::VALID;
+    let mut report = None;
+    if let Some(found) = &outcome.found {
+        let dir = opts.out.join(&scenario.name).join("guided");
+        let name = format!("{}-guided-{}", scenario.name, outcome.simulations);
+        let file = dir.join(format!("{name}.toml"));
+        let mut written = found.scenario.clone();
+        written.name = name;
+        written.description = format!(
+            "A counterexample found by `{} explore --guided` from root seed {root} of {}, at \
+             simulation {}: {}, as scripted faults.\nThe scenario it was found in:\n{}",
+            fencesim::program(),
+            scenario.name,
+            outcome.simulations,
+            found.origin,
+            scenario.description.trim_end()
+        );
+        written.seeds = SeedRange {
+            start: found.seed,
+            end: found.seed.saturating_add(1),
+        };
+        let text = fencesim_scenario::to_toml(&written);
+        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text)) {
+            return unwritable(&opts.out, &e);
+        }
+        let run_opts = RunOptions {
+            scenario_arg: file.display().to_string(),
+            ..opts.clone()
+        };
+        // Run from the file as written, so the report and reproduce line are the file's.
+        let parsed = match fencesim::load_scenario(&file) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: the counterexample's file does not parse back: {e}");
+                return exit::SIM_FAILED;
+            }
+        };
+        match fencesim::run::run_seed(&parsed, found.seed, &run_opts) {
+            Ok(done) => {
+                print_seed(&done, true);
+                code = seed_exit_code(&done.report, true);
+                if code == exit::VALID {
+                    eprintln!(
+                        "error: {} met its expectation when run from its file: the search's run \
+                         did not reproduce",
+                        file.display()
+                    );
+                    code = exit::SIM_FAILED;
+                }
+                report = Some(done.report_path);
+            }
+            Err(e) => return unwritable(&opts.out, &e),
+        }
+    }
+    say!(
+        "{}: guided from root seed {root}: {} simulation{} in {} generation{}, {} schedules kept, {} features; {}",
+        scenario.name,
+        outcome.simulations,
+        if outcome.simulations == 1 { "" } else { "s" },
+        outcome.generations,
+        if outcome.generations == 1 { "" } else { "s" },
+        outcome.corpus,
+        outcome.features,
+        match &outcome.found {
+            Some(found) => format!(
+                "counterexample at simulation {} (seed {}, {})",
+                outcome.simulations, found.seed, found.origin
+            ),
+            None => format!("no counterexample within {budget} simulations"),
+        }
+    );
+    say!(
+        "  {seconds:.1} s, {:.0} simulations/s",
+        outcome.simulations as f64 / seconds.max(1e-9)
+    );
+    if let (true, Some(report)) = (args.shrink, report) {
+        shrink(&report, &opts.out.join("shrunk"), None);
+    }
+    code
+}

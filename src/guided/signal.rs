@@ -1,0 +1,433 @@
+//! What a run did, as a set of features: the signal of guided exploration. A run that shows a
+//! feature no earlier run showed reached new behaviour, and its fault schedule is kept to be
+//! mutated (as coverage-guided fuzzers keep inputs that reach new edges: AFL, libFuzzer).
+//!
+//! The features come from the history alone, the same for every design: which events
+//! happened while which fault was active on which kind of node (a pause of a client spanning
+//! the expiry of its own lease, a grant during a partition of the lock service), how writes
+//! met the leases they were made under (a write accepted after its lease ended), how close
+//! two clients' beliefs of the same lock came (a gap of 2^k ms, or an overlap), how long a
+//! lock passed from one holder to the next, each node's sequence of decisions, and the
+//! words of the reasons designs give for revoking a lease (their own state transitions).
+//! Times are bucketed by powers of two, so that a run closer to a hazard than any before it
+//! counts as new. Nothing here reads the scenario's defect knobs or its expected violations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fencesim_history::{Entry, Event, EventKind, History, OpType, Phase};
+use fencesim_scenario::{NodeRole, Scenario};
+
+/// One feature: a short, deterministic description (`"during:pause:client:expire:self"`).
+pub type Feature = String;
+
+/// A nemesis fault's window in true time, ns, and what it aimed at.
+struct Window<'h> {
+    kind: EventKind,
+    target: Option<&'h str>,
+    role: &'static str,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// The features of `history`, a run of `scenario`.
+pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
+    let mut out = BTreeSet::new();
+    let end_ns = history.entries.last().map_or(0, |e| e.at().time_ns);
+    let windows = fault_windows(history, scenario, end_ns);
+    let mut state = Leases::default();
+    let mut last_decision: BTreeMap<&str, EventKind> = BTreeMap::new();
+    let mut op_counts: BTreeMap<(String, OpType), u64> = BTreeMap::new();
+    for entry in &history.entries {
+        match entry {
+            Entry::Event(e) if e.event.is_nemesis() => {}
+            Entry::Event(e) => {
+                during(
+                    &windows,
+                    e.at.time_ns,
+                    e.event.as_str(),
+                    involves(e),
+                    &mut out,
+                );
+                state.see(e, &mut out);
+                if let Some(previous) = last_decision.insert(&e.node, e.event) {
+                    out.insert(format!(
+                        "seq:{}:{}>{}",
+                        role_name(scenario, &e.node),
+                        previous.as_str(),
+                        e.event.as_str()
+                    ));
+                }
+                if let (EventKind::Revoke, Some(detail)) = (e.event, &e.detail) {
+                    out.insert(format!("revoke:{}", words(detail)));
+                }
+            }
+            Entry::Op(op) if op.op_type != OpType::Invoke => {
+                let what = format!("op-{:?}-{:?}", op.f, op.op_type).to_lowercase();
+                let node: &str = &op.node;
+                during(&windows, op.at.time_ns, &what, |t| t == node, &mut out);
+                *op_counts
+                    .entry((format!("{:?}", op.f), op.op_type))
+                    .or_default() += 1;
+            }
+            Entry::Op(_) => {}
+        }
+    }
+    for ((f, op_type), n) in op_counts {
+        out.insert(format!("ops:{f}:{op_type:?}:{}", bucket(n)).to_lowercase());
+    }
+    out.extend(state.belief_gaps());
+    out
+}
+
+/// Each nemesis fault's window: from its start event to its end (or the end of the run); an
+/// instantaneous fault (a clock jump) is a window of a millisecond.
+fn fault_windows<'h>(history: &'h History, scenario: &Scenario, end_ns: u64) -> Vec<Window<'h>> {
+    let mut open: BTreeMap<(EventKind, Option<&str>), usize> = BTreeMap::new();
+    let mut windows: Vec<Window<'h>> = Vec::new();
+    for e in history.events().filter(|e| e.event.is_nemesis()) {
+        let target = e.target.as_deref();
+        let role = target.map_or("all", |t| role_name(scenario, t));
+        match e.phase {
+            Some(Phase::Start) => {
+                open.insert((e.event, target), windows.len());
+                windows.push(Window {
+                    kind: e.event,
+                    target,
+                    role,
+                    start_ns: e.at.time_ns,
+                    end_ns,
+                });
+            }
+            Some(Phase::End) => {
+                if let Some(i) = open.remove(&(e.event, target)) {
+                    windows[i].end_ns = e.at.time_ns;
+                }
+            }
+            None => windows.push(Window {
+                kind: e.event,
+                target,
+                role,
+                start_ns: e.at.time_ns,
+                end_ns: e.at.time_ns + 1_000_000,
+            }),
+        }
+    }
+    windows
+}
+
+/// Add a feature for each fault window active at `time_ns`: what happened, while which fault
+/// was on which kind of node, and whether it happened to the fault's own target.
+fn during(
+    windows: &[Window<'_>],
+    time_ns: u64,
+    what: &str,
+    concerns: impl Fn(&str) -> bool,
+    out: &mut BTreeSet<Feature>,
+) {
+    for w in windows
+        .iter()
+        .filter(|w| w.start_ns <= time_ns && time_ns <= w.end_ns)
+    {
+        let whose = match w.target {
+            Some(t) if concerns(t) => "self",
+            Some(_) => "other",
+            None => "any",
+        };
+        out.insert(format!(
+            "during:{}:{}:{what}:{whose}",
+            w.kind.as_str(),
+            w.role
+        ));
+    }
+}
+
+/// Whether an event concerns a node: it decided it, or the lease or write is that node's.
+fn involves(e: &Event) -> impl Fn(&str) -> bool + '_ {
+    move |node| *e.node == *node || e.holder.as_deref() == Some(node)
+}
+
+fn role_name(scenario: &Scenario, node: &str) -> &'static str {
+    match scenario.role(node) {
+        NodeRole::Client => "client",
+        NodeRole::LeaseService => "lease",
+        NodeRole::Resource => "resource",
+    }
+}
+
+/// `n` as a power-of-two bucket: 0 for 0, else 1 + floor(log2 n).
+fn bucket(n: u64) -> u32 {
+    64 - n.leading_zeros()
+}
+
+/// A reason's words with numbers masked, at most three: `"taken over by"`.
+fn words(detail: &str) -> String {
+    detail
+        .split_whitespace()
+        .take(3)
+        .map(|w| {
+            if w.chars().any(|c| c.is_ascii_digit()) {
+                "#"
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// How a lock's last lease ended: when (true time, ns), by which event, and whose it was.
+type LastEnd<'h> = Option<(u64, EventKind, &'h str)>;
+
+/// What the service granted and what clients believed, followed through the run.
+#[derive(Default)]
+struct Leases<'h> {
+    /// (holder, token) to the lock and the time its lease ended, if it has.
+    granted: BTreeMap<(&'h str, u64), (&'h str, Option<u64>)>,
+    /// Per lock, the latest token granted and when the last lease ended (how, and to whom).
+    latest: BTreeMap<&'h str, (u64, LastEnd<'h>)>,
+    /// Per lock, each client's belief intervals in true time, ns (end: `u64::MAX` if open).
+    beliefs: BTreeMap<&'h str, Vec<(&'h str, u64, u64)>>,
+}
+
+impl<'h> Leases<'h> {
+    fn see(&mut self, e: &'h Event, out: &mut BTreeSet<Feature>) {
+        let (holder, token, t) = (e.holder.as_deref().unwrap_or(""), e.token, e.at.time_ns);
+        match (e.event, e.lock.as_deref(), token) {
+            (EventKind::Grant, Some(lock), Some(token)) => {
+                self.granted.insert((holder, token), (lock, None));
+                let (latest, ended) = self.latest.entry(lock).or_insert((0, None));
+                if let Some((end_ns, how, previous)) = *ended {
+                    if previous != holder {
+                        let gap_ms = t.saturating_sub(end_ns) / 1_000_000;
+                        out.insert(format!("handover:{}:{}", how.as_str(), bucket(gap_ms)));
+                    }
+                }
+                out.insert(format!(
+                    "grant:{}",
+                    if token > *latest {
+                        "higher"
+                    } else {
+                        "not-higher"
+                    }
+                ));
+                *latest = (*latest).max(token);
+                *ended = None;
+            }
+            (
+                EventKind::Expire | EventKind::Revoke | EventKind::Release,
+                Some(lock),
+                Some(token),
+            ) => {
+                if let Some(lease) = self.granted.get_mut(&(holder, token)) {
+                    lease.1 = Some(t);
+                }
+                self.latest.entry(lock).or_insert((0, None)).1 = Some((t, e.event, holder));
+            }
+            (EventKind::Accept | EventKind::Reject, _, Some(token)) => {
+                let lease = self.granted.get(&(holder, token)).copied();
+                let (state, older) = match lease {
+                    None => ("ungranted".to_owned(), "?"),
+                    Some((lock, ended)) => {
+                        let latest = self.latest.get(lock).map_or(0, |l| l.0);
+                        let older = if token < latest { "older" } else { "latest" };
+                        match ended {
+                            None => ("live".to_owned(), older),
+                            Some(end_ns) => {
+                                let late_ms = t.saturating_sub(end_ns) / 1_000_000;
+                                (format!("ended-{}", bucket(late_ms)), older)
+                            }
+                        }
+                    }
+                };
+                out.insert(format!("write:{}:{state}:{older}", e.event.as_str()));
+            }
+            (EventKind::Belief, Some(lock), _) => {
+                let list = self.beliefs.entry(lock).or_default();
+                match e.phase {
+                    Some(Phase::Start) => {
+                        if !list.iter().any(|b| b.0 == holder && b.2 == u64::MAX) {
+                            list.push((holder, t, u64::MAX));
+                        }
+                    }
+                    _ => {
+                        if let Some(b) = list
+                            .iter_mut()
+                            .rev()
+                            .find(|b| b.0 == holder && b.2 == u64::MAX)
+                        {
+                            b.2 = t;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// For each pair of beliefs of one lock by two clients, one starting after the other:
+    /// how long after the earlier one's end the later one began (bucketed), or an overlap.
+    fn belief_gaps(&self) -> BTreeSet<Feature> {
+        let mut out = BTreeSet::new();
+        for list in self.beliefs.values() {
+            let mut sorted = list.clone();
+            sorted.sort_by_key(|b| b.1);
+            for pair in sorted.windows(2) {
+                let ((a, _, a_end), (b, b_start, _)) = (pair[0], pair[1]);
+                if a == b {
+                    continue;
+                }
+                let feature = if b_start < a_end {
+                    "belief-gap:overlap".to_owned()
+                } else {
+                    format!("belief-gap:{}", bucket((b_start - a_end) / 1_000_000))
+                };
+                out.insert(feature);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_and_words() {
+        assert_eq!(
+            [bucket(0), bucket(1), bucket(2), bucket(3), bucket(1024)],
+            [0, 1, 2, 2, 11]
+        );
+        assert_eq!(words("taken over by client-2 at 5"), "taken over by");
+        assert_eq!(words("epoch 2: promoted"), "epoch # promoted");
+    }
+}
+
+/// How close a run came to each safety property's breaking, ms (lower is closer; a value at
+/// or below 0 is a violation the checkers report): the objectives guided exploration climbs,
+/// as IJON's annotated maxima let a fuzzer climb towards a state. `None` where the run gave
+/// the measure nothing to measure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Distances {
+    /// From the end of one client's belief of a lock (as its own deadline puts it) to the start
+    /// of another client's: mutual exclusion by the clients' view.
+    pub belief_gap_ms: Option<i64>,
+    /// From the end of a client's belief to the end of the lease the service kept for it:
+    /// how far a client's deadline stays inside the service's.
+    pub belief_inside_lease_ms: Option<i64>,
+    /// From a write's acceptance to the end of the lease it was made under: a stale write.
+    pub write_before_lease_end_ms: Option<i64>,
+    /// From the end of one holder's lease to the grant of the lock to another: mutual
+    /// exclusion by the service's view.
+    pub handover_ms: Option<i64>,
+}
+
+impl Distances {
+    /// The measures in a fixed order, for a search that keeps the best of each.
+    pub fn all(&self) -> [Option<i64>; 4] {
+        [
+            self.belief_gap_ms,
+            self.belief_inside_lease_ms,
+            self.write_before_lease_end_ms,
+            self.handover_ms,
+        ]
+    }
+}
+
+/// A deadline read on a node's clock at an event, in true time, ms: the event's true time
+/// plus what was left on the clock (drift ignored: a few parts in a hundred).
+fn deadline_true_ms(e: &Event) -> Option<i64> {
+    let left_ms = e.expires_at_ms? - e.at.mono_ms;
+    Some((e.at.time_ns / 1_000_000) as i64 + left_ms)
+}
+
+/// The run's [`Distances`].
+pub fn distances(history: &History) -> Distances {
+    // Per (lock, holder, token): the service's lease end (the event that ended it, else its
+    // last deadline) and the client's belief (start, end by its deadline or its end event).
+    let mut lease_end: BTreeMap<(&str, &str, u64), i64> = BTreeMap::new();
+    let mut lease_of_writer: BTreeMap<(&str, u64), &str> = BTreeMap::new();
+    let mut beliefs: BTreeMap<&str, Vec<(&str, u64, i64, i64)>> = BTreeMap::new();
+    let mut grants: BTreeMap<&str, Vec<(i64, &str, u64)>> = BTreeMap::new();
+    let mut accepts: Vec<(&str, u64, i64)> = Vec::new();
+    for e in history.events() {
+        let t_ms = (e.at.time_ns / 1_000_000) as i64;
+        let (lock, holder, token) = (
+            e.lock.as_deref(),
+            e.holder.as_deref().unwrap_or(""),
+            e.token,
+        );
+        match (e.event, lock, token) {
+            (EventKind::Grant | EventKind::Renew, Some(lock), Some(token)) => {
+                if let Some(end) = deadline_true_ms(e) {
+                    lease_end.insert((lock, holder, token), end);
+                }
+                lease_of_writer.insert((holder, token), lock);
+                if e.event == EventKind::Grant {
+                    grants.entry(lock).or_default().push((t_ms, holder, token));
+                }
+            }
+            (
+                EventKind::Expire | EventKind::Release | EventKind::Revoke,
+                Some(lock),
+                Some(token),
+            ) => {
+                lease_end.insert((lock, holder, token), t_ms);
+            }
+            (EventKind::Accept, _, Some(token)) => accepts.push((holder, token, t_ms)),
+            (EventKind::Belief, Some(lock), Some(token)) => {
+                let list = beliefs.entry(lock).or_default();
+                let open = list
+                    .iter_mut()
+                    .rev()
+                    .find(|b| b.0 == holder && b.1 == token);
+                match (e.phase, open) {
+                    (Some(Phase::Start), Some(b)) => b.3 = deadline_true_ms(e).unwrap_or(b.3),
+                    (Some(Phase::Start), None) => {
+                        list.push((holder, token, t_ms, deadline_true_ms(e).unwrap_or(i64::MAX)))
+                    }
+                    (_, Some(b)) => b.3 = b.3.min(t_ms),
+                    (_, None) => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut d = Distances::default();
+    let closer = |slot: &mut Option<i64>, value: i64| {
+        *slot = Some(slot.map_or(value, |v| v.min(value)));
+    };
+    for (lock, list) in &beliefs {
+        let mut sorted = list.clone();
+        sorted.sort_by_key(|b| b.2);
+        for pair in sorted.windows(2) {
+            if pair[0].0 != pair[1].0 && pair[0].3 != i64::MAX {
+                closer(&mut d.belief_gap_ms, pair[1].2 - pair[0].3);
+            }
+        }
+        for (holder, token, _, end) in list {
+            if let (Some(lease), true) =
+                (lease_end.get(&(*lock, *holder, *token)), *end != i64::MAX)
+            {
+                closer(&mut d.belief_inside_lease_ms, lease - end);
+            }
+        }
+    }
+    for (holder, token, t_ms) in accepts {
+        let end = lease_of_writer
+            .get(&(holder, token))
+            .and_then(|lock| lease_end.get(&(*lock, holder, token)));
+        if let Some(end) = end {
+            closer(&mut d.write_before_lease_end_ms, end - t_ms);
+        }
+    }
+    for (lock, list) in &grants {
+        for pair in list.windows(2) {
+            let ((_, a, a_token), (b_ms, b, _)) = (pair[0], pair[1]);
+            if let (Some(end), true) = (lease_end.get(&(*lock, a, a_token)), a != b) {
+                closer(&mut d.handover_ms, b_ms - end);
+            }
+        }
+    }
+    d
+}
