@@ -140,6 +140,8 @@ pub mod synthetic {
                 key: key.map(Into::into),
                 token,
                 value,
+                expected: None,
+                value_unknown: false,
                 error: None,
             };
             self.entries.push(Entry::from(op));

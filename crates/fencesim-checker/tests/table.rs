@@ -197,6 +197,8 @@ impl B {
             key: None,
             token: None,
             value: None,
+            expected: None,
+            value_unknown: false,
             error: None,
         };
         fill(&mut op);
