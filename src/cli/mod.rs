@@ -250,6 +250,7 @@ pub fn main() -> ExitCode {
             let options = fencesim_checker::CheckOptions {
                 linearizability_steps,
                 linearizability_total_steps,
+                ..fencesim_checker::CheckOptions::default()
             };
             commands::check::check(&history, format, json, &options)
         }

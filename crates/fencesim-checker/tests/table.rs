@@ -1965,6 +1965,7 @@ fn the_total_search_budget_bounds_a_history_of_many_hard_keys() {
         &CheckOptions {
             linearizability_steps: 50,
             linearizability_total_steps: 75,
+            ..CheckOptions::default()
         },
     );
     assert_eq!(result.verdict, Verdict::Unknown);
