@@ -77,6 +77,137 @@ pub fn phases(
     })
 }
 
+/// One folder of a peer checker's test histories, judged by fencesim and timed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerFolder {
+    /// The folder, relative to the peers' directory (`cas-register/good`).
+    pub folder: String,
+    /// The verdict the peer asserts for every file in it; `None` where it asserts none.
+    pub expected: Option<crate::Verdict>,
+    /// `.edn` files in it.
+    pub files: usize,
+    /// Files whose verdict equals `expected`.
+    pub agreed: usize,
+    /// Files fencesim could not read (each with the reader's error in `notes`).
+    pub refused: usize,
+    /// Reading and judging every file, seconds.
+    pub seconds: f64,
+    /// The file that took longest, and its seconds.
+    pub slowest: Option<(String, f64)>,
+    /// One line per file that did not agree (or, without an expected verdict, per file):
+    /// its name and what fencesim said.
+    pub notes: Vec<String>,
+}
+
+/// Knossos's test folders (its `data/` directory), each with the verdict Knossos's tests
+/// assert of its files and the options that give Knossos's model: the compare-and-set register
+/// starting at 0 with failed operations left out, and `model/mutex` for the lock history.
+fn knossos_folders() -> Vec<(
+    &'static str,
+    Option<crate::Verdict>,
+    fencesim_checker::CheckOptions,
+)> {
+    use fencesim_checker::{CheckOptions, LockModel};
+    let register = CheckOptions {
+        initial_value: Some("0".into()),
+        ..CheckOptions::default()
+    };
+    let mutex = CheckOptions {
+        lock_model: Some(LockModel::Mutex),
+        ..CheckOptions::default()
+    };
+    vec![
+        (
+            "cas-register/good",
+            Some(crate::Verdict::Valid),
+            register.clone(),
+        ),
+        (
+            "cas-register/bad",
+            Some(crate::Verdict::Invalid),
+            register.clone(),
+        ),
+        ("multi-register/good", Some(crate::Verdict::Valid), register),
+        ("mutex/bad", None, mutex),
+    ]
+}
+
+/// Judge every `.edn` file of Knossos's test folders under `dir` (files in name order), timing
+/// each from reading to verdict. `None` if `dir` is not a directory; a folder missing from it
+/// counts no files.
+pub fn knossos_peers(dir: &std::path::Path) -> Option<Vec<PeerFolder>> {
+    if !dir.is_dir() {
+        return None;
+    }
+    let judged = knossos_folders()
+        .into_iter()
+        .map(|(folder, expected, options)| {
+            let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join(folder))
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "edn"))
+                .collect();
+            files.sort();
+            let mut judged = PeerFolder {
+                folder: folder.to_owned(),
+                expected,
+                files: files.len(),
+                agreed: 0,
+                refused: 0,
+                seconds: 0.0,
+                slowest: None,
+                notes: Vec::new(),
+            };
+            for path in &files {
+                judge_peer_file(path, &options, &mut judged);
+            }
+            judged
+        })
+        .collect();
+    Some(judged)
+}
+
+/// Read and judge one peer file, adding its figures to `folder`.
+fn judge_peer_file(
+    path: &std::path::Path,
+    options: &fencesim_checker::CheckOptions,
+    folder: &mut PeerFolder,
+) {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let clock = Stopwatch::start();
+    let read = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| {
+            fencesim_history::read_jepsen_edn(&text, &name).map_err(|e| e.to_string())
+        });
+    let result = read.map(|history| fencesim_checker::check_with(&history, options));
+    let seconds = clock.seconds();
+    folder.seconds += seconds;
+    if folder.slowest.as_ref().is_none_or(|(_, s)| seconds > *s) {
+        folder.slowest = Some((name.clone(), seconds));
+    }
+    match result {
+        Err(e) => {
+            folder.refused += 1;
+            folder.notes.push(format!("{name}: refused: {e}"));
+        }
+        Ok(result) if Some(result.verdict) == folder.expected => folder.agreed += 1,
+        Ok(result) => {
+            let why = result
+                .unknown
+                .first()
+                .map_or_else(String::new, |u| format!(" ({u})"));
+            folder.notes.push(format!(
+                "{name}: {}{why}",
+                format!("{:?}", result.verdict).to_lowercase()
+            ));
+        }
+    }
+}
+
 /// Synthetic histories for measuring the checker: shaped like the simulator's, generated
 /// without simulating, so their size is whatever the benchmark asks for.
 pub mod synthetic {
@@ -140,6 +271,8 @@ pub mod synthetic {
                 key: key.map(Into::into),
                 token,
                 value,
+                expected: None,
+                value_unknown: false,
                 error: None,
             };
             self.entries.push(Entry::from(op));

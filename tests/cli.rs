@@ -358,7 +358,7 @@ fn a_bad_jepsen_history_is_located() {
     let edn = dir.join("bad.edn");
     std::fs::write(
         &edn,
-        "{:type :invoke, :f :write, :value 1, :process 0}\n{:type :ok, :f :cas, :value [1 2], :process 0}\n",
+        "{:type :invoke, :f :write, :value 1, :process 0}\n{:type :invoke, :f :cas, :value 3, :process 1}\n",
     )
     .unwrap();
     let o = fencesim(&["check", edn.to_str().unwrap(), "--format", "jepsen-edn"]);
@@ -367,9 +367,247 @@ fn a_bad_jepsen_history_is_located() {
     assert_eq!(
         stderr,
         format!(
-            "error: {}: line 2: field :f: expected :acquire, :renew, :release, :read or :write, found :cas\n",
+            "error: {}: line 2: field :value: expected [from to] or [key [from to]] for a :cas, found an integer 3\n",
             edn.display()
         )
+    );
+    std::fs::write(
+        &edn,
+        "{:type :invoke, :f :txn, :value [[:read :x nil]], :process 0}\n",
+    )
+    .unwrap();
+    let o = fencesim(&["check", edn.to_str().unwrap(), "--format", "jepsen-edn"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.ends_with(
+            "line 1: field :f: expected :acquire, :renew, :release, :read, :write or :cas, \
+             found :txn (multi-register transactions are not supported)\n"
+        ),
+        "{stderr}"
+    );
+}
+
+/// Write `text` as `name` in a fresh folder for `test`, and return its path as a string.
+fn history_file(test: &str, name: &str, text: &str) -> String {
+    let file = out_dir(test).join(name);
+    std::fs::write(&file, text).unwrap();
+    file.to_str().unwrap().to_owned()
+}
+
+/// `check --failed-cas`: a failed cas expecting the value the register certainly holds is
+/// fine under Knossos's reading (the default: it never happened) and a violation under
+/// Porcupine's (it found another value). `--initial-value` gives the register its first value.
+#[test]
+fn check_reads_a_failed_cas_either_way_and_takes_an_initial_value() {
+    let edn = history_file(
+        "check-cas",
+        "cas.edn",
+        "[{:process 0, :type :invoke, :f :cas, :value [0 1]}
+          {:process 0, :type :ok, :f :cas, :value [0 1]}
+          {:process 1, :type :invoke, :f :cas, :value [1 2]}
+          {:process 1, :type :fail, :f :cas, :value [1 2]}
+          {:process 2, :type :invoke, :f :read, :value nil}
+          {:process 2, :type :ok, :f :read, :value 1}]",
+    );
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", edn.as_str(), "--format", "jepsen-edn"];
+        args.extend_from_slice(extra);
+        let o = fencesim(&args);
+        let (stdout, stderr) = text(&o);
+        (o.status.code(), stdout + &stderr)
+    };
+    // Without an initial value nothing explains the first cas, which expects 0.
+    let (code, out) = check(&[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("not-linearizable: key \"register\": no order of its 2 operations"),
+        "{out}"
+    );
+    assert!(out.contains("never written at the start"), "{out}");
+    let (code, out) = check(&["--initial-value", "0"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = check(&["--initial-value", "0", "--failed-cas", "knossos"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = check(&[
+        "--initial-value",
+        "0",
+        "--failed-cas",
+        "porcupine",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"], "invalid");
+    assert_eq!(v["violations"][0]["witnesses"], serde_json::json!([2, 3]));
+    assert!(v["violations"][0]["explanation"]
+        .as_str()
+        .unwrap()
+        .ends_with("(model: compare-and-set register, initial value \"0\"; a failed cas happened and found another value than it expected (Porcupine's reading))"));
+}
+
+/// `check --model mutex`: two acquires ok with no release between them. Without the model the
+/// lock operations are not judged as a mutex, and the output says so.
+#[test]
+fn check_judges_locks_as_a_mutex_only_when_asked() {
+    let edn = history_file(
+        "check-mutex",
+        "mutex.edn",
+        "{:process 0, :type :invoke, :f :acquire}
+         {:process 0, :type :ok, :f :acquire}
+         {:process 1, :type :invoke, :f :acquire}
+         {:process 1, :type :ok, :f :acquire}",
+    );
+    let o = fencesim(&["check", &edn, "--format", "jepsen-edn", "--model", "mutex"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "not-linearizable: lock \"lock\": no order of its 2 acquires and releases that \
+             respects real time explains the operation invoked at index 2 as a mutex"
+        ),
+        "{stdout}"
+    );
+    let o = fencesim(&[
+        "check",
+        &edn,
+        "--format",
+        "jepsen-edn",
+        "--model",
+        "fenced-mutex",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let o = fencesim(&["check", &edn, "--format", "jepsen-edn"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("  not checked: mutual exclusion from operations: the history does not say its locks have no expiry"),
+        "{stdout}"
+    );
+}
+
+/// Bad values of the new flags are refused before any history is read (exit 2), naming the
+/// flag and the values it takes.
+#[test]
+fn bad_model_flags_exit_2_naming_the_choices() {
+    for (flag, value, choices) in [
+        (
+            "--failed-cas",
+            "jepsen",
+            "[possible values: knossos, porcupine]",
+        ),
+        (
+            "--model",
+            "semaphore",
+            "[possible values: mutex, fenced-mutex]",
+        ),
+    ] {
+        let o = fencesim(&["check", "no-such-file.edn", flag, value]);
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{value}' for '{flag}")),
+            "{stderr}"
+        );
+        assert!(stderr.contains(choices), "{stderr}");
+    }
+    let o = fencesim(&["check", "no-such-file.edn", "--initial-value"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o)
+        .1
+        .contains("a value is required for '--initial-value <VALUE>'"));
+}
+
+/// A JSON Lines history without a header line (a recording of a real system) is read with a
+/// default header and judged.
+#[test]
+fn a_jsonl_history_without_a_header_is_checked() {
+    let ops = [
+        r#"{"record":"op","index":0,"time_ns":0,"mono_ms":0,"wall_ms":0,"process":0,"node":"c1","type":"invoke","f":"write","key":"k","value":"a"}"#,
+        r#"{"record":"op","index":1,"time_ns":1,"mono_ms":0,"wall_ms":0,"process":0,"node":"c1","type":"ok","f":"write","key":"k","value":"a"}"#,
+        r#"{"record":"op","index":2,"time_ns":2,"mono_ms":0,"wall_ms":0,"process":1,"node":"c2","type":"invoke","f":"cas","key":"k","expected":"a","value":"b"}"#,
+        r#"{"record":"op","index":3,"time_ns":3,"mono_ms":0,"wall_ms":0,"process":1,"node":"c2","type":"ok","f":"cas","key":"k","expected":"a","value":"b"}"#,
+        r#"{"record":"op","index":4,"time_ns":4,"mono_ms":0,"wall_ms":0,"process":0,"node":"c1","type":"invoke","f":"read","key":"k"}"#,
+        r#"{"record":"op","index":5,"time_ns":5,"mono_ms":0,"wall_ms":0,"process":0,"node":"c1","type":"ok","f":"read","key":"k","value":"b"}"#,
+    ];
+    let file = history_file("headerless", "history.jsonl", &(ops.join("\n") + "\n"));
+    let o = fencesim(&["check", &file]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains(": Valid (0 violations"), "{stdout}");
+    // The read sees the cas's value "b"; reading "a" instead is caught.
+    let stale = ops.join("\n").replace(
+        r#""type":"ok","f":"read","key":"k","value":"b""#,
+        r#""type":"ok","f":"read","key":"k","value":"a""#,
+    );
+    let file = history_file("headerless-stale", "history.jsonl", &stale);
+    let o = fencesim(&["check", &file]);
+    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+}
+
+/// `bench --only checker --peers DIR`: Knossos's folders with their figures, or a plain skip
+/// without the folder.
+#[test]
+fn bench_judges_the_peers_histories_or_says_it_skipped() {
+    let o = fencesim(&[
+        "bench",
+        "--only",
+        "checker",
+        "--quick",
+        "--peers",
+        "no/such/dir",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("peers: no/such/dir is not a directory: skipped"),
+        "{stdout}"
+    );
+    let peers = support::root().join("../shared/peers/knossos-data");
+    if !peers.is_dir() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing",
+            peers.display()
+        );
+        eprintln!("skipped: {} is not there", peers.display());
+        return;
+    }
+    let o = fencesim(&[
+        "bench",
+        "--only",
+        "checker",
+        "--quick",
+        "--peers",
+        peers.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let row = |folder: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(folder))
+            .unwrap_or_else(|| panic!("no {folder} row: {stdout}"));
+        line.split_whitespace()
+            .skip(1)
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // files, agreed, refused
+    assert_eq!(row("cas-register/good"), "113 112 0");
+    assert_eq!(row("cas-register/bad"), "7 7 0");
+    assert_eq!(row("multi-register/good"), "1 0 1");
+    assert_eq!(row("mutex/bad"), "1 - 0");
+    assert!(
+        stdout.contains(
+            "  cas-register/good/mongodb-v0-ack-rollback-.edn: unknown (nothing to judge"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  mutex/bad/etcd.edn: invalid [no verdict asserted]"),
+        "{stdout}"
     );
 }
 

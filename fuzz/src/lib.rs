@@ -15,6 +15,7 @@ use fencesim_history::{read_jepsen_edn, read_jsonl, write_jepsen_edn, write_json
 const OPTIONS: CheckOptions = CheckOptions {
     linearizability_steps: 20_000,
     linearizability_total_steps: 50_000,
+    ..CheckOptions::DEFAULT
 };
 
 /// The built-in designs and resources a scenario may name (the `fencesim` crate's registry

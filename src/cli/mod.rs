@@ -13,7 +13,7 @@ use crate::exit;
 use crate::run::default_jobs;
 
 use commands::bench::{BenchPart, BenchSeeds};
-use commands::check::HistoryFormat;
+use commands::check::{FailedCasArg, HistoryFormat, LockModelArg};
 use commands::explore::ExploreArgs;
 use commands::export::ExportFormat;
 use commands::run::RangeArgs;
@@ -134,6 +134,19 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_total_steps,
               value_parser = clap::value_parser!(u64).range(1..))]
         linearizability_total_steps: u64,
+        /// The value every key's register holds before any operation (Knossos's test suite
+        /// uses 0). Without it a register starts never written.
+        #[arg(long, value_name = "VALUE")]
+        initial_value: Option<String>,
+        /// How a compare-and-set that completed fail is read: Knossos's (it never happened)
+        /// or Porcupine's (it happened, and found another value than it expected).
+        #[arg(long, value_enum, default_value_t = FailedCasArg::Knossos)]
+        failed_cas: FailedCasArg,
+        /// Judge acquire and release operations, per lock, as a mutex or a fenced mutex (ok
+        /// acquires return growing fences). Only for locks without expiry: a lease that
+        /// expires is taken again without a release. Without it they are not judged so.
+        #[arg(long, value_enum)]
+        model: Option<LockModelArg>,
     },
     /// Write a history.jsonl in another format, for other tools (Jepsen's Knossos and Elle).
     Export {
@@ -195,6 +208,10 @@ enum Command {
         /// --quick makes it 20).
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         expectation_seeds: u64,
+        /// With the `checker` part: also judge Knossos's test histories in DIR (its `data`
+        /// folder: cas-register/good, cas-register/bad) and compare with Knossos's verdicts.
+        #[arg(long, value_name = "DIR")]
+        peers: Option<PathBuf>,
     },
 }
 
@@ -260,10 +277,16 @@ pub fn main() -> ExitCode {
             format,
             linearizability_steps,
             linearizability_total_steps,
+            initial_value,
+            failed_cas,
+            model,
         } => {
             let options = fencesim_checker::CheckOptions {
                 linearizability_steps,
                 linearizability_total_steps,
+                initial_value,
+                failed_cas: failed_cas.into(),
+                lock_model: model.map(Into::into),
             };
             commands::check::check(&history, format, json, &options)
         }
@@ -284,12 +307,13 @@ pub fn main() -> ExitCode {
             quick,
             only,
             expectation_seeds,
+            peers,
         } => {
             let counts = BenchSeeds {
                 scenarios: if quick { 1 } else { seeds },
                 expectations: if quick { 20 } else { expectation_seeds },
             };
-            commands::bench::bench(&counts, jobs as usize, quick, only)
+            commands::bench::bench(&counts, jobs as usize, quick, only, peers.as_deref())
         }
     };
     ExitCode::from(code)

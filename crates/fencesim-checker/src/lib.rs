@@ -25,6 +25,7 @@ use fencesim_history::{Entry, Event, History, Op, ViolationKind};
 use serde::{Deserialize, Serialize};
 
 pub use exposure::UnsafeExposure;
+pub use linearizable::{FailedCas, LockModel};
 
 /// The overall outcome of checking one history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,15 +77,16 @@ pub struct CheckResult {
 /// LACKING` (as [`CheckResult::not_checked`] lists them), without running any check: cheap
 /// enough to tell, before or after a conversion, which checks a history can support.
 pub fn not_checked(history: &History) -> Vec<String> {
-    not_run(&Records::new(history))
+    not_run(&Records::new(history), &CheckOptions::default())
 }
 
 /// How many checks [`not_run`] can find lacking: when all of them are, the history gives the
 /// checker nothing to judge, and the verdict is unknown rather than valid.
 const NEEDS: usize = 8;
 
-/// The checks that found nothing to look at in `history`, and what they needed.
-fn not_run(history: &Records) -> Vec<String> {
+/// The checks that found nothing to look at in `history`, and what they needed (and, where
+/// the history's lock operations were not judged as a mutex, why).
+fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     use fencesim_history::{EventKind as K, OpFn};
     // The kinds present, a flag each, indexed by discriminant: this runs on every seed, and a
     // set insert per record cost as much as some checks. A fieldless enum of one byte has
@@ -139,16 +141,33 @@ fn not_run(history: &Records) -> Vec<String> {
         ),
         (
             ViolationKind::NotLinearizable,
-            has_op(&[OpFn::Read, OpFn::Write]),
-            "no read or write operations",
+            has_op(&[OpFn::Read, OpFn::Write, OpFn::Cas])
+                || (options.lock_model.is_some() && has_op(&[OpFn::Acquire, OpFn::Release])),
+            "no read, write or cas operations",
         ),
     ];
-    needs
+    let mut lacking: Vec<String> = needs
         .into_iter()
         .filter(|(_, present, _)| !present)
         .map(|(kind, _, lacked)| format!("{kind}: {lacked}"))
-        .collect()
+        .collect();
+    // Without a lock service's grants, the operations are all there is to judge mutual
+    // exclusion by, and they prove nothing of a lease: one whose TTL ran out is taken again
+    // without a release. Say so, rather than let a valid verdict suggest it was judged.
+    if options.lock_model.is_none() && has_op(&[OpFn::Acquire]) && !has(&[K::Grant]) {
+        lacking.push(format!("{MUTEX_FROM_OPS}: {MUTEX_NOT_JUDGED}"));
+    }
+    lacking
 }
+
+/// What [`CheckResult::not_checked`] calls the judgement of acquire and release operations
+/// as a mutex.
+const MUTEX_FROM_OPS: &str = "mutual exclusion from operations";
+
+/// Why acquire and release operations were not judged as a mutex.
+const MUTEX_NOT_JUDGED: &str = "the history does not say its locks have no expiry (a lease \
+     that expires is acquired again without a release); give the lock model (fencesim check \
+     --model mutex or fenced-mutex) to judge them as a mutex";
 
 impl CheckResult {
     /// The distinct violation kinds found, sorted.
@@ -163,8 +182,8 @@ impl CheckResult {
 /// The violation kinds this version checks: all of them.
 pub const CHECKED_KINDS: &[ViolationKind] = &ViolationKind::ALL;
 
-/// Limits on the checks that search.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Limits on the checks that search, and the models the linearizability check judges by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckOptions {
     /// Search steps the linearizability check may take per key before it gives up (the
     /// verdict is then unknown).
@@ -172,14 +191,37 @@ pub struct CheckOptions {
     /// Search steps the linearizability check may take over all keys together; keys whose
     /// turn comes after it is spent are reported unknown, unsearched.
     pub linearizability_total_steps: u64,
+    /// The value every key's register holds before any operation (Knossos's initial value,
+    /// 0 in its test suite); `None`: the register starts never written.
+    #[serde(default)]
+    pub initial_value: Option<String>,
+    /// How the linearizability check reads a compare-and-set that completed `fail`.
+    #[serde(default)]
+    pub failed_cas: FailedCas,
+    /// The model acquire and release operations are judged against, per lock, by the
+    /// linearizability check. Only for a lock without expiry: a lease whose TTL runs out is
+    /// taken again without a release. `None` (the default): lock operations are not judged
+    /// as a mutex.
+    #[serde(default)]
+    pub lock_model: Option<LockModel>,
+}
+
+impl CheckOptions {
+    /// The defaults: the search budgets of [`linearizable`], registers that start never
+    /// written, Knossos's reading of a failed cas, no lock model. A `const`, so that a
+    /// constant of options can spell out the budgets and take the rest from here.
+    pub const DEFAULT: CheckOptions = CheckOptions {
+        linearizability_steps: linearizable::DEFAULT_STEP_BUDGET,
+        linearizability_total_steps: linearizable::DEFAULT_TOTAL_STEP_BUDGET,
+        initial_value: None,
+        failed_cas: FailedCas::Knossos,
+        lock_model: None,
+    };
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
-        CheckOptions {
-            linearizability_steps: linearizable::DEFAULT_STEP_BUDGET,
-            linearizability_total_steps: linearizable::DEFAULT_TOTAL_STEP_BUDGET,
-        }
+        CheckOptions::DEFAULT
     }
 }
 
@@ -247,11 +289,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(release::check(history));
     violations.extend(mutation::check_unfenced(history));
     violations.extend(mutation::check_duplicates(history));
-    let (not_linearizable, mut unknown) = linearizable::check(
-        history,
-        options.linearizability_steps,
-        options.linearizability_total_steps,
-    );
+    let (not_linearizable, mut unknown) = linearizable::check(history, options);
     violations.extend(not_linearizable);
     violations.extend(progress::check(history));
     // The graph costs as much as a check: build it only when there is something to explain.
@@ -261,8 +299,12 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
             v.chain = graph.chain(&v.witnesses);
         }
     }
-    let not_checked = not_run(history);
-    if not_checked.len() == NEEDS {
+    let not_checked = not_run(history, options);
+    let lacking = not_checked
+        .iter()
+        .filter(|l| !l.starts_with(MUTEX_FROM_OPS))
+        .count();
+    if lacking == NEEDS {
         // A header and nothing any check can look at (no operations, no service events): to
         // call that valid would pass an empty or truncated file for a correct system.
         unknown.push(format!(

@@ -1,54 +1,205 @@
-//! `not-linearizable`: the resource's reads and writes, per key, must have a linearization
-//! (Herlihy and Wing 1990) against a register: a read returns the value of the last write
-//! linearized before it.
+//! `not-linearizable`: the operations on each object of the history, one object at a time,
+//! must have a linearization (Herlihy and Wing 1990) against the object's sequential model:
+//!
+//! - each resource key is a **compare-and-set register** (Knossos's `cas-register`): a read
+//!   returns the value of the last write or compare-and-set linearized before it, and an `ok`
+//!   `cas` found the value it expected and set its new one. The register starts never written,
+//!   or with [`crate::CheckOptions::initial_value`];
+//! - with [`crate::CheckOptions::lock_model`], each lock is a **mutex** (Knossos's
+//!   `model/mutex`: an acquire of a held lock, or a release of a free one, is impossible) or a
+//!   **fenced mutex** (the same, and the fence, the token an `ok` acquire returns, must exceed
+//!   every earlier acquire's, as Jepsen's Hazelcast `FencedLock` tests require). A lease whose
+//!   TTL runs out can be taken again without a release, so a lease history is never judged as
+//!   a mutex unless its reader says the lock has no expiry.
 //!
 //! The search is Wing and Gong's, with Lowe's memoization of (linearized set, state) pairs
-//! (Lowe 2017, "Testing for linearizability"), over one key at a time, as Porcupine partitions
-//! a history. Only what the clients saw is used: an `ok` write took effect, a `fail` write did
-//! not (the resource rejected it), an `info` write (or one never answered) may or may not have:
-//! it is pending to the end of time, and linearizing it last is the same as never applying it.
-//! Reads that did not complete `ok` say nothing and are left out. Whether a write should have
-//! been accepted is the fencing checks' business, not this one's.
+//! (Lowe 2017, "Testing for linearizability"), over one object at a time, as Porcupine
+//! partitions a history; one search serves every model ([`Model`]). Only what the clients saw
+//! is used: an `ok` operation took effect, a `fail` one did not, an `info` one (or one never
+//! answered) may or may not have: it may be linearized at any point after its invoke, or never,
+//! so an operation whose effect is uncertain never proves a violation. Reads that did not complete `ok` say nothing and are left out, and so are `ok`
+//! reads of an unknown value (Knossos's `nil`), which any state explains. A failed `cas` is
+//! read as [`FailedCas`] says: by default Knossos's reading (it never happened), or Porcupine's
+//! (it happened, and found another value than it expected). Whether a write should have been
+//! accepted is the fencing checks' business, not this one's.
 //!
-//! The search has a budget of steps per key; past it the key is reported as unknown, never as
-//! valid and never as a hang.
+//! The search has a budget of steps per object; past it the object is reported as unknown,
+//! never as valid and never as a hang.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use fencesim_history::{Name, Op, OpFn, OpType, ViolationKind};
+use serde::{Deserialize, Serialize};
 
-use crate::{Records, Violation};
+use crate::{CheckOptions, Records, Violation};
 
-/// Search steps allowed per key before the verdict is unknown.
+/// Search steps allowed per object (key or lock) before the verdict is unknown.
 pub const DEFAULT_STEP_BUDGET: u64 = 10_000_000;
 
-/// Search steps allowed over all keys together: without it a history of many hard keys costs
-/// their number times the per-key budget (10 keys ran 19 s before the verdict was unknown).
+/// Search steps allowed over all objects together: without it a history of many hard keys
+/// costs their number times the per-key budget (10 keys ran 19 s before the verdict was
+/// unknown).
 pub const DEFAULT_TOTAL_STEP_BUDGET: u64 = 30_000_000;
+
+/// How a compare-and-set that completed `fail` is read. Checkers differ here, and a history
+/// can be valid under one reading and not the other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailedCas {
+    /// Knossos's: a `fail` operation never happened, so it is left out, as a failed write is.
+    /// A store that reports a cas failed when it could not reach a quorum, for any reason,
+    /// is judged fairly this way.
+    #[default]
+    Knossos,
+    /// Porcupine's: a failed cas is a completed operation that read the register and found
+    /// another value than it expected, at some point between its invoke and its completion.
+    Porcupine,
+}
+
+impl FailedCas {
+    /// How explanations name this reading.
+    fn describe(self) -> &'static str {
+        match self {
+            FailedCas::Knossos => "a failed cas never happened (Knossos's reading)",
+            FailedCas::Porcupine => {
+                "a failed cas happened and found another value than it expected (Porcupine's \
+                 reading)"
+            }
+        }
+    }
+}
+
+/// The model a history's lock operations (`acquire`, `release`) are judged against, for a
+/// lock that has no expiry. Without one they are not judged from operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockModel {
+    /// Knossos's `model/mutex`: an acquire of a held lock, or a release of a free one, is
+    /// impossible. Who holds it is not tracked (Jepsen's processes change after a crash).
+    Mutex,
+    /// A mutex whose `ok` acquire returns a fence (the op's token) that must be greater than
+    /// every fence returned before it: the model of Jepsen's Hazelcast `FencedLock` tests.
+    FencedMutex,
+}
+
+impl LockModel {
+    /// How explanations name this model.
+    fn describe(self) -> &'static str {
+        match self {
+            LockModel::Mutex => {
+                "as a mutex (Knossos's model/mutex: an acquire of a held lock or a release of a \
+                 free one is impossible)"
+            }
+            LockModel::FencedMutex => {
+                "as a fenced mutex (an acquire of a held lock or a release of a free one is \
+                 impossible, and each acquire's fence must exceed every earlier one)"
+            }
+        }
+    }
+}
 
 /// A written value, interned: the search compares and copies numbers, not strings.
 type Value = u32;
 
-/// The register operation one client operation performed.
+/// A sequential specification (Herlihy and Wing 1990): the states an object goes through and
+/// the operations legal in each. The search asks only this of a model, so that one search
+/// serves the register and the locks.
+trait Model {
+    /// What the object holds between operations: copied at every step and kept in the memo,
+    /// so small.
+    type State: Copy + Ord;
+    /// One operation as it completed (its arguments and what it returned).
+    type Action;
+    /// The state after `action`, if `action` is legal in `state`.
+    fn step(state: Self::State, action: &Self::Action) -> Option<Self::State>;
+}
+
+/// The compare-and-set register; its state is its value (`None`: never written).
+struct Register;
+
+/// A register operation one client operation performed.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Action {
+enum RegisterOp {
     /// Read and saw this value (`None`: never written).
     Read(Option<Value>),
     /// Wrote this value.
     Write(Value),
+    /// Found `from` (`None`: never written) and set `to`.
+    Cas { from: Option<Value>, to: Value },
+    /// Porcupine's failed cas: found another value than `from`, and left it.
+    CasRefused { from: Option<Value> },
 }
 
-/// A completed or pending operation on one key, with its place in real time.
+impl Model for Register {
+    type State = Option<Value>;
+    type Action = RegisterOp;
+
+    fn step(state: Option<Value>, action: &RegisterOp) -> Option<Option<Value>> {
+        match action {
+            RegisterOp::Read(seen) => (*seen == state).then_some(state),
+            RegisterOp::Write(value) => Some(Some(*value)),
+            RegisterOp::Cas { from, to } => (*from == state).then_some(Some(*to)),
+            RegisterOp::CasRefused { from } => (*from != state).then_some(state),
+        }
+    }
+}
+
+/// A lock without expiry: a mutex, fenced or not.
+struct Lock;
+
+/// What a lock holds between operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct LockState {
+    held: bool,
+    /// The highest fence an acquire linearized so far returned.
+    fence: Option<u64>,
+}
+
+/// A lock operation one client operation performed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LockOp {
+    /// Took the lock; with the fenced model, returned this fence (`None`: not known, as for an
+    /// acquire whose outcome is unknown).
+    Acquire { fence: Option<u64> },
+    /// Gave it back.
+    Release,
+}
+
+impl Model for Lock {
+    type State = LockState;
+    type Action = LockOp;
+
+    fn step(state: LockState, action: &LockOp) -> Option<LockState> {
+        match action {
+            LockOp::Acquire { fence } => {
+                let grows = match (fence, state.fence) {
+                    (Some(new), Some(last)) => *new > last,
+                    _ => true,
+                };
+                (!state.held && grows).then_some(LockState {
+                    held: true,
+                    fence: fence.or(state.fence),
+                })
+            }
+            LockOp::Release => state.held.then_some(LockState {
+                held: false,
+                ..state
+            }),
+        }
+    }
+}
+
+/// A completed or pending operation on one object, with its place in real time.
 #[derive(Clone, Debug)]
-struct KeyOp {
-    action: Action,
+struct KeyOp<A> {
+    action: A,
     /// History index of the invoke.
     invoked: u64,
     /// History index of the completion; `u64::MAX` while pending (info, or never answered).
     returned: u64,
 }
 
-/// What the search concluded for one key.
+/// What the search concluded for one object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum KeyVerdict {
     Linearizable,
@@ -63,48 +214,115 @@ pub(crate) enum KeyVerdict {
     },
 }
 
-/// Check every key, each within `budget` steps and all of them within `total` steps;
-/// violations, and the keys left undecided (their search ran out of budget, or the total was
-/// spent before their turn).
-pub(crate) fn check(history: &Records, budget: u64, total: u64) -> (Vec<Violation>, Vec<String>) {
-    let mut violations = Vec::new();
-    let mut unknown = Vec::new();
-    let mut left = total;
-    for (key, ops) in per_key(history) {
-        if left == 0 {
-            unknown.push(format!(
-                "linearizability of key {key:?} ({} operations) not searched: the total budget \
-                 of {total} search steps was spent on earlier keys",
+/// The step budgets of one check: per object, and what is left of the total.
+struct Budget {
+    per_object: u64,
+    total: u64,
+    left: u64,
+}
+
+/// Violations and undecided objects, in the order the objects were searched.
+#[derive(Default)]
+struct Findings {
+    violations: Vec<Violation>,
+    unknown: Vec<String>,
+}
+
+/// Check every key as a compare-and-set register and, with a lock model, every lock, each
+/// within the per-object budget and all within the total; violations, and the objects left
+/// undecided (their search ran out of budget, or the total was spent before their turn).
+pub(crate) fn check(history: &Records, options: &CheckOptions) -> (Vec<Violation>, Vec<String>) {
+    let mut budget = Budget {
+        per_object: options.linearizability_steps,
+        total: options.linearizability_total_steps,
+        left: options.linearizability_total_steps,
+    };
+    let mut found = Findings::default();
+    let (keys, initial) = per_key(history, options);
+    let register = register_model(options);
+    for (key, ops) in keys {
+        let what = format!("key {key:?}");
+        let witness = |op: &str| {
+            format!(
+                "{what}: no order of its {} operations that respects real time explains {op}; \
+                 every order placing the operations before it leaves the register with another \
+                 value (model: {register})",
                 ops.len()
-            ));
-            continue;
-        }
-        let (verdict, spent) = search_counted(&ops, budget.min(left));
-        left -= spent.min(left);
-        match verdict {
-            KeyVerdict::Linearizable => {}
-            KeyVerdict::Not { invoked, returned } => violations.push(Violation {
-                chain: Vec::new(),
-                kind: ViolationKind::NotLinearizable,
-                witnesses: [invoked, returned]
-                    .into_iter()
-                    .filter(|i| *i != u64::MAX)
-                    .collect(),
-                explanation: format!(
-                    "key {key:?}: no order of its {} reads and writes that respects real time \
-                     explains the operation invoked at index {invoked}; every order placing the \
-                     operations before it leaves the register with another value",
-                    ops.len()
-                ),
-            }),
-            KeyVerdict::Unknown { steps } => unknown.push(format!(
-                "linearizability of key {key:?} ({} operations) not decided within {steps} \
-                 search steps",
-                ops.len()
-            )),
+            )
+        };
+        judge::<Register>(&what, &ops, initial, &mut budget, witness, &mut found);
+    }
+    if let Some(model) = options.lock_model {
+        for (lock, ops) in per_lock(history, model) {
+            let what = format!("lock {lock:?}");
+            let witness = |op: &str| {
+                format!(
+                    "{what}: no order of its {} acquires and releases that respects real time \
+                     explains {op} {}; failed operations never happened, and ones whose outcome \
+                     is unknown may have taken effect at any time after their invoke, or never",
+                    ops.len(),
+                    model.describe()
+                )
+            };
+            let free = LockState {
+                held: false,
+                fence: None,
+            };
+            judge::<Lock>(&what, &ops, free, &mut budget, witness, &mut found);
         }
     }
-    (violations, unknown)
+    (found.violations, found.unknown)
+}
+
+/// The register model and reading in words, for explanations.
+fn register_model(options: &CheckOptions) -> String {
+    let start = match &options.initial_value {
+        Some(v) => format!("initial value {v:?}"),
+        None => "never written at the start".to_owned(),
+    };
+    format!(
+        "compare-and-set register, {start}; {}",
+        options.failed_cas.describe()
+    )
+}
+
+/// Search one object's operations within the budget and record what was found: a violation
+/// explained by `explain` (given the blocked operation in words), or the object undecided.
+fn judge<M: Model>(
+    what: &str,
+    ops: &[KeyOp<M::Action>],
+    initial: M::State,
+    budget: &mut Budget,
+    explain: impl Fn(&str) -> String,
+    found: &mut Findings,
+) {
+    if budget.left == 0 {
+        found.unknown.push(format!(
+            "linearizability of {what} ({} operations) not searched: the total budget of {} \
+             search steps was spent on earlier objects",
+            ops.len(),
+            budget.total
+        ));
+        return;
+    }
+    let (verdict, spent) = search_counted::<M>(ops, initial, budget.per_object.min(budget.left));
+    budget.left -= spent.min(budget.left);
+    match verdict {
+        KeyVerdict::Linearizable => {}
+        KeyVerdict::Not { invoked, returned } => found.violations.push(Violation {
+            chain: Vec::new(),
+            kind: ViolationKind::NotLinearizable,
+            witnesses: [invoked, returned]
+                .into_iter()
+                .filter(|i| *i != u64::MAX)
+                .collect(),
+            explanation: explain(&format!("the operation invoked at index {invoked}")),
+        }),
+        KeyVerdict::Unknown { steps } => found.unknown.push(format!(
+            "linearizability of {what} ({} operations) not decided within {steps} search steps",
+            ops.len()
+        )),
+    }
 }
 
 /// Interned values: each distinct string gets the next number.
@@ -118,63 +336,110 @@ impl<'h> Values<'h> {
     }
 }
 
-/// The register operations of each key, pairing each invoke with its process's completion.
-fn per_key(history: &Records) -> BTreeMap<Name, Vec<KeyOp>> {
-    let mut values = Values::default();
+/// Each invocation of a `relevant` operation with its process's completion (`None`: never
+/// answered, or the process invoked again without one), completed ones at their completion,
+/// then the unanswered ones by process.
+fn paired<'h>(
+    history: &Records<'h>,
+    relevant: impl Fn(&Op) -> bool,
+) -> Vec<(&'h Op, Option<&'h Op>)> {
     let mut pending: BTreeMap<u64, &Op> = BTreeMap::new();
-    let mut keys: BTreeMap<Name, Vec<KeyOp>> = BTreeMap::new();
-    let relevant = |op: &Op| matches!(op.f, OpFn::Read | OpFn::Write) && op.key.is_some();
+    let mut pairs = Vec::new();
     for op in history.ops().filter(|o| relevant(o)) {
         if op.op_type == OpType::Invoke {
             if let Some(orphan) = pending.insert(op.process, op) {
-                push_pending(&mut keys, &mut values, orphan);
+                pairs.push((orphan, None));
             }
-            continue;
+        } else if let Some(invoke) = pending.remove(&op.process) {
+            pairs.push((invoke, Some(op)));
         }
-        let Some(invoke) = pending.remove(&op.process) else {
-            continue;
-        };
-        let key = invoke.key.clone().unwrap_or_default();
-        let action = match (invoke.f, op.op_type) {
-            (OpFn::Read, OpType::Ok) => {
-                Action::Read(op.value.as_deref().map(|v| values.id(Some(v))))
-            }
-            (OpFn::Write, OpType::Ok) => Action::Write(values.id(invoke.value.as_deref())),
-            (OpFn::Write, OpType::Info) => {
-                push_pending(&mut keys, &mut values, invoke);
-                continue;
-            }
-            // A failed write did not happen; a failed or unknown read saw nothing.
-            _ => continue,
-        };
-        keys.entry(key).or_default().push(KeyOp {
-            action,
-            invoked: invoke.at.index,
-            returned: op.at.index,
-        });
     }
-    for invoke in pending.into_values() {
-        push_pending(&mut keys, &mut values, invoke);
-    }
-    keys
+    pairs.extend(pending.into_values().map(|invoke| (invoke, None)));
+    pairs
 }
 
-/// A write whose outcome is unknown: it may take effect at any time after its invoke.
-fn push_pending<'h>(
-    keys: &mut BTreeMap<Name, Vec<KeyOp>>,
-    values: &mut Values<'h>,
-    invoke: &'h Op,
-) {
-    if invoke.f != OpFn::Write {
-        return;
+/// Where an operation sits in real time: from its invoke to its completion, or pending.
+fn span<A>(action: A, invoke: &Op, done: Option<&Op>) -> KeyOp<A> {
+    KeyOp {
+        action,
+        invoked: invoke.at.index,
+        returned: done.map_or(u64::MAX, |d| d.at.index),
     }
-    keys.entry(invoke.key.clone().unwrap_or_default())
-        .or_default()
-        .push(KeyOp {
-            action: Action::Write(values.id(invoke.value.as_deref())),
-            invoked: invoke.at.index,
-            returned: u64::MAX,
-        });
+}
+
+/// The register operations of each key, and the register's initial state.
+fn per_key<'h>(
+    history: &Records<'h>,
+    options: &'h CheckOptions,
+) -> (BTreeMap<Name, Vec<KeyOp<RegisterOp>>>, Option<Value>) {
+    let mut values = Values::default();
+    let initial = options.initial_value.as_deref().map(|v| values.id(Some(v)));
+    let mut keys: BTreeMap<Name, Vec<KeyOp<RegisterOp>>> = BTreeMap::new();
+    let relevant =
+        |op: &Op| matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas) && op.key.is_some();
+    for (invoke, done) in paired(history, relevant) {
+        let outcome = done.map(|d| d.op_type);
+        let mut id = |v: Option<&'h String>| values.id(v.map(String::as_str));
+        let action = match (invoke.f, outcome) {
+            // An `ok` read of an unknown value matches every state and changes none: any
+            // order explains it, so it constrains nothing.
+            (OpFn::Read, Some(OpType::Ok)) if done.is_some_and(|d| d.value_unknown) => continue,
+            (OpFn::Read, Some(OpType::Ok)) => {
+                let seen = done.and_then(|d| d.value.as_ref());
+                RegisterOp::Read(seen.map(|v| id(Some(v))))
+            }
+            // A failed or unknown read saw nothing.
+            (OpFn::Read, _) => continue,
+            // A failed write did not happen; an unknown one is pending.
+            (OpFn::Write, Some(OpType::Fail)) => continue,
+            (OpFn::Write, _) => RegisterOp::Write(id(invoke.value.as_ref())),
+            (OpFn::Cas, Some(OpType::Fail)) => match options.failed_cas {
+                FailedCas::Knossos => continue,
+                FailedCas::Porcupine => RegisterOp::CasRefused {
+                    from: invoke.expected.as_ref().map(|v| id(Some(v))),
+                },
+            },
+            (OpFn::Cas, _) => RegisterOp::Cas {
+                from: invoke.expected.as_ref().map(|v| id(Some(v))),
+                to: id(invoke.value.as_ref()),
+            },
+            _ => continue,
+        };
+        // Only `ok` and `fail` complete an operation; an unknown outcome leaves it pending.
+        let done = done.filter(|d| d.op_type != OpType::Info);
+        keys.entry(invoke.key.clone().unwrap_or_default())
+            .or_default()
+            .push(span(action, invoke, done));
+    }
+    (keys, initial)
+}
+
+/// The acquires and releases of each lock, as `model` reads them. Renewals are left out: a
+/// lock without expiry has nothing to renew.
+fn per_lock<'h>(history: &Records<'h>, model: LockModel) -> BTreeMap<Name, Vec<KeyOp<LockOp>>> {
+    let mut locks: BTreeMap<Name, Vec<KeyOp<LockOp>>> = BTreeMap::new();
+    let relevant = |op: &Op| matches!(op.f, OpFn::Acquire | OpFn::Release) && op.lock.is_some();
+    for (invoke, done) in paired(history, relevant) {
+        // A failed operation did not happen.
+        if done.is_some_and(|d| d.op_type == OpType::Fail) {
+            continue;
+        }
+        let done = done.filter(|d| d.op_type == OpType::Ok);
+        let action = match invoke.f {
+            OpFn::Acquire => LockOp::Acquire {
+                // Only an `ok` acquire says which fence it got.
+                fence: done
+                    .and_then(|d| d.token)
+                    .filter(|_| model == LockModel::FencedMutex),
+            },
+            _ => LockOp::Release,
+        };
+        locks
+            .entry(invoke.lock.clone().unwrap_or_default())
+            .or_default()
+            .push(span(action, invoke, done));
+    }
+    locks
 }
 
 /// One call or return in the doubly linked list the search walks.
@@ -193,7 +458,7 @@ const HEAD: usize = 0;
 const NONE: usize = usize::MAX;
 
 /// Calls and returns in real-time order behind a sentinel, as a doubly linked list.
-fn build_list(ops: &[KeyOp]) -> Vec<Node> {
+fn build_list<A>(ops: &[KeyOp<A>]) -> Vec<Node> {
     let mut points: Vec<(u64, bool, usize)> = Vec::with_capacity(ops.len() * 2);
     for (i, op) in ops.iter().enumerate() {
         points.push((op.invoked, true, i));
@@ -273,29 +538,26 @@ fn zobrist(op: usize) -> u128 {
     (u128::from(mix(2 * i)) << 64) | u128::from(mix(2 * i + 1))
 }
 
-/// Apply `action` to the register holding `state`: the new state if the action is possible.
-fn step(state: Option<Value>, action: &Action) -> Option<Option<Value>> {
-    match action {
-        Action::Read(seen) => (*seen == state).then_some(state),
-        Action::Write(value) => Some(Some(*value)),
-    }
-}
-
-/// The WGL search with memoization over one key's operations, within `budget` steps.
+/// The WGL search with memoization over one register's operations, never written at the
+/// start, within `budget` steps.
 #[cfg(test)]
-fn search(ops: &[KeyOp], budget: u64) -> KeyVerdict {
-    search_counted(ops, budget).0
+fn search(ops: &[KeyOp<RegisterOp>], budget: u64) -> KeyVerdict {
+    search_counted::<Register>(ops, None, budget).0
 }
 
-/// The WGL search with memoization over one key's operations: its verdict and the steps it
-/// took (at most `budget`).
-fn search_counted(ops: &[KeyOp], budget: u64) -> (KeyVerdict, u64) {
+/// The WGL search with memoization over one object's operations under model `M`, from state
+/// `initial`: its verdict and the steps it took (at most `budget`).
+fn search_counted<M: Model>(
+    ops: &[KeyOp<M::Action>],
+    initial: M::State,
+    budget: u64,
+) -> (KeyVerdict, u64) {
     let mut list = build_list(ops);
     let mut linearized = Linearized::default();
-    let mut seen: BTreeSet<(Linearized, Option<Value>)> = BTreeSet::new();
-    let mut state: Option<Value> = None;
+    let mut seen: BTreeSet<(Linearized, M::State)> = BTreeSet::new();
+    let mut state = initial;
     // (call position, state before it) of every operation linearized so far.
-    let mut stack: Vec<(usize, Option<Value>)> = Vec::new();
+    let mut stack: Vec<(usize, M::State)> = Vec::new();
     let mut entry = list[HEAD].next;
     let mut steps = 0u64;
     // The operation that blocked the longest partial linearization: the witness, as Porcupine
@@ -308,7 +570,7 @@ fn search_counted(ops: &[KeyOp], budget: u64) -> (KeyVerdict, u64) {
         }
         let node = list[entry];
         if node.is_call {
-            if let Some(next_state) = step(state, &ops[node.op].action) {
+            if let Some(next_state) = M::step(state, &ops[node.op].action) {
                 linearized.flip(node.op);
                 if seen.insert((linearized, next_state)) {
                     stack.push((entry, std::mem::replace(&mut state, next_state)));
@@ -320,6 +582,12 @@ fn search_counted(ops: &[KeyOp], budget: u64) -> (KeyVerdict, u64) {
                 linearized.flip(node.op);
             }
             entry = node.next;
+        } else if ops[node.op].returned == u64::MAX {
+            // The first pending return: every completed operation's return sorts before it,
+            // so all of them are linearized, and the operations left are pending ones, which
+            // may never take effect. (Linearizing them last instead would be wrong for a
+            // model where they cannot: an acquire of a lock held at the end.)
+            return (KeyVerdict::Linearizable, steps);
         } else {
             // A return whose call could not be linearized in any order tried so far: undo the
             // last choice and try the next call after it.
@@ -354,17 +622,17 @@ mod tests {
         v.parse().unwrap_or_else(|_| u32::from(v.as_bytes()[0]))
     }
 
-    fn read(v: Option<&str>, invoked: u64, returned: u64) -> KeyOp {
+    fn read(v: Option<&str>, invoked: u64, returned: u64) -> KeyOp<RegisterOp> {
         KeyOp {
-            action: Action::Read(v.map(id)),
+            action: RegisterOp::Read(v.map(id)),
             invoked,
             returned,
         }
     }
 
-    fn write(v: &str, invoked: u64, returned: u64) -> KeyOp {
+    fn write(v: &str, invoked: u64, returned: u64) -> KeyOp<RegisterOp> {
         KeyOp {
-            action: Action::Write(id(v)),
+            action: RegisterOp::Write(id(v)),
             invoked,
             returned,
         }
@@ -432,6 +700,25 @@ mod tests {
         );
     }
 
+    /// A pending operation that could not take effect at the end (a cas whose expected value
+    /// the register no longer holds) may simply never have happened.
+    #[test]
+    fn a_pending_cas_that_cannot_apply_last_never_happened() {
+        let ops = [
+            write("a", 0, 1),
+            KeyOp {
+                action: RegisterOp::Cas {
+                    from: Some(id("b")),
+                    to: id("c"),
+                },
+                invoked: 2,
+                returned: u64::MAX,
+            },
+            read(Some("a"), 3, 4),
+        ];
+        assert_eq!(search(&ops, 1_000), KeyVerdict::Linearizable);
+    }
+
     #[test]
     fn a_read_of_a_value_nobody_wrote_is_not_linearizable() {
         let ops = [read(None, 0, 1), read(Some("ghost"), 2, 3)];
@@ -446,7 +733,7 @@ mod tests {
 
     #[test]
     fn the_budget_makes_the_verdict_unknown() {
-        let ops: Vec<KeyOp> = (0..40)
+        let ops: Vec<KeyOp<RegisterOp>> = (0..40)
             .map(|i| write(&i.to_string(), 0, 100))
             .chain([read(Some("x"), 101, 102)])
             .collect();

@@ -96,19 +96,19 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
 }
 
 /// For each (key, value) written by exactly one write invocation with a token: that token and
-/// the invocation. A value written twice names no single write.
+/// the invocation. A value written twice names no single write, and neither does one that a
+/// write without a token or a compare-and-set also wrote: the read may have seen theirs.
 fn unique_writers<'h>(history: &Records<'h>) -> BTreeMap<(&'h str, &'h str), (u64, &'h Op)> {
     let mut seen: BTreeMap<(&str, &str), Option<(u64, &Op)>> = BTreeMap::new();
     let writes = history
         .ops()
-        .filter(|o| o.f == OpFn::Write && o.op_type == OpType::Invoke);
+        .filter(|o| matches!(o.f, OpFn::Write | OpFn::Cas) && o.op_type == OpType::Invoke);
     for w in writes {
-        if let (Some(key), Some(value), Some(token)) =
-            (w.key.as_deref(), w.value.as_deref(), w.token)
-        {
+        if let (Some(key), Some(value)) = (w.key.as_deref(), w.value.as_deref()) {
+            let named = w.token.filter(|_| w.f == OpFn::Write).map(|t| (t, w));
             seen.entry((key, value))
                 .and_modify(|e| *e = None)
-                .or_insert(Some((token, w)));
+                .or_insert(named);
         }
     }
     seen.into_iter()

@@ -64,6 +64,8 @@ impl Builder {
             key: None,
             token: Some(token),
             value: None,
+            expected: None,
+            value_unknown: false,
             error: None,
         };
         self.entries.push(Entry::from(op));
@@ -81,6 +83,8 @@ impl Builder {
             key: Some("k".into()),
             token: Some(token),
             value: None,
+            expected: None,
+            value_unknown: false,
             error: None,
         };
         self.entries.push(Entry::from(op));
@@ -106,6 +110,8 @@ impl Builder {
             key: Some("k".into()),
             token,
             value: value.map(str::to_owned),
+            expected: None,
+            value_unknown: false,
             error: None,
         };
         self.entries.push(Entry::from(op));

@@ -197,6 +197,8 @@ impl B {
             key: None,
             token: None,
             value: None,
+            expected: None,
+            value_unknown: false,
             error: None,
         };
         fill(&mut op);
@@ -1963,6 +1965,7 @@ fn the_total_search_budget_bounds_a_history_of_many_hard_keys() {
         &CheckOptions {
             linearizability_steps: 50,
             linearizability_total_steps: 75,
+            ..CheckOptions::default()
         },
     );
     assert_eq!(result.verdict, Verdict::Unknown);

@@ -51,6 +51,7 @@ fn f_name(f: OpFn) -> &'static str {
         OpFn::Release => "release",
         OpFn::Read => "read",
         OpFn::Write => "write",
+        OpFn::Cas => "cas",
     }
 }
 
@@ -60,9 +61,18 @@ fn map(entries: Vec<(&str, Node)>) -> Edn {
 
 fn op_map(op: &Op) -> Edn {
     let value = match op.f {
+        // A read of a register never written is `nil` too: Jepsen has no other way to say
+        // "no value", and read back it matches any value (weaker, never wrong).
         OpFn::Read | OpFn::Write => Edn::Vector(vec![
             string_or_nil(op.key.as_deref()),
             string_or_nil(op.value.as_deref()),
+        ]),
+        OpFn::Cas => Edn::Vector(vec![
+            string_or_nil(op.key.as_deref()),
+            Node::new(Edn::Vector(vec![
+                string_or_nil(op.expected.as_deref()),
+                string_or_nil(op.value.as_deref()),
+            ])),
         ]),
         _ => Edn::Vector(vec![
             string_or_nil(op.lock.as_deref()),
@@ -78,7 +88,7 @@ fn op_map(op: &Op) -> Edn {
         ("value", Node::new(value)),
         ("node", Node::new(Edn::Str(op.node.to_string()))),
     ];
-    if let (Some(token), OpFn::Read | OpFn::Write) = (op.token, op.f) {
+    if let (Some(token), OpFn::Read | OpFn::Write | OpFn::Cas) = (op.token, op.f) {
         entries.push(("token", int(token)));
     }
     if let Some(error) = &op.error {
@@ -269,6 +279,35 @@ fn number(v: &Node) -> Option<u64> {
     }
 }
 
+/// A `:cas` value: `[from to]` on the default key, or `[key [from to]]` (Jepsen's independent
+/// tuple, its second element a pair itself); its key and `[from to]` pair. A completion may
+/// leave the value out (the invocation has it); an invocation may not.
+fn cas_value(map: &Node, op_type: OpType) -> Result<(Option<String>, Option<&[Node]>), String> {
+    fn pair(v: &Node) -> Option<&[Node]> {
+        match &v.value {
+            Edn::Vector(p) | Edn::List(p) if p.len() == 2 => Some(p.as_slice()),
+            _ => None,
+        }
+    }
+    let v = match map.get("value") {
+        None
+        | Some(Node {
+            value: Edn::Nil, ..
+        }) if op_type != OpType::Invoke => return Ok((None, None)),
+        None => return Err("field :value: missing: a :cas needs [from to]".into()),
+        Some(v) => v,
+    };
+    match pair(v) {
+        Some([key, inner]) if pair(inner).is_some() => Ok((text(key), pair(inner))),
+        Some(p) => Ok((None, Some(p))),
+        None => Err(format!(
+            "field :value{}: expected [from to] or [key [from to]] for a :cas, found {}",
+            at(map, v),
+            found(v)
+        )),
+    }
+}
+
 /// One operation; `None` for the nemesis's.
 fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
     let process = match map.get("process") {
@@ -305,22 +344,35 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         "release" => OpFn::Release,
         "read" => OpFn::Read,
         "write" => OpFn::Write,
+        "cas" => OpFn::Cas,
         other => {
+            let other = Edn::Keyword(other.to_owned()).brief();
+            let other = other.trim_start_matches(':');
+            // Knossos's multi-register model: one operation over several keys, which the
+            // per-key register search cannot judge.
+            let why = if other == "txn" {
+                " (multi-register transactions are not supported)"
+            } else {
+                ""
+            };
             return Err(format!(
-                "field :f: expected :acquire, :renew, :release, :read or :write, found :{}",
-                Edn::Keyword(other.to_owned())
-                    .brief()
-                    .trim_start_matches(':')
-            ))
+                "field :f: expected :acquire, :renew, :release, :read, :write or :cas, found \
+                 :{other}{why}"
+            ));
         }
     };
-    // `[key value]` (Jepsen's independent tuple) or a bare value on the default key.
-    let (place, value) = match map.get("value") {
-        Some(Node {
-            value: Edn::Vector(pair),
-            ..
-        }) if pair.len() == 2 => (text(&pair[0]), Some(&pair[1])),
-        other => (None, other),
+    let (place, value, expected) = if f == OpFn::Cas {
+        let (place, pair) = cas_value(map, op_type)?;
+        (place, pair.map(|p| &p[1]), pair.and_then(|p| text(&p[0])))
+    } else {
+        // `[key value]` (Jepsen's independent tuple) or a bare value on the default key.
+        match map.get("value") {
+            Some(Node {
+                value: Edn::Vector(pair),
+                ..
+            }) if pair.len() == 2 => (text(&pair[0]), Some(&pair[1]), None),
+            other => (None, other, None),
+        }
     };
     let token = count(map, ":token", map.get("token"))?;
     let mut op = Op {
@@ -341,12 +393,17 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         key: None,
         token,
         value: None,
+        expected,
+        value_unknown: false,
         error: map.get("error").and_then(text),
     };
     match f {
-        OpFn::Read | OpFn::Write => {
+        OpFn::Read | OpFn::Write | OpFn::Cas => {
             op.key = Some(place.map_or_else(|| "register".into(), Name::from));
             op.value = value.and_then(text);
+            // Knossos's convention: a read that completed `ok` with `nil` (or no value) saw
+            // something nobody recorded, which any value matches.
+            op.value_unknown = f == OpFn::Read && op_type == OpType::Ok && op.value.is_none();
         }
         _ => {
             op.lock = Some(place.map_or_else(|| "lock".into(), Name::from));
@@ -379,6 +436,8 @@ mod tests {
             key: Some("register".into()),
             token: Some(7),
             value: value.map(str::to_owned),
+            expected: None,
+            value_unknown: false,
             error: None,
         };
         let history = History {
@@ -451,14 +510,98 @@ mod tests {
             ),
             (Some("register"), Some("3"), "process-0")
         );
-        let bad = read_jepsen_edn("{:type :ok, :f :cas, :process 0}\n", "x").unwrap_err();
+        let bad = read_jepsen_edn("{:type :ok, :f :frob, :process 0}\n", "x").unwrap_err();
         assert_eq!(
             bad.to_string(),
-            "line 1: field :f: expected :acquire, :renew, :release, :read or :write, found :cas"
+            "line 1: field :f: expected :acquire, :renew, :release, :read, :write or :cas, \
+             found :frob"
         );
         assert!(read_jepsen_edn("{:type :ok\n", "x")
             .unwrap_err()
             .to_string()
             .starts_with("line 1: not EDN"));
+    }
+
+    /// `:cas` values: `[from to]` on the default key and `[key [from to]]` on a named one,
+    /// written back as `[key [from to]]` and read again to the same operations.
+    #[test]
+    fn cas_reads_in_both_shapes_and_round_trips() {
+        let text = "[{:process 0, :type :invoke, :f :cas, :value [0 1]}\n\
+                    {:process 0, :type :fail, :f :cas, :value [0 1]}\n\
+                    {:process 1, :type :invoke, :f :cas, :value [\"k\" [nil 2]]}\n\
+                    {:process 1, :type :info, :f :cas}]";
+        let h = read_jepsen_edn(text, "cas").unwrap();
+        let ops: Vec<&Op> = h.ops().collect();
+        let shape = |o: &Op| {
+            (
+                o.f,
+                o.key.clone().unwrap_or_default(),
+                o.expected.clone(),
+                o.value.clone(),
+            )
+        };
+        assert_eq!(
+            shape(ops[0]),
+            (
+                OpFn::Cas,
+                "register".into(),
+                Some("0".into()),
+                Some("1".into())
+            )
+        );
+        assert_eq!(
+            shape(ops[2]),
+            (OpFn::Cas, "k".into(), None, Some("2".into()))
+        );
+        assert_eq!(shape(ops[3]), (OpFn::Cas, "register".into(), None, None));
+        let mut out = Vec::new();
+        write_jepsen_edn(&h, &mut out).unwrap();
+        let written = String::from_utf8(out).unwrap();
+        assert!(
+            written.contains(":f :cas, :value [\"register\" [\"0\" \"1\"]]"),
+            "{written}"
+        );
+        assert_eq!(read_jepsen_edn(&written, "cas").unwrap().entries, h.entries);
+    }
+
+    /// Knossos's conventions: an `ok` read of `nil` is an unknown value (an invoke's `nil` is
+    /// nothing), nemesis operations of any `:f` are skipped, and what cannot be read is
+    /// located.
+    #[test]
+    fn knossos_conventions_and_located_refusals() {
+        let text = "[{:process 0, :type :invoke, :f :read, :value nil}\n\
+                    {:process :nemesis, :type :info, :f :isolate, :value {:a 1}}\n\
+                    {:process 0, :type :ok, :f :read, :value nil}\n\
+                    {:process 1, :type :invoke, :f :read}\n\
+                    {:process 1, :type :ok, :f :read, :value 3}]";
+        let h = read_jepsen_edn(text, "k").unwrap();
+        let unknown: Vec<(OpType, bool, Option<String>)> = h
+            .ops()
+            .map(|o| (o.op_type, o.value_unknown, o.value.clone()))
+            .collect();
+        assert_eq!(
+            unknown,
+            [
+                (OpType::Invoke, false, None),
+                (OpType::Ok, true, None),
+                (OpType::Invoke, false, None),
+                (OpType::Ok, false, Some("3".into())),
+            ]
+        );
+        let refused = |text: &str| read_jepsen_edn(text, "k").unwrap_err().to_string();
+        assert_eq!(
+            refused("{:process 0, :type :invoke, :f :cas, :value 3}"),
+            "line 1: field :value: expected [from to] or [key [from to]] for a :cas, found an \
+             integer 3"
+        );
+        assert_eq!(
+            refused("{:process 0, :type :invoke, :f :cas}"),
+            "line 1: field :value: missing: a :cas needs [from to]"
+        );
+        assert_eq!(
+            refused("[{:process 0, :type :ok, :f :read, :value 1}\n{:type :invoke,\n :f :txn, :process 2}]"),
+            "line 2: field :f: expected :acquire, :renew, :release, :read, :write or :cas, \
+             found :txn (multi-register transactions are not supported)"
+        );
     }
 }

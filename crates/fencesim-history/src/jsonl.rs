@@ -44,8 +44,16 @@ pub fn write_jsonl(history: &History, mut out: impl Write) -> io::Result<()> {
     out.flush()
 }
 
-/// Read a JSON Lines history. The first non-empty line must be the header; every entry's
-/// `index` must equal its position, so a truncated or reordered file is caught.
+/// Only the `record` field of a line, to tell a header from an entry.
+#[derive(Deserialize)]
+struct RecordKind {
+    record: String,
+}
+
+/// Read a JSON Lines history. The first non-empty line is the header, or (history format 3)
+/// already an entry, and then the history has [`Header::unnamed`]: a recording of a real
+/// system need not invent a scenario, seed or tool version. Every entry's `index` must equal
+/// its position, so a truncated or reordered file is caught.
 pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
     let mut header = None;
     let mut entries = Vec::new();
@@ -60,10 +68,14 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
             message: crate::cap_message(e.to_string()),
         };
         if header.is_none() {
-            let h: HeaderLine = serde_json::from_str(&line).map_err(parse_err)?;
-            check_header(&h, line_no)?;
-            header = Some(h.header);
-            continue;
+            let kind: RecordKind = serde_json::from_str(&line).map_err(parse_err)?;
+            if kind.record == "header" {
+                let h: HeaderLine = serde_json::from_str(&line).map_err(parse_err)?;
+                check_header(&h, line_no)?;
+                header = Some(h.header);
+                continue;
+            }
+            header = Some(Header::unnamed());
         }
         let entry: Entry = serde_json::from_str(&line).map_err(parse_err)?;
         let expected = entries.len() as u64;
@@ -80,19 +92,14 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
     }
     let header = header.ok_or(HistoryError::Parse {
         line: 1,
-        message: "empty file: expected a header line".into(),
+        message: "empty file: expected a header line or an entry".into(),
     })?;
     Ok(History { header, entries })
 }
 
-/// The first line must say it is a header, of a format this reader understands.
+/// A header must be of a format this reader understands.
 fn check_header(h: &HeaderLine, line: usize) -> Result<(), HistoryError> {
-    let message = if h.record != "header" {
-        format!(
-            "expected a header record first, found record {:?}",
-            h.record
-        )
-    } else if h.header.format_version > crate::FORMAT_VERSION {
+    let message = if h.header.format_version > crate::FORMAT_VERSION {
         format!(
             "format_version {} is newer than this reader's {}",
             h.header.format_version,
@@ -137,6 +144,8 @@ mod tests {
                     key: Some("k".into()),
                     token: Some(3),
                     value: Some("v".into()),
+                    expected: None,
+                    value_unknown: false,
                     error: None,
                 }),
                 Entry::from(Event {
@@ -166,7 +175,7 @@ mod tests {
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(
             lines[0],
-            r#"{"record":"header","format_version":2,"scenario":"s","seed":7,"tool_version":"0.1.0"}"#
+            r#"{"record":"header","format_version":3,"scenario":"s","seed":7,"tool_version":"0.1.0"}"#
         );
         assert_eq!(
             lines[1],
@@ -193,19 +202,21 @@ mod tests {
             .to_string();
         assert!(err.starts_with("line 1: "), "{err}");
         assert!(read_jsonl("".as_bytes()).is_err());
+        // Without a header, the first line is read as an entry, and must be one.
         let op_first =
             r#"{"record":"op","format_version":1,"scenario":"s","seed":7,"tool_version":"x"}"#;
         let err = read_jsonl(op_first.as_bytes()).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "line 1: expected a header record first, found record \"op\""
-        );
+        assert_eq!(err, "line 1: missing field `process`");
+        let err = read_jsonl(r#"{"record":"footer"}"#.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("line 1: unknown variant `footer`"), "{err}");
         let future =
             r#"{"record":"header","format_version":9,"scenario":"s","seed":7,"tool_version":"x"}"#;
         let err = read_jsonl(future.as_bytes()).unwrap_err().to_string();
         assert_eq!(
             err,
-            "line 1: format_version 9 is newer than this reader's 2"
+            "line 1: format_version 9 is newer than this reader's 3"
         );
     }
 
@@ -233,5 +244,40 @@ mod tests {
         assert!(String::from_utf8(bytes)
             .unwrap()
             .contains(r#""expires_at_ms":-91999"#));
+    }
+
+    /// Version 3: a file may start with its first entry (a recording of a real system has no
+    /// scenario or seed); it gets the unnamed header. A header may leave out the scenario,
+    /// seed and tool version too.
+    #[test]
+    fn the_header_is_optional() {
+        let text = concat!(
+            r#"{"record":"op","index":0,"time_ns":0,"mono_ms":0,"wall_ms":0,"process":0,"node":"c","type":"invoke","f":"cas","key":"k","expected":"1","value":"2"}"#,
+            "\n",
+            r#"{"record":"op","index":1,"time_ns":5,"mono_ms":0,"wall_ms":0,"process":0,"node":"c","type":"ok","f":"read","key":"k","value_unknown":true}"#,
+            "\n"
+        );
+        let h = read_jsonl(text.as_bytes()).unwrap();
+        assert_eq!(h.header, Header::unnamed());
+        assert_eq!((h.header.format_version, h.header.seed), (3, 0));
+        let ops: Vec<&Op> = h.ops().collect();
+        assert_eq!(
+            (
+                ops[0].f,
+                ops[0].expected.as_deref(),
+                ops[0].value.as_deref()
+            ),
+            (OpFn::Cas, Some("1"), Some("2"))
+        );
+        assert!(ops[1].value_unknown && !ops[0].value_unknown);
+        // Written back, it gains a header and reads to the same history.
+        let mut bytes = Vec::new();
+        write_jsonl(&h, &mut bytes).unwrap();
+        assert_eq!(read_jsonl(&bytes[..]).unwrap(), h);
+        let bare = r#"{"record":"header","format_version":3}"#;
+        assert_eq!(
+            read_jsonl(bare.as_bytes()).unwrap().header,
+            Header::unnamed()
+        );
     }
 }

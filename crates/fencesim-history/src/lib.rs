@@ -28,4 +28,10 @@ pub use violation::ViolationKind;
 /// Version 2: `expires_at_ms` is a signed local-clock reading, negative when the clock it is
 /// on was stepped back past its start (version 1 clamped such readings to 0). A version-1 file
 /// is read unchanged: its values are a subset of version 2's.
-pub const FORMAT_VERSION: u32 = 2;
+///
+/// Version 3: Jepsen's register vocabulary. Operations may be `cas` (`expected` the value it
+/// compares with, `value` the one it sets), an `ok` read may say `value_unknown` (it matches
+/// any value: Knossos's read of `nil`), and the header line is optional (a file that starts
+/// with an entry has a default header: no scenario, seed 0). A version-1 or version-2 file is
+/// read unchanged: it has none of these.
+pub const FORMAT_VERSION: u32 = 3;

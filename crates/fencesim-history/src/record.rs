@@ -27,16 +27,34 @@ pub struct Stamp {
 pub struct Header {
     /// [`crate::FORMAT_VERSION`] of the writer.
     pub format_version: u32,
-    /// The scenario's name.
+    /// The scenario's name (empty when a recording of a real system leaves it out).
+    #[serde(default)]
     pub scenario: String,
-    /// The root seed of the run.
+    /// The root seed of the run (0 when left out).
+    #[serde(default)]
     pub seed: u64,
-    /// The fencesim version that recorded it.
+    /// The fencesim version that recorded it (empty when left out).
+    #[serde(default)]
     pub tool_version: String,
     /// How the tokens in this history are ordered. Left out of the file when it is
     /// [`TokenOrder::Value`], the default.
     #[serde(default, skip_serializing_if = "TokenOrder::is_value")]
     pub token_order: TokenOrder,
+}
+
+impl Header {
+    /// The header of a history recorded without one (a JSON Lines file that starts with an
+    /// entry, or Jepsen's EDN): this reader's format, no scenario name, seed 0, no tool
+    /// version, tokens ordered by value.
+    pub fn unnamed() -> Self {
+        Header {
+            format_version: crate::FORMAT_VERSION,
+            scenario: String::new(),
+            seed: 0,
+            tool_version: String::new(),
+            token_order: TokenOrder::Value,
+        }
+    }
 }
 
 /// What the tokens of a history mean, which decides how the checker orders them.
@@ -87,6 +105,9 @@ pub enum OpFn {
     Read,
     /// Write the resource with a fencing token.
     Write,
+    /// Compare-and-set the resource: set `value` if it holds `expected` (Jepsen's `:cas`,
+    /// history format 3).
+    Cas,
 }
 
 /// A client operation record (an invocation or a completion).
@@ -113,9 +134,18 @@ pub struct Op {
     /// The fencing token presented or granted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
-    /// The value written or read.
+    /// The value written or read; for a cas, the value it sets. An `ok` read without one saw
+    /// the register never written (unless `value_unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// For a cas: the value it expects to find; absent, it expects the register never written
+    /// (history format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// For an `ok` read: what it saw is not known, so it matches any value (Knossos's `ok`
+    /// read of `nil`, history format 3). Left out of the file when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub value_unknown: bool,
     /// Why it failed or is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -422,6 +422,8 @@ impl OpTemplate {
             key: self.key.clone(),
             token: self.token,
             value: self.value.clone(),
+            expected: None,
+            value_unknown: false,
             error: None,
         }
     }

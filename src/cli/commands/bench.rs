@@ -31,7 +31,13 @@ pub(crate) struct BenchSeeds {
 }
 
 /// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
-pub(crate) fn bench(seeds: &BenchSeeds, jobs: usize, quick: bool, only: Option<BenchPart>) -> u8 {
+pub(crate) fn bench(
+    seeds: &BenchSeeds,
+    jobs: usize,
+    quick: bool,
+    only: Option<BenchPart>,
+    peers: Option<&std::path::Path>,
+) -> u8 {
     use clap::ValueEnum;
     for part in BenchPart::value_variants() {
         if only.is_some_and(|o| o != *part) {
@@ -45,7 +51,10 @@ pub(crate) fn bench(seeds: &BenchSeeds, jobs: usize, quick: bool, only: Option<B
             }
             BenchPart::Explore => bench_explore(quick),
             BenchPart::Memory => bench_memory(quick),
-            BenchPart::Checker => bench_checker(quick),
+            BenchPart::Checker => match bench_checker(quick) {
+                exit::VALID => peers.map_or(exit::VALID, bench_peers),
+                failed => failed,
+            },
             BenchPart::Expectations => bench_expectations(seeds.expectations),
             BenchPart::Search => bench_search(quick, jobs),
         };
@@ -434,6 +443,52 @@ pub(crate) fn bench_search(quick: bool, jobs: usize) -> u8 {
         say!("{line}");
         if fencesim::run::interrupted() {
             break;
+        }
+    }
+    exit::VALID
+}
+
+/// Knossos's own test histories in `dir` (its `data/` folder), judged with Knossos's models:
+/// per folder the files, how many got Knossos's verdict, how many fencesim refused to read,
+/// the time, and the slowest file; then each file that did not agree. Skipped, saying so,
+/// when `dir` is not there.
+pub(crate) fn bench_peers(dir: &std::path::Path) -> u8 {
+    let Some(folders) = fencesim::bench::knossos_peers(dir) else {
+        say!("peers: {} is not a directory: skipped", dir.display());
+        return exit::VALID;
+    };
+    say!(
+        "{:<22} {:>8} {:>7} {:>7} {:>9}  slowest file",
+        "peers (knossos)",
+        "files",
+        "agreed",
+        "refused",
+        "time s"
+    );
+    for f in &folders {
+        let agreed = match f.expected {
+            Some(_) => f.agreed.to_string(),
+            None => "-".to_owned(),
+        };
+        let slowest = f
+            .slowest
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |(name, s)| format!("{name} {s:.3} s"));
+        say!(
+            "{:<22} {:>8} {:>7} {:>7} {:>9.3}  {slowest}",
+            f.folder,
+            f.files,
+            agreed,
+            f.refused,
+            f.seconds
+        );
+    }
+    for f in &folders {
+        let expected = f.expected.map_or("no verdict asserted".to_owned(), |v| {
+            format!("expected {}", format!("{v:?}").to_lowercase())
+        });
+        for note in &f.notes {
+            say!("  {}/{note} [{expected}]", f.folder);
         }
     }
     exit::VALID

@@ -13,6 +13,42 @@ pub(crate) enum HistoryFormat {
     JepsenEdn,
 }
 
+/// How `check --failed-cas` reads a compare-and-set that completed `fail`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum FailedCasArg {
+    /// Knossos's: a failed operation never happened.
+    Knossos,
+    /// Porcupine's: it happened, and found another value than it expected.
+    Porcupine,
+}
+
+impl From<FailedCasArg> for fencesim_checker::FailedCas {
+    fn from(arg: FailedCasArg) -> Self {
+        match arg {
+            FailedCasArg::Knossos => fencesim_checker::FailedCas::Knossos,
+            FailedCasArg::Porcupine => fencesim_checker::FailedCas::Porcupine,
+        }
+    }
+}
+
+/// `check --model`: the model acquire and release operations are judged against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LockModelArg {
+    /// Knossos's mutex: an acquire of a held lock, or a release of a free one, is impossible.
+    Mutex,
+    /// A mutex whose ok acquires return fences (tokens) that must grow.
+    FencedMutex,
+}
+
+impl From<LockModelArg> for fencesim_checker::LockModel {
+    fn from(arg: LockModelArg) -> Self {
+        match arg {
+            LockModelArg::Mutex => fencesim_checker::LockModel::Mutex,
+            LockModelArg::FencedMutex => fencesim_checker::LockModel::FencedMutex,
+        }
+    }
+}
+
 /// Read a history in `format`, or print why not (file and line) and return `None`.
 pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesim::History> {
     let text = match std::fs::read_to_string(path) {

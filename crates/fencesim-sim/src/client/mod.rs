@@ -250,7 +250,8 @@ impl<P: ClientProtocol> Client<P> {
             OpFn::Acquire | OpFn::Renew | OpFn::Release => {
                 (Some(self.spec.lock.as_str().into()), None)
             }
-            OpFn::Read | OpFn::Write => (None, Some(self.spec.key.as_str().into())),
+            // The simulated clients never compare-and-set; a cas would be on the key too.
+            OpFn::Read | OpFn::Write | OpFn::Cas => (None, Some(self.spec.key.as_str().into())),
         };
         OpTemplate {
             process: self.process,

@@ -1,0 +1,292 @@
+//! The linearizability check's models on small Jepsen histories written inline: the
+//! compare-and-set register under both readings of a failed cas, Knossos's unknown reads, an
+//! initial value, and the mutex models over acquire and release.
+
+use fencesim_checker::{check_with, CheckOptions, CheckResult, FailedCas, LockModel, Verdict};
+use fencesim_history::{read_jepsen_edn, read_jsonl, ViolationKind};
+
+/// Judge an EDN history (one op map per line, Knossos's style) with `options`.
+fn judge(edn: &str, options: &CheckOptions) -> CheckResult {
+    let history = read_jepsen_edn(edn, "inline").expect("the test history reads");
+    check_with(&history, options)
+}
+
+/// The verdict and, for each violation, its kind, witnesses and explanation.
+fn outcome(result: &CheckResult) -> (Verdict, Vec<(ViolationKind, Vec<u64>, String)>) {
+    let violations = result
+        .violations
+        .iter()
+        .map(|v| (v.kind, v.witnesses.clone(), v.explanation.clone()))
+        .collect();
+    (result.verdict, violations)
+}
+
+fn with(failed_cas: FailedCas, initial: Option<&str>) -> CheckOptions {
+    CheckOptions {
+        failed_cas,
+        initial_value: initial.map(str::to_owned),
+        ..CheckOptions::default()
+    }
+}
+
+fn lock_model(model: LockModel) -> CheckOptions {
+    CheckOptions {
+        lock_model: Some(model),
+        ..CheckOptions::default()
+    }
+}
+
+/// A failed cas expecting 1 while the register certainly holds 1 (written before it was
+/// invoked, and nothing else writes): under Knossos's reading it never happened, so the
+/// history is valid; under Porcupine's it claims to have found another value than 1, which no
+/// order explains.
+#[test]
+fn a_failed_cas_is_valid_under_knossos_and_not_under_porcupine() {
+    let edn = "{:process 0, :type :invoke, :f :write, :value 1}
+               {:process 0, :type :ok, :f :write, :value 1}
+               {:process 1, :type :invoke, :f :cas, :value [1 2]}
+               {:process 1, :type :fail, :f :cas, :value [1 2]}
+               {:process 2, :type :invoke, :f :read, :value nil}
+               {:process 2, :type :ok, :f :read, :value 1}";
+    let knossos = judge(edn, &with(FailedCas::Knossos, None));
+    assert_eq!(outcome(&knossos), (Verdict::Valid, vec![]));
+    let porcupine = judge(edn, &with(FailedCas::Porcupine, None));
+    assert_eq!(
+        outcome(&porcupine),
+        (
+            Verdict::Invalid,
+            vec![(
+                ViolationKind::NotLinearizable,
+                vec![2, 3],
+                "key \"register\": no order of its 3 operations that respects real time \
+                 explains the operation invoked at index 2; every order placing the operations \
+                 before it leaves the register with another value (model: compare-and-set \
+                 register, never written at the start; a failed cas happened and found another \
+                 value than it expected (Porcupine's reading))"
+                    .to_owned()
+            )]
+        )
+    );
+    // The default is Knossos's reading.
+    assert_eq!(CheckOptions::default().failed_cas, FailedCas::Knossos);
+}
+
+/// An `ok` cas found the value it expected and set its own; one that expected another value
+/// than the register's is not linearizable, and the explanation names the default reading.
+#[test]
+fn an_ok_cas_must_find_what_it_expected() {
+    let edn = "{:process 0, :type :invoke, :f :write, :value 1}
+               {:process 0, :type :ok, :f :write, :value 1}
+               {:process 1, :type :invoke, :f :cas, :value [1 2]}
+               {:process 1, :type :ok, :f :cas, :value [1 2]}
+               {:process 2, :type :invoke, :f :cas, :value [\"k\" [nil 5]]}
+               {:process 2, :type :ok, :f :cas, :value [\"k\" [nil 5]]}
+               {:process 2, :type :invoke, :f :read, :value [\"k\" nil]}
+               {:process 2, :type :ok, :f :read, :value [\"k\" 5]}
+               {:process 1, :type :invoke, :f :read, :value nil}
+               {:process 1, :type :ok, :f :read, :value 2}";
+    assert_eq!(judge(edn, &CheckOptions::default()).verdict, Verdict::Valid);
+    let stale = edn.replace("[1 2]", "[3 2]");
+    assert_eq!(
+        outcome(&judge(&stale, &CheckOptions::default())),
+        (
+            Verdict::Invalid,
+            vec![(
+                ViolationKind::NotLinearizable,
+                vec![2, 3],
+                "key \"register\": no order of its 3 operations that respects real time \
+                 explains the operation invoked at index 2; every order placing the operations \
+                 before it leaves the register with another value (model: compare-and-set \
+                 register, never written at the start; a failed cas never happened (Knossos's \
+                 reading))"
+                    .to_owned()
+            )]
+        )
+    );
+}
+
+/// Knossos's `ok` read of `nil` is an unknown value: it matches whatever the register holds,
+/// even a value nobody wrote could not be claimed by it. A read of a value nobody wrote is
+/// still caught, and in JSON Lines a read without a value still means "never written".
+#[test]
+fn a_nil_read_matches_anything() {
+    let edn = "{:process 0, :type :invoke, :f :write, :value 1}
+               {:process 0, :type :ok, :f :write, :value 1}
+               {:process 1, :type :invoke, :f :read, :value nil}
+               {:process 1, :type :ok, :f :read, :value nil}
+               {:process 0, :type :invoke, :f :write, :value 2}
+               {:process 0, :type :ok, :f :write, :value 2}
+               {:process 1, :type :invoke, :f :read, :value nil}
+               {:process 1, :type :ok, :f :read, :value nil}";
+    assert_eq!(
+        outcome(&judge(edn, &CheckOptions::default())),
+        (Verdict::Valid, vec![])
+    );
+    let ghost = edn.replacen(":ok, :f :read, :value nil", ":ok, :f :read, :value 3", 1);
+    assert_eq!(
+        judge(&ghost, &CheckOptions::default()).kinds(),
+        [ViolationKind::NotLinearizable]
+    );
+    let jsonl = concat!(
+        r#"{"record":"op","index":0,"time_ns":0,"mono_ms":0,"wall_ms":0,"process":0,"node":"c","type":"invoke","f":"write","key":"k","value":"1"}"#,
+        "\n",
+        r#"{"record":"op","index":1,"time_ns":1,"mono_ms":0,"wall_ms":0,"process":0,"node":"c","type":"ok","f":"write","key":"k","value":"1"}"#,
+        "\n",
+        r#"{"record":"op","index":2,"time_ns":2,"mono_ms":0,"wall_ms":0,"process":1,"node":"c","type":"invoke","f":"read","key":"k"}"#,
+        "\n",
+        r#"{"record":"op","index":3,"time_ns":3,"mono_ms":0,"wall_ms":0,"process":1,"node":"c","type":"ok","f":"read","key":"k"}"#,
+        "\n",
+    );
+    let never_written = check_with(
+        &read_jsonl(jsonl.as_bytes()).unwrap(),
+        &CheckOptions::default(),
+    );
+    assert_eq!(never_written.kinds(), [ViolationKind::NotLinearizable]);
+    let unknown = jsonl.replace(
+        r#""type":"ok","f":"read","key":"k""#,
+        r#""type":"ok","f":"read","key":"k","value_unknown":true"#,
+    );
+    let unknown = check_with(
+        &read_jsonl(unknown.as_bytes()).unwrap(),
+        &CheckOptions::default(),
+    );
+    assert_eq!(unknown.verdict, Verdict::Valid);
+}
+
+/// With an initial value the register holds it before any operation: a first read of 0 and a
+/// cas from 0 are explained only then.
+#[test]
+fn the_initial_value_is_the_registers_first_state() {
+    let edn = "{:process 0, :type :invoke, :f :read, :value nil}
+               {:process 0, :type :ok, :f :read, :value 0}
+               {:process 1, :type :invoke, :f :cas, :value [0 4]}
+               {:process 1, :type :ok, :f :cas, :value [0 4]}
+               {:process 0, :type :invoke, :f :read, :value nil}
+               {:process 0, :type :ok, :f :read, :value 4}";
+    let zero = judge(edn, &with(FailedCas::Knossos, Some("0")));
+    assert_eq!(outcome(&zero), (Verdict::Valid, vec![]));
+    let empty = judge(edn, &with(FailedCas::Knossos, None));
+    assert_eq!(empty.kinds(), [ViolationKind::NotLinearizable]);
+    assert_eq!(empty.violations[0].witnesses, [0, 1]);
+    let one = judge(edn, &with(FailedCas::Knossos, Some("1")));
+    assert!(
+        one.violations[0]
+            .explanation
+            .contains("(model: compare-and-set register, initial value \"1\"; a failed cas"),
+        "{:?}",
+        one.violations
+    );
+}
+
+/// Two processes whose acquires both completed `ok` with no release between them: not a
+/// mutex. Without a lock model the same history is not judged as one, and says so.
+#[test]
+fn two_acquires_without_a_release_are_not_a_mutex() {
+    let edn = "[{:process 0, :type :invoke, :f :acquire}
+                {:process 0, :type :ok, :f :acquire}
+                {:process 1, :type :invoke, :f :acquire}
+                {:process 1, :type :ok, :f :acquire}
+                {:process 0, :type :invoke, :f :release}
+                {:process 0, :type :ok, :f :release}]";
+    assert_eq!(
+        outcome(&judge(edn, &lock_model(LockModel::Mutex))),
+        (
+            Verdict::Invalid,
+            vec![(
+                ViolationKind::NotLinearizable,
+                vec![2, 3],
+                "lock \"lock\": no order of its 3 acquires and releases that respects real time \
+                 explains the operation invoked at index 2 as a mutex (Knossos's model/mutex: an \
+                 acquire of a held lock or a release of a free one is impossible); failed \
+                 operations never happened, and ones whose outcome is unknown may have taken \
+                 effect at any time after their invoke, or never"
+                    .to_owned()
+            )]
+        )
+    );
+    let unjudged = judge(edn, &CheckOptions::default());
+    assert_eq!(unjudged.verdict, Verdict::Valid);
+    assert!(
+        unjudged.not_checked.contains(
+            &"mutual exclusion from operations: the history does not say its locks have no \
+              expiry (a lease that expires is acquired again without a release); give the lock \
+              model (fencesim check --model mutex or fenced-mutex) to judge them as a mutex"
+                .to_owned()
+        ),
+        "{:?}",
+        unjudged.not_checked
+    );
+}
+
+/// Operations whose outcome is unknown never convict. Process 0's acquire timed out (`info`)
+/// before process 1 acquired: a rule that counts it as held would see two holders, but it may
+/// never have taken effect. Process 1's release and process 2's acquire overlap, so the
+/// release may come first. Process 2's release is `info` too, and process 3 acquires after
+/// it: that release may have taken effect in time.
+#[test]
+fn info_and_concurrent_lock_operations_are_judged_soundly() {
+    let edn = "{:process 0, :type :invoke, :f :acquire}
+               {:process 0, :type :info, :f :acquire, :error :timeout}
+               {:process 1, :type :invoke, :f :acquire}
+               {:process 1, :type :ok, :f :acquire}
+               {:process 1, :type :invoke, :f :release}
+               {:process 2, :type :invoke, :f :acquire}
+               {:process 1, :type :ok, :f :release}
+               {:process 2, :type :ok, :f :acquire}
+               {:process 2, :type :invoke, :f :release}
+               {:process 2, :type :info, :f :release}
+               {:process 3, :type :invoke, :f :release}
+               {:process 3, :type :fail, :f :release, :error :not-held}
+               {:process 3, :type :invoke, :f :acquire}
+               {:process 3, :type :ok, :f :acquire}";
+    for model in [LockModel::Mutex, LockModel::FencedMutex] {
+        assert_eq!(
+            outcome(&judge(edn, &lock_model(model))),
+            (Verdict::Valid, vec![]),
+            "{model:?}"
+        );
+    }
+}
+
+/// The fenced mutex: each `ok` acquire's fence must exceed every earlier one's. A fence
+/// handed out twice is fine for a plain mutex and not for a fenced one.
+#[test]
+fn fences_must_grow_under_the_fenced_mutex() {
+    let edn = "{:process 0, :type :invoke, :f :acquire, :value [\"l\" nil]}
+               {:process 0, :type :ok, :f :acquire, :value [\"l\" 1]}
+               {:process 0, :type :invoke, :f :release, :value [\"l\" 1]}
+               {:process 0, :type :ok, :f :release, :value [\"l\" 1]}
+               {:process 1, :type :invoke, :f :acquire, :value [\"l\" nil]}
+               {:process 1, :type :ok, :f :acquire, :value [\"l\" 1]}";
+    // The reused token is a violation of its own (token-reused); not a mutex one.
+    let plain = judge(edn, &lock_model(LockModel::Mutex));
+    assert_eq!(plain.kinds(), [ViolationKind::TokenReused]);
+    let fenced = judge(edn, &lock_model(LockModel::FencedMutex));
+    assert_eq!(
+        fenced.kinds(),
+        [ViolationKind::TokenReused, ViolationKind::NotLinearizable]
+    );
+    let fenced: Vec<_> = fenced
+        .violations
+        .iter()
+        .filter(|v| v.kind == ViolationKind::NotLinearizable)
+        .collect();
+    assert_eq!(fenced[0].witnesses, [4, 5]);
+    assert!(
+        fenced[0]
+            .explanation
+            .contains("explains the operation invoked at index 4 as a fenced mutex"),
+        "{}",
+        fenced[0].explanation
+    );
+    let grows = edn.replacen(
+        "1, :type :ok, :f :acquire, :value [\"l\" 1]",
+        "1, :type :ok, :f :acquire, :value [\"l\" 2]",
+        1,
+    );
+    assert_eq!(
+        judge(&grows, &lock_model(LockModel::FencedMutex)).verdict,
+        Verdict::Valid,
+        "{grows}"
+    );
+}
