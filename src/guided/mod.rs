@@ -162,7 +162,7 @@ pub fn search(
     let mut corpus: Vec<Entry> = Vec::new();
     let mut coverage = Coverage::default();
     // Per hazard distance, the closest any run came and the schedule that did.
-    let mut champions: [Option<(i64, usize)>; 4] = [None; 4];
+    let mut champions: [Option<(i64, usize)>; 3] = [None; 3];
     let mut next_fresh = root_seed;
     let mut outcome = GuidedOutcome {
         simulations: 0,

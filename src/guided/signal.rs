@@ -305,31 +305,31 @@ mod tests {
 
 /// How close a run came to each safety property's breaking, ms (lower is closer; a value at
 /// or below 0 is a violation the checkers report): the objectives guided exploration climbs,
-/// as IJON's annotated maxima let a fuzzer climb towards a state. `None` where the run gave
-/// the measure nothing to measure.
+/// as IJON's annotated maxima let a fuzzer climb towards a state. Only ends that are not a
+/// holder's own release count: a lease handed on by its release is the everyday case, and
+/// would pin every measure at a few milliseconds. `None` where the run gave a measure nothing
+/// to measure.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Distances {
-    /// From the end of one client's belief of a lock (as its own deadline puts it) to the start
-    /// of another client's: mutual exclusion by the clients' view.
+    /// From the end of one client's belief of a lock (its own deadline, or losing it), when it
+    /// did not release it, to the start of another client's belief: mutual exclusion by the
+    /// clients' view.
     pub belief_gap_ms: Option<i64>,
-    /// From the end of a client's belief to the end of the lease the service kept for it:
-    /// how far a client's deadline stays inside the service's.
+    /// From a client's own deadline for a lease to the service's: how far the client's
+    /// reckoning stays inside the service's.
     pub belief_inside_lease_ms: Option<i64>,
-    /// From a write's acceptance to the end of the lease it was made under: a stale write.
+    /// From a write's acceptance to the end of the lease it was made under, when that lease
+    /// ran out or was revoked rather than released: a stale write.
     pub write_before_lease_end_ms: Option<i64>,
-    /// From the end of one holder's lease to the grant of the lock to another: mutual
-    /// exclusion by the service's view.
-    pub handover_ms: Option<i64>,
 }
 
 impl Distances {
     /// The measures in a fixed order, for a search that keeps the best of each.
-    pub fn all(&self) -> [Option<i64>; 4] {
+    pub fn all(&self) -> [Option<i64>; 3] {
         [
             self.belief_gap_ms,
             self.belief_inside_lease_ms,
             self.write_before_lease_end_ms,
-            self.handover_ms,
         ]
     }
 }
@@ -341,53 +341,65 @@ fn deadline_true_ms(e: &Event) -> Option<i64> {
     Some((e.at.time_ns / 1_000_000) as i64 + left_ms)
 }
 
+/// One client's belief of one lease: when it began, its deadline, and when and why it ended.
+struct Belief<'h> {
+    holder: &'h str,
+    start_ms: i64,
+    deadline_ms: Option<i64>,
+    ended: Option<(i64, bool)>,
+}
+
+impl Belief<'_> {
+    /// When the belief stopped, unless the holder released the lease: its end event, or its
+    /// deadline, whichever came first.
+    fn hazard_end_ms(&self) -> Option<i64> {
+        match (self.ended, self.deadline_ms) {
+            (Some((_, true)), _) => None,
+            (Some((t, false)), Some(d)) => Some(t.min(d)),
+            (Some((t, false)), None) => Some(t),
+            (None, d) => d,
+        }
+    }
+}
+
 /// The run's [`Distances`].
 pub fn distances(history: &History) -> Distances {
-    // Per (lock, holder, token): the service's lease end (the event that ended it, else its
-    // last deadline) and the client's belief (start, end by its deadline or its end event).
-    let mut lease_end: BTreeMap<(&str, &str, u64), i64> = BTreeMap::new();
-    let mut lease_of_writer: BTreeMap<(&str, u64), &str> = BTreeMap::new();
-    let mut beliefs: BTreeMap<&str, Vec<(&str, u64, i64, i64)>> = BTreeMap::new();
-    let mut grants: BTreeMap<&str, Vec<(i64, &str, u64)>> = BTreeMap::new();
+    // Per (lock, holder, token): the service's deadline and how the lease ended.
+    let mut service_deadline: BTreeMap<(&str, &str, u64), i64> = BTreeMap::new();
+    let mut ran_out: BTreeMap<(&str, &str, u64), i64> = BTreeMap::new();
+    let mut lock_of: BTreeMap<(&str, u64), &str> = BTreeMap::new();
+    let mut beliefs: BTreeMap<(&str, &str, u64), Belief<'_>> = BTreeMap::new();
     let mut accepts: Vec<(&str, u64, i64)> = Vec::new();
     for e in history.events() {
         let t_ms = (e.at.time_ns / 1_000_000) as i64;
-        let (lock, holder, token) = (
-            e.lock.as_deref(),
-            e.holder.as_deref().unwrap_or(""),
-            e.token,
-        );
-        match (e.event, lock, token) {
-            (EventKind::Grant | EventKind::Renew, Some(lock), Some(token)) => {
-                if let Some(end) = deadline_true_ms(e) {
-                    lease_end.insert((lock, holder, token), end);
+        let (Some(token), holder) = (e.token, e.holder.as_deref().unwrap_or("")) else {
+            continue;
+        };
+        let lock = e.lock.as_deref();
+        match (e.event, lock) {
+            (EventKind::Grant | EventKind::Renew, Some(lock)) => {
+                if let Some(d) = deadline_true_ms(e) {
+                    service_deadline.insert((lock, holder, token), d);
                 }
-                lease_of_writer.insert((holder, token), lock);
-                if e.event == EventKind::Grant {
-                    grants.entry(lock).or_default().push((t_ms, holder, token));
-                }
+                lock_of.insert((holder, token), lock);
             }
-            (
-                EventKind::Expire | EventKind::Release | EventKind::Revoke,
-                Some(lock),
-                Some(token),
-            ) => {
-                lease_end.insert((lock, holder, token), t_ms);
+            (EventKind::Expire | EventKind::Revoke, Some(lock)) => {
+                ran_out.insert((lock, holder, token), t_ms);
             }
-            (EventKind::Accept, _, Some(token)) => accepts.push((holder, token, t_ms)),
-            (EventKind::Belief, Some(lock), Some(token)) => {
-                let list = beliefs.entry(lock).or_default();
-                let open = list
-                    .iter_mut()
-                    .rev()
-                    .find(|b| b.0 == holder && b.1 == token);
-                match (e.phase, open) {
-                    (Some(Phase::Start), Some(b)) => b.3 = deadline_true_ms(e).unwrap_or(b.3),
-                    (Some(Phase::Start), None) => {
-                        list.push((holder, token, t_ms, deadline_true_ms(e).unwrap_or(i64::MAX)))
+            (EventKind::Accept, _) => accepts.push((holder, token, t_ms)),
+            (EventKind::Belief, Some(lock)) => {
+                let belief = beliefs.entry((lock, holder, token)).or_insert(Belief {
+                    holder,
+                    start_ms: t_ms,
+                    deadline_ms: None,
+                    ended: None,
+                });
+                match e.phase {
+                    Some(Phase::Start) => belief.deadline_ms = deadline_true_ms(e),
+                    _ => {
+                        let released = e.detail.as_deref() == Some("released");
+                        belief.ended.get_or_insert((t_ms, released));
                     }
-                    (_, Some(b)) => b.3 = b.3.min(t_ms),
-                    (_, None) => {}
                 }
             }
             _ => {}
@@ -397,36 +409,33 @@ pub fn distances(history: &History) -> Distances {
     let closer = |slot: &mut Option<i64>, value: i64| {
         *slot = Some(slot.map_or(value, |v| v.min(value)));
     };
-    for (lock, list) in &beliefs {
-        let mut sorted = list.clone();
-        sorted.sort_by_key(|b| b.2);
-        for pair in sorted.windows(2) {
-            if pair[0].0 != pair[1].0 && pair[0].3 != i64::MAX {
-                closer(&mut d.belief_gap_ms, pair[1].2 - pair[0].3);
-            }
+    for ((lock, holder, token), belief) in &beliefs {
+        if let (Some(client), Some(service)) = (
+            belief.deadline_ms,
+            service_deadline.get(&(*lock, *holder, *token)),
+        ) {
+            closer(&mut d.belief_inside_lease_ms, service - client);
         }
-        for (holder, token, _, end) in list {
-            if let (Some(lease), true) =
-                (lease_end.get(&(*lock, *holder, *token)), *end != i64::MAX)
-            {
-                closer(&mut d.belief_inside_lease_ms, lease - end);
-            }
+        let Some(end) = belief.hazard_end_ms() else {
+            continue;
+        };
+        // The next belief of the same lock by another client, after this one began.
+        let next = beliefs
+            .range((*lock, "", 0)..)
+            .take_while(|((l, _, _), _)| l == lock)
+            .filter(|(_, b)| b.holder != belief.holder && b.start_ms >= belief.start_ms)
+            .map(|(_, b)| b.start_ms)
+            .min();
+        if let Some(start) = next {
+            closer(&mut d.belief_gap_ms, start - end);
         }
     }
     for (holder, token, t_ms) in accepts {
-        let end = lease_of_writer
+        let end = lock_of
             .get(&(holder, token))
-            .and_then(|lock| lease_end.get(&(*lock, holder, token)));
+            .and_then(|lock| ran_out.get(&(*lock, holder, token)));
         if let Some(end) = end {
             closer(&mut d.write_before_lease_end_ms, end - t_ms);
-        }
-    }
-    for (lock, list) in &grants {
-        for pair in list.windows(2) {
-            let ((_, a, a_token), (b_ms, b, _)) = (pair[0], pair[1]);
-            if let (Some(end), true) = (lease_end.get(&(*lock, a, a_token)), a != b) {
-                closer(&mut d.handover_ms, b_ms - end);
-            }
         }
     }
     d
