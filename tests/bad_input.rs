@@ -307,7 +307,7 @@ fn a_hold_that_could_never_match() {
         hold,
     );
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.starts_with(&format!("error: {file}:11:11: field `faults.message`: node \"client-1\" never sends a \"write-reply\" message")), "{stderr}");
+    assert!(stderr.starts_with(&format!("error: {file}:11:11: field `faults.message`: node \"client-1\" never sends \"write-reply\" messages")), "{stderr}");
 }
 
 #[test]
@@ -568,7 +568,7 @@ fn a_replicate_hold_on_the_single_service() {
     assert!(
         stderr.starts_with(&format!("error: {file}:"))
             && stderr.contains("field `faults.message`")
-            && stderr.contains("never sends a \"replicate\" message"),
+            && stderr.contains("never sends \"replicate\" messages"),
         "{stderr}"
     );
 }
@@ -650,7 +650,7 @@ fn a_hold_all_of_raft_messages_without_raft() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("field `faults.message`")
-            && stderr.contains("no node of this lock service sends a \"raft\" message"),
+            && stderr.contains("no node of this lock service sends \"raft\" messages"),
         "{stderr}"
     );
 }
@@ -1260,4 +1260,21 @@ fn wrong_shapes_and_misspelt_knobs_are_named_plainly() {
     for (i, (from, to, location, field, says)) in cases.into_iter().enumerate() {
         assert_located(&format!("bad-shape-{i}"), from, to, location, field, says);
     }
+}
+
+/// A scenario of a user's design run by a binary that does not register it: the kind is
+/// named, with where to look, before any of the design's client knobs is refused.
+#[test]
+fn a_design_this_binary_lacks_is_named_before_its_client_knobs() {
+    let file = "examples/zookeeper-lock/scenarios/zk-waiter-expires.toml";
+    let o = fencesim(&["run", file, "--seed", "0"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: {file}:20:8: field `lock_service.kind`: unknown variant `zookeeper` (a design \
+             of your own is known only to a binary that registers it: docs/designs.md)"
+        )),
+        "{stderr}"
+    );
 }

@@ -191,8 +191,9 @@ impl Knobs {
         match (word, every) {
             (Word::Periodic, Some(every_ms)) => Ok(FsyncPolicy::Periodic { every_ms }),
             (Word::Periodic, None) => Err(KnobError {
+                // At `fsync`, which is what the period belongs to, under its own name.
                 span: self.span("fsync"),
-                field: "fsync_every_ms".to_owned(),
+                field: "fsync".to_owned(),
                 message: "fsync = \"periodic\" needs `fsync_every_ms`".to_owned(),
             }),
             (_, Some(_)) => {
@@ -236,7 +237,7 @@ mod tests {
             Ok(FsyncPolicy::Periodic { every_ms: 100 })
         );
         let e = knobs("fsync = \"periodic\"").fsync().unwrap_err();
-        assert_eq!(e.field, "fsync_every_ms");
+        assert_eq!(e.field, "fsync");
         assert_eq!(e.message, "fsync = \"periodic\" needs `fsync_every_ms`");
         let e = knobs("fsync = \"never\"\nfsync_every_ms = 100")
             .fsync()

@@ -97,6 +97,9 @@ pub(crate) const CLIENT_FIELDS: &[&str] = &[
 /// [`CLIENT_FIELDS`]; `[resource]`'s, those other than `mode` and `keys`.
 #[derive(Deserialize, Default)]
 pub(crate) struct RawKnobTables {
+    /// `[lock_service]`, for its `kind`: whose client knobs the `[[clients]]` tables may use.
+    #[serde(default)]
+    pub lock_service: Option<RawLockService>,
     #[serde(default)]
     pub clients: Vec<BTreeMap<String, Spanned<toml::Value>>>,
     #[serde(default)]

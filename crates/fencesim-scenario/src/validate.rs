@@ -434,9 +434,12 @@ fn find_design<'a>(
     cx.designs.find(name).ok_or_else(|| {
         let all = cx.designs.all();
         let near = fencesim_history::nearest(name, all.iter().map(|d| d.kind()));
-        let hint = near
-            .map(|n| format!(" (did you mean `{n}`?)"))
-            .unwrap_or_default();
+        // No near miss: perhaps a design of the user's own, which only the binary that
+        // registers it knows.
+        let hint = near.map_or_else(
+            || " (a design of your own is known only to a binary that registers it: docs/designs.md)".to_owned(),
+            |n| format!(" (did you mean `{n}`?)"),
+        );
         let m = format!(
             "unknown variant `{name}`{hint}, expected one of {}",
             kinds.join(", ")
@@ -760,7 +763,10 @@ fn resolve_client_knobs(
 }
 
 /// Refuse a `[[clients]]` field that is neither the workload's nor a client knob of any design,
-/// at its key, with the nearest known name.
+/// at its key, with the nearest of the fields the scenario's own design takes (the workload's
+/// and its client knobs; another design's knob is refused later, naming the designs that take
+/// it). A `kind` the catalog lacks is left for the `[lock_service]` check to name: a knob of
+/// that design is not what is wrong.
 pub(crate) fn refuse_unknown_client_fields(
     tables: &RawKnobTables,
     source: &str,
@@ -774,19 +780,30 @@ pub(crate) fn refuse_unknown_client_fields(
         shape: ServiceShape::default(),
     };
     let all = designs.all();
-    let mut known = CLIENT_FIELDS.to_vec();
-    for knob in all.iter().flat_map(|d| d.client_knob_names()) {
-        if !known.contains(knob) {
-            known.push(knob);
-        }
-    }
+    let kind = tables
+        .lock_service
+        .as_ref()
+        .and_then(|t| t.get("kind"))
+        .map(|k| k.get_ref());
+    let own = match kind {
+        None => all.first().copied(),
+        Some(toml::Value::String(kind)) => match designs.find(kind) {
+            Some(design) => Some(design),
+            None => return Ok(()),
+        },
+        // A kind that is not a string: `[lock_service]`'s check says so.
+        Some(_) => return Ok(()),
+    };
+    let mut listed = CLIENT_FIELDS.to_vec();
+    listed.extend(own.iter().flat_map(|d| d.client_knob_names()));
+    let taken = |name: &str| all.iter().any(|d| d.client_knob_names().contains(&name));
     for (name, value) in tables.clients.iter().flatten() {
-        if !known.contains(&name.as_str()) {
+        if !listed.contains(&name.as_str()) && !taken(name) {
             let field = format!("clients.{}", bare_or_quoted(name));
             return Err(cx.err(
                 cx.key_span(value.span()),
                 &field,
-                unknown_field(name, &known),
+                unknown_field(name, &listed),
             ));
         }
     }

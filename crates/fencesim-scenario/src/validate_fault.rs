@@ -416,14 +416,14 @@ fn sent_message(cx: &Ctx, f: &RawFault, from: Option<&str>) -> Result<MessageKin
     let nobody = from.is_none() && service_only && !sends;
     if nobody {
         let m = format!(
-            "no node of this lock service sends a {:?} message, so this hold would never match",
+            "no node of this lock service sends {:?} messages, so this hold would never match",
             message.as_str()
         );
         return Err(cx.err(spanned.span(), "faults.message", m));
     }
     if let Some(sender) = from.filter(|s| !cx.role(s).sends(message) || single_raft(s)) {
         let m = format!(
-            "node {sender:?} never sends a {:?} message, so this hold would never match",
+            "node {sender:?} never sends {:?} messages, so this hold would never match",
             message.as_str()
         );
         return Err(cx.err(spanned.span(), "faults.message", m));

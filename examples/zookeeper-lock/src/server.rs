@@ -8,7 +8,7 @@
 //! session hears a heartbeat, and a `release` or `expire` when the holder's child is deleted
 //! because its session was closed or expired.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use fencesim::design::{
     Clock, Deadline, FsyncPolicy, HeldLease, LockNode, NodeCtx, NodeStart, Origin, ServiceEvent,
@@ -86,6 +86,48 @@ impl Tree {
     }
 }
 
+/// Each open session's expiry, ms of the monotonic clock, indexed by time as well, so that
+/// finding the sessions due costs the number due, not the number open (the server looks
+/// before and after every message).
+#[derive(Debug, Default)]
+struct Deadlines {
+    by_session: BTreeMap<SessionId, i64>,
+    by_time: BTreeSet<(i64, SessionId)>,
+}
+
+impl Deadlines {
+    /// `session` was heard from: it now expires at `deadline_ms`.
+    fn hear(&mut self, session: SessionId, deadline_ms: i64) {
+        if let Some(old) = self.by_session.insert(session, deadline_ms) {
+            self.by_time.remove(&(old, session));
+        }
+        self.by_time.insert((deadline_ms, session));
+    }
+
+    fn forget(&mut self, session: SessionId) {
+        if let Some(old) = self.by_session.remove(&session) {
+            self.by_time.remove(&(old, session));
+        }
+    }
+
+    fn of(&self, session: SessionId) -> Option<i64> {
+        self.by_session.get(&session).copied()
+    }
+
+    /// A session whose deadline is at or before `now_ms`, if any (the earliest).
+    fn due(&self, now_ms: i64) -> Option<SessionId> {
+        self.by_time
+            .first()
+            .filter(|(at_ms, _)| *at_ms <= now_ms)
+            .map(|(_, s)| *s)
+    }
+
+    /// The earliest deadline.
+    fn next(&self) -> Option<i64> {
+        self.by_time.first().map(|(at_ms, _)| *at_ms)
+    }
+}
+
 /// Why a child was deleted, which decides the event that ends its owner's lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Deleted {
@@ -105,9 +147,9 @@ const SYNC: TimerId = TimerId(2);
 pub struct ZkServer {
     config: ServerConfig,
     tree: Tree,
-    /// When each session was last heard from, ms of the monotonic clock. Not durable: a
-    /// restarted server gives every session a whole timeout again, as ZooKeeper does.
-    heard_ms: BTreeMap<SessionId, i64>,
+    /// When each session expires unless heard from again. Not durable: a restarted server
+    /// gives every session a whole timeout again, as ZooKeeper does.
+    deadlines: Deadlines,
     /// Watches on children by (lock, seq): the requests that set them.
     watches: BTreeMap<(String, u64), Vec<Origin>>,
     /// Each lock's holder as last recorded: (seq, czxid).
@@ -126,7 +168,10 @@ impl LockNode for ZkServer {
     ) -> Self {
         let tree = start.durable.unwrap_or_default();
         let now_ms = ctx.now().mono_ms;
-        let heard_ms = tree.sessions.keys().map(|s| (*s, now_ms)).collect();
+        let mut deadlines = Deadlines::default();
+        for (session, record) in &tree.sessions {
+            deadlines.hear(*session, now_ms + record.timeout_ms as i64);
+        }
         let holders = tree
             .locks
             .iter()
@@ -139,7 +184,7 @@ impl LockNode for ZkServer {
         ZkServer {
             config: *config,
             tree,
-            heard_ms,
+            deadlines,
             watches: BTreeMap::new(),
             holders,
         }
@@ -169,7 +214,8 @@ impl LockNode for ZkServer {
             );
         }
         // Any request keeps its session alive.
-        self.heard_ms.insert(session, ctx.now().mono_ms);
+        let deadline_ms = ctx.now().mono_ms + self.timeout_ms(session);
+        self.deadlines.hear(session, deadline_ms);
         let answer = match msg {
             ZkMsg::Create { lock, .. } => self.create(session, &lock, origin, ctx),
             ZkMsg::GetChildren { lock, .. } => ZkMsg::Children {
@@ -204,21 +250,10 @@ impl LockNode for ZkServer {
     /// Expire every session not heard from within its timeout, then wake up for the next.
     fn settle(&mut self, ctx: &mut NodeCtx<'_, ZkMsg, Tree>) -> bool {
         let now_ms = ctx.now().mono_ms;
-        let due: Vec<SessionId> = self
-            .heard_ms
-            .iter()
-            .filter(|(s, heard)| now_ms >= **heard + self.timeout_ms(**s))
-            .map(|(s, _)| *s)
-            .collect();
-        for session in due {
+        while let Some(session) = self.deadlines.due(now_ms) {
             self.end_session(session, Deleted::Expired, ctx);
         }
-        let next = self
-            .heard_ms
-            .iter()
-            .map(|(s, heard)| *heard + self.timeout_ms(*s))
-            .min();
-        match next {
+        match self.deadlines.next() {
             Some(at_ms) => ctx.set_timer_at(
                 EXPIRY,
                 Deadline {
@@ -250,7 +285,7 @@ impl ZkServer {
 
     /// When `session` expires if nothing more is heard from it, ms of the monotonic clock.
     fn expires_at_ms(&self, session: SessionId) -> Option<i64> {
-        Some(self.heard_ms.get(&session)? + self.timeout_ms(session))
+        self.deadlines.of(session)
     }
 
     /// Take the next zxid and write the tree: every change is a transaction, logged before
@@ -275,7 +310,8 @@ impl ZkServer {
             timeout_ms,
         };
         self.tree.sessions.insert(session, record);
-        self.heard_ms.insert(session, ctx.now().mono_ms);
+        self.deadlines
+            .hear(session, ctx.now().mono_ms + timeout_ms as i64);
         self.commit(ctx);
         session
     }
@@ -355,7 +391,7 @@ impl ZkServer {
             self.delete_child(lock, *seq, session, why, ctx);
         }
         self.tree.sessions.remove(&session);
-        self.heard_ms.remove(&session);
+        self.deadlines.forget(session);
         self.commit(ctx);
         for (lock, _) in &owned {
             self.promote(lock, None, ctx);

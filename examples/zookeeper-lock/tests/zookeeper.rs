@@ -174,4 +174,22 @@ fn the_binary_knows_the_design_and_refuses_bad_knobs() {
         text.contains(":49:20: field `clients.predecessor_gone`: unknown variant `grab`, expected `recheck` or `take`"),
         "{text}"
     );
+    // An unknown client field lists the workload's fields and this design's client knobs,
+    // not the other designs'.
+    let bogus = dir.join("bogus.toml");
+    let source = std::fs::read_to_string(root().join(SCRIPTED)).unwrap();
+    std::fs::write(
+        &bogus,
+        source.replace("predecessor_gone = \"take\"", "bogus_client = 1"),
+    )
+    .unwrap();
+    let (code, text) = cli(&["run", bogus.to_str().unwrap(), "--seed", "0"]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(
+            "field `clients.bogus_client`: unknown field `bogus_client`, expected one of `name`, "
+        ) && text.contains("`validity_check`, `predecessor_gone`, `acquire_wait_ms`\n")
+            && !text.contains("reclaim"),
+        "{text}"
+    );
 }
