@@ -273,6 +273,7 @@ pub mod synthetic {
                 value,
                 expected: None,
                 value_unknown: false,
+                ttl_ms: None,
                 error: None,
             };
             self.entries.push(Entry::from(op));

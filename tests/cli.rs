@@ -744,3 +744,30 @@ fn list_designs_shows_every_kind_and_mode_with_its_knobs() {
         "{stdout}"
     );
 }
+
+/// A real system's lock history whose acquires record their TTL is judged as leases from its
+/// operations alone: a second node acquiring while the first lease certainly lived, exit 1.
+#[test]
+fn check_judges_leases_from_operations_with_ttls() {
+    let dir = out_dir("check-ttl-leases");
+    let file = dir.join("locks.edn");
+    std::fs::write(
+        &file,
+        "[{:process 0, :type :invoke, :f :acquire, :value [\"l\" nil], :ttl-ms 1000, :time 0, :node \"a\"}\n\
+          {:process 0, :type :ok, :f :acquire, :value [\"l\" 1], :ttl-ms 1000, :time 10000000, :node \"a\"}\n\
+          {:process 1, :type :invoke, :f :acquire, :value [\"l\" nil], :ttl-ms 1000, :time 500000000, :node \"b\"}\n\
+          {:process 1, :type :ok, :f :acquire, :value [\"l\" 2], :ttl-ms 1000, :time 520000000, :node \"b\"}]\n",
+    )
+    .unwrap();
+    let o = fencesim(&["check", file.to_str().unwrap(), "--format", "jepsen-edn"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("mutual-exclusion-client: lock \"l\": a acquired it at index 1"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("judged from client operations alone"),
+        "{stdout}"
+    );
+}

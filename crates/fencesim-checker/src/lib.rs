@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 mod exclusion;
+mod exclusion_ops;
 mod explain;
 mod exposure;
 pub mod latency;
@@ -121,7 +122,7 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         ),
         (
             ViolationKind::MutualExclusionClient,
-            has(&[K::Belief]),
+            has(&[K::Belief]) || exclusion_ops::applies(history),
             "no belief events from clients",
         ),
         (
@@ -154,7 +155,11 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     // Without a lock service's grants, the operations are all there is to judge mutual
     // exclusion by, and they prove nothing of a lease: one whose TTL ran out is taken again
     // without a release. Say so, rather than let a valid verdict suggest it was judged.
-    if options.lock_model.is_none() && has_op(&[OpFn::Acquire]) && !has(&[K::Grant]) {
+    if options.lock_model.is_none()
+        && has_op(&[OpFn::Acquire])
+        && !has(&[K::Grant])
+        && !exclusion_ops::applies(history)
+    {
         lacking.push(format!("{MUTEX_FROM_OPS}: {MUTEX_NOT_JUDGED}"));
     }
     lacking
@@ -166,8 +171,10 @@ const MUTEX_FROM_OPS: &str = "mutual exclusion from operations";
 
 /// Why acquire and release operations were not judged as a mutex.
 const MUTEX_NOT_JUDGED: &str = "the history does not say its locks have no expiry (a lease \
-     that expires is acquired again without a release); give the lock model (fencesim check \
-     --model mutex or fenced-mutex) to judge them as a mutex";
+     that expires is acquired again without a release) nor what TTL its acquires asked for; \
+     give the lock model (fencesim check --model mutex or fenced-mutex) to judge them as a \
+     mutex, or record each acquire's and renewal's TTL (`ttl_ms`; EDN `:ttl-ms`) to judge them \
+     as leases";
 
 impl CheckResult {
     /// The distinct violation kinds found, sorted.
@@ -286,6 +293,9 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(tokens::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));
+    if exclusion_ops::applies(history) {
+        violations.extend(exclusion_ops::check(history));
+    }
     violations.extend(release::check(history));
     violations.extend(mutation::check_unfenced(history));
     violations.extend(mutation::check_duplicates(history));

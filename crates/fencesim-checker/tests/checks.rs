@@ -66,6 +66,7 @@ impl Builder {
             value: None,
             expected: None,
             value_unknown: false,
+            ttl_ms: None,
             error: None,
         };
         self.entries.push(Entry::from(op));
@@ -85,6 +86,7 @@ impl Builder {
             value: None,
             expected: None,
             value_unknown: false,
+            ttl_ms: None,
             error: None,
         };
         self.entries.push(Entry::from(op));
@@ -112,6 +114,7 @@ impl Builder {
             value: value.map(str::to_owned),
             expected: None,
             value_unknown: false,
+            ttl_ms: None,
             error: None,
         };
         self.entries.push(Entry::from(op));

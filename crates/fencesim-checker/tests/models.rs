@@ -209,8 +209,10 @@ fn two_acquires_without_a_release_are_not_a_mutex() {
     assert!(
         unjudged.not_checked.contains(
             &"mutual exclusion from operations: the history does not say its locks have no \
-              expiry (a lease that expires is acquired again without a release); give the lock \
-              model (fencesim check --model mutex or fenced-mutex) to judge them as a mutex"
+              expiry (a lease that expires is acquired again without a release) nor what TTL its \
+              acquires asked for; give the lock model (fencesim check --model mutex or \
+              fenced-mutex) to judge them as a mutex, or record each acquire's and renewal's TTL \
+              (`ttl_ms`; EDN `:ttl-ms`) to judge them as leases"
                 .to_owned()
         ),
         "{:?}",
@@ -288,5 +290,89 @@ fn fences_must_grow_under_the_fenced_mutex() {
         judge(&grows, &lock_model(LockModel::FencedMutex)).verdict,
         Verdict::Valid,
         "{grows}"
+    );
+}
+
+/// Acquires that carry their TTL (`:ttl-ms`, times in ns) are judged as leases from the
+/// operations alone: a second node's acquire that certainly took effect while the first's
+/// lease certainly lived, with no release of it, is a violation; one after the TTL, one after
+/// a release was invoked, an `info` one, and one concurrent with the first are not.
+#[test]
+fn leases_with_ttls_are_judged_from_operations_alone() {
+    // a: acquired 0..10 ms with TTL 1000 ms: held until at least 1.000 s.
+    let a = "{:process 0, :type :invoke, :f :acquire, :value [\"l\" nil], :ttl-ms 1000, :time 0, :node \"a\"}
+             {:process 0, :type :ok, :f :acquire, :value [\"l\" 1], :ttl-ms 1000, :time 10000000, :node \"a\"}";
+    let b = |invoke_ms: u64, ok_ms: u64, done: &str| {
+        format!(
+            "{{:process 1, :type :invoke, :f :acquire, :value [\"l\" nil], :ttl-ms 1000, :time {}, :node \"b\"}}\n\
+             {{:process 1, :type :{done}, :f :acquire, :value [\"l\" 2], :ttl-ms 1000, :time {}, :node \"b\"}}",
+            invoke_ms * 1_000_000,
+            ok_ms * 1_000_000
+        )
+    };
+    let result = judge(
+        &format!("{a}\n{}", b(500, 520, "ok")),
+        &CheckOptions::default(),
+    );
+    assert_eq!(
+        outcome(&result),
+        (
+            Verdict::Invalid,
+            vec![(
+                ViolationKind::MutualExclusionClient,
+                vec![0, 2, 3],
+                "lock \"l\": a acquired it at index 1 (TTL 1000 ms, so held until at least \
+                 1.000 s with no release), yet b acquired it too, invoked at index 2 and ok at \
+                 index 3 (0.520 s); judged from client operations alone"
+                    .to_owned()
+            )]
+        )
+    );
+    assert!(
+        !result.not_checked.iter().any(|l| {
+            l.starts_with("mutual-exclusion-client") || l.starts_with("mutual exclusion from")
+        }),
+        "{:?}",
+        result.not_checked
+    );
+    // After the TTL; unknown outcome; concurrent with a's acquire: nothing proven.
+    for (b_ops, why) in [
+        (b(1000, 1010, "ok"), "after the TTL"),
+        (b(500, 520, "info"), "an info acquire"),
+        (b(5, 520, "ok"), "invoked before a's ok"),
+    ] {
+        let result = judge(&format!("{a}\n{b_ops}"), &CheckOptions::default());
+        assert_eq!(
+            result.verdict,
+            Verdict::Valid,
+            "{why}: {:?}",
+            result.violations
+        );
+    }
+    // A release invoked before b's acquire ends a's certain window, even if unanswered.
+    let release =
+        "{:process 0, :type :invoke, :f :release, :value [\"l\" 1], :time 400000000, :node \"a\"}";
+    let result = judge(
+        &format!("{a}\n{release}\n{}", b(500, 520, "ok")),
+        &CheckOptions::default(),
+    );
+    assert_eq!(result.verdict, Verdict::Valid, "{:?}", result.violations);
+    // A renewal that completed while the lease lived extends it past the first TTL.
+    let renew = "{:process 0, :type :invoke, :f :renew, :value [\"l\" 1], :ttl-ms 1000, :time 900000000, :node \"a\"}
+                 {:process 0, :type :ok, :f :renew, :value [\"l\" 1], :ttl-ms 1000, :time 910000000, :node \"a\"}";
+    let result = judge(
+        &format!("{a}\n{renew}\n{}", b(1200, 1210, "ok")),
+        &CheckOptions::default(),
+    );
+    assert_eq!(result.kinds(), [ViolationKind::MutualExclusionClient]);
+    // A TTL without the operations' times is refused, located.
+    let err = read_jepsen_edn(
+        "{:process 0, :type :invoke, :f :acquire, :value [\"l\" nil], :ttl-ms 1000}\n",
+        "x",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 1: field :ttl-ms: a lease's TTL needs the operation's :time (ns) too"
     );
 }

@@ -199,6 +199,7 @@ impl B {
             value: None,
             expected: None,
             value_unknown: false,
+            ttl_ms: None,
             error: None,
         };
         fill(&mut op);

@@ -91,6 +91,9 @@ fn op_map(op: &Op) -> Edn {
     if let (Some(token), OpFn::Read | OpFn::Write | OpFn::Cas) = (op.token, op.f) {
         entries.push(("token", int(token)));
     }
+    if let Some(ttl_ms) = op.ttl_ms {
+        entries.push(("ttl-ms", int(ttl_ms)));
+    }
     if let Some(error) = &op.error {
         entries.push(("error", Node::new(Edn::Str(error.clone()))));
     }
@@ -395,6 +398,7 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         value: None,
         expected,
         value_unknown: false,
+        ttl_ms: None,
         error: map.get("error").and_then(text),
     };
     match f {
@@ -409,6 +413,14 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
             op.lock = Some(place.map_or_else(|| "lock".into(), Name::from));
             if op.token.is_none() {
                 op.token = count(map, ":value's token", value)?;
+            }
+            op.ttl_ms = count(map, ":ttl-ms", map.get("ttl-ms"))?;
+            // A TTL is judged against the operations' times: without them (the reader numbers
+            // operations instead) it would be judged against nothing real.
+            if op.ttl_ms.is_some() && map.get("time").is_none() {
+                return Err(
+                    "field :ttl-ms: a lease's TTL needs the operation's :time (ns) too".into(),
+                );
             }
         }
     }
@@ -438,6 +450,7 @@ mod tests {
             value: value.map(str::to_owned),
             expected: None,
             value_unknown: false,
+            ttl_ms: None,
             error: None,
         };
         let history = History {

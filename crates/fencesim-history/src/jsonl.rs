@@ -146,6 +146,7 @@ mod tests {
                     value: Some("v".into()),
                     expected: None,
                     value_unknown: false,
+                    ttl_ms: None,
                     error: None,
                 }),
                 Entry::from(Event {

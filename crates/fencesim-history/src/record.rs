@@ -146,6 +146,11 @@ pub struct Op {
     /// read of `nil`, history format 3). Left out of the file when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub value_unknown: bool,
+    /// For an acquire or renew: the TTL it asked for, ms. A real system's client that records
+    /// it lets the checker judge mutual exclusion of leases from operations alone (history
+    /// format 3); fencesim's own histories judge it from the service's events instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
     /// Why it failed or is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

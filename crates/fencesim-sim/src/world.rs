@@ -424,6 +424,7 @@ impl OpTemplate {
             value: self.value.clone(),
             expected: None,
             value_unknown: false,
+            ttl_ms: None,
             error: None,
         }
     }
