@@ -8,8 +8,8 @@
 //! turned into features ([`signal`]); a run that shows a feature no earlier run showed puts
 //! its schedule (the faults the nemesis drew, as scripted faults, with its seed) into the
 //! corpus. Later generations are mostly mutants of corpus schedules ([`mutate`]: shift,
-//! stretch, retarget, add, remove, splice, reseed), with a quarter fresh nemesis draws so the
-//! search keeps its breadth. The first run that misses the scenario's expectation ends the
+//! stretch, retarget, add, remove, splice, reseed), with half of each generation fresh nemesis
+//! draws so the search keeps its breadth. The first run that misses the scenario's expectation ends the
 //! search: the counterexample, a scripted scenario file that `run` reproduces.
 //!
 //! Deterministic: the search's choices come from one generator seeded by the root seed, and a
@@ -35,7 +35,7 @@ use signal::Feature;
 pub const BATCH: usize = 8;
 
 /// Fresh nemesis draws per generation after the first.
-const FRESH_PER_BATCH: usize = 2;
+const FRESH_PER_BATCH: usize = 4;
 
 /// How often a mutant also gets a new simulation seed (its network and clients then differ
 /// too), in percent.
