@@ -133,10 +133,12 @@ fn knossos_folders() -> Vec<(
 }
 
 /// Judge every `.edn` file of Knossos's test folders under `dir` (files in name order), timing
-/// each from reading to verdict. `None` if `dir` is not a directory; a folder missing from it
-/// counts no files.
+/// each from reading to verdict. `None` if `dir` has no `cas-register` folder (it is not
+/// Knossos's `data/`); another folder missing from it counts no files.
 pub fn knossos_peers(dir: &std::path::Path) -> Option<Vec<PeerFolder>> {
-    if !dir.is_dir() {
+    // A folder without Knossos's layout (one level too high, say) is not Knossos's data:
+    // skipped and said so, rather than judged as empty.
+    if !dir.join("cas-register").is_dir() {
         return None;
     }
     let judged = knossos_folders()

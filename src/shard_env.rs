@@ -125,6 +125,12 @@ pub fn resolve(
                 engine.total.unwrap_or_default()
             ))
         }
+        (Some(0), _) => {
+            return Err(format!(
+                "--shard {arg}: {}=0: a sweep of no jobs",
+                engine.total.unwrap_or_default()
+            ))
+        }
         (Some(n), _) | (None, Some(n)) => n,
         (None, None) => {
             return Err(format!(

@@ -95,6 +95,13 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
         stdout.contains("random-nemesis-unfenced: guided from root seed 0: "),
         "{stdout}"
     );
+    let summary = support::json(&out.join("random-nemesis-unfenced/guided-summary.json"));
+    assert_eq!(summary["root_seed"], 0);
+    assert_eq!(summary["counterexample"]["file"], file);
+    assert_eq!(
+        summary["counterexample"]["violations"][0],
+        "stale-write-accepted"
+    );
     let rerun = out_dir("guided-cli-rerun");
     let o = fencesim(&[
         "run",

@@ -97,7 +97,14 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     history
         .events()
         .for_each(|e| events[e.event as usize] = true);
-    history.ops().for_each(|o| fns[o.f as usize] = true);
+    // Writes and acquires count for the token checks only when they carry tokens: a Jepsen
+    // register's writes and a mutex's acquires have none, and prove nothing about fencing.
+    let (mut tokened_writes, mut tokened_acquires) = (false, false);
+    history.ops().for_each(|o| {
+        fns[o.f as usize] = true;
+        tokened_writes |= o.f == OpFn::Write && o.token.is_some();
+        tokened_acquires |= o.f == OpFn::Acquire && o.token.is_some();
+    });
     let has = |kinds: &[K]| kinds.iter().any(|k| events[*k as usize]);
     let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns[*f as usize]);
     let needs: [(ViolationKind, bool, &str); NEEDS] = [
@@ -107,13 +114,13 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
             // stale one accepted (`stale_write_ops`).
             has(&[K::Accept])
                 || (history.header.token_order == fencesim_history::TokenOrder::Value
-                    && has_op(&[OpFn::Write])),
+                    && tokened_writes),
             "no accept events from a resource, and no writes with fencing tokens",
         ),
         (
             ViolationKind::TokenReused,
-            has(&[K::Grant]) || has_op(&[OpFn::Acquire]),
-            "no grants and no acquire operations",
+            has(&[K::Grant]) || tokened_acquires,
+            "no grants and no acquire operations with tokens",
         ),
         (
             ViolationKind::MutualExclusionService,

@@ -128,9 +128,15 @@ fn the_etcd_lock_history_is_not_a_mutex() {
          never happened, and ones whose outcome is unknown may have taken effect at any time \
          after their invoke, or never"
     );
-    // Without the model, the lock operations are not judged as a mutex, and that is said.
+    // Without the model, the lock operations are not judged as a mutex, and that is said;
+    // nothing else can be judged (no tokens, no service events), so the verdict is unknown.
     let unjudged = check_with(&history, &CheckOptions::default());
-    assert_eq!(unjudged.verdict, Verdict::Valid);
+    assert_eq!(unjudged.verdict, Verdict::Unknown);
+    assert!(
+        unjudged.unknown[0].starts_with("nothing to judge"),
+        "{:?}",
+        unjudged.unknown
+    );
     assert!(unjudged
         .not_checked
         .iter()

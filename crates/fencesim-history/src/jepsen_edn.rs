@@ -210,8 +210,12 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
     })
 }
 
-/// "a keyword :x", "an integer -1": a foreign value named by its type and a short rendering.
+/// "a keyword :x", "an integer -1": a foreign value named by its type and a short rendering;
+/// "nil" alone for nil.
 fn found(v: &Node) -> String {
+    if let Edn::Nil = v.value {
+        return "nil".to_owned();
+    }
     let name = v.value.type_name();
     let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
@@ -300,10 +304,13 @@ fn cas_value(map: &Node, op_type: OpType) -> Result<(Option<String>, Option<&[No
         None => return Err("field :value: missing: a :cas needs [from to]".into()),
         Some(v) => v,
     };
+    // A register's values are scalars: a collection where `from` or `to` should be is a
+    // malformed `[key [from to]]` (`["k" [1]]`), not a value.
+    let scalar = |n: &Node| !matches!(n.value, Edn::Vector(_) | Edn::List(_) | Edn::Map(_));
     match pair(v) {
         Some([key, inner]) if pair(inner).is_some() => Ok((text(key), pair(inner))),
-        Some(p) => Ok((None, Some(p))),
-        None => Err(format!(
+        Some(p) if p.iter().all(scalar) => Ok((None, Some(p))),
+        _ => Err(format!(
             "field :value{}: expected [from to] or [key [from to]] for a :cas, found {}",
             at(map, v),
             found(v)
@@ -505,6 +512,25 @@ mod tests {
         write_jepsen_edn(&h, &mut out).unwrap();
         let back = read_jepsen_edn(std::str::from_utf8(&out).unwrap(), "big").unwrap();
         assert_eq!(back.entries, h.entries);
+    }
+
+    /// A cas whose pair holds a collection is a malformed `[key [from to]]`, refused; nil is
+    /// named as nil.
+    #[test]
+    fn a_malformed_cas_pair_is_refused() {
+        let err = read_jepsen_edn(
+            "{:process 0, :type :invoke, :f :cas, :value [\"k\" [1]]}\n",
+            "x",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 1: field :value: expected [from to] or [key [from to]] for a :cas, found a \
+             vector [\"k\" [1]]"
+        );
+        let err =
+            read_jepsen_edn("{:process 0, :type :invoke, :f :cas, :value nil}\n", "x").unwrap_err();
+        assert!(err.to_string().ends_with("for a :cas, found nil"), "{err}");
     }
 
     #[test]

@@ -78,6 +78,12 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
             header = Some(Header::unnamed());
         }
         let entry: Entry = serde_json::from_str(&line).map_err(parse_err)?;
+        if let Entry::Op(op) = &entry {
+            op_fields(op).map_err(|message| HistoryError::Parse {
+                line: line_no,
+                message,
+            })?;
+        }
         let expected = entries.len() as u64;
         if entry.at().index != expected {
             return Err(HistoryError::Parse {
@@ -95,6 +101,27 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
         message: "empty file: expected a header line or an entry".into(),
     })?;
     Ok(History { header, entries })
+}
+
+/// What an operation must name to be judged at all: a read, write or cas its key, a lock
+/// operation its lock, a cas invocation the value it sets. Without them the checks would pass
+/// over the operation in silence.
+fn op_fields(op: &crate::Op) -> Result<(), String> {
+    use crate::{OpFn, OpType};
+    let missing = |field: &str, why: &str| Err(format!("field `{field}`: missing: {why}"));
+    match op.f {
+        OpFn::Read | OpFn::Write | OpFn::Cas if op.key.is_none() => {
+            missing("key", "a read, write or cas names the key it is on")
+        }
+        OpFn::Acquire | OpFn::Renew | OpFn::Release if op.lock.is_none() => missing(
+            "lock",
+            "an acquire, renew or release names the lock it is on",
+        ),
+        OpFn::Cas if op.op_type == OpType::Invoke && op.value.is_none() => {
+            missing("value", "a cas invocation names the value it sets")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A header must be of a format this reader understands.
@@ -280,5 +307,30 @@ mod tests {
             read_jsonl(bare.as_bytes()).unwrap().header,
             Header::unnamed()
         );
+    }
+
+    /// An operation that names nothing to judge it by is refused, not passed over in silence.
+    #[test]
+    fn an_operation_without_its_key_lock_or_cas_value_is_refused() {
+        let op = |fields: &str| {
+            format!(
+                "{{\"record\":\"op\",\"index\":0,\"time_ns\":0,\"mono_ms\":0,\"wall_ms\":0,\
+                 \"process\":0,\"node\":\"c\",\"type\":\"invoke\",{fields}}}\n"
+            )
+        };
+        let refusal = |fields: &str| read_jsonl(op(fields).as_bytes()).unwrap_err().to_string();
+        assert_eq!(
+            refusal("\"f\":\"write\",\"value\":\"1\""),
+            "line 1: field `key`: missing: a read, write or cas names the key it is on"
+        );
+        assert_eq!(
+            refusal("\"f\":\"acquire\""),
+            "line 1: field `lock`: missing: an acquire, renew or release names the lock it is on"
+        );
+        assert_eq!(
+            refusal("\"f\":\"cas\",\"key\":\"k\",\"expected\":\"1\""),
+            "line 1: field `value`: missing: a cas invocation names the value it sets"
+        );
+        assert!(read_jsonl(op("\"f\":\"write\",\"key\":\"k\",\"value\":\"1\"").as_bytes()).is_ok());
     }
 }

@@ -454,7 +454,10 @@ pub(crate) fn bench_search(quick: bool, jobs: usize) -> u8 {
 /// when `dir` is not there.
 pub(crate) fn bench_peers(dir: &std::path::Path) -> u8 {
     let Some(folders) = fencesim::bench::knossos_peers(dir) else {
-        say!("peers: {} is not a directory: skipped", dir.display());
+        say!(
+            "peers: {} has no cas-register/ folder (Knossos's data/ folder has): skipped",
+            dir.display()
+        );
         return exit::VALID;
     };
     say!(

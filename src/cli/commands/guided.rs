@@ -32,6 +32,13 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
         }
     };
     let budget = u64::try_from(end - u128::from(root)).unwrap_or(u64::MAX);
+    if budget > fencesim::run::MAX_SWEEP_SEEDS {
+        eprintln!(
+            "error: --seeds: a guided search of {budget} simulations; at most {} per search",
+            fencesim::run::MAX_SWEEP_SEEDS
+        );
+        return exit::BAD_INPUT;
+    }
     if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
         return unwritable(&opts.out, &e);
     }
@@ -45,6 +52,7 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
     let seconds = clock.seconds();
     let mut code = exit::VALID;
     let mut report = None;
+    let mut written_file = None;
     if let Some(found) = &outcome.found {
         let dir = opts.out.join(&scenario.name).join("guided");
         let name = format!("{}-guided-{}", scenario.name, outcome.simulations);
@@ -65,6 +73,7 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
             end: found.seed.saturating_add(1),
         };
         let text = fencesim_scenario::to_toml(&written);
+        written_file = Some(file.display().to_string());
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text)) {
             return unwritable(&opts.out, &e);
         }
@@ -98,19 +107,21 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
         }
     }
     say!(
-        "{}: guided from root seed {root}: {} simulation{} in {} generation{}, {} schedules kept, {} features; {}",
+        "{}: guided from root seed {root}: {} simulation{} in {} generation{}, {} schedule{} kept, {} features; {}",
         scenario.name,
         outcome.simulations,
         if outcome.simulations == 1 { "" } else { "s" },
         outcome.generations,
         if outcome.generations == 1 { "" } else { "s" },
         outcome.corpus,
+        if outcome.corpus == 1 { "" } else { "s" },
         outcome.features,
         match &outcome.found {
             Some(found) => format!(
                 "counterexample at simulation {} (seed {}, {})",
                 outcome.simulations, found.seed, found.origin
             ),
+            None if budget == 1 => "no counterexample in its 1 simulation".to_owned(),
             None => format!("no counterexample within {budget} simulations"),
         }
     );
@@ -118,6 +129,29 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
         "  {seconds:.1} s, {:.0} simulations/s",
         outcome.simulations as f64 / seconds.max(1e-9)
     );
+    // What the search did, for a CI job to keep beside the counterexample's files.
+    let summary = serde_json::json!({
+        "scenario": scenario.name,
+        "root_seed": root,
+        "budget": budget,
+        "simulations": outcome.simulations,
+        "generations": outcome.generations,
+        "corpus": outcome.corpus,
+        "features": outcome.features,
+        "counterexample": outcome.found.as_ref().map(|f| serde_json::json!({
+            "file": written_file,
+            "seed": f.seed,
+            "origin": f.origin,
+            "violations": f.judged.report.violations.iter().map(|v| v.kind.as_str()).collect::<Vec<_>>(),
+        })),
+        "seconds": seconds,
+    });
+    let path = opts.out.join(&scenario.name).join("guided-summary.json");
+    let json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
+    if let Err(e) = std::fs::write(&path, json) {
+        return unwritable(&opts.out, &e);
+    }
+    say!("summary: {}", path.display());
     if let (true, Some(report)) = (args.shrink, report) {
         shrink(&report, &opts.out.join("shrunk"), None);
     }
