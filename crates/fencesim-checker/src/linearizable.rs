@@ -411,7 +411,38 @@ fn per_key<'h>(
             .or_default()
             .push(span(action, invoke, done));
     }
+    keys.values_mut().for_each(drop_unobserved_pending);
     (keys, initial)
+}
+
+/// Leave out the pending writes (and cas) of values no operation observed: each may take
+/// effect never, and a linearization that places one can drop it, since nothing between it and
+/// the next change of the register reads the value it set (a read or cas that did would have
+/// observed it). Without this, a dozen unanswered writes multiply the search by every order
+/// of them. A refused cas (Porcupine's reading) needs the register to differ from a value, which
+/// any write may provide: with one on the key, nothing is left out.
+fn drop_unobserved_pending(ops: &mut Vec<KeyOp<RegisterOp>>) {
+    if ops
+        .iter()
+        .any(|o| matches!(o.action, RegisterOp::CasRefused { .. }))
+    {
+        return;
+    }
+    let observed: BTreeSet<Value> = ops
+        .iter()
+        .filter_map(|o| match o.action {
+            RegisterOp::Read(seen) => seen,
+            RegisterOp::Cas { from, .. } => from,
+            _ => None,
+        })
+        .collect();
+    ops.retain(|o| {
+        let set = match o.action {
+            RegisterOp::Write(v) | RegisterOp::Cas { to: v, .. } => Some(v),
+            _ => None,
+        };
+        o.returned != u64::MAX || set.is_none_or(|v| observed.contains(&v))
+    });
 }
 
 /// The acquires and releases of each lock, as `model` reads them. Renewals are left out: a
