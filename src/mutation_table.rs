@@ -87,6 +87,14 @@ fn unchecked_writes(s: &mut Scenario) {
     s.clients.iter_mut().for_each(|c| c.validity_check = false);
 }
 
+/// Clients whose jobs clean up after their write by deleting their key without a token: safe
+/// as long as the resource refuses token-less mutations (its default).
+fn tokenless_cleanups(s: &mut Scenario) {
+    s.clients
+        .iter_mut()
+        .for_each(|c| c.cleanup = fencesim_scenario::Cleanup::Unfenced);
+}
+
 /// Every defect the safe bases catch.
 pub const CAUGHT: &[Defect] = &[
     Defect {
@@ -96,6 +104,9 @@ pub const CAUGHT: &[Defect] = &[
         workload: as_bundled,
         apply: |s| {
             s.resource.mode = "unfenced".into();
+            // An unfenced resource takes no `tokenless` (it accepts every mutation); the
+            // resolved fenced one carries its default.
+            s.resource.knobs.remove("tokenless");
             *s = crate::revalidate(s).expect("a valid mode");
         },
         shows: "stale-write-accepted",
@@ -193,6 +204,17 @@ pub const CAUGHT: &[Defect] = &[
             *s = crate::revalidate(s).expect("valid knobs");
         },
         shows: "stale-write-accepted",
+    },
+    Defect {
+        name: "tokenless = accept",
+        case: "cleanup",
+        base: "random-nemesis-fenced",
+        workload: tokenless_cleanups,
+        apply: |s| {
+            s.resource.knobs.insert("tokenless".into(), "accept".into());
+            *s = crate::revalidate(s).expect("valid knobs");
+        },
+        shows: "unfenced-mutation",
     },
 ];
 

@@ -381,8 +381,8 @@ fn a_bad_jepsen_history_is_located() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.ends_with(
-            "line 1: field :f: expected :acquire, :renew, :release, :read, :write or :cas, \
-             found :txn (multi-register transactions are not supported)\n"
+            "line 1: field :f: expected :acquire, :renew, :release, :read, :write, :cas or \
+             :delete, found :txn (multi-register transactions are not supported)\n"
         ),
         "{stderr}"
     );

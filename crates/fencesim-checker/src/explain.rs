@@ -255,8 +255,20 @@ fn phrase(e: &Event, caller: Option<&str>) -> String {
         (EventKind::Revoke, _) => {
             format!("{who}'s lease (token{token}) was revoked at {at}{detail}")
         }
-        (EventKind::Accept, _) => format!("{who}'s write with token{token} was accepted at {at}"),
-        (EventKind::Reject, _) => format!("{who}'s write with token{token} was rejected at {at}"),
+        (EventKind::Accept | EventKind::Reject, _) => {
+            // A write, or the mutation the resource named (`delete`); with its token or none.
+            let what = e.detail.as_deref().unwrap_or("write");
+            let with = match e.token {
+                Some(t) => format!("with token {t}"),
+                None => "without a token".to_owned(),
+            };
+            let how = if e.event == EventKind::Accept {
+                "accepted"
+            } else {
+                "rejected"
+            };
+            format!("{who}'s {what} {with} was {how} at {at}")
+        }
         (EventKind::Belief, _) => format!("{who} believed it held token{token} from {at}"),
         (EventKind::Leader, _) => format!("{} became leader at {at}{detail}", e.node),
         (EventKind::Pause, Some(Phase::Start)) => format!("{target} paused at {at}{detail}"),

@@ -128,6 +128,8 @@ enum RegisterOp {
     Cas { from: Option<Value>, to: Value },
     /// Porcupine's failed cas: found another value than `from`, and left it.
     CasRefused { from: Option<Value> },
+    /// Deleted the key: it is as if never written.
+    Delete,
 }
 
 impl Model for Register {
@@ -140,6 +142,7 @@ impl Model for Register {
             RegisterOp::Write(value) => Some(Some(*value)),
             RegisterOp::Cas { from, to } => (*from == state).then_some(Some(*to)),
             RegisterOp::CasRefused { from } => (*from != state).then_some(state),
+            RegisterOp::Delete => Some(None),
         }
     }
 }
@@ -403,6 +406,9 @@ fn per_key<'h>(
                 from: invoke.expected.as_ref().map(|v| id(Some(v))),
                 to: id(invoke.value.as_ref()),
             },
+            // A failed delete did not happen; an unknown one is pending.
+            (OpFn::Delete, Some(OpType::Fail)) => continue,
+            (OpFn::Delete, _) => RegisterOp::Delete,
             _ => continue,
         };
         // Only `ok` and `fail` complete an operation; an unknown outcome leaves it pending.
@@ -441,6 +447,8 @@ fn drop_unobserved_pending(ops: &mut Vec<KeyOp<RegisterOp>>) {
             RegisterOp::Write(v) | RegisterOp::Cas { to: v, .. } => Some(v),
             _ => None,
         };
+        // A delete is kept: the never-written state it leaves is read as `None`, which the
+        // observed values do not list.
         o.returned != u64::MAX || set.is_none_or(|v| observed.contains(&v))
     });
 }

@@ -11,8 +11,10 @@
 //!
 //! Which resource runs is the scenario's `[resource] mode`, looked up in the catalog as a
 //! [`ResourceModeSpec`] that reads the table's knobs (all but `mode` and `keys`) as a lock design
-//! reads its own. Writes are the only mutation the workload makes today; a resource decides
-//! how it fences them.
+//! reads its own. The workload mutates a key two ways: a write, always with the fencing token
+//! of the lease it holds, and, where a client's `cleanup` asks for it, a delete, with the token
+//! or (a cleanup path that bypasses the fence, as in incidents where a janitor job removed a
+//! live holder's data) without one. The resource decides how it fences each kind.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +31,7 @@ pub enum WriteOutcome {
     },
     /// A stale token: nothing changed.
     Rejected {
-        /// The token the write carried.
+        /// The token the mutation carried (0: it carried none, a delete refused for that).
         presented: u64,
         /// The key's highest accepted token, which is greater than `presented` (equality: the
         /// current value, which replaced `presented`).
@@ -73,6 +75,11 @@ pub trait FencedResource: Send + 'static {
     /// A write this resource answered [`WriteDecision::Later`] comes due: store it as the
     /// resource does then (a K20 resource stores it unchecked).
     fn apply_due(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome;
+    /// A delete of `key` with fencing token `token`, or with none (`None`: a cleanup path that
+    /// bypasses the fence). Decided at once; after an accepted delete a read finds the key
+    /// never written (`value: None`). Whether a token-less delete is accepted is the
+    /// resource's choice, which `unfenced-mutation` judges.
+    fn delete(&mut self, key: &str, token: Option<u64>) -> WriteOutcome;
     /// The current value of `key`.
     fn read(&self, key: &str) -> ReadValue;
 }

@@ -52,6 +52,7 @@ fn f_name(f: OpFn) -> &'static str {
         OpFn::Read => "read",
         OpFn::Write => "write",
         OpFn::Cas => "cas",
+        OpFn::Delete => "delete",
     }
 }
 
@@ -63,7 +64,7 @@ fn op_map(op: &Op) -> Edn {
     let value = match op.f {
         // A read of a register never written is `nil` too: Jepsen has no other way to say
         // "no value", and read back it matches any value (weaker, never wrong).
-        OpFn::Read | OpFn::Write => Edn::Vector(vec![
+        OpFn::Read | OpFn::Write | OpFn::Delete => Edn::Vector(vec![
             string_or_nil(op.key.as_deref()),
             string_or_nil(op.value.as_deref()),
         ]),
@@ -88,7 +89,7 @@ fn op_map(op: &Op) -> Edn {
         ("value", Node::new(value)),
         ("node", Node::new(Edn::Str(op.node.to_string()))),
     ];
-    if let (Some(token), OpFn::Read | OpFn::Write | OpFn::Cas) = (op.token, op.f) {
+    if let (Some(token), OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete) = (op.token, op.f) {
         entries.push(("token", int(token)));
     }
     if let Some(ttl_ms) = op.ttl_ms {
@@ -355,6 +356,7 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         "read" => OpFn::Read,
         "write" => OpFn::Write,
         "cas" => OpFn::Cas,
+        "delete" => OpFn::Delete,
         other => {
             let other = Edn::Keyword(other.to_owned()).brief();
             let other = other.trim_start_matches(':');
@@ -366,8 +368,8 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
                 ""
             };
             return Err(format!(
-                "field :f: expected :acquire, :renew, :release, :read, :write or :cas, found \
-                 :{other}{why}"
+                "field :f: expected :acquire, :renew, :release, :read, :write, :cas or :delete, \
+                 found :{other}{why}"
             ));
         }
     };
@@ -409,7 +411,7 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
         error: map.get("error").and_then(text),
     };
     match f {
-        OpFn::Read | OpFn::Write | OpFn::Cas => {
+        OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => {
             op.key = Some(place.map_or_else(|| "register".into(), Name::from));
             op.value = value.and_then(text);
             // Knossos's convention: a read that completed `ok` with `nil` (or no value) saw
@@ -552,8 +554,8 @@ mod tests {
         let bad = read_jepsen_edn("{:type :ok, :f :frob, :process 0}\n", "x").unwrap_err();
         assert_eq!(
             bad.to_string(),
-            "line 1: field :f: expected :acquire, :renew, :release, :read, :write or :cas, \
-             found :frob"
+            "line 1: field :f: expected :acquire, :renew, :release, :read, :write, :cas or \
+             :delete, found :frob"
         );
         assert!(read_jepsen_edn("{:type :ok\n", "x")
             .unwrap_err()
@@ -639,8 +641,8 @@ mod tests {
         );
         assert_eq!(
             refused("[{:process 0, :type :ok, :f :read, :value 1}\n{:type :invoke,\n :f :txn, :process 2}]"),
-            "line 2: field :f: expected :acquire, :renew, :release, :read, :write or :cas, \
-             found :txn (multi-register transactions are not supported)"
+            "line 2: field :f: expected :acquire, :renew, :release, :read, :write, :cas or \
+             :delete, found :txn (multi-register transactions are not supported)"
         );
     }
 }

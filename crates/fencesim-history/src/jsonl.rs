@@ -110,8 +110,8 @@ fn op_fields(op: &crate::Op) -> Result<(), String> {
     use crate::{OpFn, OpType};
     let missing = |field: &str, why: &str| Err(format!("field `{field}`: missing: {why}"));
     match op.f {
-        OpFn::Read | OpFn::Write | OpFn::Cas if op.key.is_none() => {
-            missing("key", "a read, write or cas names the key it is on")
+        OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete if op.key.is_none() => {
+            missing("key", "a read, write, cas or delete names the key it is on")
         }
         OpFn::Acquire | OpFn::Renew | OpFn::Release if op.lock.is_none() => missing(
             "lock",
@@ -321,7 +321,7 @@ mod tests {
         let refusal = |fields: &str| read_jsonl(op(fields).as_bytes()).unwrap_err().to_string();
         assert_eq!(
             refusal("\"f\":\"write\",\"value\":\"1\""),
-            "line 1: field `key`: missing: a read, write or cas names the key it is on"
+            "line 1: field `key`: missing: a read, write, cas or delete names the key it is on"
         );
         assert_eq!(
             refusal("\"f\":\"acquire\""),

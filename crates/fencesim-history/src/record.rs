@@ -108,6 +108,9 @@ pub enum OpFn {
     /// Compare-and-set the resource: set `value` if it holds `expected` (Jepsen's `:cas`,
     /// history format 3).
     Cas,
+    /// Delete the resource's key, with a fencing token or (a cleanup path that bypasses the
+    /// fence) without one: the register is then as if never written (history format 3).
+    Delete,
 }
 
 /// A client operation record (an invocation or a completion).

@@ -15,7 +15,7 @@
 
 mod spec;
 
-pub use spec::{Check, FencedStore, StoreConfig, StoreSpec, EQUALITY, FENCED, UNFENCED};
+pub use spec::{Check, FencedStore, StoreConfig, StoreSpec, Tokenless, EQUALITY, FENCED, UNFENCED};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -111,6 +111,29 @@ impl Resource {
             value: Some(value.to_owned()),
             token: Some(token),
         };
+        WriteOutcome::Accepted {
+            highest: cell.highest,
+        }
+    }
+
+    /// Delete `key` with fencing token `token`, checked as a write's (a stale token is
+    /// rejected and changes nothing): afterwards a read finds it never written.
+    pub fn delete(&mut self, key: &str, token: u64) -> WriteOutcome {
+        if let Some(rejected) = self.check(key, token) {
+            return rejected;
+        }
+        let outcome = self.apply(key, token, "");
+        if let Some(cell) = self.cells.get_mut(key) {
+            cell.current.value = None;
+        }
+        outcome
+    }
+
+    /// Delete `key` without any check: a cleanup that carries no token. The highest accepted
+    /// token stays, so later writes are still fenced against it.
+    pub fn clear(&mut self, key: &str) -> WriteOutcome {
+        let cell = self.cells.entry(key.to_owned()).or_default();
+        cell.current = ReadValue::default();
         WriteOutcome::Accepted {
             highest: cell.highest,
         }

@@ -22,6 +22,17 @@ pub enum Check {
     },
 }
 
+/// What a fenced store does with a mutation that carries no token (a cleanup job's delete).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tokenless {
+    /// Refuse it: every mutation of a fenced key must present a token (the safe design).
+    #[default]
+    Reject,
+    /// DEFECT: let it through, as a maintenance path that goes around the fence does; a
+    /// former holder's late cleanup then deletes its successor's data (`unfenced-mutation`).
+    Accept,
+}
+
 /// A [`FencedStore`]'s settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreConfig {
@@ -29,6 +40,8 @@ pub struct StoreConfig {
     pub mode: FenceMode,
     /// Whether the check and the store are one step.
     pub check: Check,
+    /// What it does with a delete that carries no token (an unfenced store accepts it).
+    pub tokenless: Tokenless,
 }
 
 /// The key-value store fenced per key ([`Resource`]) as a design's resource.
@@ -36,6 +49,7 @@ pub struct StoreConfig {
 pub struct FencedStore {
     resource: Resource,
     check: Check,
+    tokenless: Tokenless,
 }
 
 impl FencedResource for FencedStore {
@@ -45,6 +59,7 @@ impl FencedResource for FencedStore {
         FencedStore {
             resource: Resource::new(config.mode),
             check: config.check,
+            tokenless: config.tokenless,
         }
     }
 
@@ -62,6 +77,19 @@ impl FencedResource for FencedStore {
 
     fn apply_due(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome {
         self.resource.apply(key, token, value)
+    }
+
+    fn delete(&mut self, key: &str, token: Option<u64>) -> WriteOutcome {
+        match (token, self.resource.mode(), self.tokenless) {
+            (Some(token), _, _) => self.resource.delete(key, token),
+            (None, FenceMode::Unfenced, _) | (None, _, Tokenless::Accept) => {
+                self.resource.clear(key)
+            }
+            (None, _, Tokenless::Reject) => WriteOutcome::Rejected {
+                presented: 0,
+                highest: self.resource.highest(key),
+            },
+        }
     }
 
     fn read(&self, key: &str) -> ReadValue {
@@ -102,7 +130,7 @@ pub static EQUALITY: StoreSpec = StoreSpec {
 
 impl StoreSpec {
     /// Its knobs.
-    pub const KNOBS: &'static [&'static str] = &["check", "apply_delay_ms"];
+    pub const KNOBS: &'static [&'static str] = &["check", "apply_delay_ms", "tokenless"];
 
     /// The store's settings from the knobs.
     pub fn settings(&self, knobs: &mut Knobs) -> Result<StoreConfig, KnobError> {
@@ -119,9 +147,22 @@ impl StoreSpec {
         } else {
             Check::Atomic
         };
+        let tokenless = if self.mode == FenceMode::Unfenced {
+            if knobs.is_given("tokenless") {
+                return Err(knobs.error(
+                    "tokenless",
+                    "an unfenced resource accepts every mutation, with a token or without",
+                ));
+            }
+            Tokenless::Accept
+        } else {
+            let options = [("reject", Tokenless::Reject), ("accept", Tokenless::Accept)];
+            knobs.choice("tokenless", &options, Tokenless::Reject)?
+        };
         Ok(StoreConfig {
             mode: self.mode,
             check,
+            tokenless,
         })
     }
 }

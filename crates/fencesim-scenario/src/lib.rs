@@ -29,7 +29,7 @@ pub use fencesim_design::{
     Catalog, ClientWorkload, DesignSpec, Designs, ResourceModeSpec, ServiceShape,
 };
 pub use model::{
-    ClientSpec, Expectation, ExpectedVerdict, LatencyRange, LinkLatency, LockServiceSpec,
+    Cleanup, ClientSpec, Expectation, ExpectedVerdict, LatencyRange, LinkLatency, LockServiceSpec,
     MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceSpec,
     Scenario, SeedRange, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };

@@ -243,11 +243,46 @@ pub struct ClientSpec {
     /// Whether the client checks that belief before writing and stops if it has run out
     /// (`false`: it acts as holder until the service says otherwise, case K15).
     pub validity_check: bool,
+    /// What it does after its write, before it releases: nothing, or delete its key (a job's
+    /// cleanup), with its fencing token or without. Left out of reports when `none`.
+    #[serde(default, skip_serializing_if = "Cleanup::is_none")]
+    pub cleanup: Cleanup,
     /// The design's client-protocol knobs (its defect knobs: `reclaim`, `on_lost_lease`,
     /// `deadline_from`, `renew_after_failure` for the lease services, `takeover` for
     /// lease-record) as the design resolved them, defaults filled in, by name.
     #[serde(flatten)]
     pub knobs: toml::Table,
+}
+
+/// A client's cleanup after its write: whether it deletes its key, and with what.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cleanup {
+    /// No cleanup.
+    #[default]
+    None,
+    /// Delete the key with the lease's fencing token: a late cleanup is fenced off as a late
+    /// write is.
+    Fenced,
+    /// Delete the key without a token, as a cleanup path that goes around the fence does (a
+    /// janitor job, an admin script): whether it lands is the resource's `tokenless` choice.
+    Unfenced,
+}
+
+impl Cleanup {
+    /// Whether this is the default, no cleanup.
+    pub fn is_none(&self) -> bool {
+        *self == Cleanup::None
+    }
+
+    /// The name in scenario files (`"fenced"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cleanup::None => "none",
+            Cleanup::Fenced => "fenced",
+            Cleanup::Unfenced => "unfenced",
+        }
+    }
 }
 
 impl ClientSpec {

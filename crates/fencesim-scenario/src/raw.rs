@@ -90,6 +90,7 @@ pub(crate) const CLIENT_FIELDS: &[&str] = &[
     "backoff_ms",
     "safety_margin_ms",
     "validity_check",
+    "cleanup",
 ];
 
 /// The tables whose fields are partly a design's knobs, as written, field by field with its
@@ -135,6 +136,7 @@ pub(crate) struct RawClient {
     pub backoff_ms: Option<Pair>,
     pub safety_margin_ms: Option<Num>,
     pub validity_check: Option<bool>,
+    pub cleanup: Option<crate::model::Cleanup>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]

@@ -720,6 +720,7 @@ fn resolve_client_template(
         },
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
+        cleanup: c.cleanup.unwrap_or_default(),
         knobs: resolve_client_knobs(cx, c, fields, lock_service)?,
     })
 }
@@ -794,8 +795,14 @@ pub(crate) fn refuse_unknown_client_fields(
         // A kind that is not a string: `[lock_service]`'s check says so.
         Some(_) => return Ok(()),
     };
-    let mut listed = CLIENT_FIELDS.to_vec();
-    listed.extend(own.iter().flat_map(|d| d.client_knob_names()));
+    // The design's own knobs first: a long list is cut short in the message, and the
+    // workload's fields are the same in every scenario.
+    let mut listed: Vec<&str> = own
+        .iter()
+        .flat_map(|d| d.client_knob_names())
+        .copied()
+        .collect();
+    listed.extend(CLIENT_FIELDS);
     let taken = |name: &str| all.iter().any(|d| d.client_knob_names().contains(&name));
     for (name, value) in tables.clients.iter().flatten() {
         if !listed.contains(&name.as_str()) && !taken(name) {

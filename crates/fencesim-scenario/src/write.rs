@@ -223,6 +223,9 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
     doc.key("backoff_ms", range(c.backoff_ms));
     doc.key("safety_margin_ms", int(c.safety_margin_ms));
     doc.key("validity_check", boolean(c.validity_check));
+    if !c.cleanup.is_none() {
+        doc.key("cleanup", string(c.cleanup.as_str()));
+    }
     knobs(doc, &c.knobs);
 }
 

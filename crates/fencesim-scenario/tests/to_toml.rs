@@ -503,6 +503,7 @@ release = "compare-and-delete"
 mode = "fenced"
 keys = ["register"]
 check = "atomic"
+tokenless = "reject"
 
 [[clients]]
 name = "client-1"

@@ -31,8 +31,16 @@ pub enum Message {
         /// The value.
         value: String,
     },
-    /// The resource's answer.
+    /// The resource's answer (to a write or a delete).
     WriteReply(WriteOutcome),
+    /// Delete `key`, under `token` or (a cleanup that goes around the fence) none. It travels
+    /// as a `write`: a mutation of the resource, held by the same faults.
+    Delete {
+        /// The key.
+        key: String,
+        /// The fencing token, if the cleanup presents one.
+        token: Option<u64>,
+    },
     /// A message of a design on the design API (`fencesim-design`), carried unchanged.
     Design(DesignBody),
     /// A local signal, never sent over the network: the node's clock was changed by a fault,
@@ -56,7 +64,7 @@ impl Message {
             Message::Deregister { .. } => MessageKind::Release,
             Message::Read { .. } => MessageKind::Read,
             Message::ReadReply(_) => MessageKind::ReadReply,
-            Message::Write { .. } => MessageKind::Write,
+            Message::Write { .. } | Message::Delete { .. } => MessageKind::Write,
             Message::WriteReply(_) => MessageKind::WriteReply,
             Message::Design(body) => body.kind(),
             Message::ClockChanged => panic!("a local signal has no network kind"),

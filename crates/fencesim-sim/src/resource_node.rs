@@ -54,6 +54,10 @@ pub(crate) async fn run<R: FencedResource>(world: Arc<World>, store: Arc<Mutex<R
                     }
                 }
             }
+            Message::Delete { key, token } => {
+                let outcome = lock(&store).delete(key, *token);
+                reply(&world, &env, outcome).await;
+            }
             // Not addressed to a resource (or a clock signal): nothing to do.
             _ => {}
         }
@@ -65,11 +69,13 @@ fn lock<R>(store: &Mutex<R>) -> MutexGuard<'_, R> {
     store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Record the write in `env` decided as `outcome` as an `accept` or `reject` event, reply,
-/// and pass the safepoint after it.
+/// Record the mutation in `env` (a write or a delete) decided as `outcome` as an `accept` or
+/// `reject` event, reply, and pass the safepoint after it.
 async fn reply(world: &Arc<World>, env: &Envelope, outcome: WriteOutcome) {
-    let Message::Write { key, token, .. } = &env.body else {
-        return;
+    let (key, token, detail) = match &env.body {
+        Message::Write { key, token, .. } => (key, Some(*token), None),
+        Message::Delete { key, token } => (key, *token, Some("delete".to_owned())),
+        _ => return,
     };
     let (kind, highest, event) = match outcome {
         WriteOutcome::Accepted { highest } => (EventKind::Accept, highest, NodeEvent::Accept),
@@ -79,9 +85,10 @@ async fn reply(world: &Arc<World>, env: &Envelope, outcome: WriteOutcome) {
         node: NODE.into(),
         key: Some(key.as_str().into()),
         holder: Some((&*env.src).into()),
-        token: Some(*token),
+        token,
         highest: Some(highest),
         op: env.op,
+        detail,
         ..Event::new(kind)
     });
     world.net.send(

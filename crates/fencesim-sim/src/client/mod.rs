@@ -20,7 +20,7 @@ use std::time::Duration;
 use fencesim_design::WriteOutcome;
 use fencesim_design::{ClientInfo, ClientProtocol};
 use fencesim_history::{Op, OpFn, OpType};
-use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
+use fencesim_scenario::{Cleanup, ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -148,6 +148,9 @@ impl<P: ClientProtocol> Client<P> {
             return;
         }
         self.write(token, cycle).await;
+        if !self.spec.cleanup.is_none() {
+            self.cleanup(token).await;
+        }
         self.protocol_release(token).await;
     }
 
@@ -219,6 +222,32 @@ impl<P: ClientProtocol> Client<P> {
         self.safepoint(When::After, NodeEvent::Write).await;
     }
 
+    /// A job's cleanup after its write: delete the key, with the lease's token if the cleanup
+    /// is fenced, without one if it goes around the fence. Whatever the write's outcome, as a
+    /// `finally` block runs.
+    async fn cleanup(&mut self, token: u64) {
+        let token = (self.spec.cleanup == Cleanup::Fenced).then_some(token);
+        let op = self.template(OpFn::Delete, token, None);
+        let body = Message::Delete {
+            key: self.spec.key.clone(),
+            token,
+        };
+        match self.call(&op, body).await {
+            Some(Message::WriteReply(WriteOutcome::Accepted { .. })) => {
+                self.complete(&op, OpType::Ok, |_| {})
+            }
+            Some(Message::WriteReply(WriteOutcome::Rejected { presented, highest })) => {
+                let error = match presented {
+                    0 => format!("a delete without a token: highest accepted is {highest}"),
+                    _ => format!("stale token {presented}: highest accepted is {highest}"),
+                };
+                self.complete(&op, OpType::Fail, |o| o.error = Some(error));
+            }
+            Some(other) => unreachable!("delete answered with {other:?}"),
+            None => {}
+        }
+    }
+
     /// Record the invoke, send the request to the resource and wait for its reply. On timeout,
     /// record `info`, retire the process and return `None`. Late replies to earlier requests
     /// are skipped.
@@ -251,7 +280,9 @@ impl<P: ClientProtocol> Client<P> {
                 (Some(self.spec.lock.as_str().into()), None)
             }
             // The simulated clients never compare-and-set; a cas would be on the key too.
-            OpFn::Read | OpFn::Write | OpFn::Cas => (None, Some(self.spec.key.as_str().into())),
+            OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => {
+                (None, Some(self.spec.key.as_str().into()))
+            }
         };
         OpTemplate {
             process: self.process,
