@@ -68,6 +68,8 @@ pub(crate) async fn run<N: LockNode>(
             rng: None,
         },
         applying: None,
+        decided: Vec::new(),
+        watched: world.nemesis.watches(&name),
     };
     let mut node = run.call(|ctx| N::start(&config, begin, ctx));
     // A start decides nothing a fault could be triggered by.
@@ -138,6 +140,11 @@ struct NodeRun<'a, N: LockNode> {
     /// The log entry whose events were last applied here, and whether this replica was the
     /// first to apply it (so records its events).
     applying: Option<(u64, bool)>,
+    /// The safepoint events of the decisions applied and not yet passed (kept for its room).
+    decided: Vec<NodeEvent>,
+    /// Whether an event-triggered fault watches this node: if not, its safepoints do nothing
+    /// and are skipped.
+    watched: bool,
 }
 
 /// A node's random numbers: its own stream per start, made at the first draw (most designs'
@@ -173,15 +180,19 @@ impl<N: LockNode> NodeRun<'_, N> {
         handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R,
     ) -> R {
         let result = self.call(handler);
-        self.apply_and_pass().await;
+        if self.apply() {
+            self.pass().await;
+        }
         result
     }
 
     /// Hand the node one message of its design, between its safepoints: before it by its
     /// kind, then due work, the handler, and due work again.
     async fn handle(&mut self, node: &mut N, origin: Origin, msg: N::Msg) {
-        if let Some(event) = before_event(msg.kind()) {
-            Nemesis::safepoint(self.world, self.name, When::Before, event).await;
+        if self.watched {
+            if let Some(event) = before_event(msg.kind()) {
+                Nemesis::safepoint(self.world, self.name, When::Before, event).await;
+            }
         }
         self.settle(node).await;
         self.step(|ctx| node.on_message(&origin, msg, ctx)).await;
@@ -194,7 +205,9 @@ impl<N: LockNode> NodeRun<'_, N> {
     async fn settle(&mut self, node: &mut N) {
         loop {
             let more = self.call(|ctx| node.settle(ctx));
-            self.apply_and_pass().await;
+            if self.apply() {
+                self.pass().await;
+            }
             if !more {
                 return;
             }
@@ -217,19 +230,23 @@ impl<N: LockNode> NodeRun<'_, N> {
         });
     }
 
-    /// Apply the pending effects, then pass the `after` safepoint of each decision, in order.
-    async fn apply_and_pass(&mut self) {
-        for event in self.apply() {
+    /// Pass the `after` safepoint of each decision [`NodeRun::apply`] kept, in order.
+    async fn pass(&mut self) {
+        let mut decided = std::mem::take(&mut self.decided);
+        for event in decided.drain(..) {
             Nemesis::safepoint(self.world, self.name, When::After, event).await;
         }
+        self.decided = decided;
     }
 
-    /// Apply the pending effects in order; returns the safepoint events of the decisions.
-    fn apply(&mut self) -> Vec<NodeEvent> {
-        let mut decided = Vec::new();
+    /// Apply the pending effects in order, keeping the safepoint events of the decisions in
+    /// `decided` if the node is watched; true if there are any to pass.
+    fn apply(&mut self) -> bool {
         if self.effects.is_empty() {
-            return decided; // most settle calls: nothing to drain
+            return false; // most settle calls: nothing to drain
         }
+        let decided = &mut self.decided;
+        let watched = self.watched;
         let (world, name) = (self.world, self.name);
         for effect in self.effects.drain(..) {
             match effect {
@@ -254,7 +271,9 @@ impl<N: LockNode> NodeRun<'_, N> {
                 NodeEffect::Sync => self.disk.lock().sync(true_ns()),
                 NodeEffect::Record(event) => {
                     if first_to_apply(world, &mut self.applying, &event) {
-                        decided.extend(safepoint_after(event.kind));
+                        if watched {
+                            decided.extend(safepoint_after(event.kind));
+                        }
                         record(world, name, event, N::FOLLOWS_LEASES);
                     }
                 }
@@ -263,7 +282,11 @@ impl<N: LockNode> NodeRun<'_, N> {
                         record(world, name, event, N::FOLLOWS_LEASES);
                     }
                 }
-                NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
+                NodeEffect::Decided(kind) => {
+                    if watched {
+                        decided.extend(safepoint_after(kind));
+                    }
+                }
                 NodeEffect::Leads { term, detail } => {
                     world.set_leader(term, name);
                     if let Some(detail) = detail {
@@ -282,7 +305,7 @@ impl<N: LockNode> NodeRun<'_, N> {
                 } => world.hand_over_leases([&from, &to, name], &kept, &reason),
             }
         }
-        decided
+        !decided.is_empty()
     }
 }
 
