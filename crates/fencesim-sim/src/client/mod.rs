@@ -270,14 +270,6 @@ impl<P: ClientProtocol> Client<P> {
         self.world.op(record);
     }
 
-    /// Believe the lease with `token` valid until `until_ms` on the monotonic clock (or until
-    /// told otherwise when the client does not check validity).
-    fn believe_until(&self, token: u64, until_ms: i64) {
-        let until = self.spec.validity_check.then_some(until_ms);
-        self.world
-            .believe(&self.spec.name, &self.spec.lock, token, until);
-    }
-
     async fn backoff(&mut self) {
         let b = self.spec.backoff_ms;
         let ms = self.rng.gen_range(b.min_ms..=b.max_ms);

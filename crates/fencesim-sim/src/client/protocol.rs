@@ -11,8 +11,10 @@
 use fencesim_design::{
     ClientCtx, ClientEffect, ClientEnv, ClientProtocol, LockOp, Now, OpResult, RequestId, TimerId,
 };
+use std::sync::Arc;
+
 use fencesim_history::{OpFn, OpType};
-use fencesim_scenario::NodeEvent;
+use fencesim_scenario::{ClientSpec, NodeEvent};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -52,11 +54,19 @@ impl ClientEnv for Env<'_> {
     }
 }
 
-/// How an operation ended.
+/// How an operation ended (its result as recorded; the error text went to the history).
 #[derive(Debug, Default)]
 struct Ended {
-    result: Option<OpResult>,
+    result: Option<Outcome>,
     lost: bool,
+}
+
+/// The result of an operation, without its error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Ok(Option<u64>),
+    Failed,
+    Unknown,
 }
 
 /// The protocol's side of the client: the protocol, its requests in flight and its timers.
@@ -68,7 +78,6 @@ pub(crate) struct ProtocolState<P: ClientProtocol> {
     requests: Vec<(u64, RequestId)>,
     last_request: u64,
     timers: crate::design_timers::Timers,
-    effects: Vec<ClientEffect<P::Msg>>,
 }
 
 impl<P: ClientProtocol> ProtocolState<P> {
@@ -80,7 +89,6 @@ impl<P: ClientProtocol> ProtocolState<P> {
             requests: Vec::new(),
             last_request: 0,
             timers: Default::default(),
-            effects: Vec::new(),
         }
     }
 }
@@ -94,11 +102,11 @@ impl<P: ClientProtocol> Client<P> {
             let invoke = self.world.op(op.record(OpType::Invoke));
             let ended = self.protocol_op(LockOp::Acquire, &op, invoke).await;
             match ended.result {
-                Some(OpResult::Ok { token: Some(token) }) => {
+                Some(Outcome::Ok(Some(token))) => {
                     self.safepoint(When::After, NodeEvent::Grant).await;
                     return token;
                 }
-                Some(OpResult::Ok { token: None }) => {
+                Some(Outcome::Ok(None)) => {
                     panic!("the design's client protocol completed an acquire with no token")
                 }
                 _ => self.backoff().await,
@@ -140,7 +148,8 @@ impl<P: ClientProtocol> Client<P> {
                 }
                 continue;
             };
-            if deadline_ns <= true_ns() {
+            let now_ns = true_ns();
+            if deadline_ns <= now_ns {
                 // A message already waiting comes before a due timer.
                 match self.inbox.try_recv() {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
@@ -153,21 +162,23 @@ impl<P: ClientProtocol> Client<P> {
                 }
                 continue;
             }
-            self.wait_until(deadline_ns, tpl, invoke, &mut ended).await;
+            self.wait_until(deadline_ns, now_ns, tpl, invoke, &mut ended).await;
         }
         ended
     }
 
     /// Deliver messages until `deadline_ns`, the operation's completion, or a change of the
-    /// earliest timer, whichever comes first; at the deadline, fire that timer.
+    /// earliest timer, whichever comes first; at the deadline, fire that timer. `now_ns` is the
+    /// true time now.
     async fn wait_until(
         &mut self,
         deadline_ns: u64,
+        now_ns: u64,
         tpl: &OpTemplate,
         invoke: u64,
         ended: &mut Ended,
     ) {
-        let left = std::time::Duration::from_nanos(deadline_ns - true_ns());
+        let left = std::time::Duration::from_nanos(deadline_ns - now_ns);
         // The same alarm (a clone shares it), so the wait can lend `self` to the protocol.
         let alarm = self.alarm.clone();
         let waited = alarm
@@ -187,11 +198,7 @@ impl<P: ClientProtocol> Client<P> {
         match waited {
             Ok(true) => {}
             // The inbox is gone: the simulation is ending.
-            Ok(false) => {
-                ended.result = Some(OpResult::Unknown {
-                    error: "shut down".into(),
-                })
-            }
+            Ok(false) => ended.result = Some(Outcome::Unknown),
             Err(_elapsed) => {
                 let due = self.protocol.timers.pop_due();
                 if let Some(id) = due {
@@ -229,77 +236,95 @@ impl<P: ClientProtocol> Client<P> {
         self.feed(input, tpl, invoke, ended);
     }
 
-    /// Call the protocol with `input` and apply its effects in order.
+    /// Call the protocol with `input`, applying its effects in the order it pushes them (as
+    /// it pushes them: nothing the protocol can see changes when one is applied, since it reads
+    /// only its clocks, read once per call, and its own seeded stream).
     fn feed(&mut self, input: Input<P::Msg>, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
-        let state = &mut self.protocol;
-        let mut effects = std::mem::take(&mut state.effects);
+        let Client {
+            world,
+            spec,
+            rng,
+            process,
+            protocol: state,
+            keepalive_stopped,
+            granted_from_queue,
+            ..
+        } = self;
+        let ProtocolState {
+            protocol,
+            service_nodes,
+            requests,
+            last_request,
+            timers,
+        } = state;
+        let world: &Arc<World> = world;
+        let spec: &ClientSpec = spec;
+        let name = spec.name.as_str();
         let mut env = Env {
-            world: &self.world,
-            name: &self.spec.name,
-            rng: &mut self.rng,
+            world,
+            name,
+            rng,
             now: std::cell::Cell::new(None),
         };
-        let mut push = |effect| effects.push(effect);
-        let mut ctx = ClientCtx::new(&mut push, &mut state.last_request, &mut env);
-        let protocol = &mut state.protocol;
+        // True time, read at the first timer set (one instant throughout the call).
+        let mut now_ns = None;
+        let mut apply = |effect: ClientEffect<P::Msg>| match effect {
+            ClientEffect::Request { id, node, msg } => {
+                let to = &service_nodes[node];
+                let net_id = world
+                    .net
+                    .send(name, to, None, Some(invoke), Message::design(msg));
+                requests.push((net_id, id));
+            }
+            ClientEffect::Send { node, msg } => {
+                let to = &service_nodes[node];
+                world
+                    .net
+                    .send(name, to, None, Some(invoke), Message::design(msg));
+            }
+            ClientEffect::SetTimer { id, after_ms } => {
+                let now = *now_ns.get_or_insert_with(true_ns);
+                timers.set_from(now, id, after_ms);
+            }
+            ClientEffect::CancelTimer(id) => timers.cancel(id),
+            ClientEffect::Complete(result) => {
+                let (op_type, token, error, outcome) = match result {
+                    OpResult::Ok { token } => (OpType::Ok, token, None, Outcome::Ok(token)),
+                    OpResult::Fail { error } => (OpType::Fail, None, Some(error), Outcome::Failed),
+                    OpResult::Unknown { error } => {
+                        (OpType::Info, None, Some(error), Outcome::Unknown)
+                    }
+                };
+                let mut record = tpl.record(op_type);
+                if token.is_some() {
+                    record.token = token;
+                }
+                record.error = error;
+                world.op(record);
+                if op_type == OpType::Info {
+                    *process = world.new_process();
+                }
+                ended.result = Some(outcome);
+            }
+            ClientEffect::Believe { token, until_ms } => {
+                // Valid until `until_ms` on the monotonic clock, or until told otherwise when
+                // the client does not check validity.
+                let until = spec.validity_check.then_some(until_ms);
+                world.believe(name, &spec.lock, token, until);
+            }
+            ClientEffect::Lost { reason } => {
+                world.end_belief(name, &reason);
+                ended.lost = true;
+            }
+            ClientEffect::RenewNow => *granted_from_queue = true,
+            ClientEffect::StopRenewing => *keepalive_stopped = true,
+        };
+        let mut ctx = ClientCtx::new(&mut apply, last_request, &mut env);
         match input {
             Input::Begin(op) => protocol.begin(op, &mut ctx),
             Input::Reply(id, msg) => protocol.on_reply(id, msg, &mut ctx),
             Input::Message(from, msg) => protocol.on_message(&from, msg, &mut ctx),
             Input::Timer(id) => protocol.on_timer(id, &mut ctx),
-        }
-        for effect in effects.drain(..) {
-            self.apply(effect, tpl, invoke, ended);
-        }
-        self.protocol.effects = effects;
-    }
-
-    fn apply(
-        &mut self,
-        effect: ClientEffect<P::Msg>,
-        tpl: &OpTemplate,
-        invoke: u64,
-        ended: &mut Ended,
-    ) {
-        let name = &self.spec.name;
-        match effect {
-            ClientEffect::Request { id, node, msg } => {
-                let to = &self.protocol.service_nodes[node];
-                let body = Message::design(msg);
-                let net_id = self.world.net.send(name, to, None, Some(invoke), body);
-                self.protocol.requests.push((net_id, id));
-            }
-            ClientEffect::Send { node, msg } => {
-                let to = &self.protocol.service_nodes[node];
-                let body = Message::design(msg);
-                self.world.net.send(name, to, None, Some(invoke), body);
-            }
-            ClientEffect::SetTimer { id, after_ms } => self.protocol.timers.set(id, after_ms),
-            ClientEffect::CancelTimer(id) => self.protocol.timers.cancel(id),
-            ClientEffect::Complete(result) => {
-                match &result {
-                    OpResult::Ok { token } => self.complete(tpl, OpType::Ok, |o| {
-                        if token.is_some() {
-                            o.token = *token;
-                        }
-                    }),
-                    OpResult::Fail { error } => {
-                        self.complete(tpl, OpType::Fail, |o| o.error = Some(error.clone()))
-                    }
-                    OpResult::Unknown { error } => {
-                        self.complete(tpl, OpType::Info, |o| o.error = Some(error.clone()));
-                        self.process = self.world.new_process();
-                    }
-                }
-                ended.result = Some(result);
-            }
-            ClientEffect::Believe { token, until_ms } => self.believe_until(token, until_ms),
-            ClientEffect::Lost { reason } => {
-                self.world.end_belief(&self.spec.name, &reason);
-                ended.lost = true;
-            }
-            ClientEffect::RenewNow => self.granted_from_queue = true,
-            ClientEffect::StopRenewing => self.keepalive_stopped = true,
         }
     }
 }
