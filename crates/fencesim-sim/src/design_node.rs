@@ -23,7 +23,7 @@ use fencesim_scenario::NodeEvent;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::design_body::DesignBody;
+use crate::design_body::Boxes;
 use crate::design_timers::{Timers, Wake};
 use crate::disk::NodeDisk;
 use crate::message::Message;
@@ -69,6 +69,7 @@ pub(crate) async fn run<N: LockNode>(
         },
         applying: None,
         decided: Vec::new(),
+        boxes: Boxes::default(),
         watched: world.nemesis.watches(&name),
     };
     let mut node = run.call(|ctx| N::start(&config, begin, ctx));
@@ -100,7 +101,7 @@ pub(crate) async fn run<N: LockNode>(
             src, id, op, body, ..
         } = *env;
         let msg = match body {
-            Message::Design(body) => match DesignBody::downcast::<N::Msg>(body) {
+            Message::Design(body) => match run.boxes.open(body) {
                 Some(msg) if node.serving() => msg,
                 _ => continue,
             },
@@ -142,6 +143,8 @@ struct NodeRun<'a, N: LockNode> {
     applying: Option<(u64, bool)>,
     /// The safepoint events of the decisions applied and not yet passed (kept for its room).
     decided: Vec<NodeEvent>,
+    /// The boxes of the messages it received, for those it sends.
+    boxes: Boxes<N::Msg>,
     /// Whether an event-triggered fault watches this node: if not, its safepoints do nothing
     /// and are skipped.
     watched: bool,
@@ -251,16 +254,17 @@ impl<N: LockNode> NodeRun<'_, N> {
         for effect in self.effects.drain(..) {
             match effect {
                 NodeEffect::Send { to, msg } => {
-                    world.net.send(name, &to, None, None, Message::design(msg));
+                    let body = Message::Design(self.boxes.wrap(msg));
+                    world.net.send(name, &to, None, None, body);
                 }
                 NodeEffect::Reply { origin, msg } => {
                     let (to, reply_to, op) = (origin.from(), Some(origin.id()), origin.op());
-                    world.net.send(name, to, reply_to, op, Message::design(msg));
+                    let body = Message::Design(self.boxes.wrap(msg));
+                    world.net.send(name, to, reply_to, op, body);
                 }
                 NodeEffect::Notify { origin, msg } => {
-                    world
-                        .net
-                        .send(name, origin.from(), None, origin.op(), Message::design(msg));
+                    let body = Message::Design(self.boxes.wrap(msg));
+                    world.net.send(name, origin.from(), None, origin.op(), body);
                 }
                 NodeEffect::SetTimer { id, after_ms } => self.timers.set(id, after_ms),
                 NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),

@@ -19,6 +19,7 @@ use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::Client;
+use crate::design_body::Boxes;
 use crate::message::Message;
 use crate::nemesis::When;
 use crate::recorder::true_ns;
@@ -78,6 +79,8 @@ pub(crate) struct ProtocolState<P: ClientProtocol> {
     requests: Vec<(u64, RequestId)>,
     last_request: u64,
     timers: crate::design_timers::Timers,
+    /// The boxes of the messages it received, for those it sends.
+    boxes: Boxes<P::Msg>,
 }
 
 impl<P: ClientProtocol> ProtocolState<P> {
@@ -89,6 +92,7 @@ impl<P: ClientProtocol> ProtocolState<P> {
             requests: Vec::new(),
             last_request: 0,
             timers: Default::default(),
+            boxes: Boxes::default(),
         }
     }
 }
@@ -220,7 +224,7 @@ impl<P: ClientProtocol> Client<P> {
         let Message::Design(body) = body else {
             return;
         };
-        let Some(msg) = body.downcast::<P::Msg>() else {
+        let Some(msg) = self.protocol.boxes.open(body) else {
             return; // another design's message: not for this client
         };
         let input = match reply_to {
@@ -256,6 +260,7 @@ impl<P: ClientProtocol> Client<P> {
             requests,
             last_request,
             timers,
+            boxes,
         } = state;
         let world: &Arc<World> = world;
         let spec: &ClientSpec = spec;
@@ -271,16 +276,14 @@ impl<P: ClientProtocol> Client<P> {
         let mut apply = |effect: ClientEffect<P::Msg>| match effect {
             ClientEffect::Request { id, node, msg } => {
                 let to = &service_nodes[node];
-                let net_id = world
-                    .net
-                    .send(name, to, None, Some(invoke), Message::design(msg));
+                let body = Message::Design(boxes.wrap(msg));
+                let net_id = world.net.send(name, to, None, Some(invoke), body);
                 requests.push((net_id, id));
             }
             ClientEffect::Send { node, msg } => {
                 let to = &service_nodes[node];
-                world
-                    .net
-                    .send(name, to, None, Some(invoke), Message::design(msg));
+                let body = Message::Design(boxes.wrap(msg));
+                world.net.send(name, to, None, Some(invoke), body);
             }
             ClientEffect::SetTimer { id, after_ms } => {
                 let now = *now_ns.get_or_insert_with(true_ns);
