@@ -16,8 +16,6 @@ use fencesim_design::{DesignMessage, MessageKind};
 trait Payload: Any + Send + Sync {
     fn kind(&self) -> MessageKind;
     fn clone_box(&self) -> Box<dyn Payload>;
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
-    fn as_any(&self) -> &dyn Any;
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result;
 }
 
@@ -28,14 +26,6 @@ impl<M: DesignMessage> Payload for Option<M> {
 
     fn clone_box(&self) -> Box<dyn Payload> {
         Box::new(self.clone())
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -62,13 +52,14 @@ impl DesignBody {
 
     /// The message as design `M`'s, or `None` if it is another design's.
     pub fn downcast<M: DesignMessage>(self) -> Option<M> {
-        let boxed = self.0.into_any().downcast::<Option<M>>().ok()?;
-        *boxed
+        let any: Box<dyn Any> = self.0;
+        *any.downcast::<Option<M>>().ok()?
     }
 
     /// A look at the message as design `M`'s, or `None` if it is another design's.
     pub fn downcast_ref<M: DesignMessage>(&self) -> Option<&M> {
-        self.0.as_any().downcast_ref::<Option<M>>()?.as_ref()
+        let any: &dyn Any = &*self.0;
+        any.downcast_ref::<Option<M>>()?.as_ref()
     }
 }
 
@@ -111,7 +102,8 @@ impl<M: DesignMessage> Boxes<M> {
 
     /// The message as design `M`'s, or `None` if it is another design's; its box is kept.
     pub fn open(&mut self, body: DesignBody) -> Option<M> {
-        let mut boxed = body.0.into_any().downcast::<Option<M>>().ok()?;
+        let any: Box<dyn Any> = body.0;
+        let mut boxed = any.downcast::<Option<M>>().ok()?;
         let msg = boxed.take();
         if self.0.len() < KEPT_BOXES {
             self.0.push(boxed);

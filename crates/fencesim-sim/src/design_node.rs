@@ -88,7 +88,16 @@ pub(crate) async fn run<N: LockNode>(
             continue;
         }
         run.resolve_timers();
-        let env = match run.timers.next(&alarm, &inbox).await {
+        // With no timer set (most nodes, most of the time), a plain wait for the next message.
+        let wake = if run.timers.is_empty() {
+            match inbox.recv().await {
+                Ok(env) => Wake::Message(env),
+                Err(_) => Wake::Closed,
+            }
+        } else {
+            run.timers.next(&alarm, &inbox).await
+        };
+        let env = match wake {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
                 run.step(|ctx| node.on_timer(id, ctx)).await;

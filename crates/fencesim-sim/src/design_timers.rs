@@ -70,6 +70,11 @@ impl Timers {
             .any(|(.., on_clock)| on_clock.is_some())
     }
 
+    /// Whether no timer is set.
+    pub fn is_empty(&self) -> bool {
+        self.deadlines.is_empty()
+    }
+
     /// Forget `id`.
     pub fn cancel(&mut self, id: TimerId) {
         self.deadlines.retain(|(t, ..)| *t != id);
