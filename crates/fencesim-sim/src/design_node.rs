@@ -23,6 +23,7 @@ use fencesim_scenario::NodeEvent;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::clock::ClockCache;
 use crate::design_body::Boxes;
 use crate::design_timers::{Timers, Wake};
 use crate::disk::NodeDisk;
@@ -70,6 +71,7 @@ pub(crate) async fn run<N: LockNode>(
         applying: None,
         decided: Vec::new(),
         boxes: Boxes::default(),
+        clock: ClockCache::default(),
         watched: world.nemesis.watches(&name),
     };
     let mut node = run.call(|ctx| N::start(&config, begin, ctx));
@@ -154,6 +156,8 @@ struct NodeRun<'a, N: LockNode> {
     decided: Vec<NodeEvent>,
     /// The boxes of the messages it received, for those it sends.
     boxes: Boxes<N::Msg>,
+    /// Its clocks as last read.
+    clock: ClockCache,
     /// Whether an event-triggered fault watches this node: if not, its safepoints do nothing
     /// and are skipped.
     watched: bool,
@@ -179,8 +183,8 @@ impl<N: LockNode> NodeRun<'_, N> {
     /// Call a handler with a fresh context (one instant of the node's clocks); its effects
     /// wait in `effects` for [`NodeRun::apply`].
     fn call<R>(&mut self, handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R) -> R {
-        let (world, name) = (self.world, self.name);
-        let clock = || world.now(name);
+        let (world, name, cache) = (self.world, self.name, &self.clock);
+        let clock = || world.now_cached(name, cache);
         let random = &mut self.random;
         let mut random = |low, high| random.range(low, high);
         handler(&mut NodeCtx::new(&clock, &mut self.effects).with_random(&mut random))
@@ -231,7 +235,7 @@ impl<N: LockNode> NodeRun<'_, N> {
         if !self.timers.has_clock_deadlines() {
             return;
         }
-        let clocks = self.world.clocks.get(self.name);
+        let clocks = self.world.clocks.get_cached(self.name, &self.clock);
         let now_ns = true_ns();
         self.timers.resolve(|Deadline { clock, at_ms }| {
             let clock = match clock {

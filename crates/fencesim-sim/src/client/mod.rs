@@ -24,6 +24,7 @@ use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::clock::ClockCache;
 use crate::mailbox::Inbox;
 use crate::message::Message;
 use crate::nemesis::{sleep_until_ms, Nemesis, When};
@@ -69,6 +70,7 @@ pub(crate) async fn run<P: ClientProtocol>(
         keepalive_stopped: false,
         granted_from_queue: false,
         alarm: Alarm::default(),
+        clock: ClockCache::default(),
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -109,6 +111,8 @@ struct Client<P: ClientProtocol> {
     granted_from_queue: bool,
     /// The timeouts of its requests (one madsim timer serves many short exchanges).
     alarm: Alarm,
+    /// Its clocks as last read, for its readings and records.
+    clock: ClockCache,
 }
 
 /// The reply to request `id`, skipping anything else that arrives first.
@@ -223,7 +227,7 @@ impl<P: ClientProtocol> Client<P> {
     /// record `info`, retire the process and return `None`. Late replies to earlier requests
     /// are skipped.
     async fn call(&mut self, op: &OpTemplate, body: Message) -> Option<Message> {
-        let invoke = self.world.op(op.record(OpType::Invoke));
+        let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
         let deadline_ns = true_ns() + self.spec.timeout_ms * 1_000_000;
         let id = self
             .world
@@ -267,7 +271,7 @@ impl<P: ClientProtocol> Client<P> {
     fn complete(&self, op: &OpTemplate, op_type: OpType, fill: impl FnOnce(&mut Op)) {
         let mut record = op.record(op_type);
         fill(&mut record);
-        self.world.op(record);
+        self.world.op_cached(record, &self.clock);
     }
 
     async fn backoff(&mut self) {

@@ -19,6 +19,7 @@ use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::Client;
+use crate::clock::ClockCache;
 use crate::design_body::Boxes;
 use crate::message::Message;
 use crate::nemesis::When;
@@ -38,6 +39,7 @@ enum Input<M> {
 struct Env<'a> {
     world: &'a World,
     name: &'a str,
+    clock: &'a ClockCache,
     rng: &'a mut Xoshiro256PlusPlus,
     /// The clocks, read at the first `now` of the call (one instant).
     now: std::cell::Cell<Option<Now>>,
@@ -45,7 +47,7 @@ struct Env<'a> {
 
 impl ClientEnv for Env<'_> {
     fn now(&self) -> Now {
-        let now = self.now.get().unwrap_or_else(|| self.world.now(self.name));
+        let now = self.now.get().unwrap_or_else(|| self.world.now_cached(self.name, self.clock));
         self.now.set(Some(now));
         now
     }
@@ -103,7 +105,7 @@ impl<P: ClientProtocol> Client<P> {
         loop {
             self.safepoint(When::Before, NodeEvent::Acquire).await;
             let op = self.template(OpFn::Acquire, None, None);
-            let invoke = self.world.op(op.record(OpType::Invoke));
+            let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
             let ended = self.protocol_op(LockOp::Acquire, &op, invoke).await;
             match ended.result {
                 Some(Outcome::Ok(Some(token))) => {
@@ -122,7 +124,7 @@ impl<P: ClientProtocol> Client<P> {
     pub(super) async fn protocol_renew(&mut self, token: u64) -> bool {
         self.safepoint(When::Before, NodeEvent::Renew).await;
         let op = self.template(OpFn::Renew, Some(token), None);
-        let invoke = self.world.op(op.record(OpType::Invoke));
+        let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
         let ended = self.protocol_op(LockOp::Renew { token }, &op, invoke).await;
         self.safepoint(When::After, NodeEvent::Renew).await;
         !ended.lost
@@ -133,7 +135,7 @@ impl<P: ClientProtocol> Client<P> {
         self.safepoint(When::Before, NodeEvent::Release).await;
         self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
-        let invoke = self.world.op(op.record(OpType::Invoke));
+        let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
         self.protocol_op(LockOp::Release { token }, &op, invoke)
             .await;
         self.safepoint(When::After, NodeEvent::Release).await;
@@ -252,6 +254,7 @@ impl<P: ClientProtocol> Client<P> {
             protocol: state,
             keepalive_stopped,
             granted_from_queue,
+            clock,
             ..
         } = self;
         let ProtocolState {
@@ -265,9 +268,11 @@ impl<P: ClientProtocol> Client<P> {
         let world: &Arc<World> = world;
         let spec: &ClientSpec = spec;
         let name = spec.name.as_str();
+        let clock: &ClockCache = clock;
         let mut env = Env {
             world,
             name,
+            clock,
             rng,
             now: std::cell::Cell::new(None),
         };
@@ -303,7 +308,7 @@ impl<P: ClientProtocol> Client<P> {
                     record.token = token;
                 }
                 record.error = error;
-                world.op(record);
+                world.op_cached(record, clock);
                 if op_type == OpType::Info {
                     *process = world.new_process();
                 }
