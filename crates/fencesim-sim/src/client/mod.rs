@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use fencesim_design::WriteOutcome;
 use fencesim_design::{ClientInfo, ClientProtocol};
-use fencesim_history::{Op, OpFn, OpType};
+use fencesim_history::{Name, Op, OpFn, OpType};
 use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -59,6 +59,11 @@ pub(crate) async fn run<P: ClientProtocol>(
     let service_nodes = world.lease_nodes();
     let info = client_info(&spec, incarnation, &service_nodes);
     let protocol = protocol(&world.scenario, &spec, info);
+    let names = Names {
+        node: spec.name.as_str().into(),
+        lock: spec.lock.as_str().into(),
+        key: spec.key.as_str().into(),
+    };
     let mut client = Client {
         world,
         spec,
@@ -71,6 +76,7 @@ pub(crate) async fn run<P: ClientProtocol>(
         granted_from_queue: false,
         alarm: Alarm::default(),
         clock: ClockCache::default(),
+        names,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -113,6 +119,15 @@ struct Client<P: ClientProtocol> {
     alarm: Alarm,
     /// Its clocks as last read, for its readings and records.
     clock: ClockCache,
+    /// Its name, lock and key as its records name them (made once, cloned per record).
+    names: Names,
+}
+
+/// A client's names in its records.
+struct Names {
+    node: Name,
+    lock: Name,
+    key: Name,
 }
 
 /// The reply to request `id`, skipping anything else that arrives first.
@@ -250,16 +265,15 @@ impl<P: ClientProtocol> Client<P> {
     }
 
     fn template(&self, f: OpFn, token: Option<u64>, value: Option<String>) -> OpTemplate {
+        let names = &self.names;
         let (lock, key) = match f {
-            OpFn::Acquire | OpFn::Renew | OpFn::Release => {
-                (Some(self.spec.lock.as_str().into()), None)
-            }
+            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(names.lock.clone()), None),
             // The simulated clients never compare-and-set; a cas would be on the key too.
-            OpFn::Read | OpFn::Write | OpFn::Cas => (None, Some(self.spec.key.as_str().into())),
+            OpFn::Read | OpFn::Write | OpFn::Cas => (None, Some(names.key.clone())),
         };
         OpTemplate {
             process: self.process,
-            node: self.spec.name.as_str().into(),
+            node: names.node.clone(),
             f,
             lock,
             key,
