@@ -232,8 +232,12 @@ impl World {
 
     /// Node `node`'s clocks now, as a design reads them; `cache` keeps them (the node's own).
     pub fn now_cached(&self, node: &str, cache: &ClockCache) -> Now {
+        self.now_at(node, cache, true_ns())
+    }
+
+    /// [`World::now_cached`] at true time `now_ns` (now, read by the caller).
+    pub fn now_at(&self, node: &str, cache: &ClockCache, now_ns: u64) -> Now {
         let clocks = self.clocks.get_cached(node, cache);
-        let now_ns = true_ns();
         Now {
             mono_ms: clocks.mono.read_ms(now_ns),
             wall_ms: clocks.wall.read_ms(now_ns),

@@ -11,6 +11,7 @@
 use fencesim_design::{
     ClientCtx, ClientEffect, ClientEnv, ClientProtocol, LockOp, Now, OpResult, RequestId, TimerId,
 };
+use std::cell::Cell;
 use std::sync::Arc;
 
 use fencesim_history::{OpFn, OpType};
@@ -41,13 +42,25 @@ struct Env<'a> {
     name: &'a str,
     clock: &'a ClockCache,
     rng: &'a mut Xoshiro256PlusPlus,
-    /// The clocks, read at the first `now` of the call (one instant).
-    now: std::cell::Cell<Option<Now>>,
+    /// True time, read at the first `now` or timer of the call (one instant).
+    now_ns: &'a Cell<Option<u64>>,
+    /// The clocks, read at the first `now` of the call.
+    now: Cell<Option<Now>>,
+}
+
+/// True time from `cell`, read into it if it has none yet.
+fn true_ns_in(cell: &Cell<Option<u64>>) -> u64 {
+    let now_ns = cell.get().unwrap_or_else(true_ns);
+    cell.set(Some(now_ns));
+    now_ns
 }
 
 impl ClientEnv for Env<'_> {
     fn now(&self) -> Now {
-        let now = self.now.get().unwrap_or_else(|| self.world.now_cached(self.name, self.clock));
+        let now = self.now.get().unwrap_or_else(|| {
+            let now_ns = true_ns_in(self.now_ns);
+            self.world.now_at(self.name, self.clock, now_ns)
+        });
         self.now.set(Some(now));
         now
     }
@@ -145,8 +158,10 @@ impl<P: ClientProtocol> Client<P> {
     async fn protocol_op(&mut self, op: LockOp, tpl: &OpTemplate, invoke: u64) -> Ended {
         let mut ended = Ended::default();
         self.protocol.requests.clear();
-        self.feed(Input::Begin(op), tpl, invoke, &mut ended);
+        // The true time the call read, if it did: nothing has waited since.
+        let mut read_ns = self.feed(Input::Begin(op), tpl, invoke, &mut ended);
         while ended.result.is_none() {
+            let known_ns = read_ns.take();
             let Some((deadline_ns, _)) = self.protocol.timers.earliest() else {
                 match self.inbox.recv().await {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
@@ -154,7 +169,7 @@ impl<P: ClientProtocol> Client<P> {
                 }
                 continue;
             };
-            let now_ns = true_ns();
+            let now_ns = known_ns.unwrap_or_else(true_ns);
             if deadline_ns <= now_ns {
                 // A message already waiting comes before a due timer.
                 match self.inbox.try_recv() {
@@ -245,7 +260,14 @@ impl<P: ClientProtocol> Client<P> {
     /// Call the protocol with `input`, applying its effects in the order it pushes them (as
     /// it pushes them: nothing the protocol can see changes when one is applied, since it reads
     /// only its clocks, read once per call, and its own seeded stream).
-    fn feed(&mut self, input: Input<P::Msg>, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
+    /// Returns the true time the call read, if it read it.
+    fn feed(
+        &mut self,
+        input: Input<P::Msg>,
+        tpl: &OpTemplate,
+        invoke: u64,
+        ended: &mut Ended,
+    ) -> Option<u64> {
         let Client {
             world,
             spec,
@@ -269,15 +291,16 @@ impl<P: ClientProtocol> Client<P> {
         let spec: &ClientSpec = spec;
         let name = spec.name.as_str();
         let clock: &ClockCache = clock;
+        // True time, read at the first `now` or timer set (one instant throughout the call).
+        let now_ns = Cell::new(None);
         let mut env = Env {
             world,
             name,
             clock,
             rng,
-            now: std::cell::Cell::new(None),
+            now_ns: &now_ns,
+            now: Cell::new(None),
         };
-        // True time, read at the first timer set (one instant throughout the call).
-        let mut now_ns = None;
         let mut apply = |effect: ClientEffect<P::Msg>| match effect {
             ClientEffect::Request { id, node, msg } => {
                 let to = &service_nodes[node];
@@ -291,8 +314,7 @@ impl<P: ClientProtocol> Client<P> {
                 world.net.send(name, to, None, Some(invoke), body);
             }
             ClientEffect::SetTimer { id, after_ms } => {
-                let now = *now_ns.get_or_insert_with(true_ns);
-                timers.set_from(now, id, after_ms);
+                timers.set_from(true_ns_in(&now_ns), id, after_ms);
             }
             ClientEffect::CancelTimer(id) => timers.cancel(id),
             ClientEffect::Complete(result) => {
@@ -334,5 +356,6 @@ impl<P: ClientProtocol> Client<P> {
             Input::Message(from, msg) => protocol.on_message(&from, msg, &mut ctx),
             Input::Timer(id) => protocol.on_timer(id, &mut ctx),
         }
+        now_ns.get()
     }
 }
