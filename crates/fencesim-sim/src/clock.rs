@@ -8,8 +8,9 @@
 //! and clients for their view of their lease, which is what makes clock faults bite (Kleppmann
 //! 2016; Jepsen's clock nemesis).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 const PPM: i128 = 1_000_000;
@@ -108,15 +109,21 @@ pub struct NodeClock {
 #[derive(Debug, Default)]
 pub struct Clocks {
     nodes: Mutex<BTreeMap<String, NodeClock>>,
-    /// Whether any clock was ever changed: until then every node reads true time, and a
-    /// reading (at every record) needs neither the lock nor the lookup.
-    changed: AtomicBool,
+    /// How many changes the table has seen. Until the first, every node reads true time, and a
+    /// reading (at every record) needs neither the lock nor the lookup; after it, a reader that
+    /// kept the clocks it last looked up ([`ClockCache`]) uses them again while this stays put.
+    generation: AtomicU64,
 }
+
+/// One node's clocks as last looked up, and the table's generation then: kept by a node's or
+/// client's task for its own readings ([`Clocks::get_cached`]).
+#[derive(Debug, Default)]
+pub struct ClockCache(Cell<(u64, NodeClock)>);
 
 impl Clocks {
     /// The clocks of `node`.
     pub fn get(&self, node: &str) -> NodeClock {
-        if !self.changed.load(Ordering::Relaxed) {
+        if self.generation.load(Ordering::Relaxed) == 0 {
             return NodeClock::default();
         }
         self.nodes
@@ -127,10 +134,26 @@ impl Clocks {
             .unwrap_or_default()
     }
 
+    /// The clocks of `node`, from `cache` (which only `node`'s readings may use) if no clock
+    /// changed since it was filled.
+    pub fn get_cached(&self, node: &str, cache: &ClockCache) -> NodeClock {
+        let generation = self.generation.load(Ordering::Relaxed);
+        if generation == 0 {
+            return NodeClock::default();
+        }
+        let (seen, clock) = cache.0.get();
+        if seen == generation {
+            return clock;
+        }
+        let clock = self.get(node);
+        cache.0.set((generation, clock));
+        clock
+    }
+
     /// Change the clocks of `node` with `f`.
     pub fn update(&self, node: &str, f: impl FnOnce(&mut NodeClock)) {
         let mut nodes = self.nodes.lock().expect("clock table");
-        self.changed.store(true, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Relaxed);
         f(nodes.entry(node.to_owned()).or_default());
     }
 }
@@ -177,5 +200,22 @@ mod tests {
         c.set_offset(2 * S, -250);
         assert_eq!(c.offset_ms(2 * S), -250);
         assert_eq!(c.read_ms(3 * S), 2_750);
+    }
+
+    #[test]
+    fn a_cached_reading_is_looked_up_again_after_any_change() {
+        let clocks = Clocks::default();
+        let (a, b) = (ClockCache::default(), ClockCache::default());
+        assert_eq!(clocks.get_cached("a", &a), NodeClock::default());
+        clocks.update("a", |c| c.wall.set_offset(0, 100));
+        assert_eq!(clocks.get_cached("a", &a).wall.offset_ms(S), 100);
+        assert_eq!(clocks.get_cached("b", &b), NodeClock::default());
+        // A change of another node's clocks moves the generation too: looked up again, the same.
+        clocks.update("b", |c| c.wall.set_offset(0, -5));
+        assert_eq!(clocks.get_cached("a", &a).wall.offset_ms(S), 100);
+        assert_eq!(clocks.get_cached("b", &b).wall.offset_ms(S), -5);
+        clocks.update("a", |c| c.wall.step(S, 50));
+        assert_eq!(clocks.get_cached("a", &a), clocks.get("a"));
+        assert_eq!(clocks.get_cached("a", &a).wall.offset_ms(S), 150);
     }
 }

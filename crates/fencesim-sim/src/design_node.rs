@@ -23,7 +23,8 @@ use fencesim_scenario::NodeEvent;
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::design_body::DesignBody;
+use crate::clock::ClockCache;
+use crate::design_body::Boxes;
 use crate::design_timers::{Timers, Wake};
 use crate::disk::NodeDisk;
 use crate::message::Message;
@@ -68,6 +69,10 @@ pub(crate) async fn run<N: LockNode>(
             rng: None,
         },
         applying: None,
+        decided: Vec::new(),
+        boxes: Boxes::default(),
+        clock: ClockCache::default(),
+        watched: world.nemesis.watches(&name),
     };
     let mut node = run.call(|ctx| N::start(&config, begin, ctx));
     // A start decides nothing a fault could be triggered by.
@@ -85,7 +90,16 @@ pub(crate) async fn run<N: LockNode>(
             continue;
         }
         run.resolve_timers();
-        let env = match run.timers.next(&alarm, &inbox).await {
+        // With no timer set (most nodes, most of the time), a plain wait for the next message.
+        let wake = if run.timers.is_empty() {
+            match inbox.recv().await {
+                Ok(env) => Wake::Message(env),
+                Err(_) => Wake::Closed,
+            }
+        } else {
+            run.timers.next(&alarm, &inbox).await
+        };
+        let env = match wake {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
                 run.step(|ctx| node.on_timer(id, ctx)).await;
@@ -98,7 +112,7 @@ pub(crate) async fn run<N: LockNode>(
             src, id, op, body, ..
         } = *env;
         let msg = match body {
-            Message::Design(body) => match DesignBody::downcast::<N::Msg>(body) {
+            Message::Design(body) => match run.boxes.open(body) {
                 Some(msg) if node.serving() => msg,
                 _ => continue,
             },
@@ -138,6 +152,15 @@ struct NodeRun<'a, N: LockNode> {
     /// The log entry whose events were last applied here, and whether this replica was the
     /// first to apply it (so records its events).
     applying: Option<(u64, bool)>,
+    /// The safepoint events of the decisions applied and not yet passed (kept for its room).
+    decided: Vec<NodeEvent>,
+    /// The boxes of the messages it received, for those it sends.
+    boxes: Boxes<N::Msg>,
+    /// Its clocks as last read.
+    clock: ClockCache,
+    /// Whether an event-triggered fault watches this node: if not, its safepoints do nothing
+    /// and are skipped.
+    watched: bool,
 }
 
 /// A node's random numbers: its own stream per start, made at the first draw (most designs'
@@ -160,8 +183,8 @@ impl<N: LockNode> NodeRun<'_, N> {
     /// Call a handler with a fresh context (one instant of the node's clocks); its effects
     /// wait in `effects` for [`NodeRun::apply`].
     fn call<R>(&mut self, handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R) -> R {
-        let (world, name) = (self.world, self.name);
-        let clock = || world.now(name);
+        let (world, name, cache) = (self.world, self.name, &self.clock);
+        let clock = || world.now_cached(name, cache);
         let random = &mut self.random;
         let mut random = |low, high| random.range(low, high);
         handler(&mut NodeCtx::new(&clock, &mut self.effects).with_random(&mut random))
@@ -173,15 +196,19 @@ impl<N: LockNode> NodeRun<'_, N> {
         handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R,
     ) -> R {
         let result = self.call(handler);
-        self.apply_and_pass().await;
+        if self.apply() {
+            self.pass().await;
+        }
         result
     }
 
     /// Hand the node one message of its design, between its safepoints: before it by its
     /// kind, then due work, the handler, and due work again.
     async fn handle(&mut self, node: &mut N, origin: Origin, msg: N::Msg) {
-        if let Some(event) = before_event(msg.kind()) {
-            Nemesis::safepoint(self.world, self.name, When::Before, event).await;
+        if self.watched {
+            if let Some(event) = before_event(msg.kind()) {
+                Nemesis::safepoint(self.world, self.name, When::Before, event).await;
+            }
         }
         self.settle(node).await;
         self.step(|ctx| node.on_message(&origin, msg, ctx)).await;
@@ -194,7 +221,9 @@ impl<N: LockNode> NodeRun<'_, N> {
     async fn settle(&mut self, node: &mut N) {
         loop {
             let more = self.call(|ctx| node.settle(ctx));
-            self.apply_and_pass().await;
+            if self.apply() {
+                self.pass().await;
+            }
             if !more {
                 return;
             }
@@ -206,7 +235,7 @@ impl<N: LockNode> NodeRun<'_, N> {
         if !self.timers.has_clock_deadlines() {
             return;
         }
-        let clocks = self.world.clocks.get(self.name);
+        let clocks = self.world.clocks.get_cached(self.name, &self.clock);
         let now_ns = true_ns();
         self.timers.resolve(|Deadline { clock, at_ms }| {
             let clock = match clock {
@@ -217,33 +246,38 @@ impl<N: LockNode> NodeRun<'_, N> {
         });
     }
 
-    /// Apply the pending effects, then pass the `after` safepoint of each decision, in order.
-    async fn apply_and_pass(&mut self) {
-        for event in self.apply() {
+    /// Pass the `after` safepoint of each decision [`NodeRun::apply`] kept, in order.
+    async fn pass(&mut self) {
+        let mut decided = std::mem::take(&mut self.decided);
+        for event in decided.drain(..) {
             Nemesis::safepoint(self.world, self.name, When::After, event).await;
         }
+        self.decided = decided;
     }
 
-    /// Apply the pending effects in order; returns the safepoint events of the decisions.
-    fn apply(&mut self) -> Vec<NodeEvent> {
-        let mut decided = Vec::new();
+    /// Apply the pending effects in order, keeping the safepoint events of the decisions in
+    /// `decided` if the node is watched; true if there are any to pass.
+    fn apply(&mut self) -> bool {
         if self.effects.is_empty() {
-            return decided; // most settle calls: nothing to drain
+            return false; // most settle calls: nothing to drain
         }
+        let decided = &mut self.decided;
+        let watched = self.watched;
         let (world, name) = (self.world, self.name);
         for effect in self.effects.drain(..) {
             match effect {
                 NodeEffect::Send { to, msg } => {
-                    world.net.send(name, &to, None, None, Message::design(msg));
+                    let body = Message::Design(self.boxes.wrap(msg));
+                    world.net.send(name, &to, None, None, body);
                 }
                 NodeEffect::Reply { origin, msg } => {
                     let (to, reply_to, op) = (origin.from(), Some(origin.id()), origin.op());
-                    world.net.send(name, to, reply_to, op, Message::design(msg));
+                    let body = Message::Design(self.boxes.wrap(msg));
+                    world.net.send(name, to, reply_to, op, body);
                 }
                 NodeEffect::Notify { origin, msg } => {
-                    world
-                        .net
-                        .send(name, origin.from(), None, origin.op(), Message::design(msg));
+                    let body = Message::Design(self.boxes.wrap(msg));
+                    world.net.send(name, origin.from(), None, origin.op(), body);
                 }
                 NodeEffect::SetTimer { id, after_ms } => self.timers.set(id, after_ms),
                 NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),
@@ -254,7 +288,9 @@ impl<N: LockNode> NodeRun<'_, N> {
                 NodeEffect::Sync => self.disk.lock().sync(true_ns()),
                 NodeEffect::Record(event) => {
                     if first_to_apply(world, &mut self.applying, &event) {
-                        decided.extend(safepoint_after(event.kind));
+                        if watched {
+                            decided.extend(safepoint_after(event.kind));
+                        }
                         record(world, name, event, N::FOLLOWS_LEASES);
                     }
                 }
@@ -263,7 +299,11 @@ impl<N: LockNode> NodeRun<'_, N> {
                         record(world, name, event, N::FOLLOWS_LEASES);
                     }
                 }
-                NodeEffect::Decided(kind) => decided.extend(safepoint_after(kind)),
+                NodeEffect::Decided(kind) => {
+                    if watched {
+                        decided.extend(safepoint_after(kind));
+                    }
+                }
                 NodeEffect::Leads { term, detail } => {
                     world.set_leader(term, name);
                     if let Some(detail) = detail {
@@ -282,7 +322,7 @@ impl<N: LockNode> NodeRun<'_, N> {
                 } => world.hand_over_leases([&from, &to, name], &kept, &reason),
             }
         }
-        decided
+        !decided.is_empty()
     }
 }
 

@@ -31,7 +31,12 @@ pub(crate) struct Timers {
 impl Timers {
     /// Set `id` to fire `after_ms` from now (at least 1 ms, as madsim's sleeps), replacing it.
     pub fn set(&mut self, id: TimerId, after_ms: u64) {
-        let deadline_ns = true_ns().saturating_add(after_ms.max(1).saturating_mul(1_000_000));
+        self.set_from(true_ns(), id, after_ms);
+    }
+
+    /// [`Timers::set`], with the true time now (`now_ns`) read by the caller.
+    pub fn set_from(&mut self, now_ns: u64, id: TimerId, after_ms: u64) {
+        let deadline_ns = now_ns.saturating_add(after_ms.max(1).saturating_mul(1_000_000));
         self.put(id, deadline_ns, None);
     }
 
@@ -63,6 +68,11 @@ impl Timers {
         self.deadlines
             .iter()
             .any(|(.., on_clock)| on_clock.is_some())
+    }
+
+    /// Whether no timer is set.
+    pub fn is_empty(&self) -> bool {
+        self.deadlines.is_empty()
     }
 
     /// Forget `id`.

@@ -130,10 +130,16 @@ impl Nemesis {
         }
     }
 
+    /// Whether an event-triggered fault waits for an event of `node` (if not, its safepoints
+    /// do nothing).
+    pub fn watches(&self, node: &str) -> bool {
+        self.triggers.iter().any(|t| t.node == node)
+    }
+
     /// Called by `node` at an event; fires the faults waiting for this occurrence.
     pub async fn safepoint(world: &Arc<World>, node: &str, when: When, event: NodeEvent) {
         let nemesis = &world.nemesis;
-        if !nemesis.triggers.iter().any(|t| t.node == node) {
+        if !nemesis.watches(node) {
             return;
         }
         let nth = {

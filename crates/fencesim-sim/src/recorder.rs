@@ -75,8 +75,12 @@ impl Recorder {
     }
 
     /// Record a client operation (its `at` is filled in here).
-    pub fn op(&self, clocks: &Clocks, mut op: Op) -> u64 {
-        let clock = clocks.get(&op.node);
+    pub fn op(&self, clocks: &Clocks, op: Op) -> u64 {
+        self.op_on(clocks.get(&op.node), op)
+    }
+
+    /// Record a client operation whose node's clocks are `clock`.
+    pub fn op_on(&self, clock: NodeClock, mut op: Op) -> u64 {
         self.append(clock, |at| {
             op.at = at;
             Entry::from(op)

@@ -10,7 +10,7 @@ use fencesim_design::{HeldLease, LockNode, Now};
 use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
 use fencesim_scenario::Scenario;
 
-use crate::clock::Clocks;
+use crate::clock::{ClockCache, Clocks};
 use crate::disk::{AnyDisk, NodeDisk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
@@ -106,9 +106,11 @@ impl World {
         self.recorder.event(&self.clocks, event)
     }
 
-    /// Record a client operation; returns its index.
-    pub fn op(&self, op: Op) -> u64 {
-        self.recorder.op(&self.clocks, op)
+    /// Record a client operation; returns its index. `cache` keeps the clocks of the
+    /// operation's node (a client's own).
+    pub fn op_cached(&self, op: Op, cache: &ClockCache) -> u64 {
+        let clock = self.clocks.get_cached(&op.node, cache);
+        self.recorder.op_on(clock, op)
     }
 
     /// The node's inbox (the same one across restarts).
@@ -228,10 +230,14 @@ impl World {
         self.done.1.recv().await.ok()
     }
 
-    /// Node `node`'s clocks now, as a design reads them.
-    pub fn now(&self, node: &str) -> Now {
-        let clocks = self.clocks.get(node);
-        let now_ns = true_ns();
+    /// Node `node`'s clocks now, as a design reads them; `cache` keeps them (the node's own).
+    pub fn now_cached(&self, node: &str, cache: &ClockCache) -> Now {
+        self.now_at(node, cache, true_ns())
+    }
+
+    /// [`World::now_cached`] at true time `now_ns` (now, read by the caller).
+    pub fn now_at(&self, node: &str, cache: &ClockCache, now_ns: u64) -> Now {
+        let clocks = self.clocks.get_cached(node, cache);
         Now {
             mono_ms: clocks.mono.read_ms(now_ns),
             wall_ms: clocks.wall.read_ms(now_ns),

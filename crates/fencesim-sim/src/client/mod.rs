@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use fencesim_design::WriteOutcome;
 use fencesim_design::{ClientInfo, ClientProtocol};
-use fencesim_history::{Op, OpFn, OpType};
+use fencesim_history::{Name, Op, OpFn, OpType};
 use fencesim_scenario::{Cleanup, ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::clock::ClockCache;
 use crate::mailbox::Inbox;
 use crate::message::Message;
 use crate::nemesis::{sleep_until_ms, Nemesis, When};
@@ -58,6 +59,11 @@ pub(crate) async fn run<P: ClientProtocol>(
     let service_nodes = world.lease_nodes();
     let info = client_info(&spec, incarnation, &service_nodes);
     let protocol = protocol(&world.scenario, &spec, info);
+    let names = Names {
+        node: spec.name.as_str().into(),
+        lock: spec.lock.as_str().into(),
+        key: spec.key.as_str().into(),
+    };
     let mut client = Client {
         world,
         spec,
@@ -69,6 +75,8 @@ pub(crate) async fn run<P: ClientProtocol>(
         keepalive_stopped: false,
         granted_from_queue: false,
         alarm: Alarm::default(),
+        clock: ClockCache::default(),
+        names,
     };
     for cycle in 1..=client.spec.cycles {
         client.cycle(cycle).await;
@@ -109,6 +117,17 @@ struct Client<P: ClientProtocol> {
     granted_from_queue: bool,
     /// The timeouts of its requests (one madsim timer serves many short exchanges).
     alarm: Alarm,
+    /// Its clocks as last read, for its readings and records.
+    clock: ClockCache,
+    /// Its name, lock and key as its records name them (made once, cloned per record).
+    names: Names,
+}
+
+/// A client's names in its records.
+struct Names {
+    node: Name,
+    lock: Name,
+    key: Name,
 }
 
 /// The reply to request `id`, skipping anything else that arrives first.
@@ -252,7 +271,7 @@ impl<P: ClientProtocol> Client<P> {
     /// record `info`, retire the process and return `None`. Late replies to earlier requests
     /// are skipped.
     async fn call(&mut self, op: &OpTemplate, body: Message) -> Option<Message> {
-        let invoke = self.world.op(op.record(OpType::Invoke));
+        let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
         let deadline_ns = true_ns() + self.spec.timeout_ms * 1_000_000;
         let id = self
             .world
@@ -275,18 +294,15 @@ impl<P: ClientProtocol> Client<P> {
     }
 
     fn template(&self, f: OpFn, token: Option<u64>, value: Option<String>) -> OpTemplate {
+        let names = &self.names;
         let (lock, key) = match f {
-            OpFn::Acquire | OpFn::Renew | OpFn::Release => {
-                (Some(self.spec.lock.as_str().into()), None)
-            }
+            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(names.lock.clone()), None),
             // The simulated clients never compare-and-set; a cas would be on the key too.
-            OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => {
-                (None, Some(self.spec.key.as_str().into()))
-            }
+            OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => (None, Some(names.key.clone())),
         };
         OpTemplate {
             process: self.process,
-            node: self.spec.name.as_str().into(),
+            node: names.node.clone(),
             f,
             lock,
             key,
@@ -298,15 +314,7 @@ impl<P: ClientProtocol> Client<P> {
     fn complete(&self, op: &OpTemplate, op_type: OpType, fill: impl FnOnce(&mut Op)) {
         let mut record = op.record(op_type);
         fill(&mut record);
-        self.world.op(record);
-    }
-
-    /// Believe the lease with `token` valid until `until_ms` on the monotonic clock (or until
-    /// told otherwise when the client does not check validity).
-    fn believe_until(&self, token: u64, until_ms: i64) {
-        let until = self.spec.validity_check.then_some(until_ms);
-        self.world
-            .believe(&self.spec.name, &self.spec.lock, token, until);
+        self.world.op_cached(record, &self.clock);
     }
 
     async fn backoff(&mut self) {

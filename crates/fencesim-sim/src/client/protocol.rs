@@ -11,12 +11,17 @@
 use fencesim_design::{
     ClientCtx, ClientEffect, ClientEnv, ClientProtocol, LockOp, Now, OpResult, RequestId, TimerId,
 };
+use std::cell::Cell;
+use std::sync::Arc;
+
 use fencesim_history::{OpFn, OpType};
-use fencesim_scenario::NodeEvent;
+use fencesim_scenario::{ClientSpec, NodeEvent};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::Client;
+use crate::clock::ClockCache;
+use crate::design_body::Boxes;
 use crate::message::Message;
 use crate::nemesis::When;
 use crate::recorder::true_ns;
@@ -35,14 +40,27 @@ enum Input<M> {
 struct Env<'a> {
     world: &'a World,
     name: &'a str,
+    clock: &'a ClockCache,
     rng: &'a mut Xoshiro256PlusPlus,
-    /// The clocks, read at the first `now` of the call (one instant).
-    now: std::cell::Cell<Option<Now>>,
+    /// True time, read at the first `now` or timer of the call (one instant).
+    now_ns: &'a Cell<Option<u64>>,
+    /// The clocks, read at the first `now` of the call.
+    now: Cell<Option<Now>>,
+}
+
+/// True time from `cell`, read into it if it has none yet.
+fn true_ns_in(cell: &Cell<Option<u64>>) -> u64 {
+    let now_ns = cell.get().unwrap_or_else(true_ns);
+    cell.set(Some(now_ns));
+    now_ns
 }
 
 impl ClientEnv for Env<'_> {
     fn now(&self) -> Now {
-        let now = self.now.get().unwrap_or_else(|| self.world.now(self.name));
+        let now = self.now.get().unwrap_or_else(|| {
+            let now_ns = true_ns_in(self.now_ns);
+            self.world.now_at(self.name, self.clock, now_ns)
+        });
         self.now.set(Some(now));
         now
     }
@@ -52,11 +70,19 @@ impl ClientEnv for Env<'_> {
     }
 }
 
-/// How an operation ended.
+/// How an operation ended (its result as recorded; the error text went to the history).
 #[derive(Debug, Default)]
 struct Ended {
-    result: Option<OpResult>,
+    result: Option<Outcome>,
     lost: bool,
+}
+
+/// The result of an operation, without its error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Ok(Option<u64>),
+    Failed,
+    Unknown,
 }
 
 /// The protocol's side of the client: the protocol, its requests in flight and its timers.
@@ -68,7 +94,8 @@ pub(crate) struct ProtocolState<P: ClientProtocol> {
     requests: Vec<(u64, RequestId)>,
     last_request: u64,
     timers: crate::design_timers::Timers,
-    effects: Vec<ClientEffect<P::Msg>>,
+    /// The boxes of the messages it received, for those it sends.
+    boxes: Boxes<P::Msg>,
 }
 
 impl<P: ClientProtocol> ProtocolState<P> {
@@ -80,7 +107,7 @@ impl<P: ClientProtocol> ProtocolState<P> {
             requests: Vec::new(),
             last_request: 0,
             timers: Default::default(),
-            effects: Vec::new(),
+            boxes: Boxes::default(),
         }
     }
 }
@@ -91,14 +118,14 @@ impl<P: ClientProtocol> Client<P> {
         loop {
             self.safepoint(When::Before, NodeEvent::Acquire).await;
             let op = self.template(OpFn::Acquire, None, None);
-            let invoke = self.world.op(op.record(OpType::Invoke));
+            let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
             let ended = self.protocol_op(LockOp::Acquire, &op, invoke).await;
             match ended.result {
-                Some(OpResult::Ok { token: Some(token) }) => {
+                Some(Outcome::Ok(Some(token))) => {
                     self.safepoint(When::After, NodeEvent::Grant).await;
                     return token;
                 }
-                Some(OpResult::Ok { token: None }) => {
+                Some(Outcome::Ok(None)) => {
                     panic!("the design's client protocol completed an acquire with no token")
                 }
                 _ => self.backoff().await,
@@ -110,7 +137,7 @@ impl<P: ClientProtocol> Client<P> {
     pub(super) async fn protocol_renew(&mut self, token: u64) -> bool {
         self.safepoint(When::Before, NodeEvent::Renew).await;
         let op = self.template(OpFn::Renew, Some(token), None);
-        let invoke = self.world.op(op.record(OpType::Invoke));
+        let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
         let ended = self.protocol_op(LockOp::Renew { token }, &op, invoke).await;
         self.safepoint(When::After, NodeEvent::Renew).await;
         !ended.lost
@@ -121,7 +148,7 @@ impl<P: ClientProtocol> Client<P> {
         self.safepoint(When::Before, NodeEvent::Release).await;
         self.world.end_belief(&self.spec.name, "released");
         let op = self.template(OpFn::Release, Some(token), None);
-        let invoke = self.world.op(op.record(OpType::Invoke));
+        let invoke = self.world.op_cached(op.record(OpType::Invoke), &self.clock);
         self.protocol_op(LockOp::Release { token }, &op, invoke)
             .await;
         self.safepoint(When::After, NodeEvent::Release).await;
@@ -131,8 +158,10 @@ impl<P: ClientProtocol> Client<P> {
     async fn protocol_op(&mut self, op: LockOp, tpl: &OpTemplate, invoke: u64) -> Ended {
         let mut ended = Ended::default();
         self.protocol.requests.clear();
-        self.feed(Input::Begin(op), tpl, invoke, &mut ended);
+        // The true time the call read, if it did: nothing has waited since.
+        let mut read_ns = self.feed(Input::Begin(op), tpl, invoke, &mut ended);
         while ended.result.is_none() {
+            let known_ns = read_ns.take();
             let Some((deadline_ns, _)) = self.protocol.timers.earliest() else {
                 match self.inbox.recv().await {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
@@ -140,7 +169,8 @@ impl<P: ClientProtocol> Client<P> {
                 }
                 continue;
             };
-            if deadline_ns <= true_ns() {
+            let now_ns = known_ns.unwrap_or_else(true_ns);
+            if deadline_ns <= now_ns {
                 // A message already waiting comes before a due timer.
                 match self.inbox.try_recv() {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
@@ -153,21 +183,24 @@ impl<P: ClientProtocol> Client<P> {
                 }
                 continue;
             }
-            self.wait_until(deadline_ns, tpl, invoke, &mut ended).await;
+            self.wait_until(deadline_ns, now_ns, tpl, invoke, &mut ended)
+                .await;
         }
         ended
     }
 
     /// Deliver messages until `deadline_ns`, the operation's completion, or a change of the
-    /// earliest timer, whichever comes first; at the deadline, fire that timer.
+    /// earliest timer, whichever comes first; at the deadline, fire that timer. `now_ns` is the
+    /// true time now.
     async fn wait_until(
         &mut self,
         deadline_ns: u64,
+        now_ns: u64,
         tpl: &OpTemplate,
         invoke: u64,
         ended: &mut Ended,
     ) {
-        let left = std::time::Duration::from_nanos(deadline_ns - true_ns());
+        let left = std::time::Duration::from_nanos(deadline_ns - now_ns);
         // The same alarm (a clone shares it), so the wait can lend `self` to the protocol.
         let alarm = self.alarm.clone();
         let waited = alarm
@@ -187,11 +220,7 @@ impl<P: ClientProtocol> Client<P> {
         match waited {
             Ok(true) => {}
             // The inbox is gone: the simulation is ending.
-            Ok(false) => {
-                ended.result = Some(OpResult::Unknown {
-                    error: "shut down".into(),
-                })
-            }
+            Ok(false) => ended.result = Some(Outcome::Unknown),
             Err(_elapsed) => {
                 let due = self.protocol.timers.pop_due();
                 if let Some(id) = due {
@@ -213,7 +242,7 @@ impl<P: ClientProtocol> Client<P> {
         let Message::Design(body) = body else {
             return;
         };
-        let Some(msg) = body.downcast::<P::Msg>() else {
+        let Some(msg) = self.protocol.boxes.open(body) else {
             return; // another design's message: not for this client
         };
         let input = match reply_to {
@@ -229,77 +258,105 @@ impl<P: ClientProtocol> Client<P> {
         self.feed(input, tpl, invoke, ended);
     }
 
-    /// Call the protocol with `input` and apply its effects in order.
-    fn feed(&mut self, input: Input<P::Msg>, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
-        let state = &mut self.protocol;
-        let mut effects = std::mem::take(&mut state.effects);
+    /// Call the protocol with `input`, applying its effects in the order it pushes them (as
+    /// it pushes them: nothing the protocol can see changes when one is applied, since it reads
+    /// only its clocks, read once per call, and its own seeded stream).
+    /// Returns the true time the call read, if it read it.
+    fn feed(
+        &mut self,
+        input: Input<P::Msg>,
+        tpl: &OpTemplate,
+        invoke: u64,
+        ended: &mut Ended,
+    ) -> Option<u64> {
+        let Client {
+            world,
+            spec,
+            rng,
+            process,
+            protocol: state,
+            keepalive_stopped,
+            granted_from_queue,
+            clock,
+            ..
+        } = self;
+        let ProtocolState {
+            protocol,
+            service_nodes,
+            requests,
+            last_request,
+            timers,
+            boxes,
+        } = state;
+        let world: &Arc<World> = world;
+        let spec: &ClientSpec = spec;
+        let name = spec.name.as_str();
+        let clock: &ClockCache = clock;
+        // True time, read at the first `now` or timer set (one instant throughout the call).
+        let now_ns = Cell::new(None);
         let mut env = Env {
-            world: &self.world,
-            name: &self.spec.name,
-            rng: &mut self.rng,
-            now: std::cell::Cell::new(None),
+            world,
+            name,
+            clock,
+            rng,
+            now_ns: &now_ns,
+            now: Cell::new(None),
         };
-        let mut push = |effect| effects.push(effect);
-        let mut ctx = ClientCtx::new(&mut push, &mut state.last_request, &mut env);
-        let protocol = &mut state.protocol;
+        let mut apply = |effect: ClientEffect<P::Msg>| match effect {
+            ClientEffect::Request { id, node, msg } => {
+                let to = &service_nodes[node];
+                let body = Message::Design(boxes.wrap(msg));
+                let net_id = world.net.send(name, to, None, Some(invoke), body);
+                requests.push((net_id, id));
+            }
+            ClientEffect::Send { node, msg } => {
+                let to = &service_nodes[node];
+                let body = Message::Design(boxes.wrap(msg));
+                world.net.send(name, to, None, Some(invoke), body);
+            }
+            ClientEffect::SetTimer { id, after_ms } => {
+                timers.set_from(true_ns_in(&now_ns), id, after_ms);
+            }
+            ClientEffect::CancelTimer(id) => timers.cancel(id),
+            ClientEffect::Complete(result) => {
+                let (op_type, token, error, outcome) = match result {
+                    OpResult::Ok { token } => (OpType::Ok, token, None, Outcome::Ok(token)),
+                    OpResult::Fail { error } => (OpType::Fail, None, Some(error), Outcome::Failed),
+                    OpResult::Unknown { error } => {
+                        (OpType::Info, None, Some(error), Outcome::Unknown)
+                    }
+                };
+                let mut record = tpl.record(op_type);
+                if token.is_some() {
+                    record.token = token;
+                }
+                record.error = error;
+                world.op_cached(record, clock);
+                if op_type == OpType::Info {
+                    *process = world.new_process();
+                }
+                ended.result = Some(outcome);
+            }
+            ClientEffect::Believe { token, until_ms } => {
+                // Valid until `until_ms` on the monotonic clock, or until told otherwise when
+                // the client does not check validity.
+                let until = spec.validity_check.then_some(until_ms);
+                world.believe(name, &spec.lock, token, until);
+            }
+            ClientEffect::Lost { reason } => {
+                world.end_belief(name, &reason);
+                ended.lost = true;
+            }
+            ClientEffect::RenewNow => *granted_from_queue = true,
+            ClientEffect::StopRenewing => *keepalive_stopped = true,
+        };
+        let mut ctx = ClientCtx::new(&mut apply, last_request, &mut env);
         match input {
             Input::Begin(op) => protocol.begin(op, &mut ctx),
             Input::Reply(id, msg) => protocol.on_reply(id, msg, &mut ctx),
             Input::Message(from, msg) => protocol.on_message(&from, msg, &mut ctx),
             Input::Timer(id) => protocol.on_timer(id, &mut ctx),
         }
-        for effect in effects.drain(..) {
-            self.apply(effect, tpl, invoke, ended);
-        }
-        self.protocol.effects = effects;
-    }
-
-    fn apply(
-        &mut self,
-        effect: ClientEffect<P::Msg>,
-        tpl: &OpTemplate,
-        invoke: u64,
-        ended: &mut Ended,
-    ) {
-        let name = &self.spec.name;
-        match effect {
-            ClientEffect::Request { id, node, msg } => {
-                let to = &self.protocol.service_nodes[node];
-                let body = Message::design(msg);
-                let net_id = self.world.net.send(name, to, None, Some(invoke), body);
-                self.protocol.requests.push((net_id, id));
-            }
-            ClientEffect::Send { node, msg } => {
-                let to = &self.protocol.service_nodes[node];
-                let body = Message::design(msg);
-                self.world.net.send(name, to, None, Some(invoke), body);
-            }
-            ClientEffect::SetTimer { id, after_ms } => self.protocol.timers.set(id, after_ms),
-            ClientEffect::CancelTimer(id) => self.protocol.timers.cancel(id),
-            ClientEffect::Complete(result) => {
-                match &result {
-                    OpResult::Ok { token } => self.complete(tpl, OpType::Ok, |o| {
-                        if token.is_some() {
-                            o.token = *token;
-                        }
-                    }),
-                    OpResult::Fail { error } => {
-                        self.complete(tpl, OpType::Fail, |o| o.error = Some(error.clone()))
-                    }
-                    OpResult::Unknown { error } => {
-                        self.complete(tpl, OpType::Info, |o| o.error = Some(error.clone()));
-                        self.process = self.world.new_process();
-                    }
-                }
-                ended.result = Some(result);
-            }
-            ClientEffect::Believe { token, until_ms } => self.believe_until(token, until_ms),
-            ClientEffect::Lost { reason } => {
-                self.world.end_belief(&self.spec.name, &reason);
-                ended.lost = true;
-            }
-            ClientEffect::RenewNow => self.granted_from_queue = true,
-            ClientEffect::StopRenewing => self.keepalive_stopped = true,
-        }
+        now_ns.get()
     }
 }
