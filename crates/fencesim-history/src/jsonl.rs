@@ -77,7 +77,12 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
             }
             header = Some(Header::unnamed());
         }
-        let entry: Entry = serde_json::from_str(&line).map_err(parse_err)?;
+        let entry: Entry = serde_json::from_str(&line).map_err(|e| HistoryError::Parse {
+            line: line_no,
+            // serde's message for a record names no field (the record's kind is a tag, which
+            // hides the path): read it again as its kind's type to name the field.
+            message: field_of(&line).unwrap_or_else(|| crate::cap_message(e.to_string())),
+        })?;
         if let Entry::Op(op) = &entry {
             op_fields(op).map_err(|message| HistoryError::Parse {
                 line: line_no,
@@ -101,6 +106,38 @@ pub fn read_jsonl(input: impl BufRead) -> Result<History, HistoryError> {
         message: "empty file: expected a header line or an entry".into(),
     })?;
     Ok(History { header, entries })
+}
+
+/// The error of a record that did not read, with the field that was wrong (`field `token`:
+/// invalid type: string "1", expected u64`), when reading it as its kind's own type finds one.
+fn field_of(line: &str) -> Option<String> {
+    fn named<T: serde::de::DeserializeOwned>(line: &str) -> Option<String> {
+        let mut de = serde_json::Deserializer::from_str(line);
+        let e = serde_path_to_error::deserialize::<_, T>(&mut de).err()?;
+        let path = e.path().to_string();
+        // `?` and `.`: no field to name (the record as a whole, or a flattened part).
+        let field = path.trim_start_matches('.');
+        (!field.is_empty() && !field.contains('?')).then(|| {
+            let inner = e.into_inner();
+            // serde_json says "at line 1 column N": each record is a line of its own, so the
+            // column is what tells where.
+            let text = inner.to_string();
+            let what = text.split(" at line ").next().unwrap_or(&text);
+            crate::cap_message(format!(
+                "field `{field}`: {what} (column {})",
+                inner.column()
+            ))
+        })
+    }
+    match serde_json::from_str::<RecordKind>(line)
+        .ok()?
+        .record
+        .as_str()
+    {
+        "op" => named::<crate::Op>(line),
+        "event" => named::<crate::Event>(line),
+        _ => None,
+    }
 }
 
 /// What an operation must name to be judged at all: a read, write or cas its key, a lock
@@ -332,5 +369,17 @@ mod tests {
             "line 1: field `value`: missing: a cas invocation names the value it sets"
         );
         assert!(read_jsonl(op("\"f\":\"write\",\"key\":\"k\",\"value\":\"1\"").as_bytes()).is_ok());
+    }
+
+    /// A field of the wrong type is named, with its column.
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        let line = "{\"record\":\"op\",\"index\":0,\"time_ns\":0,\"mono_ms\":0,\"wall_ms\":0,\
+                    \"process\":0,\"node\":\"c\",\"type\":\"invoke\",\"f\":\"write\",\
+                    \"key\":\"k\",\"token\":\"1\"}\n";
+        assert_eq!(
+            read_jsonl(line.as_bytes()).unwrap_err().to_string(),
+            "line 1: field `token`: invalid type: string \"1\", expected u64 (column 133)"
+        );
     }
 }
