@@ -22,7 +22,7 @@ pub mod signal;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fencesim_scenario::{Fault, Placement, Scenario};
+use fencesim_scenario::{Fault, NemesisSpec, Placement, Scenario};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -155,15 +155,7 @@ pub fn search(
         .nemesis
         .as_ref()
         .expect("guided exploration needs a [nemesis]; the CLI checks");
-    let mut base = scenario.clone();
-    base.nemesis = None;
-    let mutator = mutate::Mutator { spec, scenario };
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(root_seed ^ 0x6775_6964_6564);
-    let mut corpus: Vec<Entry> = Vec::new();
-    let mut coverage = Coverage::default();
-    // Per hazard distance, the closest any run came and the schedule that did.
-    let mut champions: [Option<(i64, usize)>; 3] = [None; 3];
-    let mut next_fresh = root_seed;
+    let mut search = Search::new(scenario, spec, root_seed);
     let mut outcome = GuidedOutcome {
         simulations: 0,
         generations: 0,
@@ -173,86 +165,145 @@ pub fn search(
     };
     while outcome.simulations < budget && !crate::run::interrupted() {
         let size = BATCH.min((budget - outcome.simulations) as usize);
-        let fresh = if corpus.is_empty() {
-            size
-        } else {
-            FRESH_PER_BATCH.min(size)
-        };
-        let mut candidates = Vec::with_capacity(size);
-        for slot in 0..size {
-            candidates.push(if slot < fresh {
-                let seed = next_fresh;
-                next_fresh = next_fresh.wrapping_add(1);
-                let placement = PLACEMENTS[(seed % 2) as usize];
-                Candidate {
-                    scenario: placed(scenario, placement),
-                    seed,
-                    faults: None,
-                    origin: format!(
-                        "the nemesis's {} draw for seed {seed}",
-                        placement_name(placement)
-                    ),
-                }
-            } else {
-                let champion: Vec<usize> = champions.iter().flatten().map(|c| c.1).collect();
-                let parent = match champion.choose(&mut rng) {
-                    Some(&i) if rng.gen_bool(0.5) => i,
-                    _ => rare_parent(&corpus, &coverage, &mut rng),
-                };
-                mutant(&base, &corpus, parent, &mutator, &mut rng)
-            });
-        }
+        let candidates = search.generation(size);
         outcome.generations += 1;
         let runs: Vec<(Scenario, u64)> = candidates
             .iter()
             .map(|c| (c.scenario.clone(), c.seed))
             .collect();
-        let results = sweep_runs(
-            &runs,
-            jobs,
-            opts,
-            |done| Ok(judge(done, scenario)),
-            |o: &Outcome| !o.met,
-        )?;
+        let judge = |done| Ok(judge(done, scenario));
+        let results = sweep_runs(&runs, jobs, opts, judge, |o: &Outcome| !o.met)?;
         for (candidate, result) in candidates.into_iter().zip(results) {
             outcome.simulations += 1;
-            let faults = candidate.faults.unwrap_or(result.drawn);
-            if !result.met {
-                outcome.found = Some(Found {
-                    scenario: scripted(&base, &faults),
-                    seed: candidate.seed,
-                    judged: result.judged.expect("kept for a counterexample"),
-                    origin: candidate.origin,
-                });
+            outcome.found = search.learn(candidate, result);
+            if outcome.found.is_some() {
                 break;
-            }
-            let (features, new) = coverage.add(result.features);
-            let closer: Vec<usize> = (0..champions.len())
-                .filter(|&i| match (result.distances.all()[i], champions[i]) {
-                    (Some(d), Some((best, _))) => d < best,
-                    (Some(_), None) => true,
-                    (None, _) => false,
-                })
-                .collect();
-            if new > 0 || !closer.is_empty() {
-                for i in closer {
-                    let d = result.distances.all()[i].expect("measured");
-                    champions[i] = Some((d, corpus.len()));
-                }
-                corpus.push(Entry {
-                    faults,
-                    seed: candidate.seed,
-                    features,
-                });
             }
         }
         if outcome.found.is_some() {
             break;
         }
     }
-    outcome.corpus = corpus.len();
-    outcome.features = coverage.hits.len();
+    outcome.corpus = search.corpus.len();
+    outcome.features = search.coverage.hits.len();
     Ok(outcome)
+}
+
+/// The search's state between generations.
+struct Search<'a> {
+    scenario: &'a Scenario,
+    /// The scenario without its `[nemesis]`: what mutants' scripted schedules are added to.
+    base: Scenario,
+    mutator: mutate::Mutator<'a>,
+    rng: Xoshiro256PlusPlus,
+    corpus: Vec<Entry>,
+    coverage: Coverage,
+    /// Per hazard distance, the closest any run came and the corpus schedule that did.
+    champions: [Option<(i64, usize)>; 3],
+    /// The seed of the next fresh draw.
+    next_fresh: u64,
+}
+
+impl<'a> Search<'a> {
+    fn new(scenario: &'a Scenario, spec: &'a NemesisSpec, root_seed: u64) -> Self {
+        let mut base = scenario.clone();
+        base.nemesis = None;
+        Search {
+            scenario,
+            base,
+            mutator: mutate::Mutator { spec, scenario },
+            rng: Xoshiro256PlusPlus::seed_from_u64(root_seed ^ 0x6775_6964_6564),
+            corpus: Vec::new(),
+            coverage: Coverage::default(),
+            champions: [None; 3],
+            next_fresh: root_seed,
+        }
+    }
+
+    /// The next generation's `size` candidates, fixed before any runs: fresh draws first (all
+    /// of them while the corpus is empty), then mutants.
+    fn generation(&mut self, size: usize) -> Vec<Candidate> {
+        let fresh = if self.corpus.is_empty() {
+            size
+        } else {
+            FRESH_PER_BATCH.min(size)
+        };
+        (0..size)
+            .map(|slot| {
+                if slot < fresh {
+                    self.fresh()
+                } else {
+                    self.mutant()
+                }
+            })
+            .collect()
+    }
+
+    /// The nemesis's own draw for the next seed, placed uniformly or targeted by its parity.
+    fn fresh(&mut self) -> Candidate {
+        let seed = self.next_fresh;
+        self.next_fresh = seed.wrapping_add(1);
+        let placement = PLACEMENTS[(seed % 2) as usize];
+        Candidate {
+            scenario: placed(self.scenario, placement),
+            seed,
+            faults: None,
+            origin: format!(
+                "the nemesis's {} draw for seed {seed}",
+                placement_name(placement)
+            ),
+        }
+    }
+
+    /// A mutant of a champion half the time, else of a schedule chosen by rarity.
+    fn mutant(&mut self) -> Candidate {
+        let champions: Vec<usize> = self.champions.iter().flatten().map(|c| c.1).collect();
+        let parent = match champions.choose(&mut self.rng) {
+            Some(&i) if self.rng.gen_bool(0.5) => i,
+            _ => rare_parent(&self.corpus, &self.coverage, &mut self.rng),
+        };
+        mutant(
+            &self.base,
+            &self.corpus,
+            parent,
+            &self.mutator,
+            &mut self.rng,
+        )
+    }
+
+    /// Take in a run: the counterexample if it is one, else keep its schedule if it showed a
+    /// new feature or came closer to a property's breaking than any run before.
+    fn learn(&mut self, candidate: Candidate, result: Outcome) -> Option<Found> {
+        let faults = candidate.faults.unwrap_or(result.drawn);
+        if !result.met {
+            return Some(Found {
+                scenario: scripted(&self.base, &faults),
+                seed: candidate.seed,
+                judged: result.judged.expect("kept for a counterexample"),
+                origin: candidate.origin,
+            });
+        }
+        let (features, new) = self.coverage.add(result.features);
+        let distances = result.distances.all();
+        let closer: Vec<usize> = (0..self.champions.len())
+            .filter(|&i| match (distances[i], self.champions[i]) {
+                (Some(d), Some((best, _))) => d < best,
+                (Some(_), None) => true,
+                (None, _) => false,
+            })
+            .collect();
+        if new > 0 || !closer.is_empty() {
+            for i in closer {
+                self.champions[i] = distances[i].map(|d| (d, self.corpus.len()));
+            }
+            self.corpus.push(Entry {
+                faults,
+                seed: candidate.seed,
+                features,
+            });
+        }
+        None
+    }
 }
 
 /// A run's outcome for the search, on the worker that ran it: the history's features, the
