@@ -7,13 +7,17 @@
 
 mod support;
 
+use std::collections::BTreeMap;
+
 use fencesim::design::{
     ClientCtx, ClientInfo, ClientProtocol, Clock, Deadline, DesignMessage, DesignSpec, Durability,
-    KnobError, Knobs, LockNode, LockOp, MessageKind, NodeCtx, NodeStart, OpResult, Origin,
-    RequestId, ServiceEvent, ServiceEventKind, ServiceShape, TimerId,
+    FencedResource, KnobError, Knobs, LockNode, LockOp, MessageKind, NodeCtx, NodeStart, OpResult,
+    Origin, ReadValue, RequestId, ResourceModeSpec, ServiceEvent, ServiceEventKind, ServiceShape,
+    TimerId, WriteDecision, WriteOutcome,
 };
 use fencesim::registry::{self, Registry};
 use fencesim::scenario::ClientSpec;
+use fencesim::ResourceDesign;
 use fencesim::{NodeDesign, Scenario, ScenarioCheckError};
 
 #[derive(Clone, Debug)]
@@ -282,8 +286,92 @@ static TOY: NodeDesign<ToyNode, ToyClient> = NodeDesign {
 
 /// The built-in designs and the toy, active for this test process.
 fn install() {
-    let _ = registry::install(Registry::built_in().with_design(&ToyDesign, &TOY));
+    let registry = Registry::built_in()
+        .with_design(&ToyDesign, &TOY)
+        .with_resource(&StrictSpec, &STRICT);
+    let _ = registry::install(registry);
 }
+
+/// A resource of the user's own: a key-value store that accepts a mutation only with a token
+/// strictly above every token it accepted before, so a holder cannot write twice under one
+/// lease; token-less deletes are refused.
+#[derive(Debug, Default)]
+struct StrictStore {
+    cells: BTreeMap<String, (ReadValue, u64)>,
+}
+
+impl StrictStore {
+    fn decide(&mut self, key: &str, token: u64, value: Option<&str>) -> WriteOutcome {
+        let cell = self.cells.entry(key.to_owned()).or_default();
+        if token <= cell.1 {
+            return WriteOutcome::Rejected {
+                presented: token,
+                highest: cell.1,
+            };
+        }
+        *cell = (
+            ReadValue {
+                value: value.map(str::to_owned),
+                token: Some(token),
+            },
+            token,
+        );
+        WriteOutcome::Accepted { highest: token }
+    }
+}
+
+impl FencedResource for StrictStore {
+    type Config = ();
+
+    fn new(_: &()) -> Self {
+        StrictStore::default()
+    }
+
+    fn write(&mut self, key: &str, token: u64, value: &str) -> WriteDecision {
+        WriteDecision::Now(self.decide(key, token, Some(value)))
+    }
+
+    fn apply_due(&mut self, key: &str, token: u64, value: &str) -> WriteOutcome {
+        self.decide(key, token, Some(value))
+    }
+
+    fn delete(&mut self, key: &str, token: Option<u64>) -> WriteOutcome {
+        match token {
+            Some(token) => self.decide(key, token, None),
+            None => WriteOutcome::Rejected {
+                presented: 0,
+                highest: self.cells.get(key).map_or(0, |c| c.1),
+            },
+        }
+    }
+
+    fn read(&self, key: &str) -> ReadValue {
+        self.cells.get(key).map(|c| c.0.clone()).unwrap_or_default()
+    }
+}
+
+/// `[resource] mode = "strict"`, with no knobs.
+struct StrictSpec;
+
+impl ResourceModeSpec for StrictSpec {
+    fn mode(&self) -> &'static str {
+        "strict"
+    }
+
+    fn about(&self) -> &'static str {
+        "a user's store: a token strictly above every accepted one, or nothing"
+    }
+
+    fn knob_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn resolve(&self, _: &mut Knobs) -> Result<(), KnobError> {
+        Ok(())
+    }
+}
+
+static STRICT: ResourceDesign<StrictStore> = ResourceDesign { config: |_| () };
 
 /// The toy's scenario with `knobs` in its `[lock_service]` and `expect` as its `[expect]`.
 fn scenario_file(test: &str, knobs: &str, expect: &str) -> String {
@@ -360,5 +448,43 @@ fn a_users_knobs_are_refused_with_located_errors() {
     assert!(
         err.contains("only a kind = \"single\" or \"redlock\" lock service uses `fsync`"),
         "{err}"
+    );
+}
+
+/// A user's resource registered beside the built-in ones runs as theirs do: the harness's
+/// resource node asks it and records its decisions; here a paused holder's late write is
+/// refused.
+#[test]
+fn a_users_resource_decides_writes_and_the_history_records_it() {
+    install();
+    let text = "name = \"strict\"\nduration_ms = 40000\nseeds = \"0..5\"\n\
+                [lock_service]\nkind = \"single\"\nmax_ttl_ms = 30000\n\
+                [resource]\nmode = \"strict\"\n\
+                [[clients]]\nname = \"client-1\"\nttl_ms = 10000\nwork_ms = 1000\n\
+                [[clients]]\nname = \"client-2\"\nttl_ms = 10000\nwork_ms = 1000\nstart_ms = 100\n\
+                [[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nbefore = \"write\"\nnth = 1\nduration_ms = 15000\n\
+                [expect]\nverdict = \"valid\"\n";
+    let dir = support::out_dir("user-resource");
+    let file = dir.join("strict.toml");
+    std::fs::write(&file, text).unwrap();
+    fencesim::check_scenario(&file.display().to_string(), 0..5).unwrap_or_else(|e| panic!("{e}"));
+    let scenario = fencesim::load_scenario(&file).unwrap();
+    let history = fencesim::registry::simulate(&scenario, 0).history;
+    let decisions: Vec<String> = history
+        .events()
+        .filter(|e| &*e.node == "resource")
+        .map(|e| {
+            format!(
+                "{} {} {:?}",
+                e.event.as_str(),
+                e.holder.as_deref().unwrap_or(""),
+                e.token
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        ["accept client-2 Some(2)", "reject client-1 Some(1)",],
+        "client-2 writes under token 2 while client-1 is paused; client-1's late write is refused"
     );
 }
