@@ -392,13 +392,13 @@ pub fn sweep_fold<T: Send, A>(
 /// and return `handle`'s results in `runs` order up to and including the first that `stop`
 /// accepts: the same list whatever `jobs` is, as [`sweep_until`]'s.
 pub fn sweep_runs<T: Send>(
-    runs: &[(Scenario, u64)],
+    runs: &[(&Scenario, u64)],
     jobs: usize,
     opts: &RunOptions,
     handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
     stop: impl Fn(&T) -> bool + Sync,
 ) -> std::io::Result<Vec<T>> {
-    let run = |i: usize| handle(judge(&runs[i].0, runs[i].1, opts));
+    let run = |i: usize| handle(judge(runs[i].0, runs[i].1, opts));
     let fold = |mut all: Vec<T>, t| {
         all.push(t);
         all

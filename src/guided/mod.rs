@@ -167,10 +167,8 @@ pub fn search(
         let size = BATCH.min((budget - outcome.simulations) as usize);
         let candidates = search.generation(size);
         outcome.generations += 1;
-        let runs: Vec<(Scenario, u64)> = candidates
-            .iter()
-            .map(|c| (c.scenario.clone(), c.seed))
-            .collect();
+        let runs: Vec<(&Scenario, u64)> =
+            candidates.iter().map(|c| (&c.scenario, c.seed)).collect();
         let judge = |done| Ok(judge(done, scenario));
         let results = sweep_runs(&runs, jobs, opts, judge, |o: &Outcome| !o.met)?;
         for (candidate, result) in candidates.into_iter().zip(results) {

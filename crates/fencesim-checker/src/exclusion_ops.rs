@@ -28,30 +28,20 @@ struct Paired<'h> {
 }
 
 /// Every acquire, renew and release, each paired with its completion, per lock, in invoke
-/// order. A process runs one operation at a time (Jepsen's rule), so a completion answers its
-/// process's last invoke.
+/// order.
 fn lock_ops<'h>(history: &Records<'h>) -> BTreeMap<&'h str, Vec<Paired<'h>>> {
-    let mut pending: BTreeMap<u64, (usize, &'h str)> = BTreeMap::new();
+    let relevant =
+        |o: &Op| matches!(o.f, OpFn::Acquire | OpFn::Renew | OpFn::Release) && o.lock.is_some();
     let mut locks: BTreeMap<&'h str, Vec<Paired<'h>>> = BTreeMap::new();
-    for op in history.ops() {
-        if !matches!(op.f, OpFn::Acquire | OpFn::Renew | OpFn::Release) {
-            continue;
-        }
-        let Some(lock) = op.lock.as_deref() else {
-            continue;
-        };
-        if op.op_type == OpType::Invoke {
-            let list = locks.entry(lock).or_default();
-            pending.insert(op.process, (list.len(), lock));
-            list.push(Paired {
-                invoke: op,
-                done: None,
-            });
-        } else if let Some((i, lock)) = pending.remove(&op.process) {
-            if let Some(p) = locks.get_mut(lock).and_then(|l| l.get_mut(i)) {
-                p.done = Some(op);
-            }
-        }
+    for (invoke, done) in history.paired(relevant) {
+        let lock = invoke
+            .lock
+            .as_deref()
+            .expect("relevant operations name their lock");
+        locks.entry(lock).or_default().push(Paired { invoke, done });
+    }
+    for ops in locks.values_mut() {
+        ops.sort_by_key(|p| p.invoke.at.index);
     }
     locks
 }

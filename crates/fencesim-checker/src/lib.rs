@@ -22,7 +22,9 @@ mod stale_write;
 mod stale_write_ops;
 mod tokens;
 
-use fencesim_history::{Entry, Event, History, Op, ViolationKind};
+use std::collections::BTreeMap;
+
+use fencesim_history::{Entry, Event, History, Op, OpType, ViolationKind};
 use serde::{Deserialize, Serialize};
 
 pub use exposure::UnsafeExposure;
@@ -99,11 +101,14 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         .for_each(|e| events[e.event as usize] = true);
     // Writes and acquires count for the token checks only when they carry tokens: a Jepsen
     // register's writes and a mutex's acquires have none, and prove nothing about fencing.
-    let (mut tokened_writes, mut tokened_acquires) = (false, false);
+    // Acquires that carry their TTL are judged as leases from the operations alone
+    // (`exclusion_ops`): looked for in the same pass.
+    let (mut tokened_writes, mut tokened_acquires, mut ttl_acquires) = (false, false, false);
     history.ops().for_each(|o| {
         fns[o.f as usize] = true;
         tokened_writes |= o.f == OpFn::Write && o.token.is_some();
         tokened_acquires |= o.f == OpFn::Acquire && o.token.is_some();
+        ttl_acquires |= o.f == OpFn::Acquire && o.ttl_ms.is_some();
     });
     let has = |kinds: &[K]| kinds.iter().any(|k| events[*k as usize]);
     let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns[*f as usize]);
@@ -129,7 +134,7 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         ),
         (
             ViolationKind::MutualExclusionClient,
-            has(&[K::Belief]) || exclusion_ops::applies(history),
+            has(&[K::Belief]) || ttl_acquires,
             "no belief events from clients",
         ),
         (
@@ -165,7 +170,7 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     if options.lock_model.is_none()
         && has_op(&[OpFn::Acquire])
         && !has(&[K::Grant])
-        && !exclusion_ops::applies(history)
+        && !ttl_acquires
     {
         lacking.push(format!("{MUTEX_FROM_OPS}: {MUTEX_NOT_JUDGED}"));
     }
@@ -278,6 +283,26 @@ impl<'h> Records<'h> {
     /// The client operations, in history order.
     pub fn ops(&self) -> impl Iterator<Item = &'h Op> + '_ {
         self.ops.iter().copied()
+    }
+
+    /// The `relevant` operations, each invoke paired with its completion (`None`: never
+    /// completed), in the order they completed, those never completed last. A process runs one
+    /// operation at a time (Jepsen's rule), so a completion answers its process's last invoke;
+    /// an invoke its process follows with another invoke was never completed.
+    pub fn paired(&self, relevant: impl Fn(&Op) -> bool) -> Vec<(&'h Op, Option<&'h Op>)> {
+        let mut pending: BTreeMap<u64, &'h Op> = BTreeMap::new();
+        let mut pairs = Vec::new();
+        for op in self.ops().filter(|o| relevant(o)) {
+            if op.op_type == OpType::Invoke {
+                if let Some(orphan) = pending.insert(op.process, op) {
+                    pairs.push((orphan, None));
+                }
+            } else if let Some(invoke) = pending.remove(&op.process) {
+                pairs.push((invoke, Some(op)));
+            }
+        }
+        pairs.extend(pending.into_values().map(|invoke| (invoke, None)));
+        pairs
     }
 }
 

@@ -339,28 +339,6 @@ impl<'h> Values<'h> {
     }
 }
 
-/// Each invocation of a `relevant` operation with its process's completion (`None`: never
-/// answered, or the process invoked again without one), completed ones at their completion,
-/// then the unanswered ones by process.
-fn paired<'h>(
-    history: &Records<'h>,
-    relevant: impl Fn(&Op) -> bool,
-) -> Vec<(&'h Op, Option<&'h Op>)> {
-    let mut pending: BTreeMap<u64, &Op> = BTreeMap::new();
-    let mut pairs = Vec::new();
-    for op in history.ops().filter(|o| relevant(o)) {
-        if op.op_type == OpType::Invoke {
-            if let Some(orphan) = pending.insert(op.process, op) {
-                pairs.push((orphan, None));
-            }
-        } else if let Some(invoke) = pending.remove(&op.process) {
-            pairs.push((invoke, Some(op)));
-        }
-    }
-    pairs.extend(pending.into_values().map(|invoke| (invoke, None)));
-    pairs
-}
-
 /// Where an operation sits in real time: from its invoke to its completion, or pending.
 fn span<A>(action: A, invoke: &Op, done: Option<&Op>) -> KeyOp<A> {
     KeyOp {
@@ -380,7 +358,7 @@ fn per_key<'h>(
     let mut keys: BTreeMap<Name, Vec<KeyOp<RegisterOp>>> = BTreeMap::new();
     let relevant =
         |op: &Op| matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas) && op.key.is_some();
-    for (invoke, done) in paired(history, relevant) {
+    for (invoke, done) in history.paired(relevant) {
         let outcome = done.map(|d| d.op_type);
         let mut id = |v: Option<&'h String>| values.id(v.map(String::as_str));
         let action = match (invoke.f, outcome) {
@@ -458,7 +436,7 @@ fn drop_unobserved_pending(ops: &mut Vec<KeyOp<RegisterOp>>) {
 fn per_lock<'h>(history: &Records<'h>, model: LockModel) -> BTreeMap<Name, Vec<KeyOp<LockOp>>> {
     let mut locks: BTreeMap<Name, Vec<KeyOp<LockOp>>> = BTreeMap::new();
     let relevant = |op: &Op| matches!(op.f, OpFn::Acquire | OpFn::Release) && op.lock.is_some();
-    for (invoke, done) in paired(history, relevant) {
+    for (invoke, done) in history.paired(relevant) {
         // A failed operation did not happen.
         if done.is_some_and(|d| d.op_type == OpType::Fail) {
             continue;

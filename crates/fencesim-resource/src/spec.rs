@@ -227,4 +227,56 @@ mod tests {
             "only a resource with check = \"check-then-apply\" has a delay between check and apply"
         );
     }
+
+    #[test]
+    fn a_delete_is_fenced_as_a_write_and_a_tokenless_one_only_where_let_through() {
+        let mut fenced = FencedStore::new(&StoreConfig::default());
+        assert_eq!(
+            fenced.write("k", 2, "b"),
+            WriteDecision::Now(WriteOutcome::Accepted { highest: 2 })
+        );
+        assert_eq!(
+            fenced.delete("k", Some(1)),
+            WriteOutcome::Rejected {
+                presented: 1,
+                highest: 2
+            }
+        );
+        assert_eq!(
+            fenced.delete("k", None),
+            WriteOutcome::Rejected {
+                presented: 0,
+                highest: 2
+            }
+        );
+        assert_eq!(fenced.read("k").value.as_deref(), Some("b"));
+        assert_eq!(
+            fenced.delete("k", Some(2)),
+            WriteOutcome::Accepted { highest: 2 }
+        );
+        assert_eq!(
+            fenced.read("k"),
+            ReadValue {
+                value: None,
+                token: Some(2)
+            }
+        );
+
+        let mut knobs = Knobs::from_toml("tokenless = \"accept\"").unwrap();
+        let mut leaky = FencedStore::new(&FENCED.settings(&mut knobs).unwrap());
+        let _ = leaky.write("k", 2, "b");
+        assert_eq!(
+            leaky.delete("k", None),
+            WriteOutcome::Accepted { highest: 2 }
+        );
+        assert_eq!(leaky.read("k"), ReadValue::default());
+        // The fence stands after a token-less delete: an older token is still refused.
+        assert_eq!(
+            leaky.write("k", 1, "a"),
+            WriteDecision::Now(WriteOutcome::Rejected {
+                presented: 1,
+                highest: 2
+            })
+        );
+    }
 }
