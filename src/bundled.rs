@@ -75,6 +75,9 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/k14-leader-keeps-role"),
     bundle!("incidents/k14-leader-steps-down"),
     bundle!("bench-reference"),
+    bundle!("live/pg-pause-unfenced"),
+    bundle!("live/pg-pause-fenced"),
+    bundle!("live/pg-check-then-apply"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (path under

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod expectation;
 pub mod explore;
 pub mod guided;
+pub mod live;
 pub mod mutation_table;
 pub mod readable;
 pub mod registry;

@@ -18,6 +18,14 @@ pub const TIMELINE_MAX_RECORDS: usize = 200_000;
 const TIMELINE_TEMPLATE: &str = include_str!("timeline.html");
 const TIMELINE_PLACEHOLDER: &str = "/*FENCESIM_DATA*/null";
 
+/// `NAME seed N`, or for a live trial `NAME live trial T`.
+fn run_title(name: &str, seed: u64, report: &Report) -> String {
+    match &report.live {
+        Some(live) => format!("{name} live trial {}", live.trial),
+        None => format!("{name} seed {seed}"),
+    }
+}
+
 /// history.txt: one line per entry, in columns (mark, index, true time in seconds, node,
 /// what, details). Entries that are witnesses of a violation are marked `*`.
 pub fn history_txt(history: &History, report: &Report) -> String {
@@ -29,9 +37,8 @@ pub fn history_txt(history: &History, report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# fencesim history: {} seed {}, {} entries. `*` marks a witness of a violation.",
-        history.header.scenario,
-        history.header.seed,
+        "# fencesim history: {}, {} entries. `*` marks a witness of a violation.",
+        run_title(&history.header.scenario, history.header.seed, report),
         history.entries.len()
     );
     let _ = writeln!(
@@ -134,8 +141,8 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     };
     let _ = writeln!(
         md,
-        "# {} seed {}: {verdict}\n",
-        report.scenario.name, report.seed
+        "# {}: {verdict}\n",
+        run_title(&report.scenario.name, report.seed, report)
     );
     let _ = writeln!(md, "{}\n", report.scenario.description.trim());
     let expected = &report.expectation;

@@ -12,6 +12,8 @@
 
 use std::sync::OnceLock;
 
+use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
+
 use fencesim_design::{ClientInfo, DesignSpec, Designs, Knobs, ResourceModeSpec};
 use fencesim_lease::{
     lease_client_settings, LeaseClient, LeaseNode, LeaseNodeConfig, PrimaryBackupDesign,
@@ -46,6 +48,8 @@ pub struct RegisteredResource {
 pub struct Registry {
     designs: Vec<Registered>,
     resources: Vec<RegisteredResource>,
+    /// The designs' and resources' live forms (live mode), by kind and mode.
+    live: LiveForms,
 }
 
 impl Registry {
@@ -88,7 +92,38 @@ impl Registry {
                 sim: &EQUALITY_STORE,
             },
         ];
-        Registry { designs, resources }
+        let live = LiveForms {
+            lock_services: vec![fencesim_lease::live::SINGLE_LIVE],
+            resources: vec![
+                fencesim_resource::live::FENCED_LIVE,
+                fencesim_resource::live::UNFENCED_LIVE,
+            ],
+        };
+        Registry {
+            designs,
+            resources,
+            live,
+        }
+    }
+
+    /// Add the live form of a lock service (`form.kind`, replacing one of the same kind): how
+    /// `fencesim live` runs the design against a real server (docs/live.md).
+    pub fn with_live_lock_service(mut self, form: LockServiceForm) -> Self {
+        self.live.lock_services.retain(|f| f.kind != form.kind);
+        self.live.lock_services.push(form);
+        self
+    }
+
+    /// Add the live form of a resource (`form.mode`, replacing one of the same mode).
+    pub fn with_live_resource(mut self, form: ResourceForm) -> Self {
+        self.live.resources.retain(|f| f.mode != form.mode);
+        self.live.resources.push(form);
+        self
+    }
+
+    /// The live forms this registry knows.
+    pub fn live(&self) -> &LiveForms {
+        &self.live
     }
 
     /// How the simulator runs the resource of `mode`, if there is one.

@@ -171,6 +171,25 @@ pub struct Report {
     pub simulated_ms: u64,
     /// The command that reproduces this run.
     pub reproduce: String,
+    /// A live trial's own facts (`fencesim live`); absent for a simulation. A live trial's
+    /// report.json is written without `seed`, `network`, `nemesis` and `simulated_ms`, with
+    /// `mode: "live"` ([`crate::live::report_json`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveRun>,
+}
+
+/// What a live trial's report says instead of a seed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveRun {
+    /// The trial's number, from 1.
+    pub trial: u64,
+    /// The servers it ran against (`PostgreSQL 15.14 on 127.0.0.1:41234`).
+    pub servers: Vec<String>,
+    /// How long it ran, real ms.
+    pub real_ms: u64,
+    /// Why it stopped before its clients finished, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
 }
 
 /// The tool identity compiled into this binary.

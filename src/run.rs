@@ -38,11 +38,13 @@ pub fn sweep_running() -> bool {
     SWEEPS_RUNNING.load(Ordering::SeqCst) > 0
 }
 
-/// Counts a sweep as running while it lives.
-struct Running;
+/// Counts a sweep (or a live run) as running while it lives: a Ctrl-C then lets it finish
+/// the work in progress and write what it found, instead of quitting at once.
+pub struct Running;
 
 impl Running {
-    fn start() -> Self {
+    /// Count one more sweep as running, until the value is dropped.
+    pub fn start() -> Self {
         SWEEPS_RUNNING.fetch_add(1, Ordering::SeqCst);
         Running
     }
@@ -289,6 +291,7 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
                 ""
             }
         ),
+        live: None,
     };
     Judged {
         report,

@@ -188,6 +188,34 @@ enum Command {
         #[arg(long)]
         designs: bool,
     },
+    /// Run a scenario against real servers (PostgreSQL) with clients as OS processes and real
+    /// pauses (SIGSTOP), record the same history and judge it with the same checks
+    /// (docs/live.md). Exit 0 if every trial is valid (with --expect: meets the scenario's
+    /// expectation), 1 if one is not, 2 if the scenario has parts with no live form.
+    Live {
+        /// A scenario file, or the name of a bundled scenario.
+        scenario: String,
+        /// How many trials.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        trials: u64,
+        /// Output root: the files of trials that show a violation go to
+        /// DIR/<scenario name>/live-T/.
+        #[arg(long, value_name = "DIR", default_value = "reports/live")]
+        out: PathBuf,
+        /// Write every trial's files, not only those that show a violation.
+        #[arg(long)]
+        write_all: bool,
+        /// Exit 0 only if every trial meets the scenario's [expect].
+        #[arg(long)]
+        expect: bool,
+        /// A PostgreSQL server of your own (libpq connection string or URL) instead of a
+        /// throwaway one; only its schema `fencesim_live` is dropped and created.
+        #[arg(long, value_name = "URL")]
+        postgres: Option<String>,
+    },
+    /// A live trial's client process (started by `fencesim live`, not by hand).
+    #[command(hide = true)]
+    LiveClient,
     /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
     /// every bundled scenario (release builds give the meaningful figures).
     Bench {
@@ -301,6 +329,22 @@ pub fn main() -> ExitCode {
             commands::shrink::shrink(&report, &out, kind.as_deref())
         }
         Command::Replay { report, out } => commands::replay::replay(&report, out),
+        Command::Live {
+            scenario,
+            trials,
+            out,
+            write_all,
+            expect,
+            postgres,
+        } => commands::live::live(&commands::live::LiveArgs {
+            scenario,
+            trials,
+            out,
+            write_all,
+            expect,
+            postgres,
+        }),
+        Command::LiveClient => commands::live::live_client(),
         Command::Bench {
             seeds,
             jobs,

@@ -13,6 +13,8 @@
 //! `check` knob (K20's check-then-apply).
 #![deny(missing_docs)]
 
+#[cfg(feature = "live")]
+pub mod live;
 mod spec;
 
 pub use spec::{Check, FencedStore, StoreConfig, StoreSpec, Tokenless, EQUALITY, FENCED, UNFENCED};

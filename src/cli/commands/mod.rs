@@ -12,6 +12,7 @@ pub(crate) mod explore;
 pub(crate) mod export;
 pub(crate) mod guided;
 pub(crate) mod list;
+pub(crate) mod live;
 pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod shrink;

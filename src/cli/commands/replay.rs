@@ -98,6 +98,14 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     })?;
     let mut json: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?;
+    if json.get("mode").and_then(|m| m.as_str()) == Some("live") {
+        eprintln!(
+            "error: {}: a live trial's report: a live trial has no seed and cannot be replayed or \
+             shrunk; run it again with `fencesim live` (its `reproduce` line)",
+            path.display()
+        );
+        return Err(exit::BAD_INPUT);
+    }
     let current = json.get("schema_version").and_then(|v| v.as_u64())
         == Some(u64::from(fencesim::report::SCHEMA_VERSION));
     // A report of the current schema is read from its bytes, so that an error has its place.

@@ -13,6 +13,8 @@
 #![deny(missing_docs)]
 
 mod client;
+#[cfg(feature = "live")]
+pub mod live;
 mod message;
 mod node;
 pub mod primary_backup;

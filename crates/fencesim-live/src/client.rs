@@ -1,0 +1,446 @@
+//! A client process of a live trial: the scenario's workload loop (acquire, read, work with
+//! keepalives, write, release, for `cycles` cycles), run against the design's live forms with
+//! real sleeps, as its own OS process so that a pause fault can really stop it (SIGSTOP).
+//!
+//! It mirrors the simulated client (`fencesim-sim`'s workload loop) step for step, with the
+//! same records: operations, and `belief` events for its own view of its lease, deadline
+//! counted from its acquire request. Its one channel to the harness is [`crate::wire`].
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use fencesim_history::{Entry, Event, EventKind, Name, Op, OpFn, OpType, Phase, Stamp};
+use fencesim_scenario::NodeEvent;
+use rand::{Rng, SeedableRng};
+
+use crate::clock::mono_ns;
+use crate::form::{
+    DbError, LiveForms, LockCall, PgLockService, PgResource, WriteAnswer, WriteCall,
+};
+use crate::wire::{op_ref, Armed, ClientConfig, ClientLine};
+
+/// Run a client process: read its [`ClientConfig`] from the first line of stdin, run its
+/// workload, and exit. Returns the process's exit code (0: done; 2: bad configuration; 1: the
+/// database could not be reached).
+pub fn main(forms: &LiveForms) -> u8 {
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut first = String::new();
+    if input.read_line(&mut first).is_err() {
+        return 2;
+    }
+    let config: ClientConfig = match serde_json::from_str(&first) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("fencesim live-client: bad configuration line: {e}");
+            return 2;
+        }
+    };
+    let forms_of = (
+        forms.lock_service(&config.lock_kind, &config.lock_knobs),
+        forms.resource(&config.resource_mode, &config.resource_knobs),
+    );
+    let (lock, resource) = match forms_of {
+        (Ok(l), Ok(r)) => (l, r),
+        (Err(e), _) | (_, Err(e)) => {
+            send(&ClientLine::Error { message: e });
+            return 2;
+        }
+    };
+    let db = match connect(&config) {
+        Ok(db) => db,
+        Err(e) => {
+            send(&ClientLine::Error {
+                message: format!("cannot connect to the database: {e}"),
+            });
+            return 1;
+        }
+    };
+    let mut client = LiveClient {
+        rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(config.rng_seed),
+        process: config.process,
+        name: Name::from(config.client.name.as_str()),
+        config,
+        lock,
+        resource,
+        db,
+        input,
+        seq: 0,
+        occurrences: BTreeMap::new(),
+        belief: None,
+        last_invoke_ns: 0,
+    };
+    client.run();
+    0
+}
+
+fn connect(config: &ClientConfig) -> Result<postgres::Client, DbError> {
+    let mut db = postgres::Client::connect(&config.conninfo, postgres::NoTls)?;
+    // A statement that takes longer than the client's reply timeout ends as `info`, as a
+    // simulated request without a reply does.
+    db.batch_execute(&format!(
+        "SET statement_timeout = {}",
+        config.client.timeout_ms.max(1)
+    ))?;
+    Ok(db)
+}
+
+fn send(line: &ClientLine) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout means the harness is gone; the process will be killed anyway.
+    let _ = serde_json::to_writer(&mut out, line);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+/// The lease the client believes it holds: its token, and until when by its monotonic clock.
+#[derive(Clone, Copy, Debug)]
+struct Belief {
+    token: u64,
+    until_mono_ns: u64,
+}
+
+struct LiveClient<'a> {
+    config: ClientConfig,
+    name: Name,
+    lock: Box<dyn PgLockService>,
+    resource: Box<dyn PgResource>,
+    db: postgres::Client,
+    input: std::io::StdinLock<'a>,
+    rng: rand_xoshiro::Xoshiro256PlusPlus,
+    process: u64,
+    /// Operations invoked so far (the `seq` of the next one).
+    seq: u64,
+    /// How many times each event has begun, for the safepoints' `nth`.
+    occurrences: BTreeMap<NodeEvent, u64>,
+    belief: Option<Belief>,
+    /// When the last operation was invoked, `CLOCK_MONOTONIC` ns (a belief counts from it).
+    last_invoke_ns: u64,
+}
+
+/// An operation between its invoke and its completion.
+struct Pending {
+    seq: u64,
+    op: Op,
+    /// Its reference in the database's log.
+    reference: String,
+}
+
+impl LiveClient<'_> {
+    fn run(&mut self) {
+        let start_ns = self.config.origin.mono_ns + self.config.client.start_ms * 1_000_000;
+        sleep_until(start_ns);
+        for cycle in 1..=self.config.client.cycles {
+            self.cycle(cycle);
+        }
+        self.end_belief_if_elapsed();
+    }
+
+    fn cycle(&mut self, cycle: u64) {
+        let Some(token) = self.acquire() else {
+            return;
+        };
+        self.read();
+        if !self.work(token) {
+            return;
+        }
+        self.end_belief_if_elapsed();
+        if self.config.client.validity_check && self.belief.is_none() {
+            // By its own clock the lease has run out: no write, and nothing to release.
+            return;
+        }
+        self.write(token, cycle);
+        self.release(token);
+    }
+
+    /// Acquire until granted (backing off while the lock is held); `None` if a call ended
+    /// `info` (the cycle is abandoned, as in the simulation).
+    fn acquire(&mut self) -> Option<u64> {
+        loop {
+            self.safepoint(false, NodeEvent::Acquire);
+            let pending = self.invoke(OpFn::Acquire, None, None);
+            let call = lock_call(&self.config, 0, &pending.reference);
+            let answer = self.lock.acquire(&mut self.db, &call);
+            let outcome = match answer {
+                Ok(Ok(token)) => {
+                    self.complete(pending, OpType::Ok, |o| o.token = Some(token));
+                    self.start_belief(token, self.config.client.ttl_ms);
+                    Some(Some(token))
+                }
+                Ok(Err(reason)) => {
+                    self.complete(pending, OpType::Fail, |o| o.error = Some(reason));
+                    None
+                }
+                Err(e) => {
+                    self.unknown(pending, &e);
+                    Some(None)
+                }
+            };
+            self.safepoint(true, NodeEvent::Acquire);
+            match outcome {
+                Some(granted) => return granted,
+                None => self.backoff(),
+            }
+        }
+    }
+
+    fn read(&mut self) {
+        self.safepoint(false, NodeEvent::Read);
+        let pending = self.invoke(OpFn::Read, None, None);
+        let key = self.config.client.key.clone();
+        match self.resource.read(&mut self.db, &key) {
+            Ok(read) => self.complete(pending, OpType::Ok, |o| {
+                o.value = read.value;
+                o.token = read.token;
+            }),
+            Err(e) => self.unknown(pending, &e),
+        }
+        self.safepoint(true, NodeEvent::Read);
+    }
+
+    /// Work for `work_ms`, renewing every `renew_ms`; false if a renewal was refused.
+    fn work(&mut self, token: u64) -> bool {
+        let end_ns = mono_ns() + self.config.client.work_ms * 1_000_000;
+        loop {
+            let now = mono_ns();
+            if now >= end_ns {
+                return true;
+            }
+            let Some(renew_ms) = self.config.client.renew_ms else {
+                sleep_until(end_ns);
+                return true;
+            };
+            sleep_until(end_ns.min(now + renew_ms * 1_000_000));
+            if mono_ns() < end_ns && !self.renew(token) {
+                return false;
+            }
+        }
+    }
+
+    fn renew(&mut self, token: u64) -> bool {
+        self.safepoint(false, NodeEvent::Renew);
+        let pending = self.invoke(OpFn::Renew, Some(token), None);
+        let call = lock_call(&self.config, token, &pending.reference);
+        let kept = match self.lock.renew(&mut self.db, &call) {
+            Ok(Ok(())) => {
+                self.complete(pending, OpType::Ok, |_| {});
+                self.start_belief(token, self.config.client.ttl_ms);
+                true
+            }
+            Ok(Err(reason)) => {
+                self.complete(pending, OpType::Fail, |o| o.error = Some(reason));
+                self.end_belief("renewal refused");
+                false
+            }
+            Err(e) => {
+                self.unknown(pending, &e);
+                false
+            }
+        };
+        self.safepoint(true, NodeEvent::Renew);
+        kept
+    }
+
+    fn write(&mut self, token: u64, cycle: u64) {
+        self.safepoint(false, NodeEvent::Write);
+        let value = format!("{}/{cycle}", self.name);
+        let pending = self.invoke(OpFn::Write, Some(token), Some(value.clone()));
+        let key = self.config.client.key.clone();
+        let call = WriteCall {
+            key: &key,
+            token,
+            value: &value,
+            holder: &self.name,
+            op: &pending.reference,
+        };
+        match self.resource.write(&mut self.db, &call) {
+            Ok(WriteAnswer::Accepted { .. }) => self.complete(pending, OpType::Ok, |_| {}),
+            Ok(WriteAnswer::Rejected { highest }) => {
+                let error = format!("stale token {token}: highest accepted is {highest}");
+                self.complete(pending, OpType::Fail, |o| o.error = Some(error));
+                self.end_belief("write rejected as stale");
+            }
+            Err(e) => self.unknown(pending, &e),
+        }
+        self.safepoint(true, NodeEvent::Write);
+    }
+
+    fn release(&mut self, token: u64) {
+        self.end_belief("released");
+        self.safepoint(false, NodeEvent::Release);
+        let pending = self.invoke(OpFn::Release, Some(token), None);
+        let call = lock_call(&self.config, token, &pending.reference);
+        match self.lock.release(&mut self.db, &call) {
+            Ok(Ok(())) => self.complete(pending, OpType::Ok, |_| {}),
+            Ok(Err(reason)) => self.complete(pending, OpType::Fail, |o| o.error = Some(reason)),
+            Err(e) => self.unknown(pending, &e),
+        }
+        self.safepoint(true, NodeEvent::Release);
+    }
+
+    /// Record an invoke (now) and return it, with its reference for the log.
+    fn invoke(&mut self, f: OpFn, token: Option<u64>, value: Option<String>) -> Pending {
+        self.seq += 1;
+        let (lock, key) = match f {
+            OpFn::Acquire | OpFn::Renew | OpFn::Release => {
+                (Some(Name::from(self.config.client.lock.as_str())), None)
+            }
+            _ => (None, Some(Name::from(self.config.client.key.as_str()))),
+        };
+        let op = Op {
+            at: Stamp::default(),
+            process: self.process,
+            node: self.name.clone(),
+            op_type: OpType::Invoke,
+            f,
+            lock,
+            key,
+            token,
+            value,
+            expected: None,
+            value_unknown: false,
+            ttl_ms: None,
+            error: None,
+        };
+        self.emit(Some(self.seq), Entry::Op(op.clone()));
+        Pending {
+            seq: self.seq,
+            op,
+            reference: op_ref(&self.name, self.seq),
+        }
+    }
+
+    fn complete(&mut self, pending: Pending, op_type: OpType, fill: impl FnOnce(&mut Op)) {
+        let mut op = pending.op;
+        op.op_type = op_type;
+        fill(&mut op);
+        self.emit(Some(pending.seq), Entry::Op(op));
+    }
+
+    /// The call's outcome is unknown: record `info`, retire the process id, and get a fresh
+    /// connection if the old one is gone.
+    fn unknown(&mut self, pending: Pending, error: &DbError) {
+        let message = format!("{error}");
+        self.complete(pending, OpType::Info, |o| o.error = Some(message));
+        self.process += self.config.process_stride;
+        if self.db.is_closed() {
+            if let Ok(db) = connect(&self.config) {
+                self.db = db;
+            }
+        }
+    }
+
+    fn start_belief(&mut self, token: u64, ttl_ms: u64) {
+        // Counted from the request (`deadline_from = "request"`): the invoke just recorded.
+        let margin = self.config.client.safety_margin_ms;
+        let from = self.last_invoke_ns;
+        let until = from + ttl_ms.saturating_sub(margin) * 1_000_000;
+        self.belief = Some(Belief {
+            token,
+            until_mono_ns: until,
+        });
+        let mut event = self.belief_event(Phase::Start, token, None);
+        event.expires_at_ms = Some(self.trial_ms(until));
+        self.emit(None, Entry::Event(event));
+    }
+
+    fn end_belief(&mut self, why: &str) {
+        self.end_belief_if_elapsed();
+        if let Some(b) = self.belief.take() {
+            let event = self.belief_event(Phase::End, b.token, Some(why));
+            self.emit(None, Entry::Event(event));
+        }
+    }
+
+    /// A belief whose time has run out ends at that moment (the simulated client's timer;
+    /// here noticed at the next step, and stamped when it happened).
+    fn end_belief_if_elapsed(&mut self) {
+        let Some(b) = self.belief else {
+            return;
+        };
+        if mono_ns() < b.until_mono_ns {
+            return;
+        }
+        self.belief = None;
+        let event = self.belief_event(Phase::End, b.token, Some("validity elapsed"));
+        self.emit_at(b.until_mono_ns, None, Entry::Event(event));
+    }
+
+    fn belief_event(&self, phase: Phase, token: u64, detail: Option<&str>) -> Event {
+        let mut e = Event::new(EventKind::Belief);
+        e.node = self.name.clone();
+        e.phase = Some(phase);
+        e.lock = Some(Name::from(self.config.client.lock.as_str()));
+        e.holder = Some(self.name.clone());
+        e.token = Some(token);
+        e.detail = detail.map(str::to_owned);
+        e
+    }
+
+    fn trial_ms(&self, mono: u64) -> i64 {
+        (self.config.origin.since_ns(mono) / 1_000_000) as i64
+    }
+
+    /// Record `entry` now; first the end of a belief whose time ran out meanwhile (while the
+    /// process was stopped, say), stamped when it ran out.
+    fn emit(&mut self, seq: Option<u64>, entry: Entry) {
+        self.end_belief_if_elapsed();
+        let now = mono_ns();
+        if matches!(&entry, Entry::Op(op) if op.op_type == OpType::Invoke) {
+            self.last_invoke_ns = now;
+        }
+        self.emit_at(now, seq, entry);
+    }
+
+    fn emit_at(&self, mono_ns: u64, seq: Option<u64>, entry: Entry) {
+        send(&ClientLine::Record {
+            mono_ns,
+            seq,
+            entry: Box::new(entry),
+        });
+    }
+
+    fn backoff(&mut self) {
+        let b = self.config.client.backoff_ms;
+        let ms = self.rng.gen_range(b.min_ms..=b.max_ms);
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+
+    /// Stop at an armed safepoint until the harness says `go` (it pauses this process there).
+    fn safepoint(&mut self, after: bool, event: NodeEvent) {
+        if !after {
+            *self.occurrences.entry(event).or_default() += 1;
+        }
+        let nth = self.occurrences.get(&event).copied().unwrap_or_default();
+        let at = Armed { after, event, nth };
+        if !self.config.armed.contains(&at) {
+            return;
+        }
+        self.end_belief_if_elapsed();
+        send(&ClientLine::Safepoint {
+            mono_ns: mono_ns(),
+            at,
+        });
+        let mut go = String::new();
+        // End of input: the harness is gone; carry on and be killed.
+        let _ = self.input.read_line(&mut go);
+    }
+}
+
+fn lock_call<'p>(config: &'p ClientConfig, token: u64, reference: &'p str) -> LockCall<'p> {
+    LockCall {
+        lock: &config.client.lock,
+        holder: &config.client.name,
+        ttl_ms: config.client.ttl_ms,
+        token,
+        op: reference,
+    }
+}
+
+fn sleep_until(mono: u64) {
+    let now = mono_ns();
+    if mono > now {
+        std::thread::sleep(Duration::from_nanos(mono - now));
+    }
+}

@@ -1,0 +1,258 @@
+//! A throwaway PostgreSQL server for a live run: `initdb` and `postgres` from the machine's
+//! installation, on a data folder in a temporary folder, its socket inside that folder and TCP
+//! on 127.0.0.1 at a free port. Dropping the [`PgServer`] stops the server (its whole process
+//! group) and deletes the folder, also when the run panics or is interrupted.
+//!
+//! As root (CI runs as root, and PostgreSQL refuses to), the server runs as the `postgres`
+//! user that Debian's package creates, on a folder that user owns.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{Gid, Pid, Uid};
+
+use crate::LiveError;
+
+/// The Debian package that provides the server binaries.
+const PACKAGE: &str = "postgresql";
+
+/// The environment variable that names the folder of `initdb` and `postgres`.
+pub const BINDIR_VARIABLE: &str = "FENCESIM_PG_BINDIR";
+
+/// A running PostgreSQL server, stopped and deleted on drop.
+#[derive(Debug)]
+pub struct PgServer {
+    folder: PathBuf,
+    child: Option<Child>,
+    port: u16,
+    /// libpq connection string for it (user `fencesim`, database `postgres`).
+    pub conninfo: String,
+}
+
+impl PgServer {
+    /// Start a fresh server and wait (up to 30 s) until it accepts connections.
+    ///
+    /// # Errors
+    /// [`LiveError::Missing`] if the binaries are not installed (naming the package),
+    /// [`LiveError::Server`] if it would not start (with the tail of its log).
+    pub fn start() -> Result<PgServer, LiveError> {
+        let bin = bindir()?;
+        let owner = owner()?;
+        let folder = temp_folder("pg")?;
+        let mut server = PgServer {
+            folder: folder.clone(),
+            child: None,
+            port: 0,
+            conninfo: String::new(),
+        };
+        if let Some((uid, gid)) = owner {
+            nix::unistd::chown(&folder, Some(uid), Some(gid))
+                .map_err(|e| LiveError::Server(format!("chown {}: {e}", folder.display())))?;
+        }
+        let data = folder.join("data");
+        let log = folder.join("server.log");
+        let mut initdb = as_owner(Command::new(bin.join("initdb")), owner);
+        initdb.args([
+            "-D",
+            &path_str(&data),
+            "-U",
+            "fencesim",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+        ]);
+        initdb.args(["--no-sync", "--no-instructions"]);
+        let out = initdb
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| LiveError::Server(format!("initdb: {e}")))?;
+        if !out.status.success() {
+            return Err(LiveError::Server(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        server.port = free_port()?;
+        let log_file = fs::File::create(&log)
+            .map_err(|e| LiveError::Server(format!("{}: {e}", log.display())))?;
+        if let Some((uid, gid)) = owner {
+            let _ = nix::unistd::chown(&log, Some(uid), Some(gid));
+        }
+        let mut postgres = as_owner(Command::new(bin.join("postgres")), owner);
+        postgres.args(["-D", &path_str(&data), "-k", &path_str(&folder)]);
+        postgres.args(["-h", "127.0.0.1", "-p", &server.port.to_string()]);
+        // Durable as a production server: every commit is on disk before it is acknowledged.
+        postgres.args(["-c", "fsync=on", "-c", "synchronous_commit=on"]);
+        postgres.args(["-c", "max_connections=60", "-c", "shared_buffers=16MB"]);
+        // Its own process group, so a pause or a stop reaches every backend.
+        std::os::unix::process::CommandExt::process_group(&mut postgres, 0);
+        let child = postgres
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .map_err(|e| LiveError::Server(format!("postgres: {e}")))?;
+        server.child = Some(child);
+        server.conninfo = format!(
+            "host=127.0.0.1 port={} user=fencesim dbname=postgres connect_timeout=5",
+            server.port
+        );
+        server.wait_ready(&log)?;
+        Ok(server)
+    }
+
+    /// The server's TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The process group of the server (the postmaster and its backends), for pause faults.
+    pub fn process_group(&self) -> Option<Pid> {
+        self.child.as_ref().map(|c| Pid::from_raw(c.id() as i32))
+    }
+
+    fn wait_ready(&mut self, log: &Path) -> Result<(), LiveError> {
+        for _ in 0..300 {
+            if let Ok(Some(status)) = self.child.as_mut().map_or(Ok(None), |c| c.try_wait()) {
+                return Err(LiveError::Server(format!(
+                    "postgres exited ({status}): {}",
+                    tail(log)
+                )));
+            }
+            if postgres::Client::connect(&self.conninfo, postgres::NoTls).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(LiveError::Server(format!(
+            "postgres did not accept connections within 30 s: {}",
+            tail(log)
+        )))
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let group = Pid::from_raw(child.id() as i32);
+            // A paused server would ignore SIGTERM until continued.
+            let _ = killpg(group, Signal::SIGCONT);
+            // Fast shutdown: roll back and exit; then make sure.
+            let _ = killpg(group, Signal::SIGINT);
+            for _ in 0..50 {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = child.wait();
+        }
+        let _ = fs::remove_dir_all(&self.folder);
+    }
+}
+
+/// Where `initdb` and `postgres` are: the folder `FENCESIM_PG_BINDIR` names if it is set (to
+/// pick one of several installed versions), else `pg_config --bindir`, else the newest
+/// `/usr/lib/postgresql/N/bin`, else the `PATH`.
+fn bindir() -> Result<PathBuf, LiveError> {
+    let missing = LiveError::Missing {
+        what: "PostgreSQL's server (initdb and postgres)",
+        package: PACKAGE,
+    };
+    if let Some(dir) = std::env::var_os(BINDIR_VARIABLE) {
+        let dir = PathBuf::from(dir);
+        return if dir.join("postgres").exists() && dir.join("initdb").exists() {
+            Ok(dir)
+        } else {
+            Err(missing)
+        };
+    }
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if out.status.success() && dir.join("postgres").exists() {
+            return Ok(dir);
+        }
+    }
+    let mut versions: Vec<PathBuf> = fs::read_dir("/usr/lib/postgresql")
+        .map(|d| d.flatten().map(|e| e.path().join("bin")).collect())
+        .unwrap_or_default();
+    versions.sort();
+    if let Some(dir) = versions
+        .into_iter()
+        .rev()
+        .find(|d| d.join("postgres").exists())
+    {
+        return Ok(dir);
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    on_path
+        .into_iter()
+        .find(|d| d.join("postgres").exists() && d.join("initdb").exists())
+        .ok_or(missing)
+}
+
+/// The user the server runs as: `None` for the current user, or (as root, which PostgreSQL
+/// refuses) the `postgres` user's ids.
+fn owner() -> Result<Option<(Uid, Gid)>, LiveError> {
+    if !Uid::effective().is_root() {
+        return Ok(None);
+    }
+    match nix::unistd::User::from_name("postgres") {
+        Ok(Some(user)) => Ok(Some((user.uid, user.gid))),
+        _ => Err(LiveError::Missing {
+            what: "the `postgres` user (PostgreSQL will not run as root)",
+            package: PACKAGE,
+        }),
+    }
+}
+
+fn as_owner(mut command: Command, owner: Option<(Uid, Gid)>) -> Command {
+    if let Some((uid, gid)) = owner {
+        std::os::unix::process::CommandExt::uid(&mut command, uid.as_raw());
+        std::os::unix::process::CommandExt::gid(&mut command, gid.as_raw());
+    }
+    command
+}
+
+/// A new, empty folder under the system's temporary folder, readable by other users (the
+/// server's user must reach it).
+pub(crate) fn temp_folder(what: &str) -> Result<PathBuf, LiveError> {
+    let base = std::env::temp_dir();
+    for n in 0..1000u32 {
+        let path = base.join(format!("fencesim-live-{what}-{}-{n}", std::process::id()));
+        match fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(LiveError::Server(format!("{}: {e}", path.display()))),
+        }
+    }
+    Err(LiveError::Server(format!(
+        "no free folder name under {}",
+        base.display()
+    )))
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub(crate) fn free_port() -> Result<u16, LiveError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| LiveError::Server(format!("no free port on 127.0.0.1: {e}")))
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn tail(log: &Path) -> String {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}

@@ -1,0 +1,421 @@
+//! One live trial: fresh tables, a process per client, the scenario's pauses applied with
+//! SIGSTOP and SIGCONT, and the history assembled from what everyone recorded.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use fencesim_history::{Event, EventKind, History, Name, Phase};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::assemble::{assemble, ClientRecord, LogRow};
+use crate::clock::{mono_ns, Origin};
+use crate::form::{LiveForms, LOG_SCHEMA};
+use crate::plan::{LivePlan, PauseAt};
+use crate::wire::{ClientConfig, ClientLine};
+use crate::LiveError;
+
+/// The schema every trial's tables live in, dropped and created again at each trial: a
+/// server the user already runs keeps everything else it has.
+pub const SCHEMA: &str = "fencesim_live";
+
+/// How long the client processes get to start and connect before the trial's clock starts.
+const START_MARGIN_NS: u64 = 700_000_000;
+
+/// What a trial needs besides its plan.
+pub struct TrialSetup<'a> {
+    /// The binary to run as `PROGRAM live-client` (the running `fencesim`, or a user's own).
+    pub program: &'a Path,
+    /// The forms of the binary's designs.
+    pub forms: &'a LiveForms,
+    /// libpq connection string of the database.
+    pub conninfo: &'a str,
+    /// Written in the history's header.
+    pub tool_version: &'a str,
+    /// Asked between steps: stop the trial early (Ctrl-C), keeping what was recorded.
+    pub interrupted: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// A finished trial.
+#[derive(Clone, Debug)]
+pub struct TrialRecord {
+    /// The history.
+    pub history: History,
+    /// How long it ran, real ms.
+    pub real_ms: u64,
+    /// Whether it stopped early (interrupted, or past the scenario's `duration_ms`).
+    pub cut_short: Option<String>,
+}
+
+/// The connection string with the trial's schema first on the search path.
+pub fn with_schema(conninfo: &str) -> String {
+    format!("{conninfo} options='-c search_path={SCHEMA}'")
+}
+
+/// Run trial `trial` of `plan`.
+///
+/// # Errors
+/// The database could not be prepared or read, or a client process could not start.
+pub fn run_trial(
+    plan: &LivePlan,
+    setup: &TrialSetup<'_>,
+    trial: u64,
+) -> Result<TrialRecord, LiveError> {
+    let scenario = &plan.scenario;
+    let conninfo = with_schema(setup.conninfo);
+    let mut admin = postgres::Client::connect(setup.conninfo, postgres::NoTls).map_err(db)?;
+    prepare(&mut admin, plan, setup.forms)?;
+    let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(db)?;
+
+    let mut origin = Origin::now();
+    origin.mono_ns += START_MARGIN_NS;
+    origin.wall_us += (START_MARGIN_NS / 1000) as i64;
+    let (tx, rx) = mpsc::channel();
+    let mut processes = Processes::default();
+    for (i, client) in scenario.clients.iter().enumerate() {
+        let config = ClientConfig {
+            client: client.clone(),
+            lock_kind: scenario.lock_service.kind.clone(),
+            lock_knobs: scenario.lock_service.knobs.clone(),
+            resource_mode: scenario.resource.mode.clone(),
+            resource_knobs: scenario.resource.knobs.clone(),
+            conninfo: conninfo.clone(),
+            origin,
+            process: i as u64,
+            process_stride: scenario.clients.len() as u64,
+            armed: plan.armed(i),
+            rng_seed: trial * 1_000_003 + i as u64,
+        };
+        processes.spawn(setup.program, &config, i, tx.clone())?;
+    }
+    drop(tx);
+
+    let mut run = Running::new(plan, origin, processes);
+    let cut_short = run.drive(&rx, setup.interrupted);
+    let end_ns = origin.since_ns(mono_ns());
+    let Running {
+        records, nemesis, ..
+    } = run;
+    let log = read_log(&mut admin)?;
+    let history = assemble(
+        &scenario.name,
+        setup.tool_version,
+        &origin,
+        records,
+        log,
+        nemesis,
+        end_ns,
+    )
+    .map_err(LiveError::Server)?;
+    Ok(TrialRecord {
+        history,
+        real_ms: end_ns / 1_000_000,
+        cut_short,
+    })
+}
+
+fn db(e: postgres::Error) -> LiveError {
+    LiveError::Server(format!("database: {e}"))
+}
+
+/// Drop and create the trial's schema, the log, the forms' tables and the resource's keys.
+fn prepare(
+    admin: &mut postgres::Client,
+    plan: &LivePlan,
+    forms: &LiveForms,
+) -> Result<(), LiveError> {
+    let scenario = &plan.scenario;
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; CREATE SCHEMA {SCHEMA}; SET search_path = {SCHEMA};"
+        ))
+        .map_err(db)?;
+    let lock = forms
+        .lock_service(&scenario.lock_service.kind, &scenario.lock_service.knobs)
+        .map_err(LiveError::Server)?;
+    let resource = forms
+        .resource(&scenario.resource.mode, &scenario.resource.knobs)
+        .map_err(LiveError::Server)?;
+    admin.batch_execute(LOG_SCHEMA).map_err(db)?;
+    admin.batch_execute(lock.schema()).map_err(db)?;
+    admin.batch_execute(resource.schema()).map_err(db)?;
+    let mut keys: Vec<&str> = scenario.resource.keys.iter().map(String::as_str).collect();
+    keys.extend(scenario.clients.iter().map(|c| c.key.as_str()));
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        resource.add_key(admin, key).map_err(db)?;
+    }
+    Ok(())
+}
+
+fn read_log(admin: &mut postgres::Client) -> Result<Vec<LogRow>, LiveError> {
+    let rows = admin
+        .query(
+            "SELECT seq, at_us, node, event, lock, key, holder, token, highest, expires_at_us, op \
+             FROM fencesim_log ORDER BY seq",
+            &[],
+        )
+        .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|r| LogRow {
+            seq: r.get(0),
+            at_us: r.get(1),
+            node: r.get(2),
+            event: r.get(3),
+            lock: r.get(4),
+            key: r.get(5),
+            holder: r.get(6),
+            token: r.get(7),
+            highest: r.get(8),
+            expires_at_us: r.get(9),
+            op: r.get(10),
+        })
+        .collect())
+}
+
+/// What a client's reader thread passes on: a line, or `None` at the end of its output.
+type FromClient = (usize, Option<ClientLine>);
+
+/// The client processes, killed (after a SIGCONT, in case they are paused) on drop.
+#[derive(Default)]
+struct Processes {
+    children: Vec<Child>,
+    stdins: Vec<Option<ChildStdin>>,
+}
+
+impl Processes {
+    fn spawn(
+        &mut self,
+        program: &Path,
+        config: &ClientConfig,
+        index: usize,
+        tx: mpsc::Sender<FromClient>,
+    ) -> Result<(), LiveError> {
+        let mut command = Command::new(program);
+        command.arg("live-client");
+        // Their own process group: a Ctrl-C in the terminal reaches the harness, which ends
+        // the trial and keeps its history, not the clients directly.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| LiveError::Server(format!("{}: {e}", program.display())))?;
+        let mut stdin = child.stdin.take();
+        let line = serde_json::to_string(config).map_err(|e| LiveError::Server(e.to_string()))?;
+        if let Some(s) = stdin.as_mut() {
+            let _ = writeln!(s, "{line}");
+        }
+        let stdout = child.stdout.take();
+        std::thread::spawn(move || {
+            if let Some(out) = stdout {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    match serde_json::from_str::<ClientLine>(&line) {
+                        Ok(parsed) => {
+                            if tx.send((index, Some(parsed))).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            let message = format!("unreadable line from the client: {e}: {line}");
+                            let _ = tx.send((index, Some(ClientLine::Error { message })));
+                        }
+                    }
+                }
+            }
+            let _ = tx.send((index, None));
+        });
+        self.children.push(child);
+        self.stdins.push(stdin);
+        Ok(())
+    }
+
+    fn pid(&self, index: usize) -> Pid {
+        Pid::from_raw(self.children[index].id() as i32)
+    }
+
+    fn go(&mut self, index: usize) {
+        if let Some(stdin) = self.stdins[index].as_mut() {
+            let _ = writeln!(stdin, "go");
+            let _ = stdin.flush();
+        }
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let pid = Pid::from_raw(child.id() as i32);
+            let _ = kill(pid, Signal::SIGCONT);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A scheduled action of the harness.
+#[derive(Clone, Copy, Debug)]
+enum Due {
+    /// Stop client `0` for `1` ms.
+    Pause(usize, u64),
+    /// Continue client `0`.
+    Resume(usize),
+}
+
+/// The harness's side of a running trial.
+struct Running<'p> {
+    plan: &'p LivePlan,
+    origin: Origin,
+    processes: Processes,
+    /// Scheduled actions by (monotonic deadline, order).
+    due: BTreeMap<(u64, u64), Due>,
+    next: u64,
+    records: Vec<ClientRecord>,
+    nemesis: Vec<(u64, Event)>,
+    open: usize,
+}
+
+impl<'p> Running<'p> {
+    fn new(plan: &'p LivePlan, origin: Origin, processes: Processes) -> Self {
+        let mut run = Running {
+            plan,
+            origin,
+            open: processes.children.len(),
+            processes,
+            due: BTreeMap::new(),
+            next: 0,
+            records: Vec::new(),
+            nemesis: Vec::new(),
+        };
+        for p in &plan.pauses {
+            if let PauseAt::Ms(ms) = p.at {
+                run.schedule(
+                    origin.mono_ns + ms * 1_000_000,
+                    Due::Pause(p.client, p.duration_ms),
+                );
+            }
+        }
+        run
+    }
+
+    fn schedule(&mut self, at: u64, what: Due) {
+        self.next += 1;
+        self.due.insert((at, self.next), what);
+    }
+
+    /// Run until every client has finished, the scenario's `duration_ms` has passed, or the
+    /// user interrupts; `Some(reason)` if the trial was cut short.
+    fn drive(
+        &mut self,
+        rx: &mpsc::Receiver<FromClient>,
+        interrupted: &(dyn Fn() -> bool + Sync),
+    ) -> Option<String> {
+        let deadline = self.origin.mono_ns + self.plan.scenario.duration_ms * 1_000_000;
+        loop {
+            self.run_due();
+            if self.open == 0 {
+                return None;
+            }
+            if interrupted() {
+                return Some("interrupted".to_owned());
+            }
+            let now = mono_ns();
+            if now >= deadline {
+                return Some(format!(
+                    "the clients had not finished after duration_ms = {}",
+                    self.plan.scenario.duration_ms
+                ));
+            }
+            let next_due = self.due.keys().next().map_or(deadline, |(t, _)| *t);
+            let wait = next_due.min(deadline).saturating_sub(now).min(100_000_000);
+            match rx.recv_timeout(Duration::from_nanos(wait.max(1))) {
+                Ok((i, Some(line))) => self.on_line(i, line),
+                Ok((_, None)) => self.open -= 1,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    fn run_due(&mut self) {
+        let now = mono_ns();
+        while let Some((&key, &what)) = self.due.iter().next() {
+            if key.0 > now {
+                return;
+            }
+            self.due.remove(&key);
+            match what {
+                Due::Pause(i, ms) => self.pause(i, ms),
+                Due::Resume(i) => self.resume(i),
+            }
+        }
+    }
+
+    fn on_line(&mut self, i: usize, line: ClientLine) {
+        let name = &self.plan.scenario.clients[i].name;
+        match line {
+            ClientLine::Record {
+                mono_ns,
+                seq,
+                entry,
+            } => self.records.push(ClientRecord {
+                t_ns: self.origin.since_ns(mono_ns),
+                client: name.clone(),
+                seq,
+                entry: *entry,
+            }),
+            ClientLine::Safepoint { at, .. } => {
+                let pause = self
+                    .plan
+                    .pauses
+                    .iter()
+                    .find(|p| p.client == i && p.at == PauseAt::Safepoint(at))
+                    .copied();
+                if let Some(p) = pause {
+                    self.pause(i, p.duration_ms);
+                }
+                // Buffered in the pipe: a paused client reads it once continued.
+                self.processes.go(i);
+            }
+            ClientLine::Error { message } => {
+                eprintln!("warning: {name}: {message}");
+            }
+        }
+    }
+
+    fn pause(&mut self, i: usize, ms: u64) {
+        let _ = kill(self.processes.pid(i), Signal::SIGSTOP);
+        let now = mono_ns();
+        self.schedule(now + ms * 1_000_000, Due::Resume(i));
+        let detail = format!("SIGSTOP for {ms} ms");
+        self.nemesis_event(now, i, Phase::Start, detail);
+    }
+
+    fn resume(&mut self, i: usize) {
+        let _ = kill(self.processes.pid(i), Signal::SIGCONT);
+        let name = self.plan.scenario.clients[i].name.clone();
+        self.nemesis_event(
+            mono_ns(),
+            i,
+            Phase::End,
+            format!("{name} resumed (SIGCONT)"),
+        );
+    }
+
+    fn nemesis_event(&mut self, mono: u64, i: usize, phase: Phase, detail: String) {
+        let mut e = Event::new(EventKind::Pause);
+        e.node = Name::from("nemesis");
+        e.phase = Some(phase);
+        e.target = Some(Name::from(self.plan.scenario.clients[i].name.as_str()));
+        e.detail = Some(detail);
+        self.nemesis.push((self.origin.since_ns(mono), e));
+    }
+}

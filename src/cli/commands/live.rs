@@ -1,0 +1,172 @@
+//! `fencesim live`: trials of a scenario against real servers; and `fencesim live-client`, the
+//! client process a trial starts (not for users).
+
+use std::path::PathBuf;
+
+use fencesim::live::{predicted, KindTally, LiveOptions, Servers};
+use fencesim::report::RunVerdict;
+use fencesim::{exit, Scenario};
+use fencesim_live::LiveError;
+
+use super::load;
+
+/// What `fencesim live` was given.
+pub(crate) struct LiveArgs {
+    pub(crate) scenario: String,
+    pub(crate) trials: u64,
+    pub(crate) out: PathBuf,
+    pub(crate) write_all: bool,
+    pub(crate) expect: bool,
+    pub(crate) postgres: Option<String>,
+}
+
+pub(crate) fn live(args: &LiveArgs) -> u8 {
+    let scenario = match load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let plan = match fencesim_live::plan::plan(&scenario, fencesim::registry::active().live()) {
+        Ok(plan) => plan,
+        Err(why) => {
+            eprintln!("error: {}: {why}", args.scenario);
+            return exit::BAD_INPUT;
+        }
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot find the running binary to start client processes: {e}");
+            return exit::SIM_FAILED;
+        }
+    };
+    let opts = LiveOptions {
+        trials: args.trials,
+        out: args.out.clone(),
+        write_all: args.write_all,
+        postgres: args.postgres.clone(),
+        scenario_arg: args.scenario.clone(),
+        program,
+    };
+    // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
+    let _running = fencesim::run::Running::start();
+    let servers = match Servers::start(opts.postgres.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return live_error(&e),
+    };
+    say!(
+        "live {}: {} trial{} against {}",
+        scenario.name,
+        opts.trials,
+        if opts.trials == 1 { "" } else { "s" },
+        servers.names.join(", ")
+    );
+    for note in &plan.notes {
+        say!("note: {note}");
+    }
+    let mut tally = KindTally::default();
+    let mut worst = exit::VALID;
+    for t in 1..=opts.trials {
+        let done = match fencesim::live::trial(&plan, &servers, &opts, t) {
+            Ok(done) => done,
+            Err(e) => return live_error(&e),
+        };
+        tally.add(&done.report);
+        say!("{}", trial_line(&done));
+        worst = worst.max(trial_code(&done.report, args.expect));
+        if fencesim::run::interrupted() {
+            say!("interrupted after trial {t}");
+            worst = exit::INTERRUPTED;
+            break;
+        }
+    }
+    print_tally(&scenario, &tally);
+    worst
+}
+
+fn trial_line(done: &fencesim::live::LiveTrial) -> String {
+    let r = &done.report;
+    let live = r.live.as_ref().expect("a live trial's report");
+    let what = match r.verdict {
+        RunVerdict::Valid => "valid".to_owned(),
+        _ if r.violations.is_empty() => format!("UNKNOWN ({})", r.unknown.join("; ")),
+        _ => {
+            let mut kinds: Vec<&str> = r.violations.iter().map(|v| v.kind.as_str()).collect();
+            kinds.dedup();
+            format!("INVALID ({})", kinds.join(", "))
+        }
+    };
+    let mut line = format!(
+        "trial {}: {what}; {:.1} s",
+        live.trial,
+        live.real_ms as f64 / 1000.0
+    );
+    if let Some(why) = &live.cut_short {
+        line.push_str(&format!("; cut short: {why}"));
+    }
+    if let Some(dir) = &done.dir {
+        line.push_str(&format!("; {}", dir.join("report.json").display()));
+    }
+    line
+}
+
+/// A trial's exit code: with `--expect`, whether it met the scenario's expectation; without,
+/// its verdict (1 for a violation, 3 for unknown).
+fn trial_code(r: &fencesim::report::Report, expect: bool) -> u8 {
+    if expect {
+        return if r.expectation.met {
+            exit::VALID
+        } else {
+            exit::VIOLATION
+        };
+    }
+    match r.verdict {
+        RunVerdict::Valid => exit::VALID,
+        RunVerdict::Invalid => exit::VIOLATION,
+        RunVerdict::Unknown => exit::UNKNOWN,
+        RunVerdict::SimFailed => exit::SIM_FAILED,
+    }
+}
+
+/// The live tally beside the simulation's prediction for the same file (as many seeds as
+/// trials, at least 10, from the scenario's first seed).
+fn print_tally(scenario: &Scenario, live: &KindTally) {
+    let sim = predicted(scenario, live.runs.max(10));
+    let mut kinds: Vec<&String> = live.kinds.keys().chain(sim.kinds.keys()).collect();
+    kinds.sort();
+    kinds.dedup();
+    say!(
+        "live: {} of {} trials valid, expectation met in {}; simulation: {} of {} seeds valid, \
+         expectation met in {}",
+        live.valid,
+        live.runs,
+        live.met,
+        sim.valid,
+        sim.runs,
+        sim.met
+    );
+    for kind in kinds {
+        say!(
+            "  {kind}: live {} of {} trials, simulation {} of {} seeds",
+            live.kinds.get(kind).copied().unwrap_or(0),
+            live.runs,
+            sim.kinds.get(kind).copied().unwrap_or(0),
+            sim.runs
+        );
+    }
+}
+
+fn live_error(e: &LiveError) -> u8 {
+    eprintln!("error: {e}");
+    match e {
+        LiveError::Missing { .. } => exit::BAD_INPUT,
+        LiveError::Server(_) => exit::SIM_FAILED,
+    }
+}
+
+/// `fencesim live-client`: the client process of a live trial.
+pub(crate) fn live_client() -> u8 {
+    fencesim_live::client::main(fencesim::registry::active().live())
+}

@@ -1,0 +1,283 @@
+//! `fencesim live`: trials of a scenario against real servers (docs/live.md). The harness
+//! itself is `fencesim-live`; this module runs its trials one after another, judges each
+//! trial's history with the same checkers as a simulation, writes the files of the trials that
+//! show a violation, and sets the live tally beside what the simulation predicts for the same
+//! file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fencesim_checker::CheckResult;
+use fencesim_history::{write_jsonl, History};
+use fencesim_live::pg_server::PgServer;
+use fencesim_live::plan::LivePlan;
+use fencesim_live::trial::{run_trial, TrialRecord, TrialSetup};
+use fencesim_live::LiveError;
+use fencesim_scenario::Scenario;
+
+use crate::report::{self, ExpectationResult, HistoryRef, LiveRun, Report};
+use crate::run::RunOptions;
+
+/// What the caller asked for.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// How many trials.
+    pub trials: u64,
+    /// Output root: a trial's files go to `out/<scenario name>/live-T/`.
+    pub out: PathBuf,
+    /// Write every trial's files, not only those that show a violation.
+    pub write_all: bool,
+    /// A PostgreSQL server the user runs (a libpq connection string or URL); without it a
+    /// throwaway server is started. Only the schema `fencesim_live` is touched.
+    pub postgres: Option<String>,
+    /// How the user named the scenario, for the reproduce line.
+    pub scenario_arg: String,
+    /// The binary to run the client processes with (the running one).
+    pub program: PathBuf,
+}
+
+/// One finished trial.
+#[derive(Clone, Debug)]
+pub struct LiveTrial {
+    /// Its report (`report.live` is set).
+    pub report: Report,
+    /// Where its files are, if they were written.
+    pub dir: Option<PathBuf>,
+}
+
+/// The servers of a live run, kept for all its trials and stopped at the end.
+pub struct Servers {
+    /// The throwaway server, if one was started (dropped: stopped and deleted).
+    _postgres: Option<PgServer>,
+    conninfo: String,
+    /// How the reports name them.
+    pub names: Vec<String>,
+}
+
+impl Servers {
+    /// Start what `plan` needs (a PostgreSQL server), or connect to the user's.
+    ///
+    /// # Errors
+    /// A server binary is missing, or the server would not start or answer.
+    pub fn start(postgres: Option<&str>) -> Result<Servers, LiveError> {
+        let (server, conninfo) = match postgres {
+            Some(url) => (None, url.to_owned()),
+            None => {
+                let server = PgServer::start()?;
+                let conninfo = server.conninfo.clone();
+                (Some(server), conninfo)
+            }
+        };
+        let mut db =
+            fencesim_live::postgres::Client::connect(&conninfo, fencesim_live::postgres::NoTls)
+                .map_err(|e| LiveError::Server(format!("cannot connect to PostgreSQL: {e}")))?;
+        let version: String = db
+            .query_one("SHOW server_version", &[])
+            .map(|r| r.get(0))
+            .unwrap_or_else(|_| "?".to_owned());
+        let place = server.as_ref().map_or_else(
+            || "a server of the user's".to_owned(),
+            |s| format!("127.0.0.1:{}", s.port()),
+        );
+        Ok(Servers {
+            _postgres: server,
+            conninfo,
+            names: vec![format!("PostgreSQL {version} on {place}")],
+        })
+    }
+}
+
+/// Run trial `trial` of `plan` against `servers`, judge it and write its files if it shows a
+/// violation (or `write_all`).
+///
+/// # Errors
+/// The trial could not run (a server failed), or its files could not be written.
+pub fn trial(
+    plan: &LivePlan,
+    servers: &Servers,
+    opts: &LiveOptions,
+    trial: u64,
+) -> Result<LiveTrial, LiveError> {
+    let setup = TrialSetup {
+        program: &opts.program,
+        forms: crate::registry::active().live(),
+        conninfo: &servers.conninfo,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        interrupted: &crate::run::interrupted,
+    };
+    let record = run_trial(plan, &setup, trial)?;
+    let result = fencesim_checker::check(&record.history);
+    let report = live_report(plan, servers, opts, trial, &record, result);
+    let keep = opts.write_all || report.verdict != report::RunVerdict::Valid;
+    let dir = if keep {
+        let dir = trial_dir(&opts.out, &plan.scenario, trial);
+        write_trial(&dir, &report, &record.history)
+            .map_err(|e| LiveError::Server(format!("{}: {e}", dir.display())))?;
+        Some(dir)
+    } else {
+        None
+    };
+    Ok(LiveTrial { report, dir })
+}
+
+/// `out/<scenario name>/live-T/`.
+pub fn trial_dir(out: &Path, scenario: &Scenario, trial: u64) -> PathBuf {
+    out.join(&scenario.name).join(format!("live-{trial}"))
+}
+
+fn live_report(
+    plan: &LivePlan,
+    servers: &Servers,
+    opts: &LiveOptions,
+    trial: u64,
+    record: &TrialRecord,
+    result: CheckResult,
+) -> Report {
+    let scenario = &plan.scenario;
+    let met = record.cut_short.is_none() && crate::expectation::is_met(&scenario.expect, &result);
+    Report {
+        schema_version: report::SCHEMA_VERSION,
+        tool: report::tool(),
+        scenario: scenario.clone(),
+        seed: 0,
+        verdict: report::verdict(&result, None),
+        violations: result.violations,
+        unknown: result.unknown,
+        not_checked: result.not_checked,
+        unsafe_exposure: result.unsafe_exposure,
+        expectation: ExpectationResult {
+            expected: scenario.expect.clone(),
+            met,
+        },
+        failure: None,
+        network: Default::default(),
+        nemesis: None,
+        history: HistoryRef {
+            file: "history.jsonl".into(),
+            sha256: String::new(),
+            entries: record.history.entries.len() as u64,
+        },
+        counts: report::counts(&record.history),
+        simulated_ms: 0,
+        reproduce: format!("{} live {} --trials 1", crate::program(), opts.scenario_arg),
+        live: Some(LiveRun {
+            trial,
+            servers: servers.names.clone(),
+            real_ms: record.real_ms,
+            cut_short: record.cut_short.clone(),
+        }),
+    }
+}
+
+/// report.json of a live trial: a simulated run's report without what only a simulation has
+/// (`seed`, `network`, `nemesis`, `simulated_ms`), with `"mode": "live"` first and the trial's
+/// facts in `live` (docs/report-format.md).
+#[derive(serde::Serialize)]
+struct LiveReportJson<'a> {
+    mode: &'static str,
+    schema_version: u32,
+    tool: &'a report::Tool,
+    live: Option<&'a LiveRun>,
+    scenario: &'a Scenario,
+    verdict: report::RunVerdict,
+    violations: &'a [fencesim_checker::Violation],
+    unknown: &'a [String],
+    not_checked: &'a [String],
+    unsafe_exposure: &'a fencesim_checker::UnsafeExposure,
+    expectation: &'a ExpectationResult,
+    history: &'a HistoryRef,
+    counts: &'a report::Counts,
+    reproduce: &'a str,
+}
+
+/// Serialize a live trial's report as report.json ([`LiveReportJson`]'s shape).
+///
+/// # Errors
+/// Only serializing can fail.
+pub fn report_json(r: &Report) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec_pretty(&LiveReportJson {
+        mode: "live",
+        schema_version: r.schema_version,
+        tool: &r.tool,
+        live: r.live.as_ref(),
+        scenario: &r.scenario,
+        verdict: r.verdict,
+        violations: &r.violations,
+        unknown: &r.unknown,
+        not_checked: &r.not_checked,
+        unsafe_exposure: &r.unsafe_exposure,
+        expectation: &r.expectation,
+        history: &r.history,
+        counts: &r.counts,
+        reproduce: &r.reproduce,
+    })
+}
+
+fn write_trial(dir: &Path, report: &Report, history: &History) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut bytes = Vec::new();
+    write_jsonl(history, &mut bytes)?;
+    let mut report = report.clone();
+    report.history.sha256 = report::sha256_hex(&bytes);
+    // The history and the report first, as a simulated run's: what `check` needs.
+    std::fs::write(dir.join("history.jsonl"), &bytes)?;
+    std::fs::write(
+        dir.join("report.json"),
+        report_json(&report).map_err(std::io::Error::other)?,
+    )?;
+    std::fs::write(
+        dir.join("history.txt"),
+        crate::readable::history_txt(history, &report),
+    )?;
+    std::fs::write(
+        dir.join("summary.md"),
+        crate::readable::summary_md(&report, dir),
+    )?;
+    if history.entries.len() <= crate::readable::TIMELINE_MAX_RECORDS {
+        std::fs::write(
+            dir.join("timeline.html"),
+            crate::readable::timeline_html(&report, &bytes)?,
+        )?;
+    }
+    Ok(())
+}
+
+/// How many runs showed each violation kind (a run counts once per kind).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KindTally {
+    /// Runs counted.
+    pub runs: u64,
+    /// Runs that met the scenario's expectation.
+    pub met: u64,
+    /// Runs with no violation.
+    pub valid: u64,
+    /// Per kind, runs that showed it.
+    pub kinds: BTreeMap<String, u64>,
+}
+
+impl KindTally {
+    /// Count one run's report.
+    pub fn add(&mut self, report: &Report) {
+        self.runs += 1;
+        self.met += u64::from(report.expectation.met);
+        self.valid += u64::from(report.violations.is_empty());
+        let mut kinds: Vec<&str> = report.violations.iter().map(|v| v.kind.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        for kind in kinds {
+            *self.kinds.entry(kind.to_owned()).or_default() += 1;
+        }
+    }
+}
+
+/// What the simulation predicts for the same file: its first `seeds` seeds, simulated and
+/// tallied as the live trials are.
+pub fn predicted(scenario: &Scenario, seeds: u64) -> KindTally {
+    let mut tally = KindTally::default();
+    let range = &scenario.seeds;
+    let end = range.end.min(range.start.saturating_add(seeds));
+    for seed in range.start..end {
+        tally.add(&crate::run::judge(scenario, seed, &RunOptions::in_memory()).report);
+    }
+    tally
+}

@@ -1,0 +1,265 @@
+//! Live mode (`fencesim live`, docs/live.md) through the binary, against a real PostgreSQL
+//! server that each run starts on loopback and removes: the scaled-down K01 pause against the
+//! unfenced and the fenced table, and the check-then-apply race (K20); and the refusals, which
+//! need no server.
+//!
+//! Without PostgreSQL's server binaries the server tests say so and pass, except under CI
+//! (the `CI` variable set), where `.ci/run` installs the `postgresql` package and a missing
+//! server is a failure.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{json, out_dir, root, text};
+
+/// Whether a PostgreSQL server can be started here; under CI its absence fails the test.
+fn postgres_installed(test: &str) -> bool {
+    let found = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .map(|o| {
+            Path::new(String::from_utf8_lossy(&o.stdout).trim())
+                .join("postgres")
+                .exists()
+        })
+        .unwrap_or(false)
+        || std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|mut d| d.next().is_some());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: PostgreSQL is not installed, and CI must run the live tests (.ci/run installs \
+             the `postgresql` package)"
+        );
+        eprintln!(
+            "{test}: SKIPPED: PostgreSQL's server is not installed (apt-get install postgresql)"
+        );
+    }
+    found
+}
+
+fn live(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .arg("live")
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run fencesim live")
+}
+
+/// The entries of a history.jsonl, header left out.
+fn entries(history: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(history)
+        .expect("history.jsonl")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn events<'a>(entries: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    entries.iter().filter(|e| e["event"] == kind).collect()
+}
+
+#[test]
+fn k01_pause_against_the_unfenced_table_accepts_the_stale_write() {
+    if !postgres_installed("k01 unfenced") {
+        return;
+    }
+    let out = out_dir("live-k01-unfenced");
+    // Real time: the trial stops client-1 for 2 s, so it cannot end sooner (the simulation of
+    // the same file takes milliseconds). The harness's own clock is the measure here.
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    let started = std::time::Instant::now();
+    let run = live(&[
+        "scenarios/live/pg-pause-unfenced.toml",
+        "--trials",
+        "2",
+        "--expect",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let elapsed = started.elapsed();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        elapsed.as_millis() >= 4000,
+        "two trials with a 2 s pause took {elapsed:?}"
+    );
+    assert!(
+        stdout.contains("trial 1: INVALID (stale-write-accepted)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("stale-write-accepted: live 2 of 2 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    let dir = out.join("pg-pause-unfenced/live-1");
+    let report = json(&dir.join("report.json"));
+    assert_eq!(report["mode"], "live");
+    assert_eq!(report["live"]["trial"], 1);
+    assert!(report.get("seed").is_none(), "a live report has no seed");
+    assert!(report["live"]["servers"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("PostgreSQL "));
+    assert!(report["live"]["real_ms"].as_u64().unwrap() >= 2000);
+    assert_eq!(report["violations"][0]["kind"], "stale-write-accepted");
+    let history = entries(&dir.join("history.jsonl"));
+    // The pause really lasted its 2 s, on the machine's monotonic clock.
+    let pauses = events(&history, "pause");
+    assert_eq!(pauses.len(), 2, "start and end");
+    let paused_ns = pauses[1]["time_ns"].as_u64().unwrap() - pauses[0]["time_ns"].as_u64().unwrap();
+    assert!(
+        (2_000_000_000..2_500_000_000).contains(&paused_ns),
+        "paused {paused_ns} ns"
+    );
+    // The database's order: token 2 accepted, then the stale token 1 over it.
+    let accepts: Vec<u64> = events(&history, "accept")
+        .iter()
+        .map(|e| e["token"].as_u64().unwrap())
+        .collect();
+    assert_eq!(accepts, [2, 1]);
+    let grants: Vec<(&str, u64)> = events(&history, "grant")
+        .iter()
+        .map(|e| (e["holder"].as_str().unwrap(), e["token"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(grants, [("client-1", 1), ("client-2", 2)]);
+    assert_eq!(
+        events(&history, "expire").len(),
+        1,
+        "client-1's lease ran out"
+    );
+    // The same history, judged again by `check`, and the files a simulated run has.
+    let check = support::fencesim(&["check", dir.join("history.jsonl").to_str().unwrap()]);
+    assert_eq!(check.status.code(), Some(1));
+    for file in ["history.txt", "summary.md", "timeline.html"] {
+        assert!(dir.join(file).exists(), "{file}");
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        summary.starts_with("# pg-pause-unfenced live trial 1: INVALID"),
+        "{summary}"
+    );
+    // A live report cannot be replayed or shrunk: there is no seed to run again.
+    for command in ["replay", "shrink"] {
+        let refused = support::fencesim(&[command, dir.join("report.json").to_str().unwrap()]);
+        assert_eq!(refused.status.code(), Some(2), "{command}");
+        assert!(
+            text(&refused).1.contains("a live trial's report"),
+            "{command}"
+        );
+    }
+}
+
+#[test]
+fn k01_pause_against_the_fenced_table_rejects_the_late_write() {
+    if !postgres_installed("k01 fenced") {
+        return;
+    }
+    let out = out_dir("live-k01-fenced");
+    let run = live(&[
+        "scenarios/live/pg-pause-fenced.toml",
+        "--expect",
+        "--write-all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("trial 1: valid"), "{stdout}");
+    let history = entries(&out.join("pg-pause-fenced/live-1/history.jsonl"));
+    let rejects = events(&history, "reject");
+    assert_eq!(rejects.len(), 1, "client-1's late write");
+    assert_eq!(rejects[0]["holder"], "client-1");
+    assert_eq!(
+        (rejects[0]["token"].as_u64(), rejects[0]["highest"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let failed_write = history
+        .iter()
+        .find(|e| e["f"] == "write" && e["type"] == "fail")
+        .expect("client-1's write completes fail");
+    assert_eq!(
+        failed_write["error"],
+        "stale token 1: highest accepted is 2"
+    );
+}
+
+#[test]
+fn k20_check_then_apply_lets_the_older_token_land_last() {
+    if !postgres_installed("k20") {
+        return;
+    }
+    let out = out_dir("live-k20");
+    let run = live(&[
+        "scenarios/live/pg-check-then-apply.toml",
+        "--trials",
+        "2",
+        "--expect",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("stale-write-accepted: live 2 of 2 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    let history = entries(&out.join("pg-check-then-apply/live-1/history.jsonl"));
+    let accepts: Vec<(u64, u64)> = events(&history, "accept")
+        .iter()
+        .map(|e| (e["token"].as_u64().unwrap(), e["highest"].as_u64().unwrap()))
+        .collect();
+    // Both writes passed the check; token 1's update waited for token 2's row lock and won.
+    assert_eq!(accepts, [(2, 2), (1, 1)]);
+}
+
+fn refused(args: &[&str], why: &str) {
+    let run = live(args);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
+    assert!(stderr.contains(why), "{args:?}: {stderr}");
+}
+
+#[test]
+fn parts_without_a_live_form_are_refused_by_name() {
+    refused(
+        &["scenarios/incidents/redlock-pause-unfenced.toml"],
+        "[lock_service] kind = \"redlock\" has no live form (live mode runs: \"single\")",
+    );
+    refused(
+        &["scenarios/incidents/partition-holder-careless.toml"],
+        "[[faults]] #1: kind = \"partition\" needs fencesim's TCP proxy",
+    );
+    refused(
+        &["random-nemesis-fenced"],
+        "[nemesis] (a random fault schedule) has no live form",
+    );
+    refused(
+        &["scenarios/incidents/k07-grant-to-expired-waiter.toml"],
+        "[lock_service] acquire = \"queue-grant-to-expired-waiter\" has no live form",
+    );
+    refused(
+        &["scenarios/incidents/redlock-clock-jump.toml"],
+        "has no live form",
+    );
+}
+
+#[test]
+fn a_missing_server_names_the_package_to_install() {
+    let empty = out_dir("live-no-server");
+    let run = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["live", "scenarios/live/pg-pause-fenced.toml"])
+        .env("FENCESIM_PG_BINDIR", &empty)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("install the Debian package `postgresql`"),
+        "{stderr}"
+    );
+}
