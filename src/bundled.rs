@@ -78,6 +78,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("live/pg-pause-unfenced"),
     bundle!("live/pg-pause-fenced"),
     bundle!("live/pg-check-then-apply"),
+    bundle!("live/redis-crash-no-fsync"),
+    bundle!("live/redis-crash-fsync-always"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (path under

@@ -48,7 +48,7 @@ pub struct LiveTrial {
 /// The servers of a live run, kept for all its trials and stopped at the end.
 pub struct Servers {
     /// The throwaway server, if one was started (dropped: stopped and deleted).
-    _postgres: Option<PgServer>,
+    postgres: Option<PgServer>,
     conninfo: String,
     /// How the reports name them.
     pub names: Vec<String>,
@@ -59,7 +59,7 @@ impl Servers {
     ///
     /// # Errors
     /// A server binary is missing, or the server would not start or answer.
-    pub fn start(postgres: Option<&str>) -> Result<Servers, LiveError> {
+    pub fn start(plan: &LivePlan, postgres: Option<&str>) -> Result<Servers, LiveError> {
         let (server, conninfo) = match postgres {
             Some(url) => (None, url.to_owned()),
             None => {
@@ -79,12 +79,34 @@ impl Servers {
             || "a server of the user's".to_owned(),
             |s| format!("127.0.0.1:{}", s.port()),
         );
+        let mut names = vec![format!("PostgreSQL {version} on {place}")];
+        if let Some(redis) = &plan.needs.redis {
+            names.push(format!(
+                "{} {} nodes on 127.0.0.1, started afresh for each trial",
+                redis_version(),
+                redis.nodes.len()
+            ));
+        }
         Ok(Servers {
-            _postgres: server,
+            postgres: server,
             conninfo,
-            names: vec![format!("PostgreSQL {version} on {place}")],
+            names,
         })
     }
+}
+
+/// `redis-server v=7.0.15`'s version, as `redis-server 7.0.15`.
+fn redis_version() -> String {
+    let out = std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let version = out
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .unwrap_or("?");
+    format!("redis-server {version}")
 }
 
 /// Run trial `trial` of `plan` against `servers`, judge it and write its files if it shows a
@@ -104,11 +126,14 @@ pub fn trial(
         conninfo: &servers.conninfo,
         tool_version: env!("CARGO_PKG_VERSION"),
         interrupted: &crate::run::interrupted,
+        postgres_group: servers.postgres.as_ref().and_then(PgServer::process_group),
     };
     let record = run_trial(plan, &setup, trial)?;
     let result = fencesim_checker::check(&record.history);
     let report = live_report(plan, servers, opts, trial, &record, result);
-    let keep = opts.write_all || report.verdict != report::RunVerdict::Valid;
+    // A trial cut short (Ctrl-C, past duration_ms) is kept too: nothing recorded is lost.
+    let keep =
+        opts.write_all || report.verdict != report::RunVerdict::Valid || record.cut_short.is_some();
     let dir = if keep {
         let dir = trial_dir(&opts.out, &plan.scenario, trial);
         write_trial(&dir, &report, &record.history)

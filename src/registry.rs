@@ -93,7 +93,10 @@ impl Registry {
             },
         ];
         let live = LiveForms {
-            lock_services: vec![fencesim_lease::live::SINGLE_LIVE],
+            lock_services: vec![
+                fencesim_lease::live::SINGLE_LIVE,
+                fencesim_redlock::live::REDLOCK_LIVE,
+            ],
             resources: vec![
                 fencesim_resource::live::FENCED_LIVE,
                 fencesim_resource::live::UNFENCED_LIVE,

@@ -14,9 +14,9 @@ use fencesim_history::{Entry, Event, EventKind, Name, Op, OpFn, OpType, Phase, S
 use fencesim_scenario::NodeEvent;
 use rand::{Rng, SeedableRng};
 
-use crate::clock::mono_ns;
+use crate::clock::{mono_ms, mono_ns};
 use crate::form::{
-    DbError, LiveForms, LockCall, PgLockService, PgResource, WriteAnswer, WriteCall,
+    Grant, LiveForms, LockCall, LockSession, ResourceSession, Unknown, WriteAnswer, WriteCall,
 };
 use crate::wire::{op_ref, Armed, ClientConfig, ClientLine};
 
@@ -37,23 +37,19 @@ pub fn main(forms: &LiveForms) -> u8 {
             return 2;
         }
     };
-    let forms_of = (
-        forms.lock_service(&config.lock_kind, &config.lock_knobs),
-        forms.resource(&config.resource_mode, &config.resource_knobs),
-    );
-    let (lock, resource) = match forms_of {
-        (Ok(l), Ok(r)) => (l, r),
-        (Err(e), _) | (_, Err(e)) => {
-            send(&ClientLine::Error { message: e });
-            return 2;
-        }
-    };
-    let db = match connect(&config) {
-        Ok(db) => db,
-        Err(e) => {
-            send(&ClientLine::Error {
-                message: format!("cannot connect to the database: {e}"),
-            });
+    let sessions = forms
+        .lock_service(&config.lock_kind, &config.lock_knobs)
+        .and_then(|form| form.session(&config.endpoints))
+        .and_then(|lock| {
+            let resource = forms
+                .resource(&config.resource_mode, &config.resource_knobs)
+                .and_then(|form| form.session(&config.endpoints))?;
+            Ok((lock, resource))
+        });
+    let (lock, resource) = match sessions {
+        Ok(pair) => pair,
+        Err(message) => {
+            send(&ClientLine::Error { message });
             return 1;
         }
     };
@@ -64,7 +60,6 @@ pub fn main(forms: &LiveForms) -> u8 {
         config,
         lock,
         resource,
-        db,
         input,
         seq: 0,
         occurrences: BTreeMap::new(),
@@ -73,17 +68,6 @@ pub fn main(forms: &LiveForms) -> u8 {
     };
     client.run();
     0
-}
-
-fn connect(config: &ClientConfig) -> Result<postgres::Client, DbError> {
-    let mut db = postgres::Client::connect(&config.conninfo, postgres::NoTls)?;
-    // A statement that takes longer than the client's reply timeout ends as `info`, as a
-    // simulated request without a reply does.
-    db.batch_execute(&format!(
-        "SET statement_timeout = {}",
-        config.client.timeout_ms.max(1)
-    ))?;
-    Ok(db)
 }
 
 fn send(line: &ClientLine) {
@@ -104,9 +88,8 @@ struct Belief {
 struct LiveClient<'a> {
     config: ClientConfig,
     name: Name,
-    lock: Box<dyn PgLockService>,
-    resource: Box<dyn PgResource>,
-    db: postgres::Client,
+    lock: Box<dyn LockSession>,
+    resource: Box<dyn ResourceSession>,
     input: std::io::StdinLock<'a>,
     rng: rand_xoshiro::Xoshiro256PlusPlus,
     process: u64,
@@ -160,12 +143,16 @@ impl LiveClient<'_> {
         loop {
             self.safepoint(false, NodeEvent::Acquire);
             let pending = self.invoke(OpFn::Acquire, None, None);
-            let call = lock_call(&self.config, 0, &pending.reference);
-            let answer = self.lock.acquire(&mut self.db, &call);
+            let random = self.rng.gen_range(1..1u64 << 53);
+            let call = lock_call(&self.config, 0, &pending.reference, random);
+            let answer = self.lock.acquire(&call);
             let outcome = match answer {
-                Ok(Ok(token)) => {
+                Ok(Ok(Grant {
+                    token,
+                    valid_until_ms,
+                })) => {
                     self.complete(pending, OpType::Ok, |o| o.token = Some(token));
-                    self.start_belief(token, self.config.client.ttl_ms);
+                    self.start_belief(token, valid_until_ms);
                     Some(Some(token))
                 }
                 Ok(Err(reason)) => {
@@ -189,7 +176,7 @@ impl LiveClient<'_> {
         self.safepoint(false, NodeEvent::Read);
         let pending = self.invoke(OpFn::Read, None, None);
         let key = self.config.client.key.clone();
-        match self.resource.read(&mut self.db, &key) {
+        match self.resource.read(&key) {
             Ok(read) => self.complete(pending, OpType::Ok, |o| {
                 o.value = read.value;
                 o.token = read.token;
@@ -221,11 +208,11 @@ impl LiveClient<'_> {
     fn renew(&mut self, token: u64) -> bool {
         self.safepoint(false, NodeEvent::Renew);
         let pending = self.invoke(OpFn::Renew, Some(token), None);
-        let call = lock_call(&self.config, token, &pending.reference);
-        let kept = match self.lock.renew(&mut self.db, &call) {
-            Ok(Ok(())) => {
+        let call = lock_call(&self.config, token, &pending.reference, 0);
+        let kept = match self.lock.renew(&call) {
+            Ok(Ok(valid_until_ms)) => {
                 self.complete(pending, OpType::Ok, |_| {});
-                self.start_belief(token, self.config.client.ttl_ms);
+                self.start_belief(token, valid_until_ms);
                 true
             }
             Ok(Err(reason)) => {
@@ -234,8 +221,10 @@ impl LiveClient<'_> {
                 false
             }
             Err(e) => {
+                // No answer: keep working and renew again at the next period
+                // (`renew_after_failure = "retry"`).
                 self.unknown(pending, &e);
-                false
+                true
             }
         };
         self.safepoint(true, NodeEvent::Renew);
@@ -254,7 +243,7 @@ impl LiveClient<'_> {
             holder: &self.name,
             op: &pending.reference,
         };
-        match self.resource.write(&mut self.db, &call) {
+        match self.resource.write(&call) {
             Ok(WriteAnswer::Accepted { .. }) => self.complete(pending, OpType::Ok, |_| {}),
             Ok(WriteAnswer::Rejected { highest }) => {
                 let error = format!("stale token {token}: highest accepted is {highest}");
@@ -270,8 +259,8 @@ impl LiveClient<'_> {
         self.end_belief("released");
         self.safepoint(false, NodeEvent::Release);
         let pending = self.invoke(OpFn::Release, Some(token), None);
-        let call = lock_call(&self.config, token, &pending.reference);
-        match self.lock.release(&mut self.db, &call) {
+        let call = lock_call(&self.config, token, &pending.reference, 0);
+        match self.lock.release(&call) {
             Ok(Ok(())) => self.complete(pending, OpType::Ok, |_| {}),
             Ok(Err(reason)) => self.complete(pending, OpType::Fail, |o| o.error = Some(reason)),
             Err(e) => self.unknown(pending, &e),
@@ -318,24 +307,25 @@ impl LiveClient<'_> {
         self.emit(Some(pending.seq), Entry::Op(op));
     }
 
-    /// The call's outcome is unknown: record `info`, retire the process id, and get a fresh
-    /// connection if the old one is gone.
-    fn unknown(&mut self, pending: Pending, error: &DbError) {
-        let message = format!("{error}");
+    /// The call's outcome is unknown: record `info` and retire the process id (the session
+    /// connects again at its next call if its connection broke).
+    fn unknown(&mut self, pending: Pending, error: &Unknown) {
+        let message = error.clone();
         self.complete(pending, OpType::Info, |o| o.error = Some(message));
         self.process += self.config.process_stride;
-        if self.db.is_closed() {
-            if let Ok(db) = connect(&self.config) {
-                self.db = db;
-            }
-        }
     }
 
-    fn start_belief(&mut self, token: u64, ttl_ms: u64) {
-        // Counted from the request (`deadline_from = "request"`): the invoke just recorded.
-        let margin = self.config.client.safety_margin_ms;
-        let from = self.last_invoke_ns;
-        let until = from + ttl_ms.saturating_sub(margin) * 1_000_000;
+    /// Believe the lease held until `valid_until_ms` (the form's rule, on the monotonic clock),
+    /// or by default until the request's time plus the TTL less the safety margin
+    /// (`deadline_from = "request"`: counted from the invoke just recorded).
+    fn start_belief(&mut self, token: u64, valid_until_ms: Option<i64>) {
+        let until = match valid_until_ms {
+            Some(ms) => ms.max(0) as u64 * 1_000_000,
+            None => {
+                let c = &self.config.client;
+                self.last_invoke_ns + c.ttl_ms.saturating_sub(c.safety_margin_ms) * 1_000_000
+            }
+        };
         self.belief = Some(Belief {
             token,
             until_mono_ns: until,
@@ -428,13 +418,20 @@ impl LiveClient<'_> {
     }
 }
 
-fn lock_call<'p>(config: &'p ClientConfig, token: u64, reference: &'p str) -> LockCall<'p> {
+fn lock_call<'p>(
+    config: &'p ClientConfig,
+    token: u64,
+    reference: &'p str,
+    random: u64,
+) -> LockCall<'p> {
     LockCall {
         lock: &config.client.lock,
         holder: &config.client.name,
         ttl_ms: config.client.ttl_ms,
         token,
         op: reference,
+        now_ms: mono_ms,
+        random,
     }
 }
 

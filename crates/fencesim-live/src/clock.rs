@@ -18,6 +18,11 @@ pub fn mono_ns() -> u64 {
     read(ClockId::CLOCK_MONOTONIC) as u64
 }
 
+/// `CLOCK_MONOTONIC` now, ms: the clock a live form is fed (`LockCall::now_ms`).
+pub fn mono_ms() -> i64 {
+    (mono_ns() / 1_000_000) as i64
+}
+
 /// A trial's time origin: its monotonic start, and the wall clock read at the same moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Origin {

@@ -1,13 +1,16 @@
 //! A design's live form: what its lock service and its resource do against a real server.
 //!
 //! A simulated design is a state machine the harness drives; its live form is the same design
-//! spoken to a real server through the ecosystem's client library (here the `postgres` crate,
-//! the blocking face of `tokio-postgres`). The forms belong to their designs (the single lease
-//! service's in `fencesim-lease`, the fenced table's in `fencesim-resource`, each behind the
-//! crate's `live` feature); the registry hands them to the harness, which knows none of them.
+//! spoken to real servers through the ecosystem's client libraries (the `postgres` crate, the
+//! blocking face of `tokio-postgres`, and the `redis` crate). The forms belong to their designs
+//! (the single lease service's in `fencesim-lease`, Redlock's in `fencesim-redlock`, the fenced
+//! table's in `fencesim-resource`, each behind the crate's `live` feature); the registry hands
+//! them to the harness, which knows none of them. A form says what it needs started
+//! ([`Needs`]) and opens a session per client process ([`LockSession`], [`ResourceSession`]);
+//! it reads no clock of its own (it is fed [`LockCall::now_ms`]).
 //!
 //! # The log table
-//! Every decision a form makes on the server (a grant, a renewal, a release, an accepted or a
+//! Every decision a form makes on PostgreSQL (a grant, a renewal, a release, an accepted or a
 //! rejected write) is also inserted into [`LOG_TABLE`], *in the same transaction and under the
 //! same row lock*, so that the order of the log's `seq` is the database's own order of those
 //! decisions, not the order in which the clients heard of them. The harness reads the log
@@ -18,6 +21,7 @@
 //! and `op` (the invoking operation's reference, as given to the form). `seq` and `at_us` (the
 //! database's `clock_timestamp()`) fill themselves.
 
+pub use fencesim_history::TokenOrder;
 use postgres::Client;
 
 /// The table every live form logs its decisions into (module docs).
@@ -42,10 +46,24 @@ CREATE TABLE fencesim_log (
 /// A database error, as the client library reports it.
 pub type DbError = postgres::Error;
 
-/// A lock operation's answer: `Ok` with the fencing token (acquire) or nothing (renew,
-/// release), or `Err` with the service's reason for refusing, as the history's `fail` error
-/// shows it.
+/// A lock operation's answer: `Ok` with what it gave (a [`Grant`] for an acquire), or `Err`
+/// with the service's reason for refusing, as the history's `fail` error shows it.
 pub type LockAnswer<T> = Result<T, String>;
+
+/// A call whose outcome is unknown (a timeout, a lost connection): what happened, one line. The
+/// client records `info`.
+pub type Unknown = String;
+
+/// A granted lease, as the client sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The fencing token (or, for a design with opaque tokens, the lock value).
+    pub token: u64,
+    /// Until when the client may believe it holds the lease, on the clock of
+    /// [`LockCall::now_ms`]; `None`: the request's time plus the TTL less the client's
+    /// `safety_margin_ms` (the lease services' rule). Redlock's is start + TTL - drift.
+    pub valid_until_ms: Option<i64>,
+}
 
 /// A write's answer from the resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,32 +102,93 @@ pub struct LockCall<'a> {
     pub token: u64,
     /// The operation's reference, to store in the log's `op` column.
     pub op: &'a str,
+    /// The client's monotonic clock, ms: the only clock a form may read (it is fed `now`, as
+    /// the sans-IO cores are).
+    pub now_ms: fn() -> i64,
+    /// A random number for the form's own use (Redlock's lock value), drawn by the client.
+    pub random: u64,
 }
 
-/// A lock service's live form on PostgreSQL: its tables, and its three operations, each one
-/// transaction that also logs its decision (module docs).
-pub trait PgLockService: Send + Sync {
-    /// SQL creating its tables, run once per trial on an empty database (after
-    /// [`LOG_SCHEMA`]).
-    fn schema(&self) -> &'static str;
+/// Where a form's sessions find their servers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Endpoints {
+    /// libpq connection string of the database (its search path set to the trial's schema).
+    pub postgres: String,
+    /// `redis://127.0.0.1:PORT/` of each Redis node, in the design's node order.
+    pub redis: Vec<String>,
+    /// How long the client waits for any one answer, ms (its `timeout_ms`).
+    pub timeout_ms: u64,
+}
 
-    /// Ask for a lease on `call.lock`: `Ok(token)` granted, `Err(reason)` refused.
+/// What a lock service's live form needs started for a trial.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Its tables on PostgreSQL (SQL run once per trial after [`LOG_SCHEMA`]), if it has any.
+    pub postgres_schema: Option<&'static str>,
+    /// Redis nodes, if it runs on Redis.
+    pub redis: Option<RedisNeeds>,
+}
+
+/// The Redis nodes a form runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisNeeds {
+    /// Their names (`redis-1`..), as the scenario's faults name them.
+    pub nodes: Vec<String>,
+    /// What each node keeps over a crash.
+    pub persistence: RedisPersistence,
+}
+
+/// What a Redis node keeps over a crash (SIGKILL): the scenario's `fsync`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedisPersistence {
+    /// `appendonly yes`, `appendfsync always`: every write is on disk before it is
+    /// acknowledged, and a restarted node has every key (`fsync = "always"`).
+    Always,
+    /// No persistence (`appendonly no`, no snapshots): a restarted node has no key, as a node
+    /// that had synced none of its writes before a power loss (`fsync = "never"`).
+    None,
+}
+
+/// An open connection of a client to a lock service's live form: its three operations. Each
+/// is atomic on the servers, and a form that logs decisions logs them in the same step.
+pub trait LockSession {
+    /// Ask for a lease on `call.lock`.
     ///
     /// # Errors
-    /// What the database or the connection reported (the operation's outcome is unknown).
-    fn acquire(&self, db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<u64>, DbError>;
+    /// The outcome is unknown (a timeout or a lost connection).
+    fn acquire(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, Unknown>;
 
-    /// Extend the holder's lease by `call.ttl_ms` from now (a keepalive).
+    /// Extend the holder's lease by `call.ttl_ms` (a keepalive); `Ok(Some(until))` moves the
+    /// client's belief to `until` (clock of `now_ms`), `Ok(None)` to now + TTL - margin.
     ///
     /// # Errors
-    /// As [`PgLockService::acquire`].
-    fn renew(&self, db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<()>, DbError>;
+    /// As [`LockSession::acquire`].
+    fn renew(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Option<i64>>, Unknown>;
 
     /// Give the lease back.
     ///
     /// # Errors
-    /// As [`PgLockService::acquire`].
-    fn release(&self, db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<()>, DbError>;
+    /// As [`LockSession::acquire`].
+    fn release(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<()>, Unknown>;
+}
+
+/// A lock service's live form: what it needs started, how its tokens are ordered, and a
+/// session per client.
+pub trait LiveLockService: Send + Sync {
+    /// The servers and tables it needs.
+    fn needs(&self) -> Needs;
+
+    /// How its tokens are ordered in the history ([`TokenOrder::Acquisition`] for opaque lock
+    /// values).
+    fn token_order(&self) -> TokenOrder {
+        TokenOrder::Value
+    }
+
+    /// A client's session.
+    ///
+    /// # Errors
+    /// It could not connect (one line).
+    fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn LockSession>, String>;
 }
 
 /// One mutation of the resource.
@@ -127,8 +206,23 @@ pub struct WriteCall<'a> {
     pub op: &'a str,
 }
 
-/// A resource's live form on PostgreSQL: its table, a read, and a write that logs whether it
-/// was accepted (module docs).
+/// An open connection of a client to the resource.
+pub trait ResourceSession {
+    /// Read `key`.
+    ///
+    /// # Errors
+    /// The outcome is unknown.
+    fn read(&mut self, key: &str) -> Result<ReadAnswer, Unknown>;
+
+    /// Write `call.value` with `call.token`, accepted or rejected as the resource decides, and
+    /// logged in the same transaction.
+    ///
+    /// # Errors
+    /// The outcome is unknown.
+    fn write(&mut self, call: &WriteCall<'_>) -> Result<WriteAnswer, Unknown>;
+}
+
+/// A resource's live form on PostgreSQL: its table, its keys, and a session per client.
 pub trait PgResource: Send + Sync {
     /// SQL creating its tables, run once per trial, with every key of the scenario inserted
     /// afterwards by [`PgResource::add_key`].
@@ -140,17 +234,62 @@ pub trait PgResource: Send + Sync {
     /// What the database reported.
     fn add_key(&self, db: &mut Client, key: &str) -> Result<(), DbError>;
 
-    /// Read `key`.
+    /// A client's session.
+    ///
+    /// # Errors
+    /// It could not connect (one line).
+    fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn ResourceSession>, String>;
+}
+
+/// Connect to the database of `endpoints` with the client's timeout as `statement_timeout`: a
+/// statement that takes longer ends as `info`, as a simulated request without a reply does.
+///
+/// # Errors
+/// The connection or the setting failed.
+pub fn connect_postgres(endpoints: &Endpoints) -> Result<Client, DbError> {
+    let mut db = Client::connect(&endpoints.postgres, postgres::NoTls)?;
+    db.batch_execute(&format!(
+        "SET statement_timeout = {}",
+        endpoints.timeout_ms.max(1)
+    ))?;
+    Ok(db)
+}
+
+/// A PostgreSQL connection that reconnects after it broke (a session's connection).
+pub struct PgConnection {
+    endpoints: Endpoints,
+    db: Option<Client>,
+}
+
+impl PgConnection {
+    /// Connect now.
+    ///
+    /// # Errors
+    /// The first connection failed (one line).
+    pub fn open(endpoints: &Endpoints) -> Result<Self, String> {
+        let db = connect_postgres(endpoints)
+            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
+        Ok(PgConnection {
+            endpoints: endpoints.clone(),
+            db: Some(db),
+        })
+    }
+
+    /// Run `f` on the connection (connecting again first if the last one broke); an error is
+    /// the call's unknown outcome.
     ///
     /// # Errors
     /// What the database or the connection reported.
-    fn read(&self, db: &mut Client, key: &str) -> Result<ReadAnswer, DbError>;
-
-    /// Write `call.value` with `call.token`, accepted or rejected as the resource decides.
-    ///
-    /// # Errors
-    /// What the database or the connection reported (the write's outcome is unknown).
-    fn write(&self, db: &mut Client, call: &WriteCall<'_>) -> Result<WriteAnswer, DbError>;
+    pub fn call<T>(
+        &mut self,
+        f: impl FnOnce(&mut Client) -> Result<T, DbError>,
+    ) -> Result<T, Unknown> {
+        if self.db.as_ref().is_none_or(Client::is_closed) {
+            self.db = Some(connect_postgres(&self.endpoints).map_err(|e| e.to_string())?);
+        }
+        let db = self.db.as_mut().expect("connected above");
+        f(db).map_err(|e| e.to_string())
+    }
 }
 
 /// A lock service's live form in the registry.
@@ -160,7 +299,7 @@ pub struct LockServiceForm {
     pub kind: &'static str,
     /// Build it from `[lock_service]`'s resolved knobs, or say (one line) which knob value has
     /// no live form.
-    pub make: fn(&toml::Table) -> Result<Box<dyn PgLockService>, String>,
+    pub make: fn(&toml::Table) -> Result<Box<dyn LiveLockService>, String>,
     /// Check a client's resolved protocol knobs (the design's client knobs), naming the
     /// client's `name`, in the same way.
     pub client: fn(&str, &toml::Table) -> Result<(), String>,
@@ -206,7 +345,7 @@ impl LiveForms {
         &self,
         kind: &str,
         knobs: &toml::Table,
-    ) -> Result<Box<dyn PgLockService>, String> {
+    ) -> Result<Box<dyn LiveLockService>, String> {
         (self.service_form(kind)?.make)(knobs)
     }
 

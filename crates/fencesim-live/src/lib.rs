@@ -22,6 +22,7 @@ pub mod clock;
 pub mod form;
 pub mod pg_server;
 pub mod plan;
+pub mod redis_server;
 pub mod trial;
 pub mod wire;
 
@@ -56,5 +57,7 @@ impl std::error::Error for LiveError {}
 /// The PostgreSQL client library the live forms speak through (the blocking face of
 /// `tokio-postgres`), re-exported so that a design's live form uses the same version.
 pub use postgres;
+/// The Redis client library the live forms speak through, re-exported for the same reason.
+pub use redis;
 /// The knob tables' type, re-exported for the forms' constructors.
 pub use toml;

@@ -3,27 +3,61 @@
 
 use fencesim_scenario::{Action, Fault, NodeEvent, Scenario, Trigger};
 
-use crate::form::LiveForms;
+use crate::form::{LiveForms, Needs};
 use crate::wire::Armed;
 
-/// When a client's pause begins.
+/// What a live fault acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PauseAt {
+pub enum Target {
+    /// Client `0` of `scenario.clients` (its process).
+    Client(usize),
+    /// Redis node `0` of the design's nodes.
+    Redis(usize),
+    /// The PostgreSQL server's whole process group (the lease table's and the resource's
+    /// server).
+    Postgres,
+}
+
+/// What a live fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiveAction {
+    /// SIGSTOP, then SIGCONT `duration_ms` later.
+    Pause {
+        /// How long, ms.
+        duration_ms: u64,
+    },
+    /// SIGKILL of a Redis node; started again `restart_after_ms` later if set.
+    Crash {
+        /// Down time, ms, or down until a `restart` fault.
+        restart_after_ms: Option<u64>,
+    },
+    /// Start a crashed Redis node again.
+    Restart,
+    /// Step a Redis node's wall clock (libfaketime).
+    ClockJump {
+        /// By how much, ms (either sign).
+        delta_ms: i64,
+    },
+}
+
+/// When a live fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAt {
     /// At this many ms after the trial's start.
     Ms(u64),
-    /// When the client reaches this safepoint (it reports it over the control channel).
+    /// When a client reaches this safepoint (it reports it over the control channel).
     Safepoint(Armed),
 }
 
-/// One pause fault: SIGSTOP of a client's process, SIGCONT `duration_ms` later.
+/// One scripted fault with its live meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClientPause {
-    /// Index of the client in `scenario.clients`.
-    pub client: usize,
+pub struct LiveFault {
+    /// Whom.
+    pub target: Target,
+    /// What.
+    pub action: LiveAction,
     /// When.
-    pub at: PauseAt,
-    /// For how long, ms.
-    pub duration_ms: u64,
+    pub at: FaultAt,
 }
 
 /// A scenario accepted for live mode.
@@ -31,8 +65,12 @@ pub struct ClientPause {
 pub struct LivePlan {
     /// The scenario, as resolved.
     pub scenario: Scenario,
-    /// Its faults, as pauses of client processes.
-    pub pauses: Vec<ClientPause>,
+    /// What the lock service's live form needs started.
+    pub needs: Needs,
+    /// Its faults, in their live form.
+    pub faults: Vec<LiveFault>,
+    /// Redis nodes whose clocks the faults step (they run under libfaketime).
+    pub faked_clocks: Vec<usize>,
     /// What differs from the simulation and is worth saying (one line each).
     pub notes: Vec<String>,
 }
@@ -40,14 +78,28 @@ pub struct LivePlan {
 impl LivePlan {
     /// The safepoints armed for client `index`.
     pub fn armed(&self, index: usize) -> Vec<Armed> {
-        self.pauses
+        self.faults
             .iter()
-            .filter(|p| p.client == index)
-            .filter_map(|p| match p.at {
-                PauseAt::Safepoint(a) => Some(a),
-                PauseAt::Ms(_) => None,
+            .filter(|f| f.target == Target::Client(index))
+            .filter_map(|f| match f.at {
+                FaultAt::Safepoint(a) => Some(a),
+                FaultAt::Ms(_) => None,
             })
             .collect()
+    }
+
+    /// The name of `target` as the scenario has it.
+    pub fn name(&self, target: Target) -> String {
+        match target {
+            Target::Client(i) => self.scenario.clients[i].name.clone(),
+            Target::Redis(i) => self.redis_nodes()[i].clone(),
+            Target::Postgres => "postgresql".to_owned(),
+        }
+    }
+
+    /// The Redis nodes' names (none if the design does not run on Redis).
+    pub fn redis_nodes(&self) -> &[String] {
+        self.needs.redis.as_ref().map_or(&[], |r| &r.nodes)
     }
 }
 
@@ -58,7 +110,7 @@ impl LivePlan {
 /// The first part refused.
 pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> {
     let service = &scenario.lock_service;
-    forms.lock_service(&service.kind, &service.knobs)?;
+    let needs = forms.lock_service(&service.kind, &service.knobs)?.needs();
     forms.resource(&scenario.resource.mode, &scenario.resource.knobs)?;
     if scenario.nemesis.is_some() {
         return Err(
@@ -85,43 +137,79 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
             ));
         }
     }
-    let mut pauses = Vec::new();
-    for (n, fault) in scenario.faults.iter().enumerate() {
-        pauses.push(pause(scenario, n, fault)?);
-    }
-    let notes = vec![format!(
-        "[network] latency_ms {}..{} is the simulation's; live links are loopback TCP",
-        net.latency_ms.min_ms, net.latency_ms.max_ms
-    )];
-    Ok(LivePlan {
+    let mut plan = LivePlan {
         scenario: scenario.clone(),
-        pauses,
-        notes,
-    })
+        needs,
+        faults: Vec::new(),
+        faked_clocks: Vec::new(),
+        notes: vec![format!(
+            "[network] latency_ms {}..{} is the simulation's; live links are loopback TCP",
+            net.latency_ms.min_ms, net.latency_ms.max_ms
+        )],
+    };
+    for (n, fault) in scenario.faults.iter().enumerate() {
+        let live = live_fault(&plan, n, fault)?;
+        if let (Target::Redis(i), LiveAction::ClockJump { .. }) = (live.target, live.action) {
+            plan.faked_clocks.push(i);
+        }
+        plan.faults.push(live);
+    }
+    plan.faked_clocks.sort_unstable();
+    plan.faked_clocks.dedup();
+    Ok(plan)
 }
 
-/// The one fault kind live mode runs so far, a client's pause, or why another has no live form.
-fn pause(scenario: &Scenario, n: usize, fault: &Fault) -> Result<ClientPause, String> {
+/// A fault's live form, or why it has none.
+fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, String> {
     let at = format!("[[faults]] #{}", n + 1);
     let kind = serde_json::to_value(&fault.action)
         .ok()
         .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
         .unwrap_or_default();
-    let Action::Pause { node } = &fault.action else {
-        return Err(format!("{at}: kind = {kind:?} {}", why_not(&kind)));
+    let refused = || format!("{at}: kind = {kind:?} {}", why_not(&kind));
+    let (node, action) = match &fault.action {
+        Action::Pause { node } => {
+            let duration_ms = fault
+                .duration_ms
+                .ok_or_else(|| format!("{at}: a live pause needs duration_ms"))?;
+            (node, LiveAction::Pause { duration_ms })
+        }
+        Action::Crash { node } => (
+            node,
+            LiveAction::Crash {
+                restart_after_ms: fault.duration_ms,
+            },
+        ),
+        Action::Restart { node } => (node, LiveAction::Restart),
+        Action::ClockJump { node, delta_ms } => (
+            node,
+            LiveAction::ClockJump {
+                delta_ms: *delta_ms,
+            },
+        ),
+        _ => return Err(refused()),
     };
-    let Some(client) = scenario.clients.iter().position(|c| &c.name == node) else {
-        return Err(format!(
-            "{at}: pausing {node:?} (a server: PostgreSQL's process group) is not in live mode \
-             yet; pauses of client processes are"
-        ));
-    };
-    let duration_ms = fault
-        .duration_ms
-        .ok_or_else(|| format!("{at}: a live pause needs duration_ms"))?;
-    let at_point = match fault.trigger {
-        Trigger::At { at_ms } => PauseAt::Ms(at_ms),
-        Trigger::Before { event, nth } | Trigger::After { event, nth } => {
+    let target = target(plan, node).ok_or_else(|| {
+        format!("{at}: node {node:?} is neither a client nor a server of this live run")
+    })?;
+    match (target, action) {
+        (_, LiveAction::Pause { .. }) | (Target::Redis(_), _) => {}
+        (Target::Postgres, _) => {
+            return Err(format!(
+                "{at}: kind = {kind:?} of {node:?} (PostgreSQL) has no live form yet; pauses of \
+                 its process group do"
+            ))
+        }
+        (Target::Client(_), _) => {
+            return Err(format!(
+                "{at}: kind = {kind:?} of a client has no live form yet; pauses of client \
+                 processes do"
+            ))
+        }
+    }
+    let at_point = match (fault.trigger, target) {
+        (Trigger::At { at_ms }, _) => FaultAt::Ms(at_ms),
+        (Trigger::Before { event, nth } | Trigger::After { event, nth }, Target::Client(_)) => {
             if !CLIENT_EVENTS.contains(&event) {
                 return Err(format!(
                     "{at}: a trigger on {event:?} is another node's event; a live client \
@@ -129,14 +217,32 @@ fn pause(scenario: &Scenario, n: usize, fault: &Fault) -> Result<ClientPause, St
                 ));
             }
             let after = matches!(fault.trigger, Trigger::After { .. });
-            PauseAt::Safepoint(Armed { after, event, nth })
+            FaultAt::Safepoint(Armed { after, event, nth })
+        }
+        (_, _) => {
+            return Err(format!(
+                "{at}: a server's fault fires at at_ms in live mode (a trigger on its own \
+                 events would need the server to report them)"
+            ))
         }
     };
-    Ok(ClientPause {
-        client,
+    Ok(LiveFault {
+        target,
+        action,
         at: at_point,
-        duration_ms,
     })
+}
+
+fn target(plan: &LivePlan, node: &str) -> Option<Target> {
+    if let Some(i) = plan.scenario.clients.iter().position(|c| c.name == node) {
+        return Some(Target::Client(i));
+    }
+    if let Some(i) = plan.redis_nodes().iter().position(|r| r == node) {
+        return Some(Target::Redis(i));
+    }
+    let on_postgres =
+        node == "resource" || (node == "lease-service" && plan.needs.postgres_schema.is_some());
+    on_postgres.then_some(Target::Postgres)
 }
 
 /// The events a live client reports safepoints for.
@@ -157,10 +263,9 @@ fn why_not(kind: &str) -> &'static str {
         "latency" | "loss" | "partition" | "heal" | "final-heal" => {
             "needs fencesim's TCP proxy on each link, which live mode does not have yet"
         }
-        "clock-jump" | "clock-skew" | "clock-drift" | "clock-strobe" => {
-            "has no live form on PostgreSQL (its clock is the machine's); clock faults are \
-             planned for Redis nodes under libfaketime"
+        "clock-skew" | "clock-drift" | "clock-strobe" => {
+            "has no live form yet (clock-jump on a Redis node does, through libfaketime)"
         }
-        _ => "has no live form yet (live mode runs pauses of client processes)",
+        _ => "has no live form yet (live mode runs pause, crash, restart and clock-jump)",
     }
 }

@@ -9,13 +9,14 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind, History, Name, Phase};
-use nix::sys::signal::{kill, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::assemble::{assemble, ClientRecord, LogRow};
 use crate::clock::{mono_ns, Origin};
-use crate::form::{LiveForms, LOG_SCHEMA};
-use crate::plan::{LivePlan, PauseAt};
+use crate::form::{Endpoints, LiveForms, RedisPersistence, LOG_SCHEMA};
+use crate::plan::{FaultAt, LiveAction, LiveFault, LivePlan, Target};
+use crate::redis_server::RedisNode;
 use crate::wire::{ClientConfig, ClientLine};
 use crate::LiveError;
 
@@ -38,6 +39,9 @@ pub struct TrialSetup<'a> {
     pub tool_version: &'a str,
     /// Asked between steps: stop the trial early (Ctrl-C), keeping what was recorded.
     pub interrupted: &'a (dyn Fn() -> bool + Sync),
+    /// The process group of the PostgreSQL server fencesim started (`None`: the user's own,
+    /// which live mode does not pause).
+    pub postgres_group: Option<Pid>,
 }
 
 /// A finished trial.
@@ -70,6 +74,12 @@ pub fn run_trial(
     let mut admin = postgres::Client::connect(setup.conninfo, postgres::NoTls).map_err(db)?;
     prepare(&mut admin, plan, setup.forms)?;
     let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(db)?;
+    let redis = start_redis(plan)?;
+    let token_order = setup
+        .forms
+        .lock_service(&scenario.lock_service.kind, &scenario.lock_service.knobs)
+        .map_err(LiveError::Server)?
+        .token_order();
 
     let mut origin = Origin::now();
     origin.mono_ns += START_MARGIN_NS;
@@ -83,7 +93,11 @@ pub fn run_trial(
             lock_knobs: scenario.lock_service.knobs.clone(),
             resource_mode: scenario.resource.mode.clone(),
             resource_knobs: scenario.resource.knobs.clone(),
-            conninfo: conninfo.clone(),
+            endpoints: Endpoints {
+                postgres: conninfo.clone(),
+                redis: redis.iter().map(RedisNode::url).collect(),
+                timeout_ms: client.timeout_ms,
+            },
             origin,
             process: i as u64,
             process_stride: scenario.clients.len() as u64,
@@ -94,14 +108,20 @@ pub fn run_trial(
     }
     drop(tx);
 
-    let mut run = Running::new(plan, origin, processes);
+    let mut run = Running::new(plan, origin, processes, redis, setup.postgres_group);
     let cut_short = run.drive(&rx, setup.interrupted);
     let end_ns = origin.since_ns(mono_ns());
     let Running {
-        records, nemesis, ..
+        records,
+        nemesis,
+        failure,
+        ..
     } = run;
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
     let log = read_log(&mut admin)?;
-    let history = assemble(
+    let mut history = assemble(
         &scenario.name,
         setup.tool_version,
         &origin,
@@ -111,11 +131,29 @@ pub fn run_trial(
         end_ns,
     )
     .map_err(LiveError::Server)?;
+    history.header.token_order = token_order;
     Ok(TrialRecord {
         history,
         real_ms: end_ns / 1_000_000,
         cut_short,
     })
+}
+
+/// The design's Redis nodes, fresh for the trial (those whose clocks a fault steps under
+/// libfaketime).
+fn start_redis(plan: &LivePlan) -> Result<Vec<RedisNode>, LiveError> {
+    let Some(needs) = &plan.needs.redis else {
+        return Ok(Vec::new());
+    };
+    needs
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let persistence: RedisPersistence = needs.persistence;
+            RedisNode::start(name, persistence, plan.faked_clocks.contains(&i))
+        })
+        .collect()
 }
 
 fn db(e: postgres::Error) -> LiveError {
@@ -141,7 +179,9 @@ fn prepare(
         .resource(&scenario.resource.mode, &scenario.resource.knobs)
         .map_err(LiveError::Server)?;
     admin.batch_execute(LOG_SCHEMA).map_err(db)?;
-    admin.batch_execute(lock.schema()).map_err(db)?;
+    if let Some(schema) = lock.needs().postgres_schema {
+        admin.batch_execute(schema).map_err(db)?;
+    }
     admin.batch_execute(resource.schema()).map_err(db)?;
     let mut keys: Vec<&str> = scenario.resource.keys.iter().map(String::as_str).collect();
     keys.extend(scenario.clients.iter().map(|c| c.key.as_str()));
@@ -264,10 +304,12 @@ impl Drop for Processes {
 /// A scheduled action of the harness.
 #[derive(Clone, Copy, Debug)]
 enum Due {
-    /// Stop client `0` for `1` ms.
-    Pause(usize, u64),
-    /// Continue client `0`.
-    Resume(usize),
+    /// Apply fault `0` of the plan.
+    Fire(usize),
+    /// Continue a paused target.
+    Resume(Target),
+    /// Start crashed Redis node `0` again.
+    Restart(usize),
 }
 
 /// The harness's side of a running trial.
@@ -275,32 +317,42 @@ struct Running<'p> {
     plan: &'p LivePlan,
     origin: Origin,
     processes: Processes,
+    redis: Vec<RedisNode>,
+    postgres_group: Option<Pid>,
     /// Scheduled actions by (monotonic deadline, order).
     due: BTreeMap<(u64, u64), Due>,
     next: u64,
     records: Vec<ClientRecord>,
     nemesis: Vec<(u64, Event)>,
     open: usize,
+    /// A fault that could not be applied: the trial fails with it.
+    failure: Option<LiveError>,
 }
 
 impl<'p> Running<'p> {
-    fn new(plan: &'p LivePlan, origin: Origin, processes: Processes) -> Self {
+    fn new(
+        plan: &'p LivePlan,
+        origin: Origin,
+        processes: Processes,
+        redis: Vec<RedisNode>,
+        postgres_group: Option<Pid>,
+    ) -> Self {
         let mut run = Running {
             plan,
             origin,
             open: processes.children.len(),
             processes,
+            redis,
+            postgres_group,
             due: BTreeMap::new(),
             next: 0,
             records: Vec::new(),
             nemesis: Vec::new(),
+            failure: None,
         };
-        for p in &plan.pauses {
-            if let PauseAt::Ms(ms) = p.at {
-                run.schedule(
-                    origin.mono_ns + ms * 1_000_000,
-                    Due::Pause(p.client, p.duration_ms),
-                );
+        for (n, fault) in plan.faults.iter().enumerate() {
+            if let FaultAt::Ms(ms) = fault.at {
+                run.schedule(origin.mono_ns + ms * 1_000_000, Due::Fire(n));
             }
         }
         run
@@ -321,7 +373,7 @@ impl<'p> Running<'p> {
         let deadline = self.origin.mono_ns + self.plan.scenario.duration_ms * 1_000_000;
         loop {
             self.run_due();
-            if self.open == 0 {
+            if self.open == 0 || self.failure.is_some() {
                 return None;
             }
             if interrupted() {
@@ -353,8 +405,9 @@ impl<'p> Running<'p> {
             }
             self.due.remove(&key);
             match what {
-                Due::Pause(i, ms) => self.pause(i, ms),
-                Due::Resume(i) => self.resume(i),
+                Due::Fire(n) => self.fire(self.plan.faults[n]),
+                Due::Resume(target) => self.resume(target),
+                Due::Restart(i) => self.restart(i),
             }
         }
     }
@@ -373,14 +426,14 @@ impl<'p> Running<'p> {
                 entry: *entry,
             }),
             ClientLine::Safepoint { at, .. } => {
-                let pause = self
+                let armed = self
                     .plan
-                    .pauses
+                    .faults
                     .iter()
-                    .find(|p| p.client == i && p.at == PauseAt::Safepoint(at))
+                    .find(|f| f.target == Target::Client(i) && f.at == FaultAt::Safepoint(at))
                     .copied();
-                if let Some(p) = pause {
-                    self.pause(i, p.duration_ms);
+                if let Some(fault) = armed {
+                    self.fire(fault);
                 }
                 // Buffered in the pipe: a paused client reads it once continued.
                 self.processes.go(i);
@@ -391,30 +444,118 @@ impl<'p> Running<'p> {
         }
     }
 
-    fn pause(&mut self, i: usize, ms: u64) {
-        let _ = kill(self.processes.pid(i), Signal::SIGSTOP);
+    /// Apply `fault` now.
+    fn fire(&mut self, fault: LiveFault) {
         let now = mono_ns();
-        self.schedule(now + ms * 1_000_000, Due::Resume(i));
-        let detail = format!("SIGSTOP for {ms} ms");
-        self.nemesis_event(now, i, Phase::Start, detail);
+        let target = fault.target;
+        let name = self.plan.name(target);
+        match fault.action {
+            LiveAction::Pause { duration_ms } => {
+                let how = match target {
+                    Target::Postgres => "SIGSTOP of PostgreSQL's process group",
+                    _ => "SIGSTOP",
+                };
+                if !self.signal(target, Signal::SIGSTOP) {
+                    return;
+                }
+                self.schedule(now + duration_ms * 1_000_000, Due::Resume(target));
+                let detail = format!("{how} for {duration_ms} ms");
+                self.nemesis_event(now, EventKind::Pause, Phase::Start, &name, detail);
+            }
+            LiveAction::Crash { restart_after_ms } => {
+                let Target::Redis(i) = target else { return };
+                self.redis[i].crash();
+                let detail = match restart_after_ms {
+                    Some(ms) => {
+                        self.schedule(now + ms * 1_000_000, Due::Restart(i));
+                        format!("SIGKILL, restarted after {ms} ms ({})", self.lost())
+                    }
+                    None => format!("SIGKILL, down until a restart ({})", self.lost()),
+                };
+                self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
+            }
+            LiveAction::Restart => {
+                if let Target::Redis(i) = target {
+                    self.restart(i);
+                }
+            }
+            LiveAction::ClockJump { delta_ms } => {
+                let Target::Redis(i) = target else { return };
+                if let Err(e) = self.redis[i].jump_clock(delta_ms) {
+                    self.failure = Some(e);
+                    return;
+                }
+                let detail = format!("wall clock {delta_ms:+} ms (libfaketime)");
+                self.nemesis_event(now, EventKind::ClockJump, Phase::Start, &name, detail);
+                let end = "instantaneous".to_owned();
+                self.nemesis_event(now, EventKind::ClockJump, Phase::End, &name, end);
+            }
+        }
     }
 
-    fn resume(&mut self, i: usize) {
-        let _ = kill(self.processes.pid(i), Signal::SIGCONT);
-        let name = self.plan.scenario.clients[i].name.clone();
-        self.nemesis_event(
-            mono_ns(),
-            i,
-            Phase::End,
-            format!("{name} resumed (SIGCONT)"),
-        );
+    /// What a crash of a Redis node loses, as the nodes' persistence decides.
+    fn lost(&self) -> &'static str {
+        match self.plan.needs.redis.as_ref().map(|r| r.persistence) {
+            Some(RedisPersistence::Always) => "appendfsync always: every acknowledged key kept",
+            _ => "no persistence: every key lost, as unsynced writes are in a power loss",
+        }
     }
 
-    fn nemesis_event(&mut self, mono: u64, i: usize, phase: Phase, detail: String) {
-        let mut e = Event::new(EventKind::Pause);
+    fn restart(&mut self, i: usize) {
+        if let Err(e) = self.redis[i].restart() {
+            self.failure = Some(e);
+            return;
+        }
+        let name = self.plan.name(Target::Redis(i));
+        let detail = format!("{name} restarted");
+        self.nemesis_event(mono_ns(), EventKind::Crash, Phase::End, &name, detail);
+    }
+
+    fn resume(&mut self, target: Target) {
+        self.signal(target, Signal::SIGCONT);
+        let name = self.plan.name(target);
+        let detail = format!("{name} resumed (SIGCONT)");
+        self.nemesis_event(mono_ns(), EventKind::Pause, Phase::End, &name, detail);
+    }
+
+    /// Send `signal` to `target`; false (and the trial fails) if it cannot be reached.
+    fn signal(&mut self, target: Target, signal: Signal) -> bool {
+        match target {
+            Target::Client(i) => {
+                let _ = kill(self.processes.pid(i), signal);
+            }
+            Target::Redis(i) => match signal {
+                Signal::SIGSTOP => self.redis[i].pause(),
+                _ => self.redis[i].resume(),
+            },
+            Target::Postgres => match self.postgres_group {
+                Some(group) => {
+                    let _ = killpg(group, signal);
+                }
+                None => {
+                    self.failure = Some(LiveError::Server(
+                        "a pause of PostgreSQL needs the server fencesim starts, not --postgres"
+                            .to_owned(),
+                    ));
+                    return false;
+                }
+            },
+        }
+        true
+    }
+
+    fn nemesis_event(
+        &mut self,
+        mono: u64,
+        kind: EventKind,
+        phase: Phase,
+        target: &str,
+        detail: String,
+    ) {
+        let mut e = Event::new(kind);
         e.node = Name::from("nemesis");
         e.phase = Some(phase);
-        e.target = Some(Name::from(self.plan.scenario.clients[i].name.as_str()));
+        e.target = Some(Name::from(target));
         e.detail = Some(detail);
         self.nemesis.push((self.origin.since_ns(mono), e));
     }

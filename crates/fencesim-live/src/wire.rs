@@ -31,8 +31,8 @@ pub struct ClientConfig {
     pub resource_mode: String,
     /// The resource's knobs.
     pub resource_knobs: toml::Table,
-    /// libpq connection string of the database.
-    pub conninfo: String,
+    /// Where the servers are.
+    pub endpoints: crate::form::Endpoints,
     /// The trial's time origin; the client starts at `origin + start_ms`.
     pub origin: Origin,
     /// The Jepsen process id it starts with.

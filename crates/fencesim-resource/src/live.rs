@@ -11,7 +11,8 @@
 //! - unfenced: a blind `UPDATE`; the highest token is only remembered.
 
 use fencesim_live::form::{
-    only_knobs, DbError, PgResource, ReadAnswer, ResourceForm, WriteAnswer, WriteCall, LOG_TABLE,
+    only_knobs, DbError, Endpoints, PgConnection, PgResource, ReadAnswer, ResourceForm,
+    ResourceSession, Unknown, WriteAnswer, WriteCall, LOG_TABLE,
 };
 use fencesim_live::postgres::{Client, Transaction};
 use fencesim_live::toml;
@@ -130,6 +131,13 @@ impl PgTable {
 }
 
 impl PgResource for PgTable {
+    fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn ResourceSession>, String> {
+        Ok(Box::new(TableSession {
+            table: *self,
+            db: PgConnection::open(endpoints)?,
+        }))
+    }
+
     fn schema(&self) -> &'static str {
         "CREATE TABLE fencesim_resource (
             key text PRIMARY KEY,
@@ -146,7 +154,9 @@ impl PgResource for PgTable {
         )?;
         Ok(())
     }
+}
 
+impl PgTable {
     fn read(&self, db: &mut Client, key: &str) -> Result<ReadAnswer, DbError> {
         let row = db.query_opt(
             &format!("SELECT value, token FROM {TABLE} WHERE key = $1"),
@@ -204,5 +214,23 @@ impl PgResource for PgTable {
         }
         tx.commit()?;
         Ok(answer)
+    }
+}
+
+/// A client's connection to the table.
+struct TableSession {
+    table: PgTable,
+    db: PgConnection,
+}
+
+impl ResourceSession for TableSession {
+    fn read(&mut self, key: &str) -> Result<ReadAnswer, Unknown> {
+        let table = self.table;
+        self.db.call(|db| table.read(db, key))
+    }
+
+    fn write(&mut self, call: &WriteCall<'_>) -> Result<WriteAnswer, Unknown> {
+        let table = self.table;
+        self.db.call(|db| table.write(db, call))
     }
 }

@@ -52,7 +52,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     };
     // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
     let _running = fencesim::run::Running::start();
-    let servers = match Servers::start(opts.postgres.as_deref()) {
+    let servers = match Servers::start(&plan, opts.postgres.as_deref()) {
         Ok(s) => s,
         Err(e) => return live_error(&e),
     };
@@ -73,7 +73,15 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
             Ok(done) => done,
             Err(e) => return live_error(&e),
         };
-        tally.add(&done.report);
+        // A trial cut short is printed and written, not counted: it did not run its course.
+        if done
+            .report
+            .live
+            .as_ref()
+            .is_none_or(|l| l.cut_short.is_none())
+        {
+            tally.add(&done.report);
+        }
         say!("{}", trial_line(&done));
         worst = worst.max(trial_code(&done.report, args.expect));
         if fencesim::run::interrupted() {

@@ -10,7 +10,8 @@
 //! faults are refused on PostgreSQL.
 
 use fencesim_live::form::{
-    only_knobs, DbError, LockAnswer, LockCall, LockServiceForm, PgLockService, LOG_TABLE,
+    only_knobs, DbError, Endpoints, Grant, LiveLockService, LockAnswer, LockCall, LockServiceForm,
+    LockSession, Needs, PgConnection, Unknown, LOG_TABLE,
 };
 use fencesim_live::postgres::{Client, Transaction};
 use fencesim_live::toml;
@@ -29,7 +30,7 @@ const TABLE: &str = "fencesim_leases";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PgSingleService;
 
-fn make_single(knobs: &toml::Table) -> Result<Box<dyn PgLockService>, String> {
+fn make_single(knobs: &toml::Table) -> Result<Box<dyn LiveLockService>, String> {
     only_knobs(
         "[lock_service]",
         knobs,
@@ -129,84 +130,120 @@ fn ttl_us(call: &LockCall<'_>) -> i64 {
     i64::try_from(call.ttl_ms.saturating_mul(1000)).unwrap_or(i64::MAX / 2)
 }
 
-impl PgLockService for PgSingleService {
-    fn schema(&self) -> &'static str {
-        "CREATE TABLE fencesim_leases (
-            lock text PRIMARY KEY,
-            holder text,
-            token bigint NOT NULL DEFAULT 0,
-            expires_at_us bigint NOT NULL DEFAULT 0
-        );"
+impl LiveLockService for PgSingleService {
+    fn needs(&self) -> Needs {
+        Needs {
+            postgres_schema: Some(SCHEMA),
+            redis: None,
+        }
     }
 
-    fn acquire(&self, db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<u64>, DbError> {
-        let mut tx = db.transaction()?;
-        let row = lock_row(&mut tx, call.lock)?;
-        if let Some(holder) = row.live_holder() {
-            let left_ms = (row.expires_at_us - row.now_us) / 1000;
-            let refused = format!("held by {holder} for another {left_ms} ms");
-            tx.rollback()?;
-            return Ok(Err(refused));
-        }
-        // The next token: the row's counter survives every lease, so tokens only grow.
-        let token = row.token + 1;
-        let expires_at_us = row.now_us + ttl_us(call);
-        tx.execute(
-            &format!(
-                "UPDATE {TABLE} SET holder = $2, token = $3, expires_at_us = $4 WHERE lock = $1"
-            ),
-            &[&call.lock, &call.holder, &token, &expires_at_us],
-        )?;
-        log(
-            &mut tx,
-            "grant",
-            call,
-            token,
-            row.now_us,
-            Some(expires_at_us),
-        )?;
-        tx.commit()?;
-        Ok(Ok(token as u64))
+    fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn LockSession>, String> {
+        Ok(Box::new(SingleSession {
+            db: PgConnection::open(endpoints)?,
+        }))
+    }
+}
+
+/// The lease table.
+const SCHEMA: &str = "CREATE TABLE fencesim_leases (
+    lock text PRIMARY KEY,
+    holder text,
+    token bigint NOT NULL DEFAULT 0,
+    expires_at_us bigint NOT NULL DEFAULT 0
+);";
+
+/// A client's connection to the lease table.
+struct SingleSession {
+    db: PgConnection,
+}
+
+impl LockSession for SingleSession {
+    fn acquire(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, Unknown> {
+        self.db.call(|db| acquire(db, call))
     }
 
-    fn renew(&self, db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<()>, DbError> {
-        let mut tx = db.transaction()?;
-        let row = lock_row(&mut tx, call.lock)?;
-        if row.live_holder() != Some(call.holder) || row.token != call.token as i64 {
-            tx.rollback()?;
-            return Ok(Err("lease lost: not the holder".to_owned()));
-        }
-        let expires_at_us = row.now_us + ttl_us(call);
-        tx.execute(
-            &format!("UPDATE {TABLE} SET expires_at_us = $2 WHERE lock = $1"),
-            &[&call.lock, &expires_at_us],
-        )?;
-        log(
-            &mut tx,
-            "renew",
-            call,
-            row.token,
-            row.now_us,
-            Some(expires_at_us),
-        )?;
-        tx.commit()?;
-        Ok(Ok(()))
+    fn renew(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Option<i64>>, Unknown> {
+        self.db.call(|db| renew(db, call)).map(|a| a.map(|()| None))
     }
 
-    fn release(&self, db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<()>, DbError> {
-        let mut tx = db.transaction()?;
-        let row = lock_row(&mut tx, call.lock)?;
-        // Compare-and-delete: only the holder's own, unexpired lease.
-        if row.live_holder() != Some(call.holder) || row.token != call.token as i64 {
-            tx.rollback()?;
-            return Ok(Err("not the holder".to_owned()));
-        }
-        tx.execute(
-            &format!("UPDATE {TABLE} SET holder = NULL, expires_at_us = 0 WHERE lock = $1"),
-            &[&call.lock],
-        )?;
-        log(&mut tx, "release", call, row.token, row.now_us, None)?;
-        tx.commit()?;
-        Ok(Ok(()))
+    fn release(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<()>, Unknown> {
+        self.db.call(|db| release(db, call))
     }
+}
+
+/// One acquire: lock the row, read the clock, grant the next token if the lease is free or
+/// expired, log the grant.
+fn acquire(db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, DbError> {
+    let mut tx = db.transaction()?;
+    let row = lock_row(&mut tx, call.lock)?;
+    if let Some(holder) = row.live_holder() {
+        let left_ms = (row.expires_at_us - row.now_us) / 1000;
+        let refused = format!("held by {holder} for another {left_ms} ms");
+        tx.rollback()?;
+        return Ok(Err(refused));
+    }
+    // The next token: the row's counter survives every lease, so tokens only grow.
+    let token = row.token + 1;
+    let expires_at_us = row.now_us + ttl_us(call);
+    tx.execute(
+        &format!("UPDATE {TABLE} SET holder = $2, token = $3, expires_at_us = $4 WHERE lock = $1"),
+        &[&call.lock, &call.holder, &token, &expires_at_us],
+    )?;
+    log(
+        &mut tx,
+        "grant",
+        call,
+        token,
+        row.now_us,
+        Some(expires_at_us),
+    )?;
+    tx.commit()?;
+    Ok(Ok(Grant {
+        token: token as u64,
+        valid_until_ms: None,
+    }))
+}
+
+/// One renewal of the holder's own unexpired lease.
+fn renew(db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<()>, DbError> {
+    let mut tx = db.transaction()?;
+    let row = lock_row(&mut tx, call.lock)?;
+    if row.live_holder() != Some(call.holder) || row.token != call.token as i64 {
+        tx.rollback()?;
+        return Ok(Err("lease lost: not the holder".to_owned()));
+    }
+    let expires_at_us = row.now_us + ttl_us(call);
+    tx.execute(
+        &format!("UPDATE {TABLE} SET expires_at_us = $2 WHERE lock = $1"),
+        &[&call.lock, &expires_at_us],
+    )?;
+    log(
+        &mut tx,
+        "renew",
+        call,
+        row.token,
+        row.now_us,
+        Some(expires_at_us),
+    )?;
+    tx.commit()?;
+    Ok(Ok(()))
+}
+
+/// One release (compare-and-delete) of the holder's own unexpired lease.
+fn release(db: &mut Client, call: &LockCall<'_>) -> Result<LockAnswer<()>, DbError> {
+    let mut tx = db.transaction()?;
+    let row = lock_row(&mut tx, call.lock)?;
+    // Compare-and-delete: only the holder's own, unexpired lease.
+    if row.live_holder() != Some(call.holder) || row.token != call.token as i64 {
+        tx.rollback()?;
+        return Ok(Err("not the holder".to_owned()));
+    }
+    tx.execute(
+        &format!("UPDATE {TABLE} SET holder = NULL, expires_at_us = 0 WHERE lock = $1"),
+        &[&call.lock],
+    )?;
+    log(&mut tx, "release", call, row.token, row.now_us, None)?;
+    tx.commit()?;
+    Ok(Ok(()))
 }

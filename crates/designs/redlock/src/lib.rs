@@ -17,6 +17,8 @@
 
 mod client;
 pub mod decision;
+#[cfg(feature = "live")]
+pub mod live;
 mod message;
 mod node;
 mod spec;

@@ -1,0 +1,291 @@
+//! Redlock's live form (`kind = "redlock"` in live mode, docs/live.md): the Redlock algorithm
+//! of the Redis documentation against real `redis-server` nodes, one connection per node
+//! through the `redis` crate. The decision is the simulated client's own sans-IO core
+//! ([`Redlock`]): SET the lock's key with a random value, NX and PX the TTL, on every node, each
+//! with the node timeout; a majority within the validity (TTL - elapsed - drift) holds the lock;
+//! otherwise the value is deleted everywhere. Renewal extends the key where it still holds the
+//! client's value, release deletes it there (both by Lua compare-and-set scripts, as the
+//! documentation's). With `token_source = "counter"` the token is an INCR on the first node.
+//!
+//! Redis decides expiry by its own wall clock, which live mode can step (libfaketime).
+
+use std::time::Duration;
+
+use fencesim_live::form::{
+    only_knobs, Endpoints, Grant, LiveLockService, LockAnswer, LockCall, LockServiceForm,
+    LockSession, Needs, RedisNeeds, RedisPersistence, Unknown,
+};
+use fencesim_live::redis::{self, Connection, FromRedisValue};
+use fencesim_live::toml;
+
+use crate::{Decision, Redlock, RedlockConfig};
+
+/// Redlock's entry in a registry's live forms.
+pub const REDLOCK_LIVE: LockServiceForm = LockServiceForm {
+    kind: "redlock",
+    make,
+    client: |name, knobs| only_knobs(&format!("[[clients]] {name}:"), knobs, &[]),
+};
+
+/// The settings the live form honours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveRedlock {
+    replicas: usize,
+    persistence: RedisPersistence,
+    drift_ppm: u64,
+    node_timeout_ms: u64,
+    recheck_elapsed: bool,
+    counter_token: bool,
+}
+
+fn make(knobs: &toml::Table) -> Result<Box<dyn LiveLockService>, String> {
+    only_knobs(
+        "[lock_service]",
+        knobs,
+        &[
+            ("replicas", &[]),
+            // A node's unsynced writes are emulated as all lost (no persistence) or none
+            // (appendfsync always); the last sync point of `periodic` is not.
+            ("fsync", &["always", "never"]),
+            // Real Redis expires keys by its wall clock.
+            ("expiry_clock", &["wall"]),
+            ("recheck_elapsed", &[]),
+            ("drift_ppm", &[]),
+            ("node_timeout_ms", &[]),
+            ("token_source", &["random", "counter"]),
+            ("restart_delay_ms", &["0"]),
+        ],
+    )?;
+    let int = |name: &str, default: i64| {
+        knobs
+            .get(name)
+            .and_then(toml::Value::as_integer)
+            .unwrap_or(default)
+            .max(0) as u64
+    };
+    let text = |name: &str| knobs.get(name).and_then(toml::Value::as_str).unwrap_or("");
+    Ok(Box::new(LiveRedlock {
+        replicas: int("replicas", 5) as usize,
+        persistence: match text("fsync") {
+            "always" => RedisPersistence::Always,
+            _ => RedisPersistence::None,
+        },
+        drift_ppm: int("drift_ppm", 10_000),
+        node_timeout_ms: int("node_timeout_ms", 50).max(1),
+        recheck_elapsed: knobs
+            .get("recheck_elapsed")
+            .and_then(toml::Value::as_bool)
+            .unwrap_or(true),
+        counter_token: text("token_source") == "counter",
+    }))
+}
+
+impl LiveLockService for LiveRedlock {
+    fn needs(&self) -> Needs {
+        Needs {
+            postgres_schema: None,
+            redis: Some(RedisNeeds {
+                nodes: (1..=self.replicas).map(|n| format!("redis-{n}")).collect(),
+                persistence: self.persistence,
+            }),
+        }
+    }
+
+    fn token_order(&self) -> fencesim_live::form::TokenOrder {
+        if self.counter_token {
+            fencesim_live::form::TokenOrder::Value
+        } else {
+            fencesim_live::form::TokenOrder::Acquisition
+        }
+    }
+
+    fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn LockSession>, String> {
+        if endpoints.redis.len() != self.replicas {
+            return Err(format!(
+                "Redlock needs {} Redis nodes, the trial started {}",
+                self.replicas,
+                endpoints.redis.len()
+            ));
+        }
+        Ok(Box::new(RedlockSession {
+            settings: *self,
+            nodes: endpoints.redis.iter().map(|url| Node::new(url)).collect(),
+            value: None,
+        }))
+    }
+}
+
+/// One Redis node as a client reaches it: a connection, opened again after any failure (a
+/// timed-out request leaves its answer on the old connection).
+struct Node {
+    url: String,
+    connection: Option<Connection>,
+}
+
+impl Node {
+    fn new(url: &str) -> Self {
+        Node {
+            url: url.to_owned(),
+            connection: None,
+        }
+    }
+
+    /// Run `cmd` within `timeout`; `None` if the node did not answer in time or failed.
+    fn query<T: FromRedisValue>(&mut self, cmd: &redis::Cmd, timeout: Duration) -> Option<T> {
+        let answer = self
+            .connection(timeout)
+            .and_then(|c| cmd.query::<T>(c).ok());
+        if answer.is_none() {
+            self.connection = None;
+        }
+        answer
+    }
+
+    fn script<T: FromRedisValue>(
+        &mut self,
+        script: &redis::Script,
+        key: &str,
+        args: &[String],
+        timeout: Duration,
+    ) -> Option<T> {
+        let mut invocation = script.key(key);
+        for a in args {
+            invocation.arg(a);
+        }
+        let answer = self
+            .connection(timeout)
+            .and_then(|c| invocation.invoke::<T>(c).ok());
+        if answer.is_none() {
+            self.connection = None;
+        }
+        answer
+    }
+
+    fn connection(&mut self, timeout: Duration) -> Option<&mut Connection> {
+        if self.connection.is_none() {
+            let client = redis::Client::open(self.url.as_str()).ok()?;
+            let c = client.get_connection_with_timeout(timeout).ok()?;
+            self.connection = Some(c);
+        }
+        let c = self.connection.as_mut()?;
+        c.set_read_timeout(Some(timeout)).ok()?;
+        c.set_write_timeout(Some(timeout)).ok()?;
+        Some(c)
+    }
+}
+
+/// A client's Redlock: its nodes, and the value it holds the lock with.
+struct RedlockSession {
+    settings: LiveRedlock,
+    nodes: Vec<Node>,
+    value: Option<u64>,
+}
+
+/// Extend the key by ARGV[2] ms if it still holds ARGV[1].
+const EXTEND: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
+                      return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+/// Delete the key if it still holds ARGV[1].
+const DELETE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
+                      return redis.call('del', KEYS[1]) else return 0 end";
+
+impl RedlockSession {
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.settings.node_timeout_ms)
+    }
+
+    fn redlock(&self, call: &LockCall<'_>) -> Redlock {
+        let config = RedlockConfig {
+            nodes: self.nodes.len(),
+            ttl_ms: call.ttl_ms,
+            drift_ppm: self.settings.drift_ppm,
+            recheck_elapsed: self.settings.recheck_elapsed,
+        };
+        Redlock::begin(config, (call.now_ms)())
+    }
+
+    /// Delete `value` everywhere, without looking at the answers: a partial acquisition's
+    /// keys would expire anyway.
+    fn unlock_everywhere(&mut self, lock: &str, value: u64) -> usize {
+        let script = redis::Script::new(DELETE);
+        let timeout = self.timeout();
+        let args = [value.to_string()];
+        let mut deleted = 0;
+        for node in &mut self.nodes {
+            deleted += usize::from(node.script::<i64>(&script, lock, &args, timeout) == Some(1));
+        }
+        deleted
+    }
+}
+
+impl LockSession for RedlockSession {
+    fn acquire(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, Unknown> {
+        let value = call.random;
+        let mut redlock = self.redlock(call);
+        let timeout = self.timeout();
+        let mut set = redis::cmd("SET");
+        set.arg(call.lock)
+            .arg(value.to_string())
+            .arg("NX")
+            .arg("PX")
+            .arg(call.ttl_ms);
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            let reply: Option<Option<String>> = node.query(&set, timeout);
+            redlock.on_reply(i, matches!(reply, Some(Some(_))));
+        }
+        let error = match redlock.decide((call.now_ms)()) {
+            Decision::Acquired { valid_until_ms, .. } => {
+                let token = if self.settings.counter_token {
+                    let counter = format!("{}:token", call.lock);
+                    let incr = redis::cmd("INCR").arg(counter).clone();
+                    self.nodes[0].query::<u64>(&incr, timeout)
+                } else {
+                    Some(value)
+                };
+                match token {
+                    Some(token) => {
+                        self.value = Some(value);
+                        return Ok(Ok(Grant {
+                            token,
+                            valid_until_ms: Some(valid_until_ms),
+                        }));
+                    }
+                    None => "no token from the counter node".to_owned(),
+                }
+            }
+            Decision::NoMajority { granted } => {
+                format!("only {granted} of {} nodes granted", self.nodes.len())
+            }
+            Decision::Expired { validity_ms } => {
+                format!("a majority granted, but the validity had run out ({validity_ms} ms)")
+            }
+        };
+        self.unlock_everywhere(call.lock, value);
+        Ok(Err(error))
+    }
+
+    fn renew(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Option<i64>>, Unknown> {
+        let value = self.value.unwrap_or(call.token);
+        let mut redlock = self.redlock(call);
+        let script = redis::Script::new(EXTEND);
+        let timeout = self.timeout();
+        let args = [value.to_string(), call.ttl_ms.to_string()];
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            let extended = node.script::<i64>(&script, call.lock, &args, timeout) == Some(1);
+            redlock.on_reply(i, extended);
+        }
+        Ok(match redlock.decide((call.now_ms)()) {
+            Decision::Acquired { valid_until_ms, .. } => Ok(Some(valid_until_ms)),
+            _ => Err("lock lost".to_owned()),
+        })
+    }
+
+    fn release(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<()>, Unknown> {
+        let value = self.value.take().unwrap_or(call.token);
+        let deleted = self.unlock_everywhere(call.lock, value);
+        Ok(if deleted > self.nodes.len() / 2 {
+            Ok(())
+        } else {
+            Err(format!("our value was on only {deleted} nodes"))
+        })
+    }
+}

@@ -1,0 +1,245 @@
+//! Throwaway `redis-server` nodes for a live trial: one process per node, on 127.0.0.1 at a
+//! free port, its data folder in a temporary folder, with the scenario's persistence. The
+//! harness pauses a node (SIGSTOP/SIGCONT), crashes it (SIGKILL) and starts it again on the
+//! same port and folder, and steps its wall clock through libfaketime. Dropping a node kills
+//! it and deletes its folder.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::form::RedisPersistence;
+use crate::pg_server::{free_port, temp_folder};
+use crate::LiveError;
+
+/// The Debian package of `redis-server`.
+const PACKAGE: &str = "redis-server";
+
+/// Where Debian's `faketime` package puts the multi-threaded library.
+const FAKETIME_GLOB_DIRS: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/faketime",
+    "/usr/lib/aarch64-linux-gnu/faketime",
+    "/usr/lib/faketime",
+];
+
+/// One Redis node.
+#[derive(Debug)]
+pub struct RedisNode {
+    /// Its name in the scenario (`redis-3`).
+    pub name: String,
+    folder: PathBuf,
+    port: u16,
+    persistence: RedisPersistence,
+    /// libfaketime's library, if the node's clock may be stepped.
+    faketime: Option<PathBuf>,
+    /// The node's clock offset so far, ms (what the timestamp file says).
+    offset_ms: i64,
+    child: Option<Child>,
+}
+
+impl RedisNode {
+    /// Start node `name`. `clock_faults`: run it under libfaketime so that its wall clock can
+    /// be stepped (its monotonic clock stays real).
+    ///
+    /// # Errors
+    /// `redis-server` (or, with `clock_faults`, libfaketime) is not installed, or the node
+    /// did not start.
+    pub fn start(
+        name: &str,
+        persistence: RedisPersistence,
+        clock_faults: bool,
+    ) -> Result<Self, LiveError> {
+        which("redis-server").ok_or(LiveError::Missing {
+            what: "redis-server",
+            package: PACKAGE,
+        })?;
+        let faketime = if clock_faults {
+            Some(faketime_library().ok_or(LiveError::Missing {
+                what: "libfaketime (libfaketimeMT.so.1), for clock faults on Redis nodes",
+                package: "faketime",
+            })?)
+        } else {
+            None
+        };
+        let mut node = RedisNode {
+            name: name.to_owned(),
+            folder: temp_folder(name)?,
+            port: free_port()?,
+            persistence,
+            faketime,
+            offset_ms: 0,
+            child: None,
+        };
+        node.write_offset()?;
+        node.spawn()?;
+        Ok(node)
+    }
+
+    /// Its URL for the `redis` crate.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn spawn(&mut self) -> Result<(), LiveError> {
+        let mut command = Command::new("redis-server");
+        command.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()]);
+        command.args(["--dir", &self.folder.to_string_lossy(), "--save", ""]);
+        command.args([
+            "--protected-mode",
+            "no",
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+        ]);
+        match self.persistence {
+            RedisPersistence::Always => {
+                command.args(["--appendonly", "yes", "--appendfsync", "always"]);
+            }
+            RedisPersistence::None => {
+                command.args(["--appendonly", "no"]);
+            }
+        }
+        if let Some(library) = &self.faketime {
+            command
+                .env("LD_PRELOAD", library)
+                .env("FAKETIME_TIMESTAMP_FILE", self.folder.join("faketime"))
+                .env("FAKETIME_NO_CACHE", "1")
+                .env("DONT_FAKE_MONOTONIC", "1");
+        }
+        let log = fs::File::create(self.folder.join("redis.log"))
+            .map_err(|e| LiveError::Server(format!("{}: {e}", self.name)))?;
+        let errors = log
+            .try_clone()
+            .map_err(|e| LiveError::Server(format!("{}: {e}", self.name)))?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(errors)
+            .spawn()
+            .map_err(|e| LiveError::Server(format!("{}: redis-server: {e}", self.name)))?;
+        self.child = Some(child);
+        self.wait_ready()
+    }
+
+    fn wait_ready(&mut self) -> Result<(), LiveError> {
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return Ok(());
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                let log = fs::read_to_string(self.folder.join("redis.log")).unwrap_or_default();
+                return Err(LiveError::Server(format!(
+                    "{}: redis-server exited ({status}): {}",
+                    self.name,
+                    log.trim()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let log = fs::read_to_string(self.folder.join("redis.log")).unwrap_or_default();
+        if log.contains("libfaketime: Unexpected recursive calls") {
+            // Known upstream: libfaketime cannot initialise inside a process whose malloc is
+            // jemalloc (libfaketime issues #130, #327, #478), and Debian's redis-server is
+            // linked with jemalloc.
+            return Err(LiveError::Server(format!(
+                "{}: redis-server cannot run under libfaketime on this machine: it is linked \
+                 with jemalloc, which libfaketime does not support (libfaketime issue #130); a \
+                 redis-server built with MALLOC=libc can",
+                self.name
+            )));
+        }
+        Err(LiveError::Server(format!(
+            "{}: redis-server did not listen within 2 s: {}",
+            self.name,
+            log.trim()
+        )))
+    }
+
+    fn pid(&self) -> Option<Pid> {
+        self.child.as_ref().map(|c| Pid::from_raw(c.id() as i32))
+    }
+
+    /// Stop the process (SIGSTOP).
+    pub fn pause(&self) {
+        if let Some(pid) = self.pid() {
+            let _ = kill(pid, Signal::SIGSTOP);
+        }
+    }
+
+    /// Continue it (SIGCONT).
+    pub fn resume(&self) {
+        if let Some(pid) = self.pid() {
+            let _ = kill(pid, Signal::SIGCONT);
+        }
+    }
+
+    /// Kill it (SIGKILL). What it keeps is what its persistence put on disk: with
+    /// `appendfsync always` every acknowledged write, without persistence nothing.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGCONT);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Start it again on the same port and folder (after a crash; a running node is left as
+    /// it is).
+    ///
+    /// # Errors
+    /// It did not start.
+    pub fn restart(&mut self) -> Result<(), LiveError> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        self.spawn()
+    }
+
+    /// Step its wall clock by `delta_ms` (libfaketime reads the timestamp file at every call).
+    ///
+    /// # Errors
+    /// The node runs without libfaketime, or the file could not be written.
+    pub fn jump_clock(&mut self, delta_ms: i64) -> Result<(), LiveError> {
+        if self.faketime.is_none() {
+            return Err(LiveError::Server(format!(
+                "{} runs without libfaketime",
+                self.name
+            )));
+        }
+        self.offset_ms += delta_ms;
+        self.write_offset()
+    }
+
+    fn write_offset(&self) -> Result<(), LiveError> {
+        // libfaketime's relative form: a sign and seconds, fractions allowed.
+        let text = format!("{:+.3}\n", self.offset_ms as f64 / 1000.0);
+        fs::write(self.folder.join("faketime"), text)
+            .map_err(|e| LiveError::Server(format!("{}: faketime file: {e}", self.name)))
+    }
+}
+
+impl Drop for RedisNode {
+    fn drop(&mut self) {
+        self.crash();
+        let _ = fs::remove_dir_all(&self.folder);
+    }
+}
+
+fn which(binary: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(binary))
+        .find(|p| p.exists())
+}
+
+fn faketime_library() -> Option<PathBuf> {
+    FAKETIME_GLOB_DIRS
+        .iter()
+        .map(|d| Path::new(d).join("libfaketimeMT.so.1"))
+        .find(|p| p.exists())
+}
