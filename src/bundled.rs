@@ -80,6 +80,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("live/pg-check-then-apply"),
     bundle!("live/redis-crash-no-fsync"),
     bundle!("live/redis-crash-fsync-always"),
+    bundle!("live/pg-partition-holder-careless"),
+    bundle!("live/redis-partition-crash-no-fsync"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (path under

@@ -127,6 +127,7 @@ pub fn trial(
         tool_version: env!("CARGO_PKG_VERSION"),
         interrupted: &crate::run::interrupted,
         postgres_group: servers.postgres.as_ref().and_then(PgServer::process_group),
+        postgres_port: servers.postgres.as_ref().map(PgServer::port),
     };
     let record = run_trial(plan, &setup, trial)?;
     let result = fencesim_checker::check(&record.history);

@@ -197,8 +197,9 @@ impl Leases {
                 before.map(|(lease, end)| (end.min(t), expire(&lease)))
             }
             EventKind::Renew => {
-                if let (Some((_, old)), Some(end)) = (self.live.get_mut(&lock), end) {
+                if let (Some((lease, old)), Some(end)) = (self.live.get_mut(&lock), end) {
                     *old = end;
+                    lease.expires_at_ms = event.expires_at_ms;
                 }
                 None
             }

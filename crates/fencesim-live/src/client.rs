@@ -53,6 +53,17 @@ pub fn main(forms: &LiveForms) -> u8 {
             return 1;
         }
     };
+    // Connected: say so, and start the clock when the harness says every client is ready.
+    send(&ClientLine::Ready);
+    let mut start = String::new();
+    let origin = match input
+        .read_line(&mut start)
+        .map(|_| serde_json::from_str(&start))
+    {
+        Ok(Ok(origin)) => origin,
+        _ => return 2,
+    };
+    let config = ClientConfig { origin, ..config };
     let mut client = LiveClient {
         rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(config.rng_seed),
         process: config.process,
@@ -326,12 +337,19 @@ impl LiveClient<'_> {
                 self.last_invoke_ns + c.ttl_ms.saturating_sub(c.safety_margin_ms) * 1_000_000
             }
         };
+        // Without `validity_check` the client acts as holder until told otherwise (K15): its
+        // belief has no end of its own, as the simulated client's has none.
+        let until = if self.config.client.validity_check {
+            until
+        } else {
+            u64::MAX
+        };
         self.belief = Some(Belief {
             token,
             until_mono_ns: until,
         });
         let mut event = self.belief_event(Phase::Start, token, None);
-        event.expires_at_ms = Some(self.trial_ms(until));
+        event.expires_at_ms = (until != u64::MAX).then(|| self.trial_ms(until));
         self.emit(None, Entry::Event(event));
     }
 

@@ -112,12 +112,26 @@ pub struct LockCall<'a> {
 /// Where a form's sessions find their servers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Endpoints {
-    /// libpq connection string of the database (its search path set to the trial's schema).
+    /// libpq connection string of the database for the lock service's session (its search
+    /// path set to the trial's schema; through the `lease-service` link's proxy if the trial
+    /// has network faults).
     pub postgres: String,
+    /// The same for the resource's session (the `resource` link).
+    pub resource: String,
     /// `redis://127.0.0.1:PORT/` of each Redis node, in the design's node order.
     pub redis: Vec<String>,
     /// How long the client waits for any one answer, ms (its `timeout_ms`).
     pub timeout_ms: u64,
+}
+
+impl Endpoints {
+    /// The endpoints as the resource's session uses them: `postgres` is the resource's link.
+    pub fn for_resource(&self) -> Endpoints {
+        Endpoints {
+            postgres: self.resource.clone(),
+            ..self.clone()
+        }
+    }
 }
 
 /// What a lock service's live form needs started for a trial.

@@ -22,6 +22,7 @@ pub mod clock;
 pub mod form;
 pub mod pg_server;
 pub mod plan;
+pub mod proxy;
 pub mod redis_server;
 pub mod trial;
 pub mod wire;

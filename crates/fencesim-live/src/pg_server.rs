@@ -97,10 +97,7 @@ impl PgServer {
             .spawn()
             .map_err(|e| LiveError::Server(format!("postgres: {e}")))?;
         server.child = Some(child);
-        server.conninfo = format!(
-            "host=127.0.0.1 port={} user=fencesim dbname=postgres connect_timeout=5",
-            server.port
-        );
+        server.conninfo = conninfo(server.port);
         server.wait_ready(&log)?;
         Ok(server)
     }
@@ -154,6 +151,11 @@ impl Drop for PgServer {
         }
         let _ = fs::remove_dir_all(&self.folder);
     }
+}
+
+/// libpq connection string of a server fencesim started, at `port` (its own, or a proxy's).
+pub fn conninfo(port: u16) -> String {
+    format!("host=127.0.0.1 port={port} user=fencesim dbname=postgres connect_timeout=5")
 }
 
 /// Where `initdb` and `postgres` are: the folder `FENCESIM_PG_BINDIR` names if it is set (to

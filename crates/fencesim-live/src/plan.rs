@@ -1,7 +1,7 @@
 //! What a scenario asks for, in live terms: which of its parts have a live form, and a clear
 //! refusal for each one that has none (never a silent drop).
 
-use fencesim_scenario::{Action, Fault, NodeEvent, Scenario, Trigger};
+use fencesim_scenario::{Action, Cut, Fault, LinkSel, NodeEvent, Scenario, Trigger};
 
 use crate::form::{LiveForms, Needs};
 use crate::wire::Armed;
@@ -16,10 +16,12 @@ pub enum Target {
     /// The PostgreSQL server's whole process group (the lease table's and the resource's
     /// server).
     Postgres,
+    /// The links between clients and servers (fencesim's proxy on each).
+    Network,
 }
 
 /// What a live fault does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum LiveAction {
     /// SIGSTOP, then SIGCONT `duration_ms` later.
     Pause {
@@ -38,6 +40,33 @@ pub enum LiveAction {
         /// By how much, ms (either sign).
         delta_ms: i64,
     },
+    /// Stop the directions of the links that `cut` blocks, for `duration_ms` or until a heal.
+    Partition {
+        /// Which links.
+        cut: Cut,
+        /// How long, ms.
+        duration_ms: Option<u64>,
+    },
+    /// End every partition.
+    Heal,
+    /// Delay what crosses the selected links by `delay_ms` for the window.
+    Latency {
+        /// Which links (by sender and receiver).
+        link: LinkSel,
+        /// The delay, ms (the range's upper end).
+        delay_ms: u64,
+        /// How long, ms (for good without).
+        duration_ms: Option<u64>,
+    },
+    /// Reset the selected links' connections with probability `rate` per chunk.
+    Loss {
+        /// Which links.
+        link: LinkSel,
+        /// Per chunk.
+        rate: f64,
+        /// How long, ms.
+        duration_ms: Option<u64>,
+    },
 }
 
 /// When a live fault fires.
@@ -50,7 +79,7 @@ pub enum FaultAt {
 }
 
 /// One scripted fault with its live meaning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LiveFault {
     /// Whom.
     pub target: Target,
@@ -94,7 +123,24 @@ impl LivePlan {
             Target::Client(i) => self.scenario.clients[i].name.clone(),
             Target::Redis(i) => self.redis_nodes()[i].clone(),
             Target::Postgres => "postgresql".to_owned(),
+            Target::Network => "network".to_owned(),
         }
+    }
+
+    /// Whether a fault acts on the network (the trial then puts a proxy on every link).
+    pub fn uses_network(&self) -> bool {
+        self.faults.iter().any(|f| f.target == Target::Network)
+    }
+
+    /// The servers a client talks to, by the names faults give them: `lease-service` (on
+    /// PostgreSQL) or the Redis nodes, and `resource`.
+    pub fn servers(&self) -> Vec<String> {
+        let mut servers: Vec<String> = match self.needs.redis {
+            Some(_) => self.redis_nodes().to_vec(),
+            None => vec!["lease-service".to_owned()],
+        };
+        servers.push("resource".to_owned());
+        servers
     }
 
     /// The Redis nodes' names (none if the design does not run on Redis).
@@ -122,8 +168,8 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
     let net = &scenario.network;
     if net.loss > 0.0 || net.duplicate > 0.0 || net.reorder_window_ms > 0 || !net.links.is_empty() {
         return Err(
-            "[network] loss, duplicate, reorder_window_ms and links need fencesim's TCP \
-                    proxy, which live mode does not have yet"
+            "[network] loss, duplicate, reorder_window_ms and links have no live form \
+             (scripted partition, latency and loss faults do)"
                 .to_owned(),
         );
     }
@@ -149,7 +195,7 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
     };
     for (n, fault) in scenario.faults.iter().enumerate() {
         let live = live_fault(&plan, n, fault)?;
-        if let (Target::Redis(i), LiveAction::ClockJump { .. }) = (live.target, live.action) {
+        if let (Target::Redis(i), LiveAction::ClockJump { .. }) = (live.target, &live.action) {
             plan.faked_clocks.push(i);
         }
         plan.faults.push(live);
@@ -167,6 +213,15 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
         .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
         .unwrap_or_default();
     let refused = || format!("{at}: kind = {kind:?} {}", why_not(&kind));
+    if let Some(action) = network_action(&fault.action, fault.duration_ms) {
+        let at_point = at_ms(fault.trigger)
+            .ok_or_else(|| format!("{at}: a network fault fires at at_ms in live mode"))?;
+        return Ok(LiveFault {
+            target: Target::Network,
+            action,
+            at: at_point,
+        });
+    }
     let (node, action) = match &fault.action {
         Action::Pause { node } => {
             let duration_ms = fault
@@ -192,8 +247,9 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     let target = target(plan, node).ok_or_else(|| {
         format!("{at}: node {node:?} is neither a client nor a server of this live run")
     })?;
-    match (target, action) {
+    match (target, &action) {
         (_, LiveAction::Pause { .. }) | (Target::Redis(_), _) => {}
+        (Target::Network, _) => {}
         (Target::Postgres, _) => {
             return Err(format!(
                 "{at}: kind = {kind:?} of {node:?} (PostgreSQL) has no live form yet; pauses of \
@@ -233,6 +289,35 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     })
 }
 
+/// A network fault's live form, if `action` is one.
+fn network_action(action: &Action, duration_ms: Option<u64>) -> Option<LiveAction> {
+    Some(match action {
+        Action::Partition { cut } => LiveAction::Partition {
+            cut: cut.clone(),
+            duration_ms,
+        },
+        Action::Heal | Action::FinalHeal { .. } => LiveAction::Heal,
+        Action::Latency { link, latency_ms } => LiveAction::Latency {
+            link: link.clone(),
+            delay_ms: latency_ms.max_ms,
+            duration_ms,
+        },
+        Action::Loss { link, rate } => LiveAction::Loss {
+            link: link.clone(),
+            rate: *rate,
+            duration_ms,
+        },
+        _ => return None,
+    })
+}
+
+fn at_ms(trigger: Trigger) -> Option<FaultAt> {
+    match trigger {
+        Trigger::At { at_ms } => Some(FaultAt::Ms(at_ms)),
+        _ => None,
+    }
+}
+
 fn target(plan: &LivePlan, node: &str) -> Option<Target> {
     if let Some(i) = plan.scenario.clients.iter().position(|c| c.name == node) {
         return Some(Target::Client(i));
@@ -259,9 +344,6 @@ fn why_not(kind: &str) -> &'static str {
         "hold" | "hold-all" | "duplicate" | "reorder" => {
             "has no live form: holding, duplicating or reordering a named message has no \
              meaning on a byte stream"
-        }
-        "latency" | "loss" | "partition" | "heal" | "final-heal" => {
-            "needs fencesim's TCP proxy on each link, which live mode does not have yet"
         }
         "clock-skew" | "clock-drift" | "clock-strobe" => {
             "has no live form yet (clock-jump on a Redis node does, through libfaketime)"

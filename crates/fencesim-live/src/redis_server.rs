@@ -79,6 +79,11 @@ impl RedisNode {
         Ok(node)
     }
 
+    /// Its TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Its URL for the `redis` crate.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)

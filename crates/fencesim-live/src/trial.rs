@@ -16,16 +16,19 @@ use crate::assemble::{assemble, ClientRecord, LogRow};
 use crate::clock::{mono_ns, Origin};
 use crate::form::{Endpoints, LiveForms, RedisPersistence, LOG_SCHEMA};
 use crate::plan::{FaultAt, LiveAction, LiveFault, LivePlan, Target};
+use crate::proxy::Proxy;
 use crate::redis_server::RedisNode;
 use crate::wire::{ClientConfig, ClientLine};
 use crate::LiveError;
+use fencesim_scenario::{Cut, LinkSel};
 
 /// The schema every trial's tables live in, dropped and created again at each trial: a
 /// server the user already runs keeps everything else it has.
 pub const SCHEMA: &str = "fencesim_live";
 
-/// How long the client processes get to start and connect before the trial's clock starts.
-const START_MARGIN_NS: u64 = 700_000_000;
+/// How long after every client is ready the trial's clock starts (time for the origin's line
+/// to reach them).
+const START_MARGIN_NS: u64 = 50_000_000;
 
 /// What a trial needs besides its plan.
 pub struct TrialSetup<'a> {
@@ -42,6 +45,8 @@ pub struct TrialSetup<'a> {
     /// The process group of the PostgreSQL server fencesim started (`None`: the user's own,
     /// which live mode does not pause).
     pub postgres_group: Option<Pid>,
+    /// Its port (`None`: the user's own, which live mode puts no proxy before).
+    pub postgres_port: Option<u16>,
 }
 
 /// A finished trial.
@@ -75,15 +80,13 @@ pub fn run_trial(
     prepare(&mut admin, plan, setup.forms)?;
     let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(db)?;
     let redis = start_redis(plan)?;
+    let proxies = start_proxies(plan, &redis, setup.postgres_port, trial)?;
     let token_order = setup
         .forms
         .lock_service(&scenario.lock_service.kind, &scenario.lock_service.knobs)
         .map_err(LiveError::Server)?
         .token_order();
 
-    let mut origin = Origin::now();
-    origin.mono_ns += START_MARGIN_NS;
-    origin.wall_us += (START_MARGIN_NS / 1000) as i64;
     let (tx, rx) = mpsc::channel();
     let mut processes = Processes::default();
     for (i, client) in scenario.clients.iter().enumerate() {
@@ -93,12 +96,15 @@ pub fn run_trial(
             lock_knobs: scenario.lock_service.knobs.clone(),
             resource_mode: scenario.resource.mode.clone(),
             resource_knobs: scenario.resource.knobs.clone(),
-            endpoints: Endpoints {
-                postgres: conninfo.clone(),
-                redis: redis.iter().map(RedisNode::url).collect(),
-                timeout_ms: client.timeout_ms,
-            },
-            origin,
+            endpoints: endpoints(
+                plan,
+                &client.name,
+                &conninfo,
+                &redis,
+                &proxies,
+                client.timeout_ms,
+            ),
+            origin: Origin::now(),
             process: i as u64,
             process_stride: scenario.clients.len() as u64,
             armed: plan.armed(i),
@@ -107,8 +113,10 @@ pub fn run_trial(
         processes.spawn(setup.program, &config, i, tx.clone())?;
     }
     drop(tx);
+    let origin = processes.start_together(&rx)?;
 
     let mut run = Running::new(plan, origin, processes, redis, setup.postgres_group);
+    run.proxies = proxies;
     let cut_short = run.drive(&rx, setup.interrupted);
     let end_ns = origin.since_ns(mono_ns());
     let Running {
@@ -137,6 +145,74 @@ pub fn run_trial(
         real_ms: end_ns / 1_000_000,
         cut_short,
     })
+}
+
+/// A proxy on every link from a client to a server, if the plan has network faults.
+fn start_proxies(
+    plan: &LivePlan,
+    redis: &[RedisNode],
+    postgres_port: Option<u16>,
+    trial: u64,
+) -> Result<Vec<Proxy>, LiveError> {
+    if !plan.uses_network() {
+        return Ok(Vec::new());
+    }
+    let postgres_port = postgres_port.ok_or_else(|| {
+        LiveError::Server(
+            "network faults need the PostgreSQL server fencesim starts, not --postgres".to_owned(),
+        )
+    })?;
+    let mut proxies = Vec::new();
+    for (c, client) in plan.scenario.clients.iter().enumerate() {
+        for (s, server) in plan.servers().iter().enumerate() {
+            let target = match plan.redis_nodes().iter().position(|r| r == server) {
+                Some(i) => redis[i].port(),
+                None => postgres_port,
+            };
+            let seed = trial << 32 | (c as u64) << 16 | s as u64;
+            let proxy = Proxy::start(&client.name, server, target, seed)?;
+            // PostgreSQL's client library cannot time a call out: a cut link resets.
+            proxy.set(|l| l.reset_when_stopped = redis.iter().all(|r| r.name != *server));
+            proxies.push(proxy);
+        }
+    }
+    Ok(proxies)
+}
+
+/// Where client `client`'s sessions connect: straight to the servers, or through its links'
+/// proxies.
+fn endpoints(
+    plan: &LivePlan,
+    client: &str,
+    conninfo: &str,
+    redis: &[RedisNode],
+    proxies: &[Proxy],
+    timeout_ms: u64,
+) -> Endpoints {
+    let via = |server: &str| {
+        proxies
+            .iter()
+            .find(|p| p.client == client && p.server == server)
+            .map(|p| p.port)
+    };
+    let postgres = |server: &str| match via(server) {
+        Some(port) => with_schema(&crate::pg_server::conninfo(port)),
+        None => conninfo.to_owned(),
+    };
+    Endpoints {
+        postgres: postgres("lease-service"),
+        resource: postgres("resource"),
+        redis: plan
+            .redis_nodes()
+            .iter()
+            .zip(redis)
+            .map(|(name, node)| match via(name) {
+                Some(port) => format!("redis://127.0.0.1:{port}/"),
+                None => node.url(),
+            })
+            .collect(),
+        timeout_ms,
+    }
 }
 
 /// The design's Redis nodes, fresh for the trial (those whose clocks a fault steps under
@@ -278,6 +354,42 @@ impl Processes {
         Ok(())
     }
 
+    /// Wait until every client has connected to its servers, then give them all one origin,
+    /// a moment from now: the trial's clock starts when everyone is ready, so that a slow
+    /// process start does not shift the clients against the faults' `at_ms`.
+    fn start_together(&mut self, rx: &mpsc::Receiver<FromClient>) -> Result<Origin, LiveError> {
+        let mut ready = 0;
+        while ready < self.children.len() {
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok((_, Some(ClientLine::Ready))) => ready += 1,
+                Ok((i, Some(ClientLine::Error { message }))) => {
+                    return Err(LiveError::Server(format!("client {}: {message}", i + 1)));
+                }
+                Ok((i, None)) => {
+                    return Err(LiveError::Server(format!(
+                        "client {} exited before the trial started",
+                        i + 1
+                    )))
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    return Err(LiveError::Server(
+                        "the client processes were not ready within 30 s".to_owned(),
+                    ))
+                }
+            }
+        }
+        let mut origin = Origin::now();
+        origin.mono_ns += START_MARGIN_NS;
+        origin.wall_us += (START_MARGIN_NS / 1000) as i64;
+        let line = serde_json::to_string(&origin).map_err(|e| LiveError::Server(e.to_string()))?;
+        for stdin in self.stdins.iter_mut().flatten() {
+            let _ = writeln!(stdin, "{line}");
+            let _ = stdin.flush();
+        }
+        Ok(origin)
+    }
+
     fn pid(&self, index: usize) -> Pid {
         Pid::from_raw(self.children[index].id() as i32)
     }
@@ -310,6 +422,16 @@ enum Due {
     Resume(Target),
     /// Start crashed Redis node `0` again.
     Restart(usize),
+    /// End network window `0` (a partition, latency or loss).
+    EndWindow(u64),
+}
+
+/// A network fault in force.
+#[derive(Clone, Debug)]
+enum Window {
+    Partition(Cut),
+    Latency(LinkSel, u64),
+    Loss(LinkSel, f64),
 }
 
 /// The harness's side of a running trial.
@@ -327,6 +449,10 @@ struct Running<'p> {
     open: usize,
     /// A fault that could not be applied: the trial fails with it.
     failure: Option<LiveError>,
+    /// The proxy on each link, if the trial has network faults.
+    proxies: Vec<Proxy>,
+    /// The network faults in force, by id.
+    windows: BTreeMap<u64, Window>,
 }
 
 impl<'p> Running<'p> {
@@ -349,6 +475,8 @@ impl<'p> Running<'p> {
             records: Vec::new(),
             nemesis: Vec::new(),
             failure: None,
+            proxies: Vec::new(),
+            windows: BTreeMap::new(),
         };
         for (n, fault) in plan.faults.iter().enumerate() {
             if let FaultAt::Ms(ms) = fault.at {
@@ -405,9 +533,10 @@ impl<'p> Running<'p> {
             }
             self.due.remove(&key);
             match what {
-                Due::Fire(n) => self.fire(self.plan.faults[n]),
+                Due::Fire(n) => self.fire(self.plan.faults[n].clone()),
                 Due::Resume(target) => self.resume(target),
                 Due::Restart(i) => self.restart(i),
+                Due::EndWindow(id) => self.end_window(id),
             }
         }
     }
@@ -431,7 +560,7 @@ impl<'p> Running<'p> {
                     .faults
                     .iter()
                     .find(|f| f.target == Target::Client(i) && f.at == FaultAt::Safepoint(at))
-                    .copied();
+                    .cloned();
                 if let Some(fault) = armed {
                     self.fire(fault);
                 }
@@ -441,6 +570,7 @@ impl<'p> Running<'p> {
             ClientLine::Error { message } => {
                 eprintln!("warning: {name}: {message}");
             }
+            ClientLine::Ready => {}
         }
     }
 
@@ -479,6 +609,46 @@ impl<'p> Running<'p> {
                     self.restart(i);
                 }
             }
+            LiveAction::Partition { cut, duration_ms } => {
+                let detail = describe(&cut, duration_ms);
+                self.open_window(
+                    now,
+                    Window::Partition(cut),
+                    duration_ms,
+                    EventKind::Partition,
+                    detail,
+                );
+            }
+            LiveAction::Heal => {
+                self.windows
+                    .retain(|_, w| !matches!(w, Window::Partition(_)));
+                self.apply_windows();
+                let detail = "every partition healed".to_owned();
+                self.nemesis_event(now, EventKind::Heal, Phase::Start, "network", detail);
+            }
+            LiveAction::Latency {
+                link,
+                delay_ms,
+                duration_ms,
+            } => {
+                let detail = format!("{delay_ms} ms more on {link:?}");
+                let window = Window::Latency(link, delay_ms);
+                self.open_window(now, window, duration_ms, EventKind::Latency, detail);
+            }
+            LiveAction::Loss {
+                link,
+                rate,
+                duration_ms,
+            } => {
+                let detail = format!("connection resets at rate {rate} on {link:?}");
+                self.open_window(
+                    now,
+                    Window::Loss(link, rate),
+                    duration_ms,
+                    EventKind::Loss,
+                    detail,
+                );
+            }
             LiveAction::ClockJump { delta_ms } => {
                 let Target::Redis(i) = target else { return };
                 if let Err(e) = self.redis[i].jump_clock(delta_ms) {
@@ -490,6 +660,72 @@ impl<'p> Running<'p> {
                 let end = "instantaneous".to_owned();
                 self.nemesis_event(now, EventKind::ClockJump, Phase::End, &name, end);
             }
+        }
+    }
+
+    /// Put network fault `window` in force, until `duration_ms` from now if given.
+    fn open_window(
+        &mut self,
+        now: u64,
+        window: Window,
+        duration_ms: Option<u64>,
+        kind: EventKind,
+        detail: String,
+    ) {
+        self.next += 1;
+        let id = self.next;
+        self.windows.insert(id, window);
+        self.apply_windows();
+        if let Some(ms) = duration_ms {
+            self.schedule(now + ms * 1_000_000, Due::EndWindow(id));
+        }
+        self.nemesis_event(now, kind, Phase::Start, "network", detail);
+    }
+
+    fn end_window(&mut self, id: u64) {
+        let Some(window) = self.windows.remove(&id) else {
+            return; // healed already
+        };
+        self.apply_windows();
+        let kind = match window {
+            Window::Partition(_) => EventKind::Partition,
+            Window::Latency(..) => EventKind::Latency,
+            Window::Loss(..) => EventKind::Loss,
+        };
+        self.nemesis_event(
+            mono_ns(),
+            kind,
+            Phase::End,
+            "network",
+            "window over".to_owned(),
+        );
+    }
+
+    /// Set every proxy's directions from the network faults in force.
+    fn apply_windows(&self) {
+        for proxy in &self.proxies {
+            let (c, s) = (proxy.client.as_str(), proxy.server.as_str());
+            let direction = |from: &str, to: &str| {
+                let mut d = crate::proxy::Direction::default();
+                for window in self.windows.values() {
+                    match window {
+                        Window::Partition(cut) => d.stopped |= cut.blocks(from, to),
+                        Window::Latency(link, ms) if link.matches(from, to) => {
+                            d.delay_ms = d.delay_ms.max(*ms)
+                        }
+                        Window::Loss(link, rate) if link.matches(from, to) => {
+                            d.loss = d.loss.max(*rate)
+                        }
+                        _ => {}
+                    }
+                }
+                d
+            };
+            let (up, down) = (direction(c, s), direction(s, c));
+            proxy.set(|l| {
+                l.up = up;
+                l.down = down;
+            });
         }
     }
 
@@ -528,6 +764,7 @@ impl<'p> Running<'p> {
                 Signal::SIGSTOP => self.redis[i].pause(),
                 _ => self.redis[i].resume(),
             },
+            Target::Network => {}
             Target::Postgres => match self.postgres_group {
                 Some(group) => {
                     let _ = killpg(group, signal);
@@ -558,5 +795,18 @@ impl<'p> Running<'p> {
         e.target = Some(Name::from(target));
         e.detail = Some(detail);
         self.nemesis.push((self.origin.since_ns(mono), e));
+    }
+}
+
+/// A partition as the simulator's nemesis describes one.
+fn describe(cut: &Cut, duration_ms: Option<u64>) -> String {
+    let what = match cut {
+        Cut::Isolate(node) => format!("isolate {node}"),
+        Cut::Groups(groups) => format!("groups {groups:?}"),
+        Cut::OneWay { from, to } => format!("one way {from} -> {to}"),
+    };
+    match duration_ms {
+        Some(ms) => format!("{what} for {ms} ms"),
+        None => what,
     }
 }

@@ -33,7 +33,8 @@ pub struct ClientConfig {
     pub resource_knobs: toml::Table,
     /// Where the servers are.
     pub endpoints: crate::form::Endpoints,
-    /// The trial's time origin; the client starts at `origin + start_ms`.
+    /// The trial's time origin; the client starts at `origin + start_ms`. Sent on a line of
+    /// its own once every client is ready (this field is a placeholder until then).
     pub origin: Origin,
     /// The Jepsen process id it starts with.
     pub process: u64,
@@ -68,6 +69,9 @@ pub enum ClientLine {
         /// Which one.
         at: Armed,
     },
+    /// The client has connected to its servers and waits for the trial's origin (a JSON
+    /// [`Origin`] on its stdin).
+    Ready,
     /// The client could not go on (its database connection failed for good, ...).
     Error {
         /// What happened, one line.

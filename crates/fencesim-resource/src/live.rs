@@ -134,7 +134,7 @@ impl PgResource for PgTable {
     fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn ResourceSession>, String> {
         Ok(Box::new(TableSession {
             table: *self,
-            db: PgConnection::open(endpoints)?,
+            db: PgConnection::open(&endpoints.for_resource())?,
         }))
     }
 
