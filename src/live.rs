@@ -34,6 +34,8 @@ pub struct LiveOptions {
     pub scenario_arg: String,
     /// The binary to run the client processes with (the running one).
     pub program: PathBuf,
+    /// `--expect`: a trial that misses the scenario's expectation is written too.
+    pub expect: bool,
 }
 
 /// One finished trial.
@@ -60,6 +62,7 @@ impl Servers {
     /// # Errors
     /// A server binary is missing, or the server would not start or answer.
     pub fn start(plan: &LivePlan, postgres: Option<&str>) -> Result<Servers, LiveError> {
+        check_setup(plan, postgres)?;
         let (server, conninfo) = match postgres {
             Some(url) => (None, url.to_owned()),
             None => {
@@ -70,7 +73,12 @@ impl Servers {
         };
         let mut db =
             fencesim_live::postgres::Client::connect(&conninfo, fencesim_live::postgres::NoTls)
-                .map_err(|e| LiveError::Server(format!("cannot connect to PostgreSQL: {e}")))?;
+                .map_err(|e| {
+                    LiveError::Server(format!(
+                        "cannot connect to PostgreSQL: {}",
+                        fencesim_live::describe(&e)
+                    ))
+                })?;
         let version: String = db
             .query_one("SHOW server_version", &[])
             .map(|r| r.get(0))
@@ -93,6 +101,36 @@ impl Servers {
             names,
         })
     }
+}
+
+/// What can be known to fail before anything starts: an unreadable `--postgres`, faults that
+/// need the server fencesim starts, clock faults on a `redis-server` that cannot run under
+/// libfaketime.
+fn check_setup(plan: &LivePlan, postgres: Option<&str>) -> Result<(), LiveError> {
+    if let Some(url) = postgres {
+        url.parse::<fencesim_live::postgres::Config>()
+            .map_err(|e| {
+                LiveError::Unsupported(format!(
+                    "--postgres {url:?}: not a libpq connection string or postgres:// URL: {}",
+                    fencesim_live::describe(&e)
+                ))
+            })?;
+        let pauses_postgres = plan
+            .faults
+            .iter()
+            .any(|f| f.target == fencesim_live::plan::Target::Postgres);
+        if pauses_postgres || plan.uses_network() {
+            return Err(LiveError::Unsupported(
+                "pauses of PostgreSQL and network faults need the server fencesim starts; \
+                 leave out --postgres"
+                    .to_owned(),
+            ));
+        }
+    }
+    if !plan.faked_clocks.is_empty() {
+        fencesim_live::redis_server::probe_faketime()?;
+    }
+    Ok(())
 }
 
 /// `redis-server v=7.0.15`'s version, as `redis-server 7.0.15`.

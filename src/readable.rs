@@ -194,9 +194,12 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     }
     let _ = writeln!(md, "## Reproduce\n\n```sh\n{}", report.reproduce);
     let report_json = dir.join("report.json");
-    let _ = writeln!(md, "{} replay {}", crate::program(), report_json.display());
-    if !report.violations.is_empty() {
-        let _ = writeln!(md, "{} shrink {}", crate::program(), report_json.display());
+    // A live trial has no seed: it is run again, not replayed or shrunk.
+    if report.live.is_none() {
+        let _ = writeln!(md, "{} replay {}", crate::program(), report_json.display());
+        if !report.violations.is_empty() {
+            let _ = writeln!(md, "{} shrink {}", crate::program(), report_json.display());
+        }
     }
     let timeline = if report.history.entries as usize <= TIMELINE_MAX_RECORDS {
         ", timeline.html"

@@ -267,7 +267,7 @@ fn an_interrupted_sweep_writes_its_partial_summary() {
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{stdout}{stderr}");
     assert!(
-        stderr.contains("interrupted: finishing the seeds in progress"),
+        stderr.contains("interrupted: finishing the work in progress"),
         "{stderr}"
     );
     assert!(

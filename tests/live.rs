@@ -262,7 +262,8 @@ fn parts_without_a_live_form_are_refused_by_name() {
 fn a_missing_server_names_the_package_to_install() {
     let empty = out_dir("live-no-server");
     let run = Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .args(["live", "scenarios/live/pg-pause-fenced.toml"])
+        .args(["live", "scenarios/live/pg-pause-fenced.toml", "--out"])
+        .arg(&empty)
         .env("FENCESIM_PG_BINDIR", &empty)
         .current_dir(root())
         .output()
@@ -376,6 +377,12 @@ fn k04_with_appendfsync_always_the_restarted_node_keeps_the_key() {
         .find(|e| e["node"] == "client-2" && e["f"] == "acquire" && e["type"] == "fail")
         .expect("client-2 is refused while client-1 holds the lock");
     assert_eq!(first_refusal["error"], "only 2 of 5 nodes granted");
+    // client-1's release reaches the restarted redis-3 too (on a new connection).
+    let release = history
+        .iter()
+        .find(|e| e["node"] == "client-1" && e["f"] == "release" && e["type"] != "invoke")
+        .expect("client-1 releases");
+    assert_eq!(release["type"], "ok", "{release}");
 }
 
 #[test]
@@ -479,4 +486,85 @@ fn k04_as_the_incident_has_it_a_partition_and_a_node_that_loses_its_key() {
         .as_str()
         .unwrap()
         .starts_with("groups [[\"client-1\""));
+}
+
+#[test]
+fn a_postgres_option_that_cannot_work_is_refused_before_anything_starts() {
+    refused(
+        &["pg-pause-fenced", "--postgres", "postgresql://[nope"],
+        "--postgres \"postgresql://[nope\": not a libpq connection string or postgres:// URL",
+    );
+    refused(
+        &[
+            "pg-partition-holder-careless",
+            "--postgres",
+            "host=127.0.0.1 port=1",
+        ],
+        "pauses of PostgreSQL and network faults need the server fencesim starts",
+    );
+}
+
+/// The folders a run of process `pid` made, and the processes still running in them.
+fn leftovers(pid: u32) -> (Vec<String>, Vec<String>) {
+    let tag = format!("-{pid}-");
+    let folders: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("fencesim-live-") && n.contains(&tag))
+        .collect();
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let processes = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains(&tag) && (l.contains("redis-server") || l.contains("postgres")))
+        .map(str::to_owned)
+        .collect();
+    (folders, processes)
+}
+
+#[test]
+fn quitting_at_once_still_removes_every_server_and_folder() {
+    if !redis_installed("quit at once") {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("live-quit");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
+        .arg(&out)
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the first trial's Redis nodes run (their folders carry the run's pid).
+    let mut running = false;
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if leftovers(pid)
+            .0
+            .iter()
+            .any(|f| f.starts_with("fencesim-live-redis"))
+        {
+            running = true;
+            break;
+        }
+    }
+    assert!(running, "the run never started its Redis nodes");
+    // Ctrl-C, then SIGTERM at once: the second quits without finishing the trial.
+    let signal = |name: &str| {
+        Command::new("kill")
+            .args([name, &pid.to_string()])
+            .status()
+            .unwrap();
+    };
+    signal("-INT");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    signal("-TERM");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (folders, processes) = leftovers(pid);
+    assert!(folders.is_empty(), "left behind: {folders:?}");
+    assert!(processes.is_empty(), "left running: {processes:?}");
 }

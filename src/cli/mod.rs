@@ -188,10 +188,12 @@ enum Command {
         #[arg(long)]
         designs: bool,
     },
-    /// Run a scenario against real servers (PostgreSQL) with clients as OS processes and real
-    /// pauses (SIGSTOP), record the same history and judge it with the same checks
-    /// (docs/live.md). Exit 0 if every trial is valid (with --expect: meets the scenario's
-    /// expectation), 1 if one is not, 2 if the scenario has parts with no live form.
+    /// Run a scenario against real servers (PostgreSQL, redis-server for Redlock) with clients
+    /// as OS processes and real faults (SIGSTOP pauses, SIGKILL crashes, a TCP proxy for the
+    /// network), record the same history and judge it with the same checks (docs/live.md).
+    /// Exit 0 if every trial is valid (with --expect: meets the scenario's expectation), 1 if
+    /// one is not, 3 if a verdict is unknown, 2 if the scenario has parts with no live form or
+    /// a server is not installed, 4 if a server failed, 130 if interrupted.
     Live {
         /// A scenario file, or the name of a bundled scenario.
         scenario: String,
@@ -385,12 +387,14 @@ fn stop_sweeps_on_ctrl_c() {
     let result = ctrlc::set_handler(|| {
         // Only a sweep has seeds in progress to finish; anything else stops at once.
         if fencesim::run::interrupted() || !fencesim::run::sweep_running() {
+            // Quitting at once runs no destructor: stop and remove what a live run started.
+            fencesim_live::reaper::reap_all();
             std::process::exit(i32::from(exit::INTERRUPTED));
         }
         fencesim::run::interrupt();
         eprintln!(
-            "\ninterrupted: finishing the seeds in progress, then writing what was found so far \
-             (Ctrl-C again to quit at once)"
+            "\ninterrupted: finishing the work in progress (the seeds, or the live trial), then \
+             writing what was found so far (Ctrl-C again to quit at once)"
         );
     });
     // Without the handler (another one was installed first, as in a test harness) Ctrl-C

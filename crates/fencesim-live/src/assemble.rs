@@ -270,3 +270,114 @@ fn stamp(scenario: &str, tool_version: &str, items: Vec<Item>) -> History {
         entries,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fencesim_history::{Op, OpFn};
+
+    fn origin() -> Origin {
+        Origin {
+            mono_ns: 1_000_000_000,
+            wall_us: 1_700_000_000_000_000,
+        }
+    }
+
+    fn op(t_ns: u64, client: &str, seq: u64, op_type: OpType, f: OpFn) -> ClientRecord {
+        ClientRecord {
+            t_ns,
+            client: client.to_owned(),
+            seq: Some(seq),
+            entry: Entry::Op(Op {
+                at: Stamp::default(),
+                process: 0,
+                node: Name::from(client),
+                op_type,
+                f,
+                lock: Some(Name::from("lock")),
+                key: None,
+                token: None,
+                value: None,
+                expected: None,
+                value_unknown: false,
+                ttl_ms: None,
+                error: None,
+            }),
+        }
+    }
+
+    fn row(
+        seq: i64,
+        at_ms: i64,
+        event: &str,
+        holder: &str,
+        token: i64,
+        until_ms: i64,
+        op: &str,
+    ) -> LogRow {
+        let us = |ms: i64| origin().wall_us + ms * 1000;
+        LogRow {
+            seq,
+            at_us: us(at_ms),
+            node: "lease-service".into(),
+            event: event.into(),
+            lock: Some("lock".into()),
+            holder: Some(holder.into()),
+            token: Some(token),
+            expires_at_us: Some(us(until_ms)),
+            op: Some(op.into()),
+            ..LogRow::default()
+        }
+    }
+
+    #[test]
+    fn decisions_land_in_their_windows_and_expiries_carry_the_renewed_end() {
+        let ms = |m: u64| m * 1_000_000;
+        let clients = vec![
+            op(ms(0), "c1", 1, OpType::Invoke, OpFn::Acquire),
+            op(ms(5), "c1", 1, OpType::Ok, OpFn::Acquire),
+            op(ms(100), "c1", 2, OpType::Invoke, OpFn::Renew),
+            op(ms(110), "c1", 2, OpType::Ok, OpFn::Renew),
+            op(ms(2000), "c2", 1, OpType::Invoke, OpFn::Acquire),
+            op(ms(2010), "c2", 1, OpType::Ok, OpFn::Acquire),
+        ];
+        // The renewal's stamp is 1 ms before its invoke (two clocks a hair apart): it is moved
+        // into its window. Rows arrive out of order: the log's `seq` decides.
+        let log = vec![
+            row(3, 2003, "grant", "c2", 2, 3003, "c2#1"),
+            row(1, 2, "grant", "c1", 1, 1002, "c1#1"),
+            row(2, 99, "renew", "c1", 1, 1599, "c1#2"),
+        ];
+        let h = assemble("s", "0.1.0", &origin(), clients, log, Vec::new(), ms(2500)).unwrap();
+        // (ms, kind, token, expires_at_ms, op)
+        type Seen<'a> = (u64, &'a str, Option<u64>, Option<i64>, Option<u64>);
+        let events: Vec<Seen> = h
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Event(e) => Some((
+                    e.at.time_ns / 1_000_000,
+                    e.event.as_str(),
+                    e.token,
+                    e.expires_at_ms,
+                    e.op,
+                )),
+                Entry::Op(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            events,
+            [
+                (2, "grant", Some(1), Some(1002), Some(0)),
+                (100, "renew", Some(1), Some(1599), Some(3)),
+                (1599, "expire", Some(1), Some(1599), None),
+                (2003, "grant", Some(2), Some(3003), Some(7)),
+            ]
+        );
+        for (i, e) in h.entries.iter().enumerate() {
+            assert_eq!(e.at().index, i as u64);
+        }
+        // c2's lease had not ended by the trial's end (2.5 s): no expiry for it.
+        assert_eq!(events.iter().filter(|e| e.1 == "expire").count(), 1);
+    }
+}

@@ -299,10 +299,10 @@ impl PgConnection {
         f: impl FnOnce(&mut Client) -> Result<T, DbError>,
     ) -> Result<T, Unknown> {
         if self.db.as_ref().is_none_or(Client::is_closed) {
-            self.db = Some(connect_postgres(&self.endpoints).map_err(|e| e.to_string())?);
+            self.db = Some(connect_postgres(&self.endpoints).map_err(|e| crate::describe(&e))?);
         }
         let db = self.db.as_mut().expect("connected above");
-        f(db).map_err(|e| e.to_string())
+        f(db).map_err(|e| crate::describe(&e))
     }
 }
 

@@ -23,9 +23,26 @@ pub mod form;
 pub mod pg_server;
 pub mod plan;
 pub mod proxy;
+pub mod reaper;
 pub mod redis_server;
 pub mod trial;
 pub mod wire;
+
+/// An error with every cause it carries, `outer: inner: ...` (the PostgreSQL client's own
+/// Display is only `db error` or `error connecting to server`).
+pub fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text
+}
 
 /// Why a live run could not go on.
 #[derive(Debug)]
@@ -39,6 +56,9 @@ pub enum LiveError {
     },
     /// A server or the database failed (one line, with what it said).
     Server(String),
+    /// The scenario or an option asks for something this machine or setup cannot do, found
+    /// before any trial ran (bad input: exit 2).
+    Unsupported(String),
 }
 
 impl std::fmt::Display for LiveError {
@@ -48,7 +68,7 @@ impl std::fmt::Display for LiveError {
                 f,
                 "{what} is not installed: install the Debian package `{package}` (apt-get install {package})"
             ),
-            LiveError::Server(message) => write!(f, "{message}"),
+            LiveError::Server(message) | LiveError::Unsupported(message) => write!(f, "{message}"),
         }
     }
 }

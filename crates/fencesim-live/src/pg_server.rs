@@ -26,6 +26,8 @@ pub const BINDIR_VARIABLE: &str = "FENCESIM_PG_BINDIR";
 #[derive(Debug)]
 pub struct PgServer {
     folder: PathBuf,
+    /// Its entries in [`crate::reaper`]'s list (folder, then process group).
+    owned: Vec<u64>,
     child: Option<Child>,
     port: u16,
     /// libpq connection string for it (user `fencesim`, database `postgres`).
@@ -43,6 +45,9 @@ impl PgServer {
         let owner = owner()?;
         let folder = temp_folder("pg")?;
         let mut server = PgServer {
+            owned: vec![crate::reaper::own(crate::reaper::Owned::Folder(
+                folder.clone(),
+            ))],
             folder: folder.clone(),
             child: None,
             port: 0,
@@ -96,6 +101,8 @@ impl PgServer {
             .stderr(log_file)
             .spawn()
             .map_err(|e| LiveError::Server(format!("postgres: {e}")))?;
+        let group = crate::reaper::Owned::Group(child.id() as i32);
+        server.owned.push(crate::reaper::own(group));
         server.child = Some(child);
         server.conninfo = conninfo(server.port);
         server.wait_ready(&log)?;
@@ -150,6 +157,9 @@ impl Drop for PgServer {
             let _ = child.wait();
         }
         let _ = fs::remove_dir_all(&self.folder);
+        for id in self.owned.drain(..) {
+            crate::reaper::forget(id);
+        }
     }
 }
 

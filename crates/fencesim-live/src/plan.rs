@@ -267,6 +267,10 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
         (Trigger::At { at_ms }, _) => FaultAt::Ms(at_ms),
         (Trigger::Before { event, nth } | Trigger::After { event, nth }, Target::Client(_)) => {
             if !CLIENT_EVENTS.contains(&event) {
+                let event = serde_json::to_value(event)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
                 return Err(format!(
                     "{at}: a trigger on {event:?} is another node's event; a live client \
                      reports only its own (acquire, renew, release, read, write)"

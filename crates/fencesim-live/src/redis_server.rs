@@ -39,6 +39,8 @@ pub struct RedisNode {
     /// The node's clock offset so far, ms (what the timestamp file says).
     offset_ms: i64,
     child: Option<Child>,
+    /// Its folder's and its process's entries in [`crate::reaper`]'s list.
+    owned: Vec<u64>,
 }
 
 impl RedisNode {
@@ -65,9 +67,13 @@ impl RedisNode {
         } else {
             None
         };
+        let folder = temp_folder(name)?;
         let mut node = RedisNode {
+            owned: vec![crate::reaper::own(crate::reaper::Owned::Folder(
+                folder.clone(),
+            ))],
             name: name.to_owned(),
-            folder: temp_folder(name)?,
+            folder,
             port: free_port()?,
             persistence,
             faketime,
@@ -127,6 +133,8 @@ impl RedisNode {
             .stderr(errors)
             .spawn()
             .map_err(|e| LiveError::Server(format!("{}: redis-server: {e}", self.name)))?;
+        let process = crate::reaper::Owned::Process(child.id() as i32);
+        self.owned.push(crate::reaper::own(process));
         self.child = Some(child);
         self.wait_ready()
     }
@@ -151,7 +159,7 @@ impl RedisNode {
             // Known upstream: libfaketime cannot initialise inside a process whose malloc is
             // jemalloc (libfaketime issues #130, #327, #478), and Debian's redis-server is
             // linked with jemalloc.
-            return Err(LiveError::Server(format!(
+            return Err(LiveError::Unsupported(format!(
                 "{}: redis-server cannot run under libfaketime on this machine: it is linked \
                  with jemalloc, which libfaketime does not support (libfaketime issue #130); a \
                  redis-server built with MALLOC=libc can",
@@ -228,10 +236,22 @@ impl RedisNode {
     }
 }
 
+/// Whether a Redis node can run under libfaketime here (for clock faults), found before any
+/// trial by starting one and stopping it.
+///
+/// # Errors
+/// [`LiveError::Unsupported`] (Debian's jemalloc-linked `redis-server`), or what is missing.
+pub fn probe_faketime() -> Result<(), LiveError> {
+    RedisNode::start("redis-probe", RedisPersistence::None, true).map(drop)
+}
+
 impl Drop for RedisNode {
     fn drop(&mut self) {
         self.crash();
         let _ = fs::remove_dir_all(&self.folder);
+        for id in self.owned.drain(..) {
+            crate::reaper::forget(id);
+        }
     }
 }
 

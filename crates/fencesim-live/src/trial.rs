@@ -22,9 +22,12 @@ use crate::wire::{ClientConfig, ClientLine};
 use crate::LiveError;
 use fencesim_scenario::{Cut, LinkSel};
 
-/// The schema every trial's tables live in, dropped and created again at each trial: a
-/// server the user already runs keeps everything else it has.
-pub const SCHEMA: &str = "fencesim_live";
+/// The schema a run's tables live in, `fencesim_live_<pid>`: created for each trial and
+/// dropped after it, so that a server the user already runs keeps everything else it has, and
+/// two runs against one server do not touch each other's tables.
+pub fn schema() -> String {
+    format!("fencesim_live_{}", std::process::id())
+}
 
 /// How long after every client is ready the trial's clock starts (time for the origin's line
 /// to reach them).
@@ -60,9 +63,16 @@ pub struct TrialRecord {
     pub cut_short: Option<String>,
 }
 
-/// The connection string with the trial's schema first on the search path.
+/// The connection string with the run's schema first on the search path: a libpq
+/// `key=value` string gets an `options` pair, a `postgres://` or `postgresql://` URL an
+/// `options` query parameter.
 pub fn with_schema(conninfo: &str) -> String {
-    format!("{conninfo} options='-c search_path={SCHEMA}'")
+    let schema = schema();
+    if conninfo.starts_with("postgres://") || conninfo.starts_with("postgresql://") {
+        let glue = if conninfo.contains('?') { '&' } else { '?' };
+        return format!("{conninfo}{glue}options=-c%20search_path%3D{schema}");
+    }
+    format!("{conninfo} options='-c search_path={schema}'")
 }
 
 /// Run trial `trial` of `plan`.
@@ -108,7 +118,9 @@ pub fn run_trial(
             process: i as u64,
             process_stride: scenario.clients.len() as u64,
             armed: plan.armed(i),
-            rng_seed: trial * 1_000_003 + i as u64,
+            // Live runs are not reproducible from a seed anyway: the values (Redlock's lock
+            // values, the backoffs) differ from run to run, as a real client's would.
+            rng_seed: (Origin::now().wall_us as u64) ^ (trial << 20) ^ i as u64,
         };
         processes.spawn(setup.program, &config, i, tx.clone())?;
     }
@@ -129,6 +141,8 @@ pub fn run_trial(
         return Err(failure);
     }
     let log = read_log(&mut admin)?;
+    // The history has what the tables said; they go.
+    let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", schema()));
     let mut history = assemble(
         &scenario.name,
         setup.tool_version,
@@ -233,7 +247,7 @@ fn start_redis(plan: &LivePlan) -> Result<Vec<RedisNode>, LiveError> {
 }
 
 fn db(e: postgres::Error) -> LiveError {
-    LiveError::Server(format!("database: {e}"))
+    LiveError::Server(format!("database: {}", crate::describe(&e)))
 }
 
 /// Drop and create the trial's schema, the log, the forms' tables and the resource's keys.
@@ -245,7 +259,8 @@ fn prepare(
     let scenario = &plan.scenario;
     admin
         .batch_execute(&format!(
-            "DROP SCHEMA IF EXISTS {SCHEMA} CASCADE; CREATE SCHEMA {SCHEMA}; SET search_path = {SCHEMA};"
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path = {schema};",
+            schema = schema()
         ))
         .map_err(db)?;
     let lock = forms
@@ -303,6 +318,8 @@ type FromClient = (usize, Option<ClientLine>);
 struct Processes {
     children: Vec<Child>,
     stdins: Vec<Option<ChildStdin>>,
+    /// Their entries in [`crate::reaper`]'s list.
+    owned: Vec<u64>,
 }
 
 impl Processes {
@@ -349,6 +366,10 @@ impl Processes {
             }
             let _ = tx.send((index, None));
         });
+        self.owned
+            .push(crate::reaper::own(crate::reaper::Owned::Group(
+                child.id() as i32
+            )));
         self.children.push(child);
         self.stdins.push(stdin);
         Ok(())
@@ -409,6 +430,9 @@ impl Drop for Processes {
             let _ = kill(pid, Signal::SIGCONT);
             let _ = child.kill();
             let _ = child.wait();
+        }
+        for id in self.owned.drain(..) {
+            crate::reaper::forget(id);
         }
     }
 }
@@ -748,10 +772,13 @@ impl<'p> Running<'p> {
     }
 
     fn resume(&mut self, target: Target) {
+        // Stamped before the signal (a pause's start after it): the target cannot record
+        // anything between the pause's start and its end.
+        let now = mono_ns();
         self.signal(target, Signal::SIGCONT);
         let name = self.plan.name(target);
         let detail = format!("{name} resumed (SIGCONT)");
-        self.nemesis_event(mono_ns(), EventKind::Pause, Phase::End, &name, detail);
+        self.nemesis_event(now, EventKind::Pause, Phase::End, &name, detail);
     }
 
     /// Send `signal` to `target`; false (and the trial fails) if it cannot be reached.
@@ -808,5 +835,37 @@ fn describe(cut: &Cut, duration_ms: Option<u64>) -> String {
     match duration_ms {
         Some(ms) => format!("{what} for {ms} ms"),
         None => what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_goes_on_the_search_path_in_both_connection_string_forms() {
+        let schema = schema();
+        assert_eq!(
+            with_schema("host=h dbname=d"),
+            format!("host=h dbname=d options='-c search_path={schema}'")
+        );
+        assert_eq!(
+            with_schema("postgresql://u@h:5432/d"),
+            format!("postgresql://u@h:5432/d?options=-c%20search_path%3D{schema}")
+        );
+        assert_eq!(
+            with_schema("postgres://u@h/d?sslmode=disable"),
+            format!("postgres://u@h/d?sslmode=disable&options=-c%20search_path%3D{schema}")
+        );
+        for form in [
+            with_schema("host=h dbname=d"),
+            with_schema("postgresql://u@h/d"),
+        ] {
+            let config: postgres::Config = form.parse().expect("parses");
+            assert_eq!(
+                config.get_options(),
+                Some(format!("-c search_path={schema}").as_str())
+            );
+        }
     }
 }

@@ -49,7 +49,11 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
         postgres: args.postgres.clone(),
         scenario_arg: args.scenario.clone(),
         program,
+        expect: args.expect,
     };
+    if let Err(e) = super::ensure_writable(&opts.out, &scenario.name) {
+        return super::unwritable(&opts.out, &e);
+    }
     // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
     let _running = fencesim::run::Running::start();
     let servers = match Servers::start(&plan, opts.postgres.as_deref()) {
@@ -168,8 +172,12 @@ fn print_tally(scenario: &Scenario, live: &KindTally) {
 
 fn live_error(e: &LiveError) -> u8 {
     eprintln!("error: {e}");
+    // A server that fails while the user quits was stopped by the quitting.
+    if fencesim::run::interrupted() {
+        return exit::INTERRUPTED;
+    }
     match e {
-        LiveError::Missing { .. } => exit::BAD_INPUT,
+        LiveError::Missing { .. } | LiveError::Unsupported(_) => exit::BAD_INPUT,
         LiveError::Server(_) => exit::SIM_FAILED,
     }
 }

@@ -69,7 +69,8 @@ pub(crate) fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
 pub(crate) fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
     let dir = out.join(name);
     std::fs::create_dir_all(&dir)?;
-    let probe = dir.join(".fencesim-write-probe");
+    // Named after the process: two runs probing one folder must not remove each other's.
+    let probe = dir.join(format!(".fencesim-write-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")?;
     std::fs::remove_file(&probe)
 }

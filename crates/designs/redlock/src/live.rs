@@ -132,13 +132,7 @@ impl Node {
 
     /// Run `cmd` within `timeout`; `None` if the node did not answer in time or failed.
     fn query<T: FromRedisValue>(&mut self, cmd: &redis::Cmd, timeout: Duration) -> Option<T> {
-        let answer = self
-            .connection(timeout)
-            .and_then(|c| cmd.query::<T>(c).ok());
-        if answer.is_none() {
-            self.connection = None;
-        }
-        answer
+        self.run(timeout, |c| cmd.query::<T>(c))
     }
 
     fn script<T: FromRedisValue>(
@@ -152,9 +146,28 @@ impl Node {
         for a in args {
             invocation.arg(a);
         }
-        let answer = self
-            .connection(timeout)
-            .and_then(|c| invocation.invoke::<T>(c).ok());
+        self.run(timeout, |c| invocation.invoke::<T>(c))
+    }
+
+    /// Run `f` on the node's connection. A connection that was open before and fails at once
+    /// (not by a timeout) died while idle, as when the node restarted: `f` runs once more on a
+    /// new one, which a client library's reconnect would do too. A timeout is the node's
+    /// answer being late: that is not retried (the command may still run).
+    fn run<T>(
+        &mut self,
+        timeout: Duration,
+        f: impl Fn(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Option<T> {
+        let reused = self.connection.is_some();
+        let first = self.connection(timeout).map(&f);
+        let answer = match first {
+            Some(Ok(v)) => Some(v),
+            Some(Err(e)) if reused && !e.is_timeout() => {
+                self.connection = None;
+                self.connection(timeout).and_then(|c| f(c).ok())
+            }
+            _ => None,
+        };
         if answer.is_none() {
             self.connection = None;
         }
