@@ -82,6 +82,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("live/redis-crash-fsync-always"),
     bundle!("live/pg-partition-holder-careless"),
     bundle!("live/redis-partition-crash-no-fsync"),
+    bundle!("live/redis-clock-jump"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (path under

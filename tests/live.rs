@@ -568,3 +568,65 @@ fn quitting_at_once_still_removes_every_server_and_folder() {
     assert!(folders.is_empty(), "left behind: {folders:?}");
     assert!(processes.is_empty(), "left running: {processes:?}");
 }
+
+/// fencesim's clock shim, built into a target folder of its own (the test's cargo holds the
+/// main one's lock), or `None` if it cannot be built here.
+fn clock_shim() -> Option<std::path::PathBuf> {
+    let target = root().join("target").join("clockshim");
+    let built = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "fencesim-clockshim",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .current_dir(root())
+        .status()
+        .is_ok_and(|s| s.success());
+    let shim = target.join("debug").join("libfencesim_clockshim.so");
+    (built && shim.exists()).then_some(shim)
+}
+
+#[test]
+fn k03_a_redis_node_whose_clock_jumps_lets_two_clients_hold_the_lock() {
+    if !redis_installed("k03") {
+        return;
+    }
+    let shim = clock_shim().expect("crates/fencesim-clockshim builds");
+    let out = out_dir("live-k03");
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let run = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args([
+            "live",
+            "redis-clock-jump",
+            "--trials",
+            "2",
+            "--expect",
+            "--out",
+        ])
+        .arg(&out)
+        .env("FENCESIM_CLOCKSHIM", &shim)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("mutual-exclusion-client: live 2 of 2 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    let history = entries(&out.join("redis-clock-jump/live-1/history.jsonl"));
+    let jumps: Vec<&str> = events(&history, "clock-jump")
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        jumps,
+        [
+            "wall clock +5000 ms (fencesim's clock shim)",
+            "instantaneous"
+        ]
+    );
+}

@@ -34,8 +34,8 @@ pub struct RedisNode {
     folder: PathBuf,
     port: u16,
     persistence: RedisPersistence,
-    /// libfaketime's library, if the node's clock may be stepped.
-    faketime: Option<PathBuf>,
+    /// The library that steps the node's clock, if it may be stepped.
+    faker: Option<ClockFaker>,
     /// The node's clock offset so far, ms (what the timestamp file says).
     offset_ms: i64,
     child: Option<Child>,
@@ -59,11 +59,8 @@ impl RedisNode {
             what: "redis-server",
             package: PACKAGE,
         })?;
-        let faketime = if clock_faults {
-            Some(faketime_library().ok_or(LiveError::Missing {
-                what: "libfaketime (libfaketimeMT.so.1), for clock faults on Redis nodes",
-                package: "faketime",
-            })?)
+        let faker = if clock_faults {
+            Some(ClockFaker::find()?)
         } else {
             None
         };
@@ -76,13 +73,22 @@ impl RedisNode {
             folder,
             port: free_port()?,
             persistence,
-            faketime,
+            faker,
             offset_ms: 0,
             child: None,
         };
         node.write_offset()?;
         node.spawn()?;
         Ok(node)
+    }
+
+    /// What steps its clock, as the history's event says it.
+    pub fn clock_library(&self) -> &'static str {
+        match self.faker {
+            Some(ClockFaker::Shim(_)) => "fencesim's clock shim",
+            Some(ClockFaker::Faketime(_)) => "libfaketime",
+            None => "no clock library",
+        }
     }
 
     /// Its TCP port on 127.0.0.1.
@@ -115,12 +121,20 @@ impl RedisNode {
                 command.args(["--appendonly", "no"]);
             }
         }
-        if let Some(library) = &self.faketime {
-            command
-                .env("LD_PRELOAD", library)
-                .env("FAKETIME_TIMESTAMP_FILE", self.folder.join("faketime"))
-                .env("FAKETIME_NO_CACHE", "1")
-                .env("DONT_FAKE_MONOTONIC", "1");
+        match &self.faker {
+            Some(ClockFaker::Shim(library)) => {
+                command
+                    .env("LD_PRELOAD", library)
+                    .env("FENCESIM_CLOCK_OFFSET_FILE", self.folder.join("faketime"));
+            }
+            Some(ClockFaker::Faketime(library)) => {
+                command
+                    .env("LD_PRELOAD", library)
+                    .env("FAKETIME_TIMESTAMP_FILE", self.folder.join("faketime"))
+                    .env("FAKETIME_NO_CACHE", "1")
+                    .env("DONT_FAKE_MONOTONIC", "1");
+            }
+            None => {}
         }
         let log = fs::File::create(self.folder.join("redis.log"))
             .map_err(|e| LiveError::Server(format!("{}: {e}", self.name)))?;
@@ -161,8 +175,9 @@ impl RedisNode {
             // linked with jemalloc.
             return Err(LiveError::Unsupported(format!(
                 "{}: redis-server cannot run under libfaketime on this machine: it is linked \
-                 with jemalloc, which libfaketime does not support (libfaketime issue #130); a \
-                 redis-server built with MALLOC=libc can",
+                 with jemalloc, which libfaketime does not support (libfaketime issue #130); \
+                 build fencesim's own clock shim, which does (`cargo build -p \
+                 fencesim-clockshim`, next to the fencesim binary, or FENCESIM_CLOCKSHIM=PATH)",
                 self.name
             )));
         }
@@ -213,14 +228,14 @@ impl RedisNode {
         self.spawn()
     }
 
-    /// Step its wall clock by `delta_ms` (libfaketime reads the timestamp file at every call).
+    /// Step its wall clock by `delta_ms` (the clock library reads its file at every call).
     ///
     /// # Errors
-    /// The node runs without libfaketime, or the file could not be written.
+    /// The node runs without a clock library, or the file could not be written.
     pub fn jump_clock(&mut self, delta_ms: i64) -> Result<(), LiveError> {
-        if self.faketime.is_none() {
+        if self.faker.is_none() {
             return Err(LiveError::Server(format!(
-                "{} runs without libfaketime",
+                "{} runs without a clock library",
                 self.name
             )));
         }
@@ -229,8 +244,11 @@ impl RedisNode {
     }
 
     fn write_offset(&self) -> Result<(), LiveError> {
-        // libfaketime's relative form: a sign and seconds, fractions allowed.
-        let text = format!("{:+.3}\n", self.offset_ms as f64 / 1000.0);
+        let text = match self.faker {
+            // libfaketime's relative form: a sign and seconds, fractions allowed.
+            Some(ClockFaker::Faketime(_)) => format!("{:+.3}\n", self.offset_ms as f64 / 1000.0),
+            _ => format!("{:+}\n", self.offset_ms),
+        };
         fs::write(self.folder.join("faketime"), text)
             .map_err(|e| LiveError::Server(format!("{}: faketime file: {e}", self.name)))
     }
@@ -260,6 +278,41 @@ fn which(binary: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(binary))
         .find(|p| p.exists())
+}
+
+/// What steps a node's wall clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ClockFaker {
+    /// fencesim's own shim (`crates/fencesim-clockshim`): runs under any malloc.
+    Shim(PathBuf),
+    /// Debian's libfaketime: not under a jemalloc-linked `redis-server`.
+    Faketime(PathBuf),
+}
+
+/// The environment variable that names fencesim's clock shim.
+pub const SHIM_VARIABLE: &str = "FENCESIM_CLOCKSHIM";
+
+impl ClockFaker {
+    /// fencesim's shim (`FENCESIM_CLOCKSHIM`, else next to the running binary, where `cargo
+    /// build` puts it), else libfaketime.
+    fn find() -> Result<ClockFaker, LiveError> {
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|d| d.join("libfencesim_clockshim.so")));
+        let shim = std::env::var_os(SHIM_VARIABLE)
+            .map(PathBuf::from)
+            .or(beside);
+        if let Some(shim) = shim.filter(|p| p.exists()) {
+            return Ok(ClockFaker::Shim(shim));
+        }
+        faketime_library()
+            .map(ClockFaker::Faketime)
+            .ok_or(LiveError::Missing {
+                what: "a clock library for clock faults on Redis nodes (fencesim's shim: `cargo \
+                       build -p fencesim-clockshim`, or libfaketime)",
+                package: "faketime",
+            })
+    }
 }
 
 fn faketime_library() -> Option<PathBuf> {

@@ -679,7 +679,10 @@ impl<'p> Running<'p> {
                     self.failure = Some(e);
                     return;
                 }
-                let detail = format!("wall clock {delta_ms:+} ms (libfaketime)");
+                let detail = format!(
+                    "wall clock {delta_ms:+} ms ({})",
+                    self.redis[i].clock_library()
+                );
                 self.nemesis_event(now, EventKind::ClockJump, Phase::Start, &name, detail);
                 let end = "instantaneous".to_owned();
                 self.nemesis_event(now, EventKind::ClockJump, Phase::End, &name, end);
