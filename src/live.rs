@@ -30,6 +30,9 @@ pub struct LiveOptions {
     /// A PostgreSQL server the user runs (a libpq connection string or URL); without it a
     /// throwaway server is started. Only the schema `fencesim_live` is touched.
     pub postgres: Option<String>,
+    /// Redis servers of the user's, one per node of the design, instead of nodes fencesim
+    /// starts; keys go under `fencesim-live-<pid>-<trial>:`.
+    pub redis: Vec<String>,
     /// How the user named the scenario, for the reproduce line.
     pub scenario_arg: String,
     /// The binary to run the client processes with (the running one).
@@ -61,8 +64,12 @@ impl Servers {
     ///
     /// # Errors
     /// A server binary is missing, or the server would not start or answer.
-    pub fn start(plan: &LivePlan, postgres: Option<&str>) -> Result<Servers, LiveError> {
-        check_setup(plan, postgres)?;
+    pub fn start(
+        plan: &LivePlan,
+        postgres: Option<&str>,
+        redis: &[String],
+    ) -> Result<Servers, LiveError> {
+        check_setup(plan, postgres, redis)?;
         let (server, conninfo) = match postgres {
             Some(url) => (None, url.to_owned()),
             None => {
@@ -88,12 +95,16 @@ impl Servers {
             |s| format!("127.0.0.1:{}", s.port()),
         );
         let mut names = vec![format!("PostgreSQL {version} on {place}")];
-        if let Some(redis) = &plan.needs.redis {
-            names.push(format!(
+        match (&plan.needs.redis, redis) {
+            (Some(needs), []) => names.push(format!(
                 "{} {} nodes on 127.0.0.1, started afresh for each trial",
                 redis_version(),
-                redis.nodes.len()
-            ));
+                needs.nodes.len()
+            )),
+            (Some(_), urls) => {
+                names.push(format!("Redis servers of the user's: {}", urls.join(", ")))
+            }
+            (None, _) => {}
         }
         Ok(Servers {
             postgres: server,
@@ -106,7 +117,38 @@ impl Servers {
 /// What can be known to fail before anything starts: an unreadable `--postgres`, faults that
 /// need the server fencesim starts, clock faults on a `redis-server` that cannot run under
 /// libfaketime.
-fn check_setup(plan: &LivePlan, postgres: Option<&str>) -> Result<(), LiveError> {
+fn check_setup(plan: &LivePlan, postgres: Option<&str>, redis: &[String]) -> Result<(), LiveError> {
+    if !redis.is_empty() {
+        let nodes = plan.redis_nodes();
+        if nodes.is_empty() {
+            return Err(LiveError::Unsupported(
+                "--redis: this scenario's design runs on no Redis nodes".to_owned(),
+            ));
+        }
+        if redis.len() != nodes.len() {
+            return Err(LiveError::Unsupported(format!(
+                "--redis: the design has {} nodes ({}); give one URL for each, in that order",
+                nodes.len(),
+                nodes.join(", ")
+            )));
+        }
+        for url in redis {
+            fencesim_live::redis::Client::open(url.as_str()).map_err(|e| {
+                LiveError::Unsupported(format!("--redis {url:?}: not a Redis URL: {e}"))
+            })?;
+        }
+        let touches_nodes = plan
+            .faults
+            .iter()
+            .any(|f| matches!(f.target, fencesim_live::plan::Target::Redis(_)));
+        if touches_nodes || plan.uses_network() {
+            return Err(LiveError::Unsupported(
+                "faults on Redis nodes and network faults need the nodes fencesim starts; \
+                 leave out --redis"
+                    .to_owned(),
+            ));
+        }
+    }
     if let Some(url) = postgres {
         url.parse::<fencesim_live::postgres::Config>()
             .map_err(|e| {
@@ -166,13 +208,18 @@ pub fn trial(
         interrupted: &crate::run::interrupted,
         postgres_group: servers.postgres.as_ref().and_then(PgServer::process_group),
         postgres_port: servers.postgres.as_ref().map(PgServer::port),
+        redis_urls: (!opts.redis.is_empty()).then_some(opts.redis.as_slice()),
     };
     let record = run_trial(plan, &setup, trial)?;
     let result = fencesim_checker::check(&record.history);
     let report = live_report(plan, servers, opts, trial, &record, result);
     // A trial cut short (Ctrl-C, past duration_ms) is kept too: nothing recorded is lost.
-    let keep =
-        opts.write_all || report.verdict != report::RunVerdict::Valid || record.cut_short.is_some();
+    // A trial cut short (Ctrl-C, past duration_ms) is kept too: nothing recorded is lost; and
+    // under --expect, one that misses the expectation.
+    let keep = opts.write_all
+        || report.verdict != report::RunVerdict::Valid
+        || record.cut_short.is_some()
+        || (opts.expect && !report.expectation.met);
     let dir = if keep {
         let dir = trial_dir(&opts.out, &plan.scenario, trial);
         write_trial(&dir, &report, &record.history)

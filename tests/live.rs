@@ -630,3 +630,91 @@ fn k03_a_redis_node_whose_clock_jumps_lets_two_clients_hold_the_lock() {
         ]
     );
 }
+
+/// A `redis-server` of the test's own on a free port (killed on drop), as a user's server.
+struct UserRedis(std::process::Child, u16);
+
+impl UserRedis {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        UserRedis(child, port)
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.1.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for UserRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn redis_servers_of_the_users_keep_their_own_keys() {
+    if !redis_installed("user redis") {
+        return;
+    }
+    let servers = [UserRedis::start(), UserRedis::start(), UserRedis::start()];
+    servers[0].cli(&["set", "precious", "data"]);
+    let out = out_dir("live-user-redis");
+    let urls: Vec<String> = servers
+        .iter()
+        .map(|s| format!("redis://127.0.0.1:{}/", s.1))
+        .collect();
+    let mut args = vec!["tests/fixtures/live-user-redis.toml", "--expect", "--out"];
+    args.push(out.to_str().unwrap());
+    for url in &urls {
+        args.extend(["--redis", url.as_str()]);
+    }
+    let run = live(&args);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("Redis servers of the user's"), "{stdout}");
+    // Wait out the lock keys' TTL (1.5 s): only the user's key is left.
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    assert_eq!(servers[0].cli(&["keys", "*"]), "precious");
+    assert_eq!(servers[0].cli(&["get", "precious"]), "data");
+    // One URL per node, or nothing starts.
+    let two = live(&[
+        "tests/fixtures/live-user-redis.toml",
+        "--redis",
+        &urls[0],
+        "--redis",
+        &urls[1],
+    ]);
+    assert_eq!(two.status.code(), Some(2));
+    assert!(text(&two)
+        .1
+        .contains("the design has 3 nodes (redis-1, redis-2, redis-3)"));
+}

@@ -214,6 +214,11 @@ enum Command {
         /// throwaway one; only its schema `fencesim_live` is dropped and created.
         #[arg(long, value_name = "URL")]
         postgres: Option<String>,
+        /// Redis servers of your own (`redis://HOST:PORT/`), one per node of the design, in
+        /// order (repeat the option), instead of nodes fencesim starts; its keys go under
+        /// `fencesim-live-<pid>-<trial>:`.
+        #[arg(long, value_name = "URL")]
+        redis: Vec<String>,
     },
     /// A live trial's client process (started by `fencesim live`, not by hand).
     #[command(hide = true)]
@@ -338,6 +343,7 @@ pub fn main() -> ExitCode {
             write_all,
             expect,
             postgres,
+            redis,
         } => commands::live::live(&commands::live::LiveArgs {
             scenario,
             trials,
@@ -345,6 +351,7 @@ pub fn main() -> ExitCode {
             write_all,
             expect,
             postgres,
+            redis,
         }),
         Command::LiveClient => commands::live::live_client(),
         Command::Bench {

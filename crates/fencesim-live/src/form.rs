@@ -120,6 +120,10 @@ pub struct Endpoints {
     pub resource: String,
     /// `redis://127.0.0.1:PORT/` of each Redis node, in the design's node order.
     pub redis: Vec<String>,
+    /// Put before every Redis key a form writes: empty on the nodes fencesim starts,
+    /// `fencesim-live-<pid>-<trial>:` on servers of the user's (`--redis`), beside their own keys.
+    #[serde(default)]
+    pub redis_prefix: String,
     /// How long the client waits for any one answer, ms (its `timeout_ms`).
     pub timeout_ms: u64,
 }

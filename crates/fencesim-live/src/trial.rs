@@ -50,6 +50,9 @@ pub struct TrialSetup<'a> {
     pub postgres_group: Option<Pid>,
     /// Its port (`None`: the user's own, which live mode puts no proxy before).
     pub postgres_port: Option<u16>,
+    /// Redis servers of the user's (`--redis`), one per node, instead of nodes fencesim
+    /// starts (no Redis faults then).
+    pub redis_urls: Option<&'a [String]>,
 }
 
 /// A finished trial.
@@ -89,7 +92,10 @@ pub fn run_trial(
     let mut admin = postgres::Client::connect(setup.conninfo, postgres::NoTls).map_err(db)?;
     prepare(&mut admin, plan, setup.forms)?;
     let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(db)?;
-    let redis = start_redis(plan)?;
+    let redis = match setup.redis_urls {
+        Some(_) => Vec::new(),
+        None => start_redis(plan)?,
+    };
     let proxies = start_proxies(plan, &redis, setup.postgres_port, trial)?;
     let token_order = setup
         .forms
@@ -106,14 +112,24 @@ pub fn run_trial(
             lock_knobs: scenario.lock_service.knobs.clone(),
             resource_mode: scenario.resource.mode.clone(),
             resource_knobs: scenario.resource.knobs.clone(),
-            endpoints: endpoints(
-                plan,
-                &client.name,
-                &conninfo,
-                &redis,
-                &proxies,
-                client.timeout_ms,
-            ),
+            endpoints: match setup.redis_urls {
+                Some(urls) => Endpoints {
+                    postgres: conninfo.clone(),
+                    resource: conninfo.clone(),
+                    redis: urls.to_vec(),
+                    // A trial's keys must not meet the last trial's (still within their TTL).
+                    redis_prefix: format!("fencesim-live-{}-{trial}:", std::process::id()),
+                    timeout_ms: client.timeout_ms,
+                },
+                None => endpoints(
+                    plan,
+                    &client.name,
+                    &conninfo,
+                    &redis,
+                    &proxies,
+                    client.timeout_ms,
+                ),
+            },
             origin: Origin::now(),
             process: i as u64,
             process_stride: scenario.clients.len() as u64,
@@ -225,6 +241,7 @@ fn endpoints(
                 None => node.url(),
             })
             .collect(),
+        redis_prefix: String::new(),
         timeout_ms,
     }
 }

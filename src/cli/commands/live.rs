@@ -18,6 +18,7 @@ pub(crate) struct LiveArgs {
     pub(crate) write_all: bool,
     pub(crate) expect: bool,
     pub(crate) postgres: Option<String>,
+    pub(crate) redis: Vec<String>,
 }
 
 pub(crate) fn live(args: &LiveArgs) -> u8 {
@@ -47,6 +48,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
         out: args.out.clone(),
         write_all: args.write_all,
         postgres: args.postgres.clone(),
+        redis: args.redis.clone(),
         scenario_arg: args.scenario.clone(),
         program,
         expect: args.expect,
@@ -56,7 +58,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     }
     // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
     let _running = fencesim::run::Running::start();
-    let servers = match Servers::start(&plan, opts.postgres.as_deref()) {
+    let servers = match Servers::start(&plan, opts.postgres.as_deref(), &opts.redis) {
         Ok(s) => s,
         Err(e) => return live_error(&e),
     };

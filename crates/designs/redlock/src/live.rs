@@ -111,6 +111,7 @@ impl LiveLockService for LiveRedlock {
             settings: *self,
             nodes: endpoints.redis.iter().map(|url| Node::new(url)).collect(),
             value: None,
+            prefix: endpoints.redis_prefix.clone(),
         }))
     }
 }
@@ -192,6 +193,8 @@ struct RedlockSession {
     settings: LiveRedlock,
     nodes: Vec<Node>,
     value: Option<u64>,
+    /// Before every key (servers of the user's keep their own keys apart).
+    prefix: String,
 }
 
 /// Extend the key by ARGV[2] ms if it still holds ARGV[1].
@@ -232,11 +235,12 @@ impl RedlockSession {
 
 impl LockSession for RedlockSession {
     fn acquire(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, Unknown> {
+        let key = format!("{}{}", self.prefix, call.lock);
         let value = call.random;
         let mut redlock = self.redlock(call);
         let timeout = self.timeout();
         let mut set = redis::cmd("SET");
-        set.arg(call.lock)
+        set.arg(&key)
             .arg(value.to_string())
             .arg("NX")
             .arg("PX")
@@ -248,7 +252,7 @@ impl LockSession for RedlockSession {
         let error = match redlock.decide((call.now_ms)()) {
             Decision::Acquired { valid_until_ms, .. } => {
                 let token = if self.settings.counter_token {
-                    let counter = format!("{}:token", call.lock);
+                    let counter = format!("{key}:token");
                     let incr = redis::cmd("INCR").arg(counter).clone();
                     self.nodes[0].query::<u64>(&incr, timeout)
                 } else {
@@ -272,7 +276,7 @@ impl LockSession for RedlockSession {
                 format!("a majority granted, but the validity had run out ({validity_ms} ms)")
             }
         };
-        self.unlock_everywhere(call.lock, value);
+        self.unlock_everywhere(&key, value);
         Ok(Err(error))
     }
 
@@ -282,8 +286,9 @@ impl LockSession for RedlockSession {
         let script = redis::Script::new(EXTEND);
         let timeout = self.timeout();
         let args = [value.to_string(), call.ttl_ms.to_string()];
+        let key = format!("{}{}", self.prefix, call.lock);
         for (i, node) in self.nodes.iter_mut().enumerate() {
-            let extended = node.script::<i64>(&script, call.lock, &args, timeout) == Some(1);
+            let extended = node.script::<i64>(&script, &key, &args, timeout) == Some(1);
             redlock.on_reply(i, extended);
         }
         Ok(match redlock.decide((call.now_ms)()) {
@@ -294,7 +299,8 @@ impl LockSession for RedlockSession {
 
     fn release(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<()>, Unknown> {
         let value = self.value.take().unwrap_or(call.token);
-        let deleted = self.unlock_everywhere(call.lock, value);
+        let key = format!("{}{}", self.prefix, call.lock);
+        let deleted = self.unlock_everywhere(&key, value);
         Ok(if deleted > self.nodes.len() / 2 {
             Ok(())
         } else {
