@@ -83,6 +83,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("live/pg-partition-holder-careless"),
     bundle!("live/redis-partition-crash-no-fsync"),
     bundle!("live/redis-clock-jump"),
+    bundle!("live/pg-crash-durable"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (path under

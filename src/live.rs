@@ -52,8 +52,9 @@ pub struct LiveTrial {
 
 /// The servers of a live run, kept for all its trials and stopped at the end.
 pub struct Servers {
-    /// The throwaway server, if one was started (dropped: stopped and deleted).
-    postgres: Option<PgServer>,
+    /// The throwaway server, if one was started (dropped: stopped and deleted). A trial's
+    /// faults pause, crash and restart it.
+    postgres: Option<std::sync::Mutex<PgServer>>,
     conninfo: String,
     /// How the reports name them.
     pub names: Vec<String>,
@@ -107,7 +108,7 @@ impl Servers {
             (None, _) => {}
         }
         Ok(Servers {
-            postgres: server,
+            postgres: server.map(std::sync::Mutex::new),
             conninfo,
             names,
         })
@@ -206,8 +207,11 @@ pub fn trial(
         conninfo: &servers.conninfo,
         tool_version: env!("CARGO_PKG_VERSION"),
         interrupted: &crate::run::interrupted,
-        postgres_group: servers.postgres.as_ref().and_then(PgServer::process_group),
-        postgres_port: servers.postgres.as_ref().map(PgServer::port),
+        postgres: servers.postgres.as_ref(),
+        postgres_port: servers
+            .postgres
+            .as_ref()
+            .and_then(|s| s.lock().ok().map(|s| s.port())),
         redis_urls: (!opts.redis.is_empty()).then_some(opts.redis.as_slice()),
     };
     let record = run_trial(plan, &setup, trial)?;

@@ -718,3 +718,35 @@ fn redis_servers_of_the_users_keep_their_own_keys() {
         .1
         .contains("the design has 3 nodes (redis-1, redis-2, redis-3)"));
 }
+
+#[test]
+fn k06_postgresql_killed_and_restarted_keeps_every_acknowledged_lease() {
+    if !postgres_installed("k06") {
+        return;
+    }
+    let out = out_dir("live-k06");
+    let run = live(&[
+        "pg-crash-durable",
+        "--expect",
+        "--write-all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let history = entries(&out.join("pg-crash-durable/live-1/history.jsonl"));
+    let crashes: Vec<&str> = events(&history, "crash")
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(crashes, ["start", "end"]);
+    // The token counter survived the crash: the grants carry 1, then 2.
+    let tokens: Vec<u64> = events(&history, "grant")
+        .iter()
+        .map(|e| e["token"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tokens, [1, 2]);
+    // Calls while the server was down ended info, not fail.
+    let down = history.iter().filter(|e| e["type"] == "info").count();
+    assert!(down >= 1, "no call met the outage");
+}

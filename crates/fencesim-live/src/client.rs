@@ -106,8 +106,8 @@ struct LiveClient<'a> {
     process: u64,
     /// Operations invoked so far (the `seq` of the next one).
     seq: u64,
-    /// How many times each event has begun, for the safepoints' `nth`.
-    occurrences: BTreeMap<NodeEvent, u64>,
+    /// How many times each safepoint has been reached (`after`, event), for their `nth`.
+    occurrences: BTreeMap<(bool, NodeEvent), u64>,
     belief: Option<Belief>,
     /// When the last operation was invoked, `CLOCK_MONOTONIC` ns (a belief counts from it).
     last_invoke_ns: u64,
@@ -148,8 +148,8 @@ impl LiveClient<'_> {
         self.release(token);
     }
 
-    /// Acquire until granted (backing off while the lock is held); `None` if a call ended
-    /// `info` (the cycle is abandoned, as in the simulation).
+    /// Acquire until granted, backing off after a refusal or an unknown outcome, as the
+    /// simulated client does.
     fn acquire(&mut self) -> Option<u64> {
         loop {
             self.safepoint(false, NodeEvent::Acquire);
@@ -157,29 +157,24 @@ impl LiveClient<'_> {
             let random = self.rng.gen_range(1..1u64 << 53);
             let call = lock_call(&self.config, 0, &pending.reference, random);
             let answer = self.lock.acquire(&call);
-            let outcome = match answer {
+            match answer {
                 Ok(Ok(Grant {
                     token,
                     valid_until_ms,
                 })) => {
                     self.complete(pending, OpType::Ok, |o| o.token = Some(token));
                     self.start_belief(token, valid_until_ms);
-                    Some(Some(token))
+                    self.safepoint(true, NodeEvent::Grant);
+                    return Some(token);
                 }
                 Ok(Err(reason)) => {
                     self.complete(pending, OpType::Fail, |o| o.error = Some(reason));
-                    None
                 }
-                Err(e) => {
-                    self.unknown(pending, &e);
-                    Some(None)
-                }
-            };
-            self.safepoint(true, NodeEvent::Acquire);
-            match outcome {
-                Some(granted) => return granted,
-                None => self.backoff(),
+                // Unknown (the server down, a cut link): retried like a refusal, as the
+                // simulated client does.
+                Err(e) => self.unknown(pending, &e),
             }
+            self.backoff();
         }
     }
 
@@ -417,10 +412,9 @@ impl LiveClient<'_> {
 
     /// Stop at an armed safepoint until the harness says `go` (it pauses this process there).
     fn safepoint(&mut self, after: bool, event: NodeEvent) {
-        if !after {
-            *self.occurrences.entry(event).or_default() += 1;
-        }
-        let nth = self.occurrences.get(&event).copied().unwrap_or_default();
+        let count = self.occurrences.entry((after, event)).or_default();
+        *count += 1;
+        let nth = *count;
         let at = Armed { after, event, nth };
         if !self.config.armed.contains(&at) {
             return;

@@ -26,6 +26,9 @@ pub const BINDIR_VARIABLE: &str = "FENCESIM_PG_BINDIR";
 #[derive(Debug)]
 pub struct PgServer {
     folder: PathBuf,
+    /// `postgres`'s folder, and the user it runs as (for a restart after a crash).
+    bin: PathBuf,
+    owner: Option<(Uid, Gid)>,
     /// Its entries in [`crate::reaper`]'s list (folder, then process group).
     owned: Vec<u64>,
     child: Option<Child>,
@@ -49,6 +52,8 @@ impl PgServer {
                 folder.clone(),
             ))],
             folder: folder.clone(),
+            bin: bin.clone(),
+            owner,
             child: None,
             port: 0,
             conninfo: String::new(),
@@ -58,7 +63,6 @@ impl PgServer {
                 .map_err(|e| LiveError::Server(format!("chown {}: {e}", folder.display())))?;
         }
         let data = folder.join("data");
-        let log = folder.join("server.log");
         let mut initdb = as_owner(Command::new(bin.join("initdb")), owner);
         initdb.args([
             "-D",
@@ -82,14 +86,26 @@ impl PgServer {
             )));
         }
         server.port = free_port()?;
-        let log_file = fs::File::create(&log)
+        server.conninfo = conninfo(server.port);
+        server.spawn()?;
+        Ok(server)
+    }
+
+    /// Start `postgres` on the data folder and wait until it accepts connections (after a
+    /// crash it first recovers from its write-ahead log, as a real server does).
+    fn spawn(&mut self) -> Result<(), LiveError> {
+        let (data, log) = (self.folder.join("data"), self.folder.join("server.log"));
+        let log_file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
             .map_err(|e| LiveError::Server(format!("{}: {e}", log.display())))?;
-        if let Some((uid, gid)) = owner {
+        if let Some((uid, gid)) = self.owner {
             let _ = nix::unistd::chown(&log, Some(uid), Some(gid));
         }
-        let mut postgres = as_owner(Command::new(bin.join("postgres")), owner);
-        postgres.args(["-D", &path_str(&data), "-k", &path_str(&folder)]);
-        postgres.args(["-h", "127.0.0.1", "-p", &server.port.to_string()]);
+        let mut postgres = as_owner(Command::new(self.bin.join("postgres")), self.owner);
+        postgres.args(["-D", &path_str(&data), "-k", &path_str(&self.folder)]);
+        postgres.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
         // Durable as a production server: every commit is on disk before it is acknowledged.
         postgres.args(["-c", "fsync=on", "-c", "synchronous_commit=on"]);
         postgres.args(["-c", "max_connections=60", "-c", "shared_buffers=16MB"]);
@@ -102,11 +118,34 @@ impl PgServer {
             .spawn()
             .map_err(|e| LiveError::Server(format!("postgres: {e}")))?;
         let group = crate::reaper::Owned::Group(child.id() as i32);
-        server.owned.push(crate::reaper::own(group));
-        server.child = Some(child);
-        server.conninfo = conninfo(server.port);
-        server.wait_ready(&log)?;
-        Ok(server)
+        self.owned.push(crate::reaper::own(group));
+        self.child = Some(child);
+        self.wait_ready(&log)
+    }
+
+    /// Kill the whole server (SIGKILL of its process group), as a power cut would stop it:
+    /// what it acknowledged is on disk (`fsync=on`), the rest is gone.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let group = Pid::from_raw(child.id() as i32);
+            let _ = killpg(group, Signal::SIGCONT);
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = child.wait();
+            // Backends die with the group; the postmaster's shared memory goes with them.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start it again after a crash (crash recovery first); a running server is left alone.
+    ///
+    /// # Errors
+    /// It did not come back.
+    pub fn restart(&mut self) -> Result<(), LiveError> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        // The postmaster's pid file survives a SIGKILL; PostgreSQL checks that its pid is gone.
+        self.spawn()
     }
 
     /// The server's TCP port on 127.0.0.1.

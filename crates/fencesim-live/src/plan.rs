@@ -1,7 +1,7 @@
 //! What a scenario asks for, in live terms: which of its parts have a live form, and a clear
 //! refusal for each one that has none (never a silent drop).
 
-use fencesim_scenario::{Action, Cut, Fault, LinkSel, NodeEvent, Scenario, Trigger};
+use fencesim_scenario::{Action, Cut, Fault, LinkSel, NodeEvent, NodeRole, Scenario, Trigger};
 
 use crate::form::{LiveForms, Needs};
 use crate::wire::Armed;
@@ -250,10 +250,11 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     match (target, &action) {
         (_, LiveAction::Pause { .. }) | (Target::Redis(_), _) => {}
         (Target::Network, _) => {}
+        (Target::Postgres, LiveAction::Crash { .. } | LiveAction::Restart) => {}
         (Target::Postgres, _) => {
             return Err(format!(
-                "{at}: kind = {kind:?} of {node:?} (PostgreSQL) has no live form yet; pauses of \
-                 its process group do"
+                "{at}: kind = {kind:?} of {node:?} (PostgreSQL) has no live form (its clock is \
+                 the machine's); pauses, crashes and restarts of its process group do"
             ))
         }
         (Target::Client(_), _) => {
@@ -266,17 +267,19 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     let at_point = match (fault.trigger, target) {
         (Trigger::At { at_ms }, _) => FaultAt::Ms(at_ms),
         (Trigger::Before { event, nth } | Trigger::After { event, nth }, Target::Client(_)) => {
-            if !CLIENT_EVENTS.contains(&event) {
+            let after = matches!(fault.trigger, Trigger::After { .. });
+            let (befores, afters) = NodeEvent::safepoints(NodeRole::Client);
+            if !(if after { afters } else { befores }).contains(&event) {
                 let event = serde_json::to_value(event)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default();
                 return Err(format!(
                     "{at}: a trigger on {event:?} is another node's event; a live client \
-                     reports only its own (acquire, renew, release, read, write)"
+                     reports only its own (before acquire, read, renew, write, release; after \
+                     grant, read, renew, write, release)"
                 ));
             }
-            let after = matches!(fault.trigger, Trigger::After { .. });
             FaultAt::Safepoint(Armed { after, event, nth })
         }
         (_, _) => {
@@ -333,15 +336,6 @@ fn target(plan: &LivePlan, node: &str) -> Option<Target> {
         node == "resource" || (node == "lease-service" && plan.needs.postgres_schema.is_some());
     on_postgres.then_some(Target::Postgres)
 }
-
-/// The events a live client reports safepoints for.
-const CLIENT_EVENTS: [NodeEvent; 5] = [
-    NodeEvent::Acquire,
-    NodeEvent::Renew,
-    NodeEvent::Release,
-    NodeEvent::Read,
-    NodeEvent::Write,
-];
 
 fn why_not(kind: &str) -> &'static str {
     match kind {

@@ -45,9 +45,9 @@ pub struct TrialSetup<'a> {
     pub tool_version: &'a str,
     /// Asked between steps: stop the trial early (Ctrl-C), keeping what was recorded.
     pub interrupted: &'a (dyn Fn() -> bool + Sync),
-    /// The process group of the PostgreSQL server fencesim started (`None`: the user's own,
-    /// which live mode does not pause).
-    pub postgres_group: Option<Pid>,
+    /// The PostgreSQL server fencesim started (`None`: the user's own, which live mode does
+    /// not pause or crash).
+    pub postgres: Option<&'a std::sync::Mutex<crate::pg_server::PgServer>>,
     /// Its port (`None`: the user's own, which live mode puts no proxy before).
     pub postgres_port: Option<u16>,
     /// Redis servers of the user's (`--redis`), one per node, instead of nodes fencesim
@@ -91,7 +91,7 @@ pub fn run_trial(
     let conninfo = with_schema(setup.conninfo);
     let mut admin = postgres::Client::connect(setup.conninfo, postgres::NoTls).map_err(db)?;
     prepare(&mut admin, plan, setup.forms)?;
-    let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(db)?;
+    drop(admin);
     let redis = match setup.redis_urls {
         Some(_) => Vec::new(),
         None => start_redis(plan)?,
@@ -143,7 +143,7 @@ pub fn run_trial(
     drop(tx);
     let origin = processes.start_together(&rx)?;
 
-    let mut run = Running::new(plan, origin, processes, redis, setup.postgres_group);
+    let mut run = Running::new(plan, origin, processes, redis, setup.postgres);
     run.proxies = proxies;
     let cut_short = run.drive(&rx, setup.interrupted);
     let end_ns = origin.since_ns(mono_ns());
@@ -156,6 +156,8 @@ pub fn run_trial(
     if let Some(failure) = failure {
         return Err(failure);
     }
+    // A fresh connection: one opened before the trial would have died with a crashed server.
+    let mut admin = postgres::Client::connect(&conninfo, postgres::NoTls).map_err(db)?;
     let log = read_log(&mut admin)?;
     // The history has what the tables said; they go.
     let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", schema()));
@@ -463,6 +465,8 @@ enum Due {
     Resume(Target),
     /// Start crashed Redis node `0` again.
     Restart(usize),
+    /// Start the crashed PostgreSQL server again.
+    RestartPostgres,
     /// End network window `0` (a partition, latency or loss).
     EndWindow(u64),
 }
@@ -481,7 +485,7 @@ struct Running<'p> {
     origin: Origin,
     processes: Processes,
     redis: Vec<RedisNode>,
-    postgres_group: Option<Pid>,
+    postgres: Option<&'p std::sync::Mutex<crate::pg_server::PgServer>>,
     /// Scheduled actions by (monotonic deadline, order).
     due: BTreeMap<(u64, u64), Due>,
     next: u64,
@@ -502,7 +506,7 @@ impl<'p> Running<'p> {
         origin: Origin,
         processes: Processes,
         redis: Vec<RedisNode>,
-        postgres_group: Option<Pid>,
+        postgres: Option<&'p std::sync::Mutex<crate::pg_server::PgServer>>,
     ) -> Self {
         let mut run = Running {
             plan,
@@ -510,7 +514,7 @@ impl<'p> Running<'p> {
             open: processes.children.len(),
             processes,
             redis,
-            postgres_group,
+            postgres,
             due: BTreeMap::new(),
             next: 0,
             records: Vec::new(),
@@ -542,7 +546,11 @@ impl<'p> Running<'p> {
         let deadline = self.origin.mono_ns + self.plan.scenario.duration_ms * 1_000_000;
         loop {
             self.run_due();
-            if self.open == 0 || self.failure.is_some() {
+            if self.failure.is_some() {
+                return None;
+            }
+            if self.open == 0 {
+                self.undo_now();
                 return None;
             }
             if interrupted() {
@@ -566,6 +574,22 @@ impl<'p> Running<'p> {
         }
     }
 
+    /// The clients are done: undo, now, what the faults would still undo (continue what is
+    /// paused, restart what crashed, end the network windows), so that the servers answer
+    /// the harness and the history's faults all end. Faults yet to start are dropped.
+    fn undo_now(&mut self) {
+        let due: Vec<Due> = std::mem::take(&mut self.due).into_values().collect();
+        for what in due {
+            match what {
+                Due::Fire(_) => {}
+                Due::Resume(target) => self.resume(target),
+                Due::Restart(i) => self.restart(i),
+                Due::RestartPostgres => self.restart_postgres(),
+                Due::EndWindow(id) => self.end_window(id),
+            }
+        }
+    }
+
     fn run_due(&mut self) {
         let now = mono_ns();
         while let Some((&key, &what)) = self.due.iter().next() {
@@ -577,6 +601,7 @@ impl<'p> Running<'p> {
                 Due::Fire(n) => self.fire(self.plan.faults[n].clone()),
                 Due::Resume(target) => self.resume(target),
                 Due::Restart(i) => self.restart(i),
+                Due::RestartPostgres => self.restart_postgres(),
                 Due::EndWindow(id) => self.end_window(id),
             }
         }
@@ -633,6 +658,27 @@ impl<'p> Running<'p> {
                 let detail = format!("{how} for {duration_ms} ms");
                 self.nemesis_event(now, EventKind::Pause, Phase::Start, &name, detail);
             }
+            LiveAction::Crash { restart_after_ms } if target == Target::Postgres => {
+                let Some(server) = self.postgres else {
+                    self.failure = Some(LiveError::Server(
+                        "a crash of PostgreSQL needs the server fencesim starts".to_owned(),
+                    ));
+                    return;
+                };
+                if let Ok(mut server) = server.lock() {
+                    server.crash();
+                }
+                let detail = match restart_after_ms {
+                    Some(ms) => {
+                        self.schedule(now + ms * 1_000_000, Due::RestartPostgres);
+                        format!("SIGKILL of PostgreSQL's process group, restarted after {ms} ms (fsync=on: every acknowledged commit kept)")
+                    }
+                    None => {
+                        "SIGKILL of PostgreSQL's process group, down until a restart".to_owned()
+                    }
+                };
+                self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
+            }
             LiveAction::Crash { restart_after_ms } => {
                 let Target::Redis(i) = target else { return };
                 self.redis[i].crash();
@@ -645,11 +691,11 @@ impl<'p> Running<'p> {
                 };
                 self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
             }
-            LiveAction::Restart => {
-                if let Target::Redis(i) = target {
-                    self.restart(i);
-                }
-            }
+            LiveAction::Restart => match target {
+                Target::Redis(i) => self.restart(i),
+                Target::Postgres => self.restart_postgres(),
+                _ => {}
+            },
             LiveAction::Partition { cut, duration_ms } => {
                 let detail = describe(&cut, duration_ms);
                 self.open_window(
@@ -791,6 +837,18 @@ impl<'p> Running<'p> {
         self.nemesis_event(mono_ns(), EventKind::Crash, Phase::End, &name, detail);
     }
 
+    fn restart_postgres(&mut self) {
+        let Some(server) = self.postgres else { return };
+        let restarted = server.lock().map(|mut s| s.restart());
+        if let Ok(Err(e)) = restarted {
+            self.failure = Some(e);
+            return;
+        }
+        let name = self.plan.name(Target::Postgres);
+        let detail = "postgresql restarted (after crash recovery)".to_owned();
+        self.nemesis_event(mono_ns(), EventKind::Crash, Phase::End, &name, detail);
+    }
+
     fn resume(&mut self, target: Target) {
         // Stamped before the signal (a pause's start after it): the target cannot record
         // anything between the pause's start and its end.
@@ -812,7 +870,7 @@ impl<'p> Running<'p> {
                 _ => self.redis[i].resume(),
             },
             Target::Network => {}
-            Target::Postgres => match self.postgres_group {
+            Target::Postgres => match self.postgres.and_then(|s| s.lock().ok()?.process_group()) {
                 Some(group) => {
                     let _ = killpg(group, signal);
                 }
