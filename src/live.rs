@@ -248,32 +248,7 @@ fn live_report(
     record: &TrialRecord,
     result: CheckResult,
 ) -> Report {
-    let scenario = &plan.scenario;
-    let met = record.cut_short.is_none() && crate::expectation::is_met(&scenario.expect, &result);
-    Report {
-        schema_version: report::SCHEMA_VERSION,
-        tool: report::tool(),
-        scenario: scenario.clone(),
-        seed: 0,
-        verdict: report::verdict(&result, None),
-        violations: result.violations,
-        unknown: result.unknown,
-        not_checked: result.not_checked,
-        unsafe_exposure: result.unsafe_exposure,
-        expectation: ExpectationResult {
-            expected: scenario.expect.clone(),
-            met,
-        },
-        failure: None,
-        network: Default::default(),
-        nemesis: None,
-        history: HistoryRef {
-            file: "history.jsonl".into(),
-            sha256: String::new(),
-            entries: record.history.entries.len() as u64,
-        },
-        counts: report::counts(&record.history),
-        simulated_ms: 0,
+    let mut report = Report {
         reproduce: format!("{} live {} --trials 1", crate::program(), opts.scenario_arg),
         live: Some(LiveRun {
             trial,
@@ -281,7 +256,12 @@ fn live_report(
             real_ms: record.real_ms,
             cut_short: record.cut_short.clone(),
         }),
-    }
+        ..Report::judged(&plan.scenario, 0, &record.history, result, None)
+    };
+    // An interrupted trial did not run its course and cannot meet an expectation; one that
+    // reached duration_ms is judged as it stands, as a simulated run is.
+    report.expectation.met &= record.cut_short.as_deref() != Some("interrupted");
+    report
 }
 
 /// report.json of a live trial: a simulated run's report without what only a simulation has

@@ -178,6 +178,49 @@ pub struct Report {
     pub live: Option<LiveRun>,
 }
 
+impl Report {
+    /// The report of `scenario` judged on `history` (`result`, and a simulation's `failure` if
+    /// it failed), seed `seed` (0 for a live trial). What only its caller knows is left empty
+    /// for it to fill: `network`, `nemesis`, `simulated_ms`, `reproduce`, `live`, and the
+    /// history's SHA-256 (set when it is serialized).
+    pub fn judged(
+        scenario: &Scenario,
+        seed: u64,
+        history: &History,
+        result: CheckResult,
+        failure: Option<SimFailure>,
+    ) -> Report {
+        let met = failure.is_none() && crate::expectation::is_met(&scenario.expect, &result);
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: tool(),
+            scenario: scenario.clone(),
+            seed,
+            verdict: verdict(&result, failure.as_ref()),
+            violations: result.violations,
+            unknown: result.unknown,
+            not_checked: result.not_checked,
+            unsafe_exposure: result.unsafe_exposure,
+            expectation: ExpectationResult {
+                expected: scenario.expect.clone(),
+                met,
+            },
+            failure,
+            network: NetStats::default(),
+            nemesis: None,
+            history: HistoryRef {
+                file: "history.jsonl".into(),
+                sha256: String::new(),
+                entries: history.entries.len() as u64,
+            },
+            counts: counts(history),
+            simulated_ms: 0,
+            reproduce: String::new(),
+            live: None,
+        }
+    }
+}
+
 /// What a live trial's report says instead of a seed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveRun {

@@ -9,9 +9,8 @@ use fencesim_history::write_jsonl;
 use fencesim_scenario::Scenario;
 use fencesim_sim::{FailureKind, SimFailure};
 
-use crate::expectation::is_met;
 use crate::readable;
-use crate::report::{self, ExpectationResult, HistoryRef, Report, RunVerdict};
+use crate::report::{self, Report, RunVerdict};
 
 /// Set once the user asks a sweep to stop (Ctrl-C): workers finish the seeds they are on and
 /// claim no more, so the seeds done so far form a prefix of the sweep that can be summarised.
@@ -251,30 +250,9 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
         failure = determinism_failure(scenario, seed, &outcome.history);
     }
     let result = fencesim_checker::check(&outcome.history);
-    let met = failure.is_none() && is_met(&scenario.expect, &result);
     let report = Report {
-        schema_version: report::SCHEMA_VERSION,
-        tool: report::tool(),
-        scenario: scenario.clone(),
-        seed,
-        verdict: report::verdict(&result, failure.as_ref()),
-        violations: result.violations,
-        unknown: result.unknown,
-        not_checked: result.not_checked,
-        unsafe_exposure: result.unsafe_exposure,
-        expectation: ExpectationResult {
-            expected: scenario.expect.clone(),
-            met,
-        },
-        failure,
         network: outcome.net_stats,
         nemesis: outcome.nemesis,
-        history: HistoryRef {
-            file: "history.jsonl".into(),
-            sha256: String::new(),
-            entries: outcome.history.entries.len() as u64,
-        },
-        counts: report::counts(&outcome.history),
         simulated_ms: outcome
             .history
             .entries
@@ -291,7 +269,7 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
                 ""
             }
         ),
-        live: None,
+        ..Report::judged(scenario, seed, &outcome.history, result, failure)
     };
     Judged {
         report,

@@ -54,6 +54,18 @@ fn live(args: &[&str]) -> std::process::Output {
         .expect("run fencesim live")
 }
 
+/// `fencesim live ARGS --out DIR` into a fresh folder for `test`, which must exit 0: the folder
+/// and stdout.
+fn live_ok(test: &str, args: &[&str]) -> (std::path::PathBuf, String) {
+    let out = out_dir(test);
+    let mut all = args.to_vec();
+    all.extend(["--out", out.to_str().unwrap()]);
+    let run = live(&all);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    (out, stdout)
+}
+
 /// The entries of a history.jsonl, header left out.
 fn entries(history: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(history)
@@ -164,16 +176,14 @@ fn k01_pause_against_the_fenced_table_rejects_the_late_write() {
     if !postgres_installed("k01 fenced") {
         return;
     }
-    let out = out_dir("live-k01-fenced");
-    let run = live(&[
-        "scenarios/live/pg-pause-fenced.toml",
-        "--expect",
-        "--write-all",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, stdout) = live_ok(
+        "live-k01-fenced",
+        &[
+            "scenarios/live/pg-pause-fenced.toml",
+            "--expect",
+            "--write-all",
+        ],
+    );
     assert!(stdout.contains("trial 1: valid"), "{stdout}");
     let history = entries(&out.join("pg-pause-fenced/live-1/history.jsonl"));
     let rejects = events(&history, "reject");
@@ -198,17 +208,15 @@ fn k20_check_then_apply_lets_the_older_token_land_last() {
     if !postgres_installed("k20") {
         return;
     }
-    let out = out_dir("live-k20");
-    let run = live(&[
-        "scenarios/live/pg-check-then-apply.toml",
-        "--trials",
-        "2",
-        "--expect",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, stdout) = live_ok(
+        "live-k20",
+        &[
+            "scenarios/live/pg-check-then-apply.toml",
+            "--trials",
+            "2",
+            "--expect",
+        ],
+    );
     assert!(
         stdout.contains("stale-write-accepted: live 2 of 2 trials, simulation 10 of 10 seeds"),
         "{stdout}"
@@ -296,17 +304,15 @@ fn k04_a_redis_node_that_loses_its_key_lets_two_clients_hold_the_lock() {
     if !redis_installed("k04 no fsync") {
         return;
     }
-    let out = out_dir("live-k04-no-fsync");
-    let run = live(&[
-        "scenarios/live/redis-crash-no-fsync.toml",
-        "--trials",
-        "2",
-        "--expect",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, stdout) = live_ok(
+        "live-k04-no-fsync",
+        &[
+            "scenarios/live/redis-crash-no-fsync.toml",
+            "--trials",
+            "2",
+            "--expect",
+        ],
+    );
     assert!(stdout.contains("redis-server "), "{stdout}");
     assert!(
         stdout.contains("mutual-exclusion-client: live 2 of 2 trials, simulation 10 of 10 seeds"),
@@ -358,18 +364,16 @@ fn k04_with_appendfsync_always_the_restarted_node_keeps_the_key() {
     if !redis_installed("k04 fsync always") {
         return;
     }
-    let out = out_dir("live-k04-fsync-always");
-    let run = live(&[
-        "scenarios/live/redis-crash-fsync-always.toml",
-        "--trials",
-        "2",
-        "--expect",
-        "--write-all",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, stdout) = live_ok(
+        "live-k04-fsync-always",
+        &[
+            "scenarios/live/redis-crash-fsync-always.toml",
+            "--trials",
+            "2",
+            "--expect",
+            "--write-all",
+        ],
+    );
     assert!(stdout.contains("live: 2 of 2 trials valid"), "{stdout}");
     let history = entries(&out.join("redis-crash-fsync-always/live-1/history.jsonl"));
     let first_refusal = history
@@ -407,15 +411,13 @@ fn k15_a_partition_through_the_proxy_cuts_the_holder_off_from_the_lease_service(
     if !postgres_installed("k15") {
         return;
     }
-    let out = out_dir("live-k15");
-    let run = live(&[
-        "scenarios/live/pg-partition-holder-careless.toml",
-        "--expect",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, _) = live_ok(
+        "live-k15",
+        &[
+            "scenarios/live/pg-partition-holder-careless.toml",
+            "--expect",
+        ],
+    );
     let history = entries(&out.join("pg-partition-holder-careless/live-1/history.jsonl"));
     // Renewals invoked across the cut link end `info` (a link to PostgreSQL resets when cut);
     // before the partition the service renewed the lease.
@@ -466,15 +468,13 @@ fn k04_as_the_incident_has_it_a_partition_and_a_node_that_loses_its_key() {
     if !redis_installed("k04 partition") {
         return;
     }
-    let out = out_dir("live-k04-partition");
-    let run = live(&[
-        "scenarios/live/redis-partition-crash-no-fsync.toml",
-        "--expect",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, stdout) = live_ok(
+        "live-k04-partition",
+        &[
+            "scenarios/live/redis-partition-crash-no-fsync.toml",
+            "--expect",
+        ],
+    );
     assert!(
         stdout.contains("mutual-exclusion-client: live 1 of 1 trials"),
         "{stdout}"
@@ -724,16 +724,7 @@ fn k06_postgresql_killed_and_restarted_keeps_every_acknowledged_lease() {
     if !postgres_installed("k06") {
         return;
     }
-    let out = out_dir("live-k06");
-    let run = live(&[
-        "pg-crash-durable",
-        "--expect",
-        "--write-all",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&run);
-    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    let (out, _) = live_ok("live-k06", &["pg-crash-durable", "--expect", "--write-all"]);
     let history = entries(&out.join("pg-crash-durable/live-1/history.jsonl"));
     let crashes: Vec<&str> = events(&history, "crash")
         .iter()
