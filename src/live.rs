@@ -133,10 +133,21 @@ fn check_setup(plan: &LivePlan, postgres: Option<&str>, redis: &[String]) -> Res
                 nodes.join(", ")
             )));
         }
-        for url in redis {
-            fencesim_live::redis::Client::open(url.as_str()).map_err(|e| {
+        for (i, url) in redis.iter().enumerate() {
+            if redis[..i].contains(url) {
+                return Err(LiveError::Unsupported(format!(
+                    "--redis {url:?} is given twice: each node is a server of its own"
+                )));
+            }
+            let client = fencesim_live::redis::Client::open(url.as_str()).map_err(|e| {
                 LiveError::Unsupported(format!("--redis {url:?}: not a Redis URL: {e}"))
             })?;
+            client
+                .get_connection_with_timeout(std::time::Duration::from_secs(2))
+                .and_then(|mut c| fencesim_live::redis::cmd("PING").query::<String>(&mut c))
+                .map_err(|e| {
+                    LiveError::Unsupported(format!("--redis {url:?}: no answer to PING: {e}"))
+                })?;
         }
         let touches_nodes = plan
             .faults
@@ -249,7 +260,7 @@ fn live_report(
     result: CheckResult,
 ) -> Report {
     let mut report = Report {
-        reproduce: format!("{} live {} --trials 1", crate::program(), opts.scenario_arg),
+        reproduce: reproduce(opts),
         live: Some(LiveRun {
             trial,
             servers: servers.names.clone(),
@@ -262,6 +273,18 @@ fn live_report(
     // reached duration_ms is judged as it stands, as a simulated run is.
     report.expectation.met &= record.cut_short.as_deref() != Some("interrupted");
     report
+}
+
+/// The command that runs a trial of the same kind again: the scenario and the servers.
+fn reproduce(opts: &LiveOptions) -> String {
+    let mut line = format!("{} live {} --trials 1", crate::program(), opts.scenario_arg);
+    if let Some(url) = &opts.postgres {
+        line.push_str(&format!(" --postgres {url:?}"));
+    }
+    for url in &opts.redis {
+        line.push_str(&format!(" --redis {url}"));
+    }
+    line
 }
 
 /// report.json of a live trial: a simulated run's report without what only a simulation has

@@ -741,3 +741,53 @@ fn k06_postgresql_killed_and_restarted_keeps_every_acknowledged_lease() {
     let down = history.iter().filter(|e| e["type"] == "info").count();
     assert!(down >= 1, "no call met the outage");
 }
+
+#[test]
+fn a_heal_ends_every_partition_as_the_simulator_records_it() {
+    if !postgres_installed("heal") {
+        return;
+    }
+    let dir = out_dir("live-heal-scenario");
+    let text_of =
+        std::fs::read_to_string(root().join("scenarios/live/pg-partition-holder-careless.toml"))
+            .unwrap()
+            + "\n[[faults]]\nkind = \"heal\"\nat_ms = 1200\n";
+    let file = dir.join("healed.toml");
+    std::fs::write(&file, text_of).unwrap();
+    let out = out_dir("live-heal");
+    let run = live(&[
+        file.to_str().unwrap(),
+        "--write-all",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&run);
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{stdout}{stderr}");
+    let history = entries(&out.join("pg-partition-holder-careless/live-1/history.jsonl"));
+    let network: Vec<(&str, &str, &str)> = history
+        .iter()
+        .filter(|e| e["event"] == "partition" || e["event"] == "heal")
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap(),
+                e["phase"].as_str().unwrap(),
+                e["detail"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(network.len(), 4, "{network:?}");
+    assert_eq!(network[1], ("partition", "end", "healed"));
+    assert_eq!((network[2].0, network[2].1), ("heal", "start"));
+    assert_eq!((network[3].0, network[3].1), ("heal", "end"));
+    // After the heal client-1's renewals reach the lease service again.
+    let heal_ns = history
+        .iter()
+        .find(|e| e["event"] == "heal")
+        .and_then(|e| e["time_ns"].as_u64())
+        .unwrap();
+    let renewed_after = history
+        .iter()
+        .filter(|e| e["f"] == "renew" && e["type"] == "ok")
+        .any(|e| e["time_ns"].as_u64().unwrap() > heal_ns);
+    assert!(renewed_after, "no renewal went through after the heal");
+}

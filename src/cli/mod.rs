@@ -211,7 +211,8 @@ enum Command {
         #[arg(long)]
         expect: bool,
         /// A PostgreSQL server of your own (libpq connection string or URL) instead of a
-        /// throwaway one; only its schema `fencesim_live` is dropped and created.
+        /// throwaway one; the run's tables go in a schema of its own, `fencesim_live_<pid>`,
+        /// created for each trial and dropped after it.
         #[arg(long, value_name = "URL")]
         postgres: Option<String>,
         /// Redis servers of your own (`redis://HOST:PORT/`), one per node of the design, in

@@ -75,10 +75,18 @@ impl PgServer {
             "UTF8",
         ]);
         initdb.args(["--no-sync", "--no-instructions"]);
-        let out = initdb
+        crate::reaper::die_with_parent(&mut initdb);
+        let running = initdb
             .stdin(Stdio::null())
-            .output()
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
             .map_err(|e| LiveError::Server(format!("initdb: {e}")))?;
+        // Noted, so that quitting at once kills it before removing its folder.
+        let noted = crate::reaper::own(crate::reaper::Owned::Process(running.id() as i32));
+        let out = running.wait_with_output();
+        crate::reaper::forget(noted);
+        let out = out.map_err(|e| LiveError::Server(format!("initdb: {e}")))?;
         if !out.status.success() {
             return Err(LiveError::Server(format!(
                 "initdb failed: {}",
@@ -109,8 +117,9 @@ impl PgServer {
         // Durable as a production server: every commit is on disk before it is acknowledged.
         postgres.args(["-c", "fsync=on", "-c", "synchronous_commit=on"]);
         postgres.args(["-c", "max_connections=60", "-c", "shared_buffers=16MB"]);
-        // Its own process group, so a pause or a stop reaches every backend.
+        // Its own process group, so that a terminal's Ctrl-C reaches fencesim only.
         std::os::unix::process::CommandExt::process_group(&mut postgres, 0);
+        crate::reaper::die_with_parent(&mut postgres);
         let child = postgres
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -126,10 +135,9 @@ impl PgServer {
     /// Kill the whole server (SIGKILL of its process group), as a power cut would stop it:
     /// what it acknowledged is on disk (`fsync=on`), the rest is gone.
     pub fn crash(&mut self) {
+        self.signal_all(Signal::SIGCONT);
+        self.signal_all(Signal::SIGKILL);
         if let Some(mut child) = self.child.take() {
-            let group = Pid::from_raw(child.id() as i32);
-            let _ = killpg(group, Signal::SIGCONT);
-            let _ = killpg(group, Signal::SIGKILL);
             let _ = child.wait();
             // Backends die with the group; the postmaster's shared memory goes with them.
             std::thread::sleep(Duration::from_millis(50));
@@ -153,9 +161,23 @@ impl PgServer {
         self.port
     }
 
-    /// The process group of the server (the postmaster and its backends), for pause faults.
-    pub fn process_group(&self) -> Option<Pid> {
-        self.child.as_ref().map(|c| Pid::from_raw(c.id() as i32))
+    /// Send `signal` to the whole server: the postmaster and every process it started.
+    /// PostgreSQL puts each backend in a session of its own (`setsid`), so the postmaster's
+    /// process group alone misses them; its children are found by their parent in `/proc`.
+    pub fn signal_all(&self, signal: Signal) {
+        let Some(postmaster) = self.child.as_ref().map(|c| c.id() as i32) else {
+            return;
+        };
+        // Stop the postmaster first (it forks no more), continue it last.
+        if signal != Signal::SIGCONT {
+            let _ = killpg(Pid::from_raw(postmaster), signal);
+        }
+        for child in children_of(postmaster) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(child), signal);
+        }
+        if signal == Signal::SIGCONT {
+            let _ = killpg(Pid::from_raw(postmaster), signal);
+        }
     }
 
     fn wait_ready(&mut self, log: &Path) -> Result<(), LiveError> {
@@ -180,10 +202,10 @@ impl PgServer {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
+        // A paused server would ignore SIGINT until continued.
+        self.signal_all(Signal::SIGCONT);
         if let Some(mut child) = self.child.take() {
             let group = Pid::from_raw(child.id() as i32);
-            // A paused server would ignore SIGTERM until continued.
-            let _ = killpg(group, Signal::SIGCONT);
             // Fast shutdown: roll back and exit; then make sure.
             let _ = killpg(group, Signal::SIGINT);
             for _ in 0..50 {
@@ -200,6 +222,23 @@ impl Drop for PgServer {
             crate::reaper::forget(id);
         }
     }
+}
+
+/// The processes whose parent is `parent`, from `/proc/*/stat` (its fourth field).
+fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // After the command's closing parenthesis: state, then the parent's pid.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) == Some(parent)
+        })
+        .collect()
 }
 
 /// libpq connection string of a server fencesim started, at `port` (its own, or a proxy's).

@@ -1,9 +1,12 @@
 //! Everything a live run starts that must not outlive it: server process groups, processes and
 //! temporary folders. Each owner (a server, a node, the client processes) removes its own on
 //! drop; this list is for the exits that run no destructor: a second Ctrl-C ("quit at once"),
-//! which calls [`reap_all`] before the process exits.
+//! which calls [`reap_all`] before the process exits. For a SIGKILL of fencesim itself, which
+//! nothing can handle, [`die_with_parent`] has the kernel kill the processes (the folders
+//! stay).
 
 use std::path::PathBuf;
+use std::process::Command;
 use std::sync::Mutex;
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -69,5 +72,18 @@ pub fn reap_all() {
         if let Owned::Folder(path) = o {
             let _ = std::fs::remove_dir_all(path);
         }
+    }
+}
+
+/// Have the process `command` starts killed (SIGKILL) when fencesim dies, even by a SIGKILL
+/// that runs no handler (Linux's parent-death signal). It must be spawned from the thread
+/// that lives as long as the run (the main thread): the signal follows the thread.
+pub fn die_with_parent(command: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec and only makes one system
+    // call, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
     }
 }

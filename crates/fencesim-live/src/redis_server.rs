@@ -79,7 +79,37 @@ impl RedisNode {
         };
         node.write_offset()?;
         node.spawn()?;
+        if node.faker.is_some() {
+            node.verify_clock()?;
+        }
         Ok(node)
+    }
+
+    /// Check that the clock library really steps the node's clock: a day ahead, the node's
+    /// `TIME` must say so (a file that is no such library is ignored by the loader, and the
+    /// node would run on the real clock).
+    fn verify_clock(&mut self) -> Result<(), LiveError> {
+        const DAY_MS: i64 = 86_400_000;
+        self.offset_ms = DAY_MS;
+        self.write_offset()?;
+        let seen = redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+            .and_then(|mut c| redis::cmd("TIME").query::<(u64, u64)>(&mut c));
+        self.offset_ms = 0;
+        self.write_offset()?;
+        let real_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match seen {
+            Ok((node_s, _)) if node_s >= real_s + 80_000 => Ok(()),
+            _ => Err(LiveError::Unsupported(format!(
+                "{}: {} does not step redis-server's clock (its TIME stayed real)",
+                self.name,
+                self.faker
+                    .as_ref()
+                    .map_or(String::new(), |f| f.path().display().to_string())
+            ))),
+        }
     }
 
     /// What steps its clock, as the history's event says it.
@@ -103,6 +133,10 @@ impl RedisNode {
 
     fn spawn(&mut self) -> Result<(), LiveError> {
         let mut command = Command::new("redis-server");
+        // Its own process group: a Ctrl-C in the terminal reaches fencesim, which stops the
+        // nodes itself; and killed if fencesim dies.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        crate::reaper::die_with_parent(&mut command);
         command.args(["--bind", "127.0.0.1", "--port", &self.port.to_string()]);
         command.args(["--dir", &self.folder.to_string_lossy(), "--save", ""]);
         command.args([
@@ -293,16 +327,29 @@ enum ClockFaker {
 pub const SHIM_VARIABLE: &str = "FENCESIM_CLOCKSHIM";
 
 impl ClockFaker {
+    fn path(&self) -> &Path {
+        match self {
+            ClockFaker::Shim(p) | ClockFaker::Faketime(p) => p,
+        }
+    }
+
     /// fencesim's shim (`FENCESIM_CLOCKSHIM`, else next to the running binary, where `cargo
     /// build` puts it), else libfaketime.
     fn find() -> Result<ClockFaker, LiveError> {
         let beside = std::env::current_exe()
             .ok()
             .and_then(|exe| exe.parent().map(|d| d.join("libfencesim_clockshim.so")));
-        let shim = std::env::var_os(SHIM_VARIABLE)
-            .map(PathBuf::from)
-            .or(beside);
-        if let Some(shim) = shim.filter(|p| p.exists()) {
+        if let Some(named) = std::env::var_os(SHIM_VARIABLE).map(PathBuf::from) {
+            // Named: that one or nothing, never a silent fallback.
+            return match named.exists() {
+                true => Ok(ClockFaker::Shim(named)),
+                false => Err(LiveError::Unsupported(format!(
+                    "{SHIM_VARIABLE}={}: no such file",
+                    named.display()
+                ))),
+            };
+        }
+        if let Some(shim) = beside.filter(|p| p.exists()) {
             return Ok(ClockFaker::Shim(shim));
         }
         faketime_library()

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind, History, Name, Phase};
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::assemble::{assemble, ClientRecord, LogRow};
@@ -354,6 +354,7 @@ impl Processes {
         // Their own process group: a Ctrl-C in the terminal reaches the harness, which ends
         // the trial and keeps its history, not the clients directly.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        crate::reaper::die_with_parent(&mut command);
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -477,6 +478,17 @@ enum Window {
     Partition(Cut),
     Latency(LinkSel, u64),
     Loss(LinkSel, f64),
+}
+
+impl Window {
+    /// Whom the history's event names: an isolated node, as the simulator records it, or the
+    /// network.
+    fn target(&self) -> String {
+        match self {
+            Window::Partition(Cut::Isolate(node)) => node.clone(),
+            _ => "network".to_owned(),
+        }
+    }
 }
 
 /// The harness's side of a running trial.
@@ -707,18 +719,32 @@ impl<'p> Running<'p> {
                 );
             }
             LiveAction::Heal => {
-                self.windows
-                    .retain(|_, w| !matches!(w, Window::Partition(_)));
+                // As the simulator records a heal: each open partition ends, then the heal.
+                let open: Vec<u64> = self
+                    .windows
+                    .iter()
+                    .filter(|(_, w)| matches!(w, Window::Partition(_)))
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in open {
+                    if let Some(window) = self.windows.remove(&id) {
+                        let detail = "healed".to_owned();
+                        let target = window.target();
+                        self.nemesis_event(now, EventKind::Partition, Phase::End, &target, detail);
+                    }
+                }
                 self.apply_windows();
-                let detail = "every partition healed".to_owned();
-                self.nemesis_event(now, EventKind::Heal, Phase::Start, "network", detail);
+                for phase in [Phase::Start, Phase::End] {
+                    let detail = "every partition healed".to_owned();
+                    self.nemesis_event(now, EventKind::Heal, phase, "network", detail);
+                }
             }
             LiveAction::Latency {
                 link,
                 delay_ms,
                 duration_ms,
             } => {
-                let detail = format!("{delay_ms} ms more on {link:?}");
+                let detail = format!("{delay_ms} ms more on {}", links(&link));
                 let window = Window::Latency(link, delay_ms);
                 self.open_window(now, window, duration_ms, EventKind::Latency, detail);
             }
@@ -727,7 +753,7 @@ impl<'p> Running<'p> {
                 rate,
                 duration_ms,
             } => {
-                let detail = format!("connection resets at rate {rate} on {link:?}");
+                let detail = format!("connection resets at rate {rate} on {}", links(&link));
                 self.open_window(
                     now,
                     Window::Loss(link, rate),
@@ -764,12 +790,13 @@ impl<'p> Running<'p> {
     ) {
         self.next += 1;
         let id = self.next;
+        let target = window.target();
         self.windows.insert(id, window);
         self.apply_windows();
         if let Some(ms) = duration_ms {
             self.schedule(now + ms * 1_000_000, Due::EndWindow(id));
         }
-        self.nemesis_event(now, kind, Phase::Start, "network", detail);
+        self.nemesis_event(now, kind, Phase::Start, &target, detail);
     }
 
     fn end_window(&mut self, id: u64) {
@@ -777,6 +804,7 @@ impl<'p> Running<'p> {
             return; // healed already
         };
         self.apply_windows();
+        let target = window.target();
         let kind = match window {
             Window::Partition(_) => EventKind::Partition,
             Window::Latency(..) => EventKind::Latency,
@@ -786,7 +814,7 @@ impl<'p> Running<'p> {
             mono_ns(),
             kind,
             Phase::End,
-            "network",
+            &target,
             "window over".to_owned(),
         );
     }
@@ -870,10 +898,8 @@ impl<'p> Running<'p> {
                 _ => self.redis[i].resume(),
             },
             Target::Network => {}
-            Target::Postgres => match self.postgres.and_then(|s| s.lock().ok()?.process_group()) {
-                Some(group) => {
-                    let _ = killpg(group, signal);
-                }
+            Target::Postgres => match self.postgres.and_then(|s| s.lock().ok()) {
+                Some(server) => server.signal_all(signal),
                 None => {
                     self.failure = Some(LiveError::Server(
                         "a pause of PostgreSQL needs the server fencesim starts, not --postgres"
@@ -901,6 +927,12 @@ impl<'p> Running<'p> {
         e.detail = Some(detail);
         self.nemesis.push((self.origin.since_ns(mono), e));
     }
+}
+
+/// Selected links, `links from client-1 to any`.
+fn links(link: &LinkSel) -> String {
+    let end = |n: &Option<String>| n.clone().unwrap_or_else(|| "any".to_owned());
+    format!("links from {} to {}", end(&link.from), end(&link.to))
 }
 
 /// A partition as the simulator's nemesis describes one.

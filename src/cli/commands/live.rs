@@ -75,6 +75,12 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     let mut tally = KindTally::default();
     let mut worst = exit::VALID;
     for t in 1..=opts.trials {
+        if fencesim::run::interrupted() {
+            // Interrupted before the trial began: nothing to run or write.
+            say!("interrupted before trial {t}");
+            worst = exit::INTERRUPTED;
+            break;
+        }
         let done = match fencesim::live::trial(&plan, &servers, &opts, t) {
             Ok(done) => done,
             Err(e) => return live_error(&e),

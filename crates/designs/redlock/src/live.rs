@@ -1,7 +1,7 @@
 //! Redlock's live form (`kind = "redlock"` in live mode, docs/live.md): the Redlock algorithm
 //! of the Redis documentation against real `redis-server` nodes, one connection per node
 //! through the `redis` crate. The decision is the simulated client's own sans-IO core
-//! ([`Redlock`]): SET the lock's key with a random value, NX and PX the TTL, on every node, each
+//! ([`Redlock`]): SET the lock's key with a random value, NX and PX the TTL, on every node at once, each
 //! with the node timeout; a majority within the validity (TTL - elapsed - drift) holds the lock;
 //! otherwise the value is deleted everywhere. Renewal extends the key where it still holds the
 //! client's value, release deletes it there (both by Lua compare-and-set scripts, as the
@@ -225,12 +225,29 @@ impl RedlockSession {
         let script = redis::Script::new(DELETE);
         let timeout = self.timeout();
         let args = [value.to_string()];
-        let mut deleted = 0;
-        for node in &mut self.nodes {
-            deleted += usize::from(node.script::<i64>(&script, lock, &args, timeout) == Some(1));
-        }
-        deleted
+        let deleted = fan_out(&mut self.nodes, |node| {
+            node.script::<i64>(&script, lock, &args, timeout) == Some(1)
+        });
+        deleted.into_iter().filter(|d| *d).count()
     }
+}
+
+/// Ask every node at once, each on a thread of its own, and wait for all (each within its
+/// timeout), as the Redlock documentation advises and the simulated client does: a slow or
+/// stalled node costs its timeout once, not once per node before it. The answers come back in
+/// the nodes' order. Live code only: a live form never runs inside a simulation.
+fn fan_out<T: Send>(nodes: &mut [Node], ask: impl Fn(&mut Node) -> T + Sync) -> Vec<T> {
+    let ask = &ask;
+    std::thread::scope(|scope| {
+        let asked: Vec<_> = nodes
+            .iter_mut()
+            .map(|node| scope.spawn(move || ask(node)))
+            .collect();
+        asked
+            .into_iter()
+            .map(|a| a.join().expect("a Redis call does not panic"))
+            .collect()
+    })
 }
 
 impl LockSession for RedlockSession {
@@ -245,8 +262,10 @@ impl LockSession for RedlockSession {
             .arg("NX")
             .arg("PX")
             .arg(call.ttl_ms);
-        for (i, node) in self.nodes.iter_mut().enumerate() {
-            let reply: Option<Option<String>> = node.query(&set, timeout);
+        let replies = fan_out(&mut self.nodes, |node| {
+            node.query::<Option<String>>(&set, timeout)
+        });
+        for (i, reply) in replies.iter().enumerate() {
             redlock.on_reply(i, matches!(reply, Some(Some(_))));
         }
         let error = match redlock.decide((call.now_ms)()) {
@@ -287,9 +306,11 @@ impl LockSession for RedlockSession {
         let timeout = self.timeout();
         let args = [value.to_string(), call.ttl_ms.to_string()];
         let key = format!("{}{}", self.prefix, call.lock);
-        for (i, node) in self.nodes.iter_mut().enumerate() {
-            let extended = node.script::<i64>(&script, &key, &args, timeout) == Some(1);
-            redlock.on_reply(i, extended);
+        let replies = fan_out(&mut self.nodes, |node| {
+            node.script::<i64>(&script, &key, &args, timeout)
+        });
+        for (i, reply) in replies.iter().enumerate() {
+            redlock.on_reply(i, *reply == Some(1));
         }
         Ok(match redlock.decide((call.now_ms)()) {
             Decision::Acquired { valid_until_ms, .. } => Ok(Some(valid_until_ms)),
