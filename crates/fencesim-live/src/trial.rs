@@ -660,7 +660,7 @@ impl<'p> Running<'p> {
         match fault.action {
             LiveAction::Pause { duration_ms } => {
                 let how = match target {
-                    Target::Postgres => "SIGSTOP of PostgreSQL's process group",
+                    Target::Postgres => "SIGSTOP of every PostgreSQL process",
                     _ => "SIGSTOP",
                 };
                 if !self.signal(target, Signal::SIGSTOP) {
