@@ -92,14 +92,15 @@ impl Registry {
                 sim: &EQUALITY_STORE,
             },
         ];
+        // Each filed under its design's own kind and its resource's own mode.
         let live = LiveForms {
             lock_services: vec![
-                fencesim_lease::live::SINGLE_LIVE,
-                fencesim_redlock::live::REDLOCK_LIVE,
+                (SingleDesign.kind(), fencesim_lease::live::SINGLE_LIVE),
+                (RedlockDesign.kind(), fencesim_redlock::live::REDLOCK_LIVE),
             ],
             resources: vec![
-                fencesim_resource::live::FENCED_LIVE,
-                fencesim_resource::live::UNFENCED_LIVE,
+                (FENCED.mode(), fencesim_resource::live::FENCED_LIVE),
+                (UNFENCED.mode(), fencesim_resource::live::UNFENCED_LIVE),
             ],
         };
         Registry {
@@ -109,18 +110,20 @@ impl Registry {
         }
     }
 
-    /// Add the live form of a lock service (`form.kind`, replacing one of the same kind): how
-    /// `fencesim live` runs the design against a real server (docs/live.md).
-    pub fn with_live_lock_service(mut self, form: LockServiceForm) -> Self {
-        self.live.lock_services.retain(|f| f.kind != form.kind);
-        self.live.lock_services.push(form);
+    /// Add the live form of design `spec` (replacing one for the same kind): how `fencesim
+    /// live` runs the design against real servers (docs/live.md).
+    pub fn with_live_lock_service(mut self, spec: &dyn DesignSpec, form: LockServiceForm) -> Self {
+        let kind = spec.kind();
+        self.live.lock_services.retain(|(k, _)| *k != kind);
+        self.live.lock_services.push((kind, form));
         self
     }
 
-    /// Add the live form of a resource (`form.mode`, replacing one of the same mode).
-    pub fn with_live_resource(mut self, form: ResourceForm) -> Self {
-        self.live.resources.retain(|f| f.mode != form.mode);
-        self.live.resources.push(form);
+    /// Add the live form of resource `spec` (replacing one for the same mode).
+    pub fn with_live_resource(mut self, spec: &dyn ResourceModeSpec, form: ResourceForm) -> Self {
+        let mode = spec.mode();
+        self.live.resources.retain(|(m, _)| *m != mode);
+        self.live.resources.push((mode, form));
         self
     }
 

@@ -194,33 +194,7 @@ enum Command {
     /// Exit 0 if every trial is valid (with --expect: meets the scenario's expectation), 1 if
     /// one is not, 3 if a verdict is unknown, 2 if the scenario has parts with no live form or
     /// a server is not installed, 4 if a server failed, 130 if interrupted.
-    Live {
-        /// A scenario file, or the name of a bundled scenario.
-        scenario: String,
-        /// How many trials.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-        trials: u64,
-        /// Output root: the files of trials that show a violation go to
-        /// DIR/<scenario name>/live-T/.
-        #[arg(long, value_name = "DIR", default_value = "reports/live")]
-        out: PathBuf,
-        /// Write every trial's files, not only those that show a violation.
-        #[arg(long)]
-        write_all: bool,
-        /// Exit 0 only if every trial meets the scenario's [expect].
-        #[arg(long)]
-        expect: bool,
-        /// A PostgreSQL server of your own (libpq connection string or URL) instead of a
-        /// throwaway one; the run's tables go in a schema of its own, `fencesim_live_<pid>`,
-        /// created for each trial and dropped after it.
-        #[arg(long, value_name = "URL")]
-        postgres: Option<String>,
-        /// Redis servers of your own (`redis://HOST:PORT/`), one per node of the design, in
-        /// order (repeat the option), instead of nodes fencesim starts; its keys go under
-        /// `fencesim-live-<pid>-<trial>:`.
-        #[arg(long, value_name = "URL")]
-        redis: Vec<String>,
-    },
+    Live(commands::live::LiveArgs),
     /// A live trial's client process (started by `fencesim live`, not by hand).
     #[command(hide = true)]
     LiveClient,
@@ -337,23 +311,7 @@ pub fn main() -> ExitCode {
             commands::shrink::shrink(&report, &out, kind.as_deref())
         }
         Command::Replay { report, out } => commands::replay::replay(&report, out),
-        Command::Live {
-            scenario,
-            trials,
-            out,
-            write_all,
-            expect,
-            postgres,
-            redis,
-        } => commands::live::live(&commands::live::LiveArgs {
-            scenario,
-            trials,
-            out,
-            write_all,
-            expect,
-            postgres,
-            redis,
-        }),
+        Command::Live(args) => commands::live::live(&args),
         Command::LiveClient => commands::live::live_client(),
         Command::Bench {
             seeds,

@@ -14,7 +14,7 @@ use fencesim_history::{Entry, Event, EventKind, Name, Op, OpFn, OpType, Phase, S
 use fencesim_scenario::NodeEvent;
 use rand::{Rng, SeedableRng};
 
-use crate::clock::{mono_ms, mono_ns};
+use crate::clock::{mono_ms, mono_ns, Origin};
 use crate::form::{
     Grant, LiveForms, LockCall, LockSession, ResourceSession, Unknown, WriteAnswer, WriteCall,
 };
@@ -63,12 +63,12 @@ pub fn main(forms: &LiveForms) -> u8 {
         Ok(Ok(origin)) => origin,
         _ => return 2,
     };
-    let config = ClientConfig { origin, ..config };
     let mut client = LiveClient {
         rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(config.rng_seed),
         process: config.process,
         name: Name::from(config.client.name.as_str()),
         config,
+        origin,
         lock,
         resource,
         input,
@@ -98,6 +98,9 @@ struct Belief {
 
 struct LiveClient<'a> {
     config: ClientConfig,
+    /// The trial's time origin, from the harness once every client was ready; the client
+    /// starts at `origin + start_ms`.
+    origin: Origin,
     name: Name,
     lock: Box<dyn LockSession>,
     resource: Box<dyn ResourceSession>,
@@ -123,7 +126,7 @@ struct Pending {
 
 impl LiveClient<'_> {
     fn run(&mut self) {
-        let start_ns = self.config.origin.mono_ns + self.config.client.start_ms * 1_000_000;
+        let start_ns = self.origin.mono_ns + self.config.client.start_ms * 1_000_000;
         sleep_until(start_ns);
         for cycle in 1..=self.config.client.cycles {
             self.cycle(cycle);
@@ -382,7 +385,7 @@ impl LiveClient<'_> {
     }
 
     fn trial_ms(&self, mono: u64) -> i64 {
-        (self.config.origin.since_ns(mono) / 1_000_000) as i64
+        (self.origin.since_ns(mono) / 1_000_000) as i64
     }
 
     /// Record `entry` now; first the end of a belief whose time ran out meanwhile (while the
@@ -419,7 +422,6 @@ impl LiveClient<'_> {
         if !self.config.armed.contains(&at) {
             return;
         }
-        self.end_belief_if_elapsed();
         send(&ClientLine::Safepoint {
             mono_ns: mono_ns(),
             at,

@@ -310,11 +310,9 @@ impl PgConnection {
     }
 }
 
-/// A lock service's live form in the registry.
+/// A lock service's live form in the registry, which files it under its design's `kind`.
 #[derive(Clone, Copy, Debug)]
 pub struct LockServiceForm {
-    /// Its `[lock_service] kind`.
-    pub kind: &'static str,
     /// Build it from `[lock_service]`'s resolved knobs, or say (one line) which knob value has
     /// no live form.
     pub make: fn(&toml::Table) -> Result<Box<dyn LiveLockService>, String>,
@@ -323,11 +321,9 @@ pub struct LockServiceForm {
     pub client: fn(&str, &toml::Table) -> Result<(), String>,
 }
 
-/// A resource's live form in the registry.
+/// A resource's live form in the registry, which files it under its resource's `mode`.
 #[derive(Clone, Copy, Debug)]
 pub struct ResourceForm {
-    /// Its `[resource] mode`.
-    pub mode: &'static str,
     /// Build it from `[resource]`'s resolved knobs, or say which has no live form.
     pub make: fn(&toml::Table) -> Result<Box<dyn PgResource>, String>,
 }
@@ -336,21 +332,22 @@ pub struct ResourceForm {
 /// knows no design: the registry of the binary (fencesim's built-ins, or a user's) fills this.
 #[derive(Clone, Debug, Default)]
 pub struct LiveForms {
-    /// Lock services.
-    pub lock_services: Vec<LockServiceForm>,
-    /// Resources.
-    pub resources: Vec<ResourceForm>,
+    /// Lock services, by `[lock_service] kind`.
+    pub lock_services: Vec<(&'static str, LockServiceForm)>,
+    /// Resources, by `[resource] mode`.
+    pub resources: Vec<(&'static str, ResourceForm)>,
 }
 
 impl LiveForms {
     fn service_form(&self, kind: &str) -> Result<&LockServiceForm, String> {
         self.lock_services
             .iter()
-            .find(|f| f.kind == kind)
+            .find(|(k, _)| *k == kind)
+            .map(|(_, form)| form)
             .ok_or_else(|| {
                 format!(
                     "[lock_service] kind = {kind:?} has no live form (live mode runs: {})",
-                    names(self.lock_services.iter().map(|f| f.kind))
+                    names(self.lock_services.iter().map(|(k, _)| *k))
                 )
             })
     }
@@ -380,14 +377,14 @@ impl LiveForms {
     /// # Errors
     /// As [`LiveForms::lock_service`].
     pub fn resource(&self, mode: &str, knobs: &toml::Table) -> Result<Box<dyn PgResource>, String> {
-        let form = self
+        let (_, form) = self
             .resources
             .iter()
-            .find(|f| f.mode == mode)
+            .find(|(m, _)| *m == mode)
             .ok_or_else(|| {
                 format!(
                     "[resource] mode = {mode:?} has no live form (live mode runs: {})",
-                    names(self.resources.iter().map(|f| f.mode))
+                    names(self.resources.iter().map(|(m, _)| *m))
                 )
             })?;
         (form.make)(knobs)

@@ -10,7 +10,8 @@
 //! - [`form`]: what a design's live form is (its tables and operations on the server) and
 //!   the registry of forms a binary knows;
 //! - [`plan`]: which parts of a scenario have a live form, and refusals for the rest;
-//! - [`trial`]: one trial (client processes, pauses by SIGSTOP/SIGCONT);
+//! - [`trial`]: one trial; its client processes (`processes.rs`) and the faults applied while
+//!   it runs (`nemesis.rs`: signals, crashes, clock steps, the network through [`proxy`]);
 //! - [`client`]: the client process's workload loop;
 //! - [`assemble`]: one history from the clients' records, the database's log and the
 //!   nemesis's events.
@@ -20,8 +21,10 @@ pub mod assemble;
 pub mod client;
 pub mod clock;
 pub mod form;
+mod nemesis;
 pub mod pg_server;
 pub mod plan;
+mod processes;
 pub mod proxy;
 pub mod reaper;
 pub mod redis_server;

@@ -96,6 +96,8 @@ pub struct LivePlan {
     pub scenario: Scenario,
     /// What the lock service's live form needs started.
     pub needs: Needs,
+    /// How its tokens are ordered (the history's header says it).
+    pub token_order: fencesim_history::TokenOrder,
     /// Its faults, in their live form.
     pub faults: Vec<LiveFault>,
     /// Redis nodes whose clocks the faults step (they run under libfaketime).
@@ -156,7 +158,8 @@ impl LivePlan {
 /// The first part refused.
 pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> {
     let service = &scenario.lock_service;
-    let needs = forms.lock_service(&service.kind, &service.knobs)?.needs();
+    let lock = forms.lock_service(&service.kind, &service.knobs)?;
+    let (needs, token_order) = (lock.needs(), lock.token_order());
     forms.resource(&scenario.resource.mode, &scenario.resource.knobs)?;
     if scenario.nemesis.is_some() {
         return Err(
@@ -186,6 +189,7 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
     let mut plan = LivePlan {
         scenario: scenario.clone(),
         needs,
+        token_order,
         faults: Vec::new(),
         faked_clocks: Vec::new(),
         notes: vec![format!(

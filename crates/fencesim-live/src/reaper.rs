@@ -23,25 +23,24 @@ pub enum Owned {
     Folder(PathBuf),
 }
 
-static OWNED: Mutex<Vec<(u64, Owned)>> = Mutex::new(Vec::new());
-static NEXT: Mutex<u64> = Mutex::new(0);
+/// What is owned, by id, and the last id given.
+static OWNED: Mutex<(u64, Vec<(u64, Owned)>)> = Mutex::new((0, Vec::new()));
 
 /// Note `owned`; the returned id forgets it again ([`forget`]) once its owner removed it.
 pub fn own(owned: Owned) -> u64 {
-    let id = NEXT.lock().map_or(0, |mut n| {
-        *n += 1;
-        *n
-    });
-    if let Ok(mut list) = OWNED.lock() {
-        list.push((id, owned));
-    }
+    let Ok(mut list) = OWNED.lock() else {
+        return 0;
+    };
+    list.0 += 1;
+    let id = list.0;
+    list.1.push((id, owned));
     id
 }
 
 /// Its owner removed it.
 pub fn forget(id: u64) {
     if let Ok(mut list) = OWNED.lock() {
-        list.retain(|(i, _)| *i != id);
+        list.1.retain(|(i, _)| *i != id);
     }
 }
 
@@ -49,7 +48,7 @@ pub fn forget(id: u64) {
 /// delete every owned folder. Safe to call from a signal handler's thread at exit.
 pub fn reap_all() {
     let owned: Vec<Owned> = match OWNED.lock() {
-        Ok(mut list) => list.drain(..).map(|(_, o)| o).collect(),
+        Ok(mut list) => list.1.drain(..).map(|(_, o)| o).collect(),
         Err(_) => return,
     };
     for o in &owned {

@@ -5,8 +5,6 @@ use fencesim_history::Entry;
 use fencesim_scenario::{ClientSpec, NodeEvent};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Origin;
-
 /// Where an armed safepoint is: `before` or `after` the client's `nth` (1-based) `event`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Armed {
@@ -33,9 +31,6 @@ pub struct ClientConfig {
     pub resource_knobs: toml::Table,
     /// Where the servers are.
     pub endpoints: crate::form::Endpoints,
-    /// The trial's time origin; the client starts at `origin + start_ms`. Sent on a line of
-    /// its own once every client is ready (this field is a placeholder until then).
-    pub origin: Origin,
     /// The Jepsen process id it starts with.
     pub process: u64,
     /// Added to its process id after each `info` (the number of clients), so ids stay unique.
@@ -70,7 +65,7 @@ pub enum ClientLine {
         at: Armed,
     },
     /// The client has connected to its servers and waits for the trial's origin (a JSON
-    /// [`Origin`] on its stdin).
+    /// `crate::clock::Origin` on its stdin).
     Ready,
     /// The client could not go on (its database connection failed for good, ...).
     Error {

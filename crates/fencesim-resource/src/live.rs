@@ -18,14 +18,10 @@ use fencesim_live::postgres::{Client, Transaction};
 use fencesim_live::toml;
 
 /// The fenced table's entry in a registry's live forms.
-pub const FENCED_LIVE: ResourceForm = ResourceForm {
-    mode: "fenced",
-    make: make_fenced,
-};
+pub const FENCED_LIVE: ResourceForm = ResourceForm { make: make_fenced };
 
 /// The unfenced table's entry.
 pub const UNFENCED_LIVE: ResourceForm = ResourceForm {
-    mode: "unfenced",
     make: make_unfenced,
 };
 

@@ -10,14 +10,33 @@ use fencesim_live::LiveError;
 
 use super::load;
 
-/// What `fencesim live` was given.
+/// What `fencesim live` was given (its command-line arguments).
+#[derive(clap::Args)]
 pub(crate) struct LiveArgs {
+    /// A scenario file, or the name of a bundled scenario.
     pub(crate) scenario: String,
+    /// How many trials.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub(crate) trials: u64,
+    /// Output root: the files of trials that show a violation go to
+    /// DIR/<scenario name>/live-T/.
+    #[arg(long, value_name = "DIR", default_value = "reports/live")]
     pub(crate) out: PathBuf,
+    /// Write every trial's files, not only those that show a violation.
+    #[arg(long)]
     pub(crate) write_all: bool,
+    /// Exit 0 only if every trial meets the scenario's [expect].
+    #[arg(long)]
     pub(crate) expect: bool,
+    /// A PostgreSQL server of your own (libpq connection string or URL) instead of a
+    /// throwaway one; the run's tables go in a schema of its own, `fencesim_live_<pid>`,
+    /// created for each trial and dropped after it.
+    #[arg(long, value_name = "URL")]
     pub(crate) postgres: Option<String>,
+    /// Redis servers of your own (`redis://HOST:PORT/`), one per node of the design, in
+    /// order (repeat the option), instead of nodes fencesim starts; its keys go under
+    /// `fencesim-live-<pid>-<trial>:`.
+    #[arg(long, value_name = "URL")]
     pub(crate) redis: Vec<String>,
 }
 
@@ -95,7 +114,8 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
             tally.add(&done.report);
         }
         say!("{}", trial_line(&done));
-        worst = worst.max(trial_code(&done.report, args.expect));
+        // A trial's code as a seed's: its verdict, or with --expect whether it met it.
+        worst = super::worse(worst, super::seed_exit_code(&done.report, args.expect));
         if fencesim::run::interrupted() {
             say!("interrupted after trial {t}");
             worst = exit::INTERRUPTED;
@@ -130,24 +150,6 @@ fn trial_line(done: &fencesim::live::LiveTrial) -> String {
         line.push_str(&format!("; {}", dir.join("report.json").display()));
     }
     line
-}
-
-/// A trial's exit code: with `--expect`, whether it met the scenario's expectation; without,
-/// its verdict (1 for a violation, 3 for unknown).
-fn trial_code(r: &fencesim::report::Report, expect: bool) -> u8 {
-    if expect {
-        return if r.expectation.met {
-            exit::VALID
-        } else {
-            exit::VIOLATION
-        };
-    }
-    match r.verdict {
-        RunVerdict::Valid => exit::VALID,
-        RunVerdict::Invalid => exit::VIOLATION,
-        RunVerdict::Unknown => exit::UNKNOWN,
-        RunVerdict::SimFailed => exit::SIM_FAILED,
-    }
 }
 
 /// The live tally beside the simulation's prediction for the same file (as many seeds as

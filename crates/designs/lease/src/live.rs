@@ -18,7 +18,6 @@ use fencesim_live::toml;
 
 /// The single lease service's entry in a registry's live forms.
 pub const SINGLE_LIVE: LockServiceForm = LockServiceForm {
-    kind: "single",
     make: make_single,
     client: check_client,
 };

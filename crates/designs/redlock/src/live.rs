@@ -22,7 +22,6 @@ use crate::{Decision, Redlock, RedlockConfig};
 
 /// Redlock's entry in a registry's live forms.
 pub const REDLOCK_LIVE: LockServiceForm = LockServiceForm {
-    kind: "redlock",
     make,
     client: |name, knobs| only_knobs(&format!("[[clients]] {name}:"), knobs, &[]),
 };

@@ -1,0 +1,513 @@
+//! The harness's side of a running trial: the scenario's faults applied when they are due
+//! (signals to processes, crashes and restarts of servers, clock steps, network windows on the
+//! proxies), the clients' lines collected, and what the faults would still undo undone at the
+//! end.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use fencesim_history::{Event, EventKind, Name, Phase};
+use fencesim_scenario::{Cut, LinkSel};
+use nix::sys::signal::{kill, Signal};
+
+use crate::assemble::ClientRecord;
+use crate::clock::{mono_ns, Origin};
+use crate::form::RedisPersistence;
+use crate::plan::{FaultAt, LiveAction, LiveFault, LivePlan, Target};
+use crate::processes::{FromClient, Processes};
+use crate::proxy::Proxy;
+use crate::redis_server::RedisNode;
+use crate::wire::ClientLine;
+use crate::LiveError;
+
+/// A scheduled action of the harness.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Due {
+    /// Apply fault `0` of the plan.
+    Fire(usize),
+    /// Continue a paused target.
+    Resume(Target),
+    /// Start crashed Redis node `0` again.
+    Restart(usize),
+    /// Start the crashed PostgreSQL server again.
+    RestartPostgres,
+    /// End network window `0` (a partition, latency or loss).
+    EndWindow(u64),
+}
+
+/// A network fault in force.
+#[derive(Clone, Debug)]
+enum Window {
+    Partition(Cut),
+    Latency(LinkSel, u64),
+    Loss(LinkSel, f64),
+}
+
+impl Window {
+    /// Whom the history's event names: an isolated node, as the simulator records it, or the
+    /// network.
+    fn target(&self) -> String {
+        match self {
+            Window::Partition(Cut::Isolate(node)) => node.clone(),
+            _ => "network".to_owned(),
+        }
+    }
+}
+
+/// The harness's side of a running trial.
+pub(crate) struct Running<'p> {
+    plan: &'p LivePlan,
+    origin: Origin,
+    processes: Processes,
+    redis: Vec<RedisNode>,
+    postgres: Option<&'p std::sync::Mutex<crate::pg_server::PgServer>>,
+    /// Scheduled actions by (monotonic deadline, order).
+    due: BTreeMap<(u64, u64), Due>,
+    next: u64,
+    pub(crate) records: Vec<ClientRecord>,
+    pub(crate) nemesis: Vec<(u64, Event)>,
+    open: usize,
+    /// A fault that could not be applied: the trial fails with it.
+    pub(crate) failure: Option<LiveError>,
+    /// The proxy on each link, if the trial has network faults.
+    pub(crate) proxies: Vec<Proxy>,
+    /// The network faults in force, by id.
+    windows: BTreeMap<u64, Window>,
+}
+
+impl<'p> Running<'p> {
+    pub(crate) fn new(
+        plan: &'p LivePlan,
+        origin: Origin,
+        processes: Processes,
+        redis: Vec<RedisNode>,
+        postgres: Option<&'p std::sync::Mutex<crate::pg_server::PgServer>>,
+    ) -> Self {
+        let mut run = Running {
+            plan,
+            origin,
+            open: processes.children.len(),
+            processes,
+            redis,
+            postgres,
+            due: BTreeMap::new(),
+            next: 0,
+            records: Vec::new(),
+            nemesis: Vec::new(),
+            failure: None,
+            proxies: Vec::new(),
+            windows: BTreeMap::new(),
+        };
+        for (n, fault) in plan.faults.iter().enumerate() {
+            if let FaultAt::Ms(ms) = fault.at {
+                run.schedule(origin.mono_ns + ms * 1_000_000, Due::Fire(n));
+            }
+        }
+        run
+    }
+
+    fn schedule(&mut self, at: u64, what: Due) {
+        self.next += 1;
+        self.due.insert((at, self.next), what);
+    }
+
+    /// Run until every client has finished, the scenario's `duration_ms` has passed, or the
+    /// user interrupts; `Some(reason)` if the trial was cut short.
+    pub(crate) fn drive(
+        &mut self,
+        rx: &mpsc::Receiver<FromClient>,
+        interrupted: &(dyn Fn() -> bool + Sync),
+    ) -> Option<String> {
+        let deadline = self.origin.mono_ns + self.plan.scenario.duration_ms * 1_000_000;
+        loop {
+            self.run_due();
+            if self.failure.is_some() {
+                return None;
+            }
+            if self.open == 0 {
+                self.undo_now();
+                return None;
+            }
+            if interrupted() {
+                return Some("interrupted".to_owned());
+            }
+            let now = mono_ns();
+            if now >= deadline {
+                return Some(format!(
+                    "the clients had not finished after duration_ms = {}",
+                    self.plan.scenario.duration_ms
+                ));
+            }
+            let next_due = self.due.keys().next().map_or(deadline, |(t, _)| *t);
+            let wait = next_due.min(deadline).saturating_sub(now).min(100_000_000);
+            match rx.recv_timeout(Duration::from_nanos(wait.max(1))) {
+                Ok((i, Some(line))) => self.on_line(i, line),
+                Ok((_, None)) => self.open -= 1,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// The clients are done: undo, now, what the faults would still undo (continue what is
+    /// paused, restart what crashed, end the network windows), so that the servers answer
+    /// the harness and the history's faults all end. Faults yet to start are dropped.
+    fn undo_now(&mut self) {
+        let due: Vec<Due> = std::mem::take(&mut self.due).into_values().collect();
+        for what in due {
+            match what {
+                Due::Fire(_) => {}
+                Due::Resume(target) => self.resume(target),
+                Due::Restart(i) => self.restart(i),
+                Due::RestartPostgres => self.restart_postgres(),
+                Due::EndWindow(id) => self.end_window(id),
+            }
+        }
+    }
+
+    fn run_due(&mut self) {
+        let now = mono_ns();
+        while let Some((&key, &what)) = self.due.iter().next() {
+            if key.0 > now {
+                return;
+            }
+            self.due.remove(&key);
+            match what {
+                Due::Fire(n) => self.fire(self.plan.faults[n].clone()),
+                Due::Resume(target) => self.resume(target),
+                Due::Restart(i) => self.restart(i),
+                Due::RestartPostgres => self.restart_postgres(),
+                Due::EndWindow(id) => self.end_window(id),
+            }
+        }
+    }
+
+    fn on_line(&mut self, i: usize, line: ClientLine) {
+        let name = &self.plan.scenario.clients[i].name;
+        match line {
+            ClientLine::Record {
+                mono_ns,
+                seq,
+                entry,
+            } => self.records.push(ClientRecord {
+                t_ns: self.origin.since_ns(mono_ns),
+                client: name.clone(),
+                seq,
+                entry: *entry,
+            }),
+            ClientLine::Safepoint { at, .. } => {
+                let armed = self
+                    .plan
+                    .faults
+                    .iter()
+                    .find(|f| f.target == Target::Client(i) && f.at == FaultAt::Safepoint(at))
+                    .cloned();
+                if let Some(fault) = armed {
+                    self.fire(fault);
+                }
+                // Buffered in the pipe: a paused client reads it once continued.
+                self.processes.go(i);
+            }
+            ClientLine::Error { message } => {
+                eprintln!("warning: {name}: {message}");
+            }
+            ClientLine::Ready => {}
+        }
+    }
+
+    /// Apply `fault` now.
+    fn fire(&mut self, fault: LiveFault) {
+        let now = mono_ns();
+        let target = fault.target;
+        let name = self.plan.name(target);
+        match fault.action {
+            LiveAction::Pause { duration_ms } => {
+                let how = match target {
+                    Target::Postgres => "SIGSTOP of every PostgreSQL process",
+                    _ => "SIGSTOP",
+                };
+                if !self.signal(target, Signal::SIGSTOP) {
+                    return;
+                }
+                self.schedule(now + duration_ms * 1_000_000, Due::Resume(target));
+                let detail = format!("{how} for {duration_ms} ms");
+                self.nemesis_event(now, EventKind::Pause, Phase::Start, &name, detail);
+            }
+            LiveAction::Crash { restart_after_ms } if target == Target::Postgres => {
+                let Some(server) = self.postgres else {
+                    self.failure = Some(LiveError::Server(
+                        "a crash of PostgreSQL needs the server fencesim starts".to_owned(),
+                    ));
+                    return;
+                };
+                if let Ok(mut server) = server.lock() {
+                    server.crash();
+                }
+                let detail = match restart_after_ms {
+                    Some(ms) => {
+                        self.schedule(now + ms * 1_000_000, Due::RestartPostgres);
+                        format!("SIGKILL of PostgreSQL's process group, restarted after {ms} ms (fsync=on: every acknowledged commit kept)")
+                    }
+                    None => {
+                        "SIGKILL of PostgreSQL's process group, down until a restart".to_owned()
+                    }
+                };
+                self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
+            }
+            LiveAction::Crash { restart_after_ms } => {
+                let Target::Redis(i) = target else { return };
+                self.redis[i].crash();
+                let detail = match restart_after_ms {
+                    Some(ms) => {
+                        self.schedule(now + ms * 1_000_000, Due::Restart(i));
+                        format!("SIGKILL, restarted after {ms} ms ({})", self.lost())
+                    }
+                    None => format!("SIGKILL, down until a restart ({})", self.lost()),
+                };
+                self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
+            }
+            LiveAction::Restart => match target {
+                Target::Redis(i) => self.restart(i),
+                Target::Postgres => self.restart_postgres(),
+                _ => {}
+            },
+            LiveAction::Partition { cut, duration_ms } => {
+                let detail = describe(&cut, duration_ms);
+                self.open_window(
+                    now,
+                    Window::Partition(cut),
+                    duration_ms,
+                    EventKind::Partition,
+                    detail,
+                );
+            }
+            LiveAction::Heal => {
+                // As the simulator records a heal: each open partition ends, then the heal.
+                let open: Vec<u64> = self
+                    .windows
+                    .iter()
+                    .filter(|(_, w)| matches!(w, Window::Partition(_)))
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in open {
+                    if let Some(window) = self.windows.remove(&id) {
+                        let detail = "healed".to_owned();
+                        let target = window.target();
+                        self.nemesis_event(now, EventKind::Partition, Phase::End, &target, detail);
+                    }
+                }
+                self.apply_windows();
+                for phase in [Phase::Start, Phase::End] {
+                    let detail = "every partition healed".to_owned();
+                    self.nemesis_event(now, EventKind::Heal, phase, "network", detail);
+                }
+            }
+            LiveAction::Latency {
+                link,
+                delay_ms,
+                duration_ms,
+            } => {
+                let detail = format!("{delay_ms} ms more on {}", links(&link));
+                let window = Window::Latency(link, delay_ms);
+                self.open_window(now, window, duration_ms, EventKind::Latency, detail);
+            }
+            LiveAction::Loss {
+                link,
+                rate,
+                duration_ms,
+            } => {
+                let detail = format!("connection resets at rate {rate} on {}", links(&link));
+                self.open_window(
+                    now,
+                    Window::Loss(link, rate),
+                    duration_ms,
+                    EventKind::Loss,
+                    detail,
+                );
+            }
+            LiveAction::ClockJump { delta_ms } => {
+                let Target::Redis(i) = target else { return };
+                if let Err(e) = self.redis[i].jump_clock(delta_ms) {
+                    self.failure = Some(e);
+                    return;
+                }
+                let detail = format!(
+                    "wall clock {delta_ms:+} ms ({})",
+                    self.redis[i].clock_library()
+                );
+                self.nemesis_event(now, EventKind::ClockJump, Phase::Start, &name, detail);
+                let end = "instantaneous".to_owned();
+                self.nemesis_event(now, EventKind::ClockJump, Phase::End, &name, end);
+            }
+        }
+    }
+
+    /// Put network fault `window` in force, until `duration_ms` from now if given.
+    fn open_window(
+        &mut self,
+        now: u64,
+        window: Window,
+        duration_ms: Option<u64>,
+        kind: EventKind,
+        detail: String,
+    ) {
+        self.next += 1;
+        let id = self.next;
+        let target = window.target();
+        self.windows.insert(id, window);
+        self.apply_windows();
+        if let Some(ms) = duration_ms {
+            self.schedule(now + ms * 1_000_000, Due::EndWindow(id));
+        }
+        self.nemesis_event(now, kind, Phase::Start, &target, detail);
+    }
+
+    fn end_window(&mut self, id: u64) {
+        let Some(window) = self.windows.remove(&id) else {
+            return; // healed already
+        };
+        self.apply_windows();
+        let target = window.target();
+        let kind = match window {
+            Window::Partition(_) => EventKind::Partition,
+            Window::Latency(..) => EventKind::Latency,
+            Window::Loss(..) => EventKind::Loss,
+        };
+        self.nemesis_event(
+            mono_ns(),
+            kind,
+            Phase::End,
+            &target,
+            "window over".to_owned(),
+        );
+    }
+
+    /// Set every proxy's directions from the network faults in force.
+    fn apply_windows(&self) {
+        for proxy in &self.proxies {
+            let (c, s) = (proxy.client.as_str(), proxy.server.as_str());
+            let direction = |from: &str, to: &str| {
+                let mut d = crate::proxy::Direction::default();
+                for window in self.windows.values() {
+                    match window {
+                        Window::Partition(cut) => d.stopped |= cut.blocks(from, to),
+                        Window::Latency(link, ms) if link.matches(from, to) => {
+                            d.delay_ms = d.delay_ms.max(*ms)
+                        }
+                        Window::Loss(link, rate) if link.matches(from, to) => {
+                            d.loss = d.loss.max(*rate)
+                        }
+                        _ => {}
+                    }
+                }
+                d
+            };
+            let (up, down) = (direction(c, s), direction(s, c));
+            proxy.set(|l| {
+                l.up = up;
+                l.down = down;
+            });
+        }
+    }
+
+    /// What a crash of a Redis node loses, as the nodes' persistence decides.
+    fn lost(&self) -> &'static str {
+        match self.plan.needs.redis.as_ref().map(|r| r.persistence) {
+            Some(RedisPersistence::Always) => "appendfsync always: every acknowledged key kept",
+            _ => "no persistence: every key lost, as unsynced writes are in a power loss",
+        }
+    }
+
+    fn restart(&mut self, i: usize) {
+        if let Err(e) = self.redis[i].restart() {
+            self.failure = Some(e);
+            return;
+        }
+        let name = self.plan.name(Target::Redis(i));
+        let detail = format!("{name} restarted");
+        self.nemesis_event(mono_ns(), EventKind::Crash, Phase::End, &name, detail);
+    }
+
+    fn restart_postgres(&mut self) {
+        let Some(server) = self.postgres else { return };
+        let restarted = server.lock().map(|mut s| s.restart());
+        if let Ok(Err(e)) = restarted {
+            self.failure = Some(e);
+            return;
+        }
+        let name = self.plan.name(Target::Postgres);
+        let detail = "postgresql restarted (after crash recovery)".to_owned();
+        self.nemesis_event(mono_ns(), EventKind::Crash, Phase::End, &name, detail);
+    }
+
+    fn resume(&mut self, target: Target) {
+        // Stamped before the signal (a pause's start after it): the target cannot record
+        // anything between the pause's start and its end.
+        let now = mono_ns();
+        self.signal(target, Signal::SIGCONT);
+        let name = self.plan.name(target);
+        let detail = format!("{name} resumed (SIGCONT)");
+        self.nemesis_event(now, EventKind::Pause, Phase::End, &name, detail);
+    }
+
+    /// Send `signal` to `target`; false (and the trial fails) if it cannot be reached.
+    fn signal(&mut self, target: Target, signal: Signal) -> bool {
+        match target {
+            Target::Client(i) => {
+                let _ = kill(self.processes.pid(i), signal);
+            }
+            Target::Redis(i) => match signal {
+                Signal::SIGSTOP => self.redis[i].pause(),
+                _ => self.redis[i].resume(),
+            },
+            Target::Network => {}
+            Target::Postgres => match self.postgres.and_then(|s| s.lock().ok()) {
+                Some(server) => server.signal_all(signal),
+                None => {
+                    self.failure = Some(LiveError::Server(
+                        "a pause of PostgreSQL needs the server fencesim starts, not --postgres"
+                            .to_owned(),
+                    ));
+                    return false;
+                }
+            },
+        }
+        true
+    }
+
+    fn nemesis_event(
+        &mut self,
+        mono: u64,
+        kind: EventKind,
+        phase: Phase,
+        target: &str,
+        detail: String,
+    ) {
+        let mut e = Event::new(kind);
+        e.node = Name::from("nemesis");
+        e.phase = Some(phase);
+        e.target = Some(Name::from(target));
+        e.detail = Some(detail);
+        self.nemesis.push((self.origin.since_ns(mono), e));
+    }
+}
+
+/// Selected links, `links from client-1 to any`.
+fn links(link: &LinkSel) -> String {
+    let end = |n: &Option<String>| n.clone().unwrap_or_else(|| "any".to_owned());
+    format!("links from {} to {}", end(&link.from), end(&link.to))
+}
+
+/// A partition as the simulator's nemesis describes one.
+fn describe(cut: &Cut, duration_ms: Option<u64>) -> String {
+    let what = match cut {
+        Cut::Isolate(node) => format!("isolate {node}"),
+        Cut::Groups(groups) => format!("groups {groups:?}"),
+        Cut::OneWay { from, to } => format!("one way {from} -> {to}"),
+    };
+    match duration_ms {
+        Some(ms) => format!("{what} for {ms} ms"),
+        None => what,
+    }
+}
