@@ -222,6 +222,10 @@ enum Command {
         /// folder: cas-register/good, cas-register/bad) and compare with Knossos's verdicts.
         #[arg(long, value_name = "DIR")]
         peers: Option<PathBuf>,
+        /// With the `search` part: only the mutation-table rows whose defect or case contains
+        /// TEXT (`K04`, `fsync`).
+        #[arg(long, value_name = "TEXT")]
+        defect: Option<String>,
     },
 }
 
@@ -320,12 +324,17 @@ pub fn main() -> ExitCode {
             only,
             expectation_seeds,
             peers,
+            defect,
         } => {
             let counts = BenchSeeds {
                 scenarios: if quick { 1 } else { seeds },
                 expectations: if quick { 20 } else { expectation_seeds },
             };
-            commands::bench::bench(&counts, jobs as usize, quick, only, peers.as_deref())
+            let filters = commands::bench::BenchFilters {
+                peers: peers.as_deref(),
+                defect: defect.as_deref(),
+            };
+            commands::bench::bench(&counts, jobs as usize, quick, only, &filters)
         }
     };
     ExitCode::from(code)

@@ -18,9 +18,10 @@
 //! expected violation kinds: only whether a run met the expectation, as `explore` does.
 
 pub mod mutate;
+pub mod probe;
 pub mod signal;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use fencesim_scenario::{Fault, NemesisSpec, Placement, Scenario};
 use rand::seq::SliceRandom;
@@ -198,43 +199,77 @@ struct Search<'a> {
     coverage: Coverage,
     /// Per hazard distance, the closest any run came and the corpus schedule that did.
     champions: [Option<(i64, usize)>; 3],
-    /// The seed of the next fresh draw.
+    /// The seed of the next fresh draw or probe run.
     next_fresh: u64,
+    /// The probe runs not run yet ([`probe`]): each a schedule, its final heal last.
+    probes: VecDeque<Vec<Fault>>,
+    /// Probe runs in all.
+    probe_runs: usize,
 }
 
 impl<'a> Search<'a> {
     fn new(scenario: &'a Scenario, spec: &'a NemesisSpec, root_seed: u64) -> Self {
         let mut base = scenario.clone();
         base.nemesis = None;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(root_seed ^ 0x6775_6964_6564);
+        let probes = probe_runs(scenario, spec, &base, &mut rng);
         Search {
             scenario,
             base,
             mutator: mutate::Mutator { spec, scenario },
-            rng: Xoshiro256PlusPlus::seed_from_u64(root_seed ^ 0x6775_6964_6564),
+            rng,
             corpus: Vec::new(),
             coverage: Coverage::default(),
             champions: [None; 3],
             next_fresh: root_seed,
+            probe_runs: probes.len(),
+            probes,
         }
     }
 
-    /// The next generation's `size` candidates, fixed before any runs: fresh draws first (all
-    /// of them while the corpus is empty), then mutants.
+    /// The next generation's `size` candidates, fixed before any runs: probe runs while any
+    /// are left, then fresh draws (all of them while the corpus is empty), then mutants.
     fn generation(&mut self, size: usize) -> Vec<Candidate> {
+        let mut candidates = Vec::with_capacity(size);
+        while candidates.len() < size {
+            match self.probe() {
+                Some(probe) => candidates.push(probe),
+                None => break,
+            }
+        }
+        let probed = candidates.len();
         let fresh = if self.corpus.is_empty() {
             size
         } else {
-            FRESH_PER_BATCH.min(size)
+            probed + FRESH_PER_BATCH.min(size)
         };
-        (0..size)
-            .map(|slot| {
-                if slot < fresh {
-                    self.fresh()
-                } else {
-                    self.mutant()
-                }
-            })
-            .collect()
+        for slot in probed..size {
+            let candidate = if slot < fresh {
+                self.fresh()
+            } else {
+                self.mutant()
+            };
+            candidates.push(candidate);
+        }
+        candidates
+    }
+
+    /// The next probe run, on the next fresh seed.
+    fn probe(&mut self) -> Option<Candidate> {
+        let faults = self.probes.pop_front()?;
+        let seed = self.next_fresh;
+        self.next_fresh = seed.wrapping_add(1);
+        let number = self.probe_runs - self.probes.len();
+        Some(Candidate {
+            scenario: crate::revalidate(&scripted(&self.base, &faults))
+                .expect("probe runs are validated when built"),
+            seed,
+            faults: Some(faults),
+            origin: format!(
+                "hazard probe run {number} of {} on seed {seed}",
+                self.probe_runs
+            ),
+        })
     }
 
     /// The nemesis's own draw for the next seed, placed uniformly or targeted by its parity.
@@ -321,6 +356,42 @@ fn judge(done: Judged, scenario: &Scenario) -> Outcome {
         drawn,
         judged: (!met).then(|| Box::new(done)),
     }
+}
+
+/// The scenario's probe runs ([`probe`]), each a valid schedule: a probe that the scenario's
+/// validation refuses (a trigger its nodes have no safepoint for) is left out.
+fn probe_runs(
+    scenario: &Scenario,
+    spec: &NemesisSpec,
+    base: &Scenario,
+    rng: &mut Xoshiro256PlusPlus,
+) -> VecDeque<Vec<Fault>> {
+    let has_leader = scenario.lock_service.shape.has_leader;
+    let drawn = fencesim_sim::random_nemesis::plan(spec, scenario, 0, has_leader);
+    let heal = drawn
+        .faults
+        .last()
+        .expect("a plan ends with its final heal");
+    let prober = probe::Prober { spec, scenario };
+    let valid = |faults: &[Fault]| crate::revalidate(&scripted(base, faults)).is_ok();
+    prober
+        .runs(heal, rng)
+        .into_iter()
+        .map(|run| {
+            if valid(&run) {
+                return run;
+            }
+            let (probes, heal) = run.split_at(run.len() - 1);
+            let mut kept: Vec<Fault> = probes
+                .iter()
+                .filter(|p| valid(&[(*p).clone(), heal[0].clone()]))
+                .cloned()
+                .collect();
+            kept.push(heal[0].clone());
+            kept
+        })
+        .filter(|run| run.len() > 1 && valid(run))
+        .collect()
 }
 
 /// A corpus schedule chosen with the weight of the rarity of what its run reached.

@@ -299,7 +299,7 @@ fn hold_one(
 /// Which occurrence of a node's event falls near `at_ms`, estimated from the workload: the
 /// lock passes from client to client about once per `work_ms` plus a round trip, so a lease
 /// node sees an event that often and each client that often times the number of clients.
-fn occurrence(scenario: &Scenario, role: NodeRole, at_ms: u64) -> u64 {
+pub fn occurrence(scenario: &Scenario, role: NodeRole, at_ms: u64) -> u64 {
     let clients = scenario.clients.len().max(1) as u64;
     let work_ms = scenario.clients.iter().map(|c| c.work_ms).sum::<u64>() / clients;
     let round_trip_ms = 2 * scenario.network.latency_ms.max_ms;

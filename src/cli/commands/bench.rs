@@ -30,13 +30,21 @@ pub(crate) struct BenchSeeds {
     pub(crate) expectations: u64,
 }
 
+/// What some parts of `bench` are narrowed to.
+pub(crate) struct BenchFilters<'a> {
+    /// Knossos's `data` folder, for the `checker` part.
+    pub(crate) peers: Option<&'a std::path::Path>,
+    /// Text a `search` row's defect or case must contain.
+    pub(crate) defect: Option<&'a str>,
+}
+
 /// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
 pub(crate) fn bench(
     seeds: &BenchSeeds,
     jobs: usize,
     quick: bool,
     only: Option<BenchPart>,
-    peers: Option<&std::path::Path>,
+    filters: &BenchFilters<'_>,
 ) -> u8 {
     use clap::ValueEnum;
     for part in BenchPart::value_variants() {
@@ -52,11 +60,11 @@ pub(crate) fn bench(
             BenchPart::Explore => bench_explore(quick),
             BenchPart::Memory => bench_memory(quick),
             BenchPart::Checker => match bench_checker(quick) {
-                exit::VALID => peers.map_or(exit::VALID, bench_peers),
+                exit::VALID => filters.peers.map_or(exit::VALID, bench_peers),
                 failed => failed,
             },
             BenchPart::Expectations => bench_expectations(seeds.expectations),
-            BenchPart::Search => bench_search(quick, jobs),
+            BenchPart::Search => bench_search(quick, jobs, filters.defect),
         };
         if fencesim::run::interrupted() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
@@ -392,8 +400,9 @@ pub(crate) fn bench_checker(quick: bool) -> u8 {
 
 /// `bench --only search`: for each row of the mutation table, the simulations uniform,
 /// targeted and guided exploration need to its first counterexample, median over 20 starting
-/// seeds (2 with `--quick`, on one row), with the wall time of each column.
-pub(crate) fn bench_search(quick: bool, jobs: usize) -> u8 {
+/// seeds (2 with `--quick`, on one row), with the wall time of each column; only the rows
+/// whose defect or case contains `defect`, if given.
+pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8 {
     use fencesim::bench::{explore_counts, guided_counts, median_count, Stopwatch};
     use fencesim::mutation_table::{CAUGHT, MASKED};
     use fencesim_scenario::Placement;
@@ -403,11 +412,15 @@ pub(crate) fn bench_search(quick: bool, jobs: usize) -> u8 {
     say!("| defect | case | uniform | targeted | guided | s uniform | s targeted | s guided |");
     say!("|---|---|---|---|---|---|---|---|");
     let masked = if quick { &MASKED[..0] } else { MASKED };
-    for (defect, alone) in rows
-        .iter()
-        .map(|d| (d, false))
-        .chain(masked.iter().flat_map(|d| [(d, true), (d, false)]))
-    {
+    let chosen = |d: &&fencesim::mutation_table::Defect| {
+        defect.is_none_or(|text| d.name.contains(text) || d.case.contains(text))
+    };
+    for (defect, alone) in rows.iter().filter(chosen).map(|d| (d, false)).chain(
+        masked
+            .iter()
+            .filter(chosen)
+            .flat_map(|d| [(d, true), (d, false)]),
+    ) {
         let scenario = |p| {
             if alone {
                 defect.safe(p)
