@@ -256,6 +256,12 @@ fn shorter_run(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -
         .iter()
         .filter_map(|f| match f.trigger {
             Trigger::At { at_ms } => Some(at_ms + f.duration_ms.unwrap_or(0)),
+            // It cannot strike before it starts counting.
+            Trigger::After { count_from_ms, .. } | Trigger::Before { count_from_ms, .. }
+                if count_from_ms > 0 =>
+            {
+                Some(count_from_ms + f.duration_ms.unwrap_or(0))
+            }
             _ => None,
         })
         .max()

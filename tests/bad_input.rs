@@ -382,6 +382,26 @@ fn one_key_written_under_two_locks() {
 }
 
 #[test]
+fn events_counted_from_a_time_with_a_time_trigger() {
+    assert_located(
+        "bad-count-from",
+        "before = \"write\"",
+        "at_ms = 5\ncount_from_ms = 100",
+        "12:17",
+        "faults.count_from_ms",
+        "it does not go with `at_ms`",
+    );
+    assert_located(
+        "bad-count-from-late",
+        "before = \"write\"",
+        "before = \"write\"\ncount_from_ms = 10000",
+        "12:17",
+        "faults.count_from_ms",
+        "the run ends at duration_ms = 10000",
+    );
+}
+
+#[test]
 fn a_fault_after_the_run_ends() {
     assert_located(
         "bad-late",

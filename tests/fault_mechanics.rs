@@ -96,6 +96,37 @@ fn an_event_triggered_pause_lands_at_its_safepoint() {
 }
 
 #[test]
+fn an_event_trigger_counted_from_a_time_strikes_at_the_nth_event_after_it() {
+    for nth in [1, 2] {
+        let text = format!(
+            "{}\n[[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nafter = \"grant\"\nnth = {nth}\ncount_from_ms = 2500\nduration_ms = 300",
+            BASE.replace("work_ms = 1000", "work_ms = 1000\ncycles = 10")
+        );
+        let scenario =
+            fencesim_scenario::parse(&text, "mechanics.toml", None, fencesim::registry::active())
+                .expect("valid scenario");
+        let h = fencesim::registry::simulate(&scenario, 0).history;
+        let grants: Vec<&Op> = h
+            .ops()
+            .filter(|o| o.f == OpFn::Acquire && o.op_type == OpType::Ok)
+            .collect();
+        let first_after = grants
+            .iter()
+            .position(|g| ms(g.at.time_ns) >= 2500)
+            .expect("a grant after 2.5 s");
+        assert!(first_after > 0, "grants before 2.5 s are not counted");
+        let struck = grants[first_after + nth - 1];
+        let start = h.events().find(|e| e.event == EventKind::Pause).unwrap();
+        assert_eq!(
+            start.at.index,
+            struck.at.index + 2,
+            "nth = {nth}: the pause starts right after the grant at {} ms",
+            ms(struck.at.time_ns)
+        );
+    }
+}
+
+#[test]
 fn a_held_write_is_applied_after_the_hold() {
     let h = run(
         "[[faults]]\nkind = \"hold\"\nfrom = \"client-1\"\nmessage = \"write\"\nduration_ms = 4000",

@@ -264,6 +264,10 @@ fn parts_without_a_live_form_are_refused_by_name() {
         &["scenarios/incidents/redlock-clock-jump-monotonic.toml"],
         "[lock_service] expiry_clock = \"monotonic\" has no live form (live mode takes \"wall\")",
     );
+    refused(
+        &["tests/fixtures/live-count-from.toml"],
+        "[[faults]] #1: count_from_ms has no live form yet",
+    );
 }
 
 #[test]

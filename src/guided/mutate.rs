@@ -79,20 +79,18 @@ impl Mutator<'_> {
     }
 
     /// Move a fault by up to [`MAX_SHIFT_MS`], within the nemesis's window; an event-triggered
-    /// fault moves to the previous or next occurrence of its event.
+    /// fault counted from the start moves to the previous or next occurrence of its event, one
+    /// counted from a time moves that time.
     fn shift(&self, fault: &mut Fault, rng: &mut Xoshiro256PlusPlus) {
         match &mut fault.trigger {
             Trigger::At { at_ms } => {
-                // Mostly a nudge, sometimes a jump: a hazard window is often a few hundred ms.
-                let reach = if rng.gen_bool(0.5) {
-                    MAX_SHIFT_MS / 6
-                } else {
-                    MAX_SHIFT_MS
-                };
-                let shifted = *at_ms as i64 + rng.gen_range(-reach..=reach);
-                *at_ms =
-                    shifted.clamp(self.spec.start_ms as i64, self.last_start_ms() as i64) as u64;
+                *at_ms = self.shifted(*at_ms, rng);
                 self.fit(fault);
+            }
+            Trigger::After { count_from_ms, .. } | Trigger::Before { count_from_ms, .. }
+                if *count_from_ms > 0 =>
+            {
+                *count_from_ms = self.shifted(*count_from_ms, rng);
             }
             Trigger::After { nth, .. } | Trigger::Before { nth, .. } => {
                 *nth = if rng.gen_bool(0.5) {
@@ -102,6 +100,18 @@ impl Mutator<'_> {
                 };
             }
         }
+    }
+
+    /// `at_ms` moved by up to [`MAX_SHIFT_MS`], mostly a nudge, sometimes a jump (a hazard
+    /// window is often a few hundred ms), kept within the nemesis's window.
+    fn shifted(&self, at_ms: u64, rng: &mut Xoshiro256PlusPlus) -> u64 {
+        let reach = if rng.gen_bool(0.5) {
+            MAX_SHIFT_MS / 6
+        } else {
+            MAX_SHIFT_MS
+        };
+        let shifted = at_ms as i64 + rng.gen_range(-reach..=reach);
+        shifted.clamp(self.spec.start_ms as i64, self.last_start_ms() as i64) as u64
     }
 
     /// Scale a fault's length by a factor from 1/4 to 4, within the nemesis's window.

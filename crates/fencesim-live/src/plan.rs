@@ -270,7 +270,24 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     }
     let at_point = match (fault.trigger, target) {
         (Trigger::At { at_ms }, _) => FaultAt::Ms(at_ms),
-        (Trigger::Before { event, nth } | Trigger::After { event, nth }, Target::Client(_)) => {
+        (
+            Trigger::Before {
+                count_from_ms: 1.., ..
+            }
+            | Trigger::After {
+                count_from_ms: 1.., ..
+            },
+            _,
+        ) => {
+            return Err(format!(
+                "{at}: count_from_ms has no live form yet: a live client counts its events \
+                 from the start of the trial (give nth from the start, or at_ms)"
+            ))
+        }
+        (
+            Trigger::Before { event, nth, .. } | Trigger::After { event, nth, .. },
+            Target::Client(_),
+        ) => {
             let after = matches!(fault.trigger, Trigger::After { .. });
             let (befores, afters) = NodeEvent::safepoints(NodeRole::Client);
             if !(if after { afters } else { befores }).contains(&event) {

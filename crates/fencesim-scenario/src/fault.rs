@@ -17,20 +17,33 @@ pub enum Trigger {
         /// Simulated ms since the start.
         at_ms: u64,
     },
-    /// Right after the node's `nth` (1-based) occurrence of `event`.
+    /// Right after the node's `nth` (1-based) occurrence of `event` at or after
+    /// `count_from_ms`.
     After {
         /// The event.
         event: NodeEvent,
         /// Which occurrence.
         nth: u64,
+        /// Occurrences are counted from this true time, simulated ms (0: from the start).
+        /// `nth = 1, count_from_ms = 20000` is the first occurrence at or after 20 s, however
+        /// many came before: a fault aimed at a time that still strikes at a node's event.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        count_from_ms: u64,
     },
-    /// Right before the node's `nth` occurrence of `event`.
+    /// Right before the node's `nth` occurrence of `event` at or after `count_from_ms`.
     Before {
         /// The event.
         event: NodeEvent,
         /// Which occurrence.
         nth: u64,
+        /// As for [`Trigger::After`].
+        #[serde(default, skip_serializing_if = "is_zero")]
+        count_from_ms: u64,
     },
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
 }
 
 /// Which messages a network fault applies to: `None` matches any node.

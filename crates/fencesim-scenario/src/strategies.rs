@@ -156,15 +156,18 @@ fn event_trigger() -> impl Strategy<Value = Trigger> + Clone {
     prop_oneof![
         nth.clone().prop_map(|nth| Trigger::Before {
             event: NodeEvent::Write,
-            nth
+            nth,
+            count_from_ms: 0,
         }),
         nth.clone().prop_map(|nth| Trigger::Before {
             event: NodeEvent::Renew,
-            nth
+            nth,
+            count_from_ms: 0,
         }),
         nth.prop_map(|nth| Trigger::After {
             event: NodeEvent::Grant,
-            nth
+            nth,
+            count_from_ms: 0,
         }),
     ]
 }

@@ -68,7 +68,7 @@ fn shape(
     }
 }
 
-const TRIGGER_FIELDS: [&str; 4] = ["at_ms", "after", "before", "nth"];
+const TRIGGER_FIELDS: [&str; 5] = ["at_ms", "after", "before", "nth", "count_from_ms"];
 
 pub(crate) fn resolve(
     cx: &Ctx,
@@ -157,6 +157,12 @@ pub(crate) fn resolve(
     if let (Trigger::At { at_ms }, Some(at)) = (trigger, &f.at_ms) {
         if at_ms >= run_ms {
             return Err(cx.err(at.span(), "faults.at_ms", format!("the run ends at duration_ms = {run_ms}, so a fault at {at_ms} ms would never fire")));
+        }
+    }
+    if let Some(from) = &f.count_from_ms {
+        let count_from_ms = cx.non_negative(from, "faults.count_from_ms")?;
+        if count_from_ms >= run_ms {
+            return Err(cx.err(from.span(), "faults.count_from_ms", format!("the run ends at duration_ms = {run_ms}, so no event is counted from {count_from_ms} ms")));
         }
     }
     let from = node(&f.from, "faults.from")?;
@@ -493,7 +499,18 @@ fn resolve_trigger(
             "`nth` counts events; it does not go with `at_ms`",
         ));
     }
+    if let (Some(_), Some(c)) = (&f.at_ms, &f.count_from_ms) {
+        return Err(cx.err(
+            c.span(),
+            "faults.count_from_ms",
+            "`count_from_ms` says from when `after` or `before` counts events; it does not go with `at_ms`",
+        ));
+    }
     let nth = nth(cx, f)?;
+    let count_from_ms = match &f.count_from_ms {
+        Some(ms) => cx.non_negative(ms, "faults.count_from_ms")?,
+        None => 0,
+    };
     for (field, ev) in [("after", &f.after), ("before", &f.before)] {
         let Some(ev) = ev else { continue };
         let Some(node) = node else {
@@ -534,10 +551,12 @@ fn resolve_trigger(
         (None, Some(ev), None) => Ok(Trigger::After {
             event: *ev.get_ref(),
             nth,
+            count_from_ms,
         }),
         (None, None, Some(ev)) => Ok(Trigger::Before {
             event: *ev.get_ref(),
             nth,
+            count_from_ms,
         }),
         _ => Err(cx.err(
             span,

@@ -329,14 +329,31 @@ fn link_sel(doc: &mut Doc, link: &LinkSel) {
 fn trigger(doc: &mut Doc, t: Trigger) {
     match t {
         Trigger::At { at_ms } => doc.key("at_ms", int(at_ms)),
-        Trigger::After { event, nth } => {
+        Trigger::After {
+            event,
+            nth,
+            count_from_ms,
+        } => {
             doc.key("after", name(&event));
             doc.key("nth", int(nth));
+            count_from(doc, count_from_ms);
         }
-        Trigger::Before { event, nth } => {
+        Trigger::Before {
+            event,
+            nth,
+            count_from_ms,
+        } => {
             doc.key("before", name(&event));
             doc.key("nth", int(nth));
+            count_from(doc, count_from_ms);
         }
+    }
+}
+
+/// `count_from_ms`, left out when events are counted from the start (its default).
+fn count_from(doc: &mut Doc, count_from_ms: u64) {
+    if count_from_ms > 0 {
+        doc.key("count_from_ms", int(count_from_ms));
     }
 }
 

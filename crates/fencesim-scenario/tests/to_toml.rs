@@ -624,11 +624,26 @@ fn at() -> impl Strategy<Value = Trigger> {
 /// `at_ms`, or an event `node` reaches (before or after it), with any `nth`.
 fn node_trigger(node: &str) -> BoxedStrategy<Trigger> {
     let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
-    let event = |events: &'static [NodeEvent]| (prop::sample::select(events), 1..=MAX);
+    // Events counted from the start (the default, left out of the file) or from a time.
+    let event = |events: &'static [NodeEvent]| {
+        (
+            prop::sample::select(events),
+            1..=MAX,
+            prop_oneof![Just(0), 1..RUN_MS],
+        )
+    };
     prop_oneof![
         at(),
-        event(before).prop_map(|(event, nth)| Trigger::Before { event, nth }),
-        event(after).prop_map(|(event, nth)| Trigger::After { event, nth }),
+        event(before).prop_map(|(event, nth, count_from_ms)| Trigger::Before {
+            event,
+            nth,
+            count_from_ms
+        }),
+        event(after).prop_map(|(event, nth, count_from_ms)| Trigger::After {
+            event,
+            nth,
+            count_from_ms
+        }),
     ]
     .boxed()
 }

@@ -31,7 +31,8 @@ pub(crate) enum When {
     After,
 }
 
-/// A fault waiting for the `nth` occurrence of an event of its node.
+/// A fault waiting for the `nth` occurrence of an event of its node, counted from true time
+/// `count_from_ms`.
 #[derive(Clone, Debug)]
 struct EventTrigger {
     fault: usize,
@@ -39,11 +40,13 @@ struct EventTrigger {
     when: When,
     event: NodeEvent,
     nth: u64,
+    count_from_ms: u64,
 }
 
 pub(crate) struct Nemesis {
     triggers: Vec<EventTrigger>,
-    seen: Mutex<BTreeMap<(String, When, NodeEvent), u64>>,
+    /// Occurrences of a node's event, counted from a time some trigger counts from (ms).
+    seen: Mutex<BTreeMap<(String, When, NodeEvent, u64), u64>>,
     /// Pause faults in force per node (madsim's pause is a flag; overlapping pauses nest).
     pauses: Mutex<BTreeMap<String, BTreeSet<u64>>>,
     /// Keepalive stalls in force per client (K18), nesting as pauses do.
@@ -67,10 +70,18 @@ impl Nemesis {
             .iter()
             .enumerate()
             .filter_map(|(fault, f)| {
-                let (when, event, nth) = match f.trigger {
+                let (when, event, nth, count_from_ms) = match f.trigger {
                     Trigger::At { .. } => return None,
-                    Trigger::Before { event, nth } => (When::Before, event, nth),
-                    Trigger::After { event, nth } => (When::After, event, nth),
+                    Trigger::Before {
+                        event,
+                        nth,
+                        count_from_ms,
+                    } => (When::Before, event, nth, count_from_ms),
+                    Trigger::After {
+                        event,
+                        nth,
+                        count_from_ms,
+                    } => (When::After, event, nth, count_from_ms),
                 };
                 let node = f.action.node()?.to_owned();
                 Some(EventTrigger {
@@ -79,6 +90,7 @@ impl Nemesis {
                     when,
                     event,
                     nth,
+                    count_from_ms,
                 })
             })
             .collect();
@@ -142,16 +154,27 @@ impl Nemesis {
         if !nemesis.watches(node) {
             return;
         }
-        let nth = {
-            let mut seen = nemesis.seen.lock().expect("nemesis counts");
-            let n = seen.entry((node.to_owned(), when, event)).or_insert(0);
-            *n += 1;
-            *n
-        };
-        let due: Vec<usize> = nemesis
+        let now_ms = true_ns() / 1_000_000;
+        let waiting = nemesis
             .triggers
             .iter()
-            .filter(|t| t.node == node && t.when == when && t.event == event && t.nth == nth)
+            .filter(|t| t.node == node && t.when == when && t.event == event)
+            .filter(|t| t.count_from_ms <= now_ms);
+        // This occurrence's number, counted from each time a waiting trigger counts from.
+        let mut counted: BTreeMap<u64, u64> = BTreeMap::new();
+        {
+            let mut seen = nemesis.seen.lock().expect("nemesis counts");
+            for t in waiting.clone() {
+                counted.entry(t.count_from_ms).or_insert_with(|| {
+                    let key = (node.to_owned(), when, event, t.count_from_ms);
+                    let n = seen.entry(key).or_insert(0);
+                    *n += 1;
+                    *n
+                });
+            }
+        }
+        let due: Vec<usize> = waiting
+            .filter(|t| counted.get(&t.count_from_ms) == Some(&t.nth))
             .map(|t| t.fault)
             .collect();
         for id in &due {

@@ -250,9 +250,17 @@ fn aim(drawn: Fault, scenario: &Scenario, has_leader: bool, rng: &mut Xoshiro256
     let nth = occurrence(scenario, role, at_ms);
     Fault {
         trigger: if before {
-            Trigger::Before { event, nth }
+            Trigger::Before {
+                event,
+                nth,
+                count_from_ms: 0,
+            }
         } else {
-            Trigger::After { event, nth }
+            Trigger::After {
+                event,
+                nth,
+                count_from_ms: 0,
+            }
         },
         ..drawn
     }
