@@ -140,7 +140,7 @@ pub fn shrink(
             break;
         }
     }
-    current.name = format!("{}-seed-{seed}-min", scenario.name);
+    current.name = fencesim_scenario::derived_name(&scenario.name, &format!("-seed-{seed}-min"));
     current.description = format!(
         "The smallest failing run found by `fencesim shrink` from seed {seed} of {}: it still shows {}.\nThe scenario it was shrunk from:\n{}",
         scenario.name,

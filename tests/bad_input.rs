@@ -1298,3 +1298,19 @@ fn a_design_this_binary_lacks_is_named_before_its_client_knobs() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_bench_defect_filter_that_matches_nothing_is_refused() {
+    let o = fencesim(&["bench", "--only", "search", "--defect", "no-such-defect"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--defect \"no-such-defect\" matches no row of the mutation table")
+            && stderr.contains("deadline_from = notice (K12)"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty(), "no table is started: {stdout}");
+    let o = fencesim(&["bench", "--only", "scenarios", "--defect", "K04"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--defect narrows the `search` part"));
+}

@@ -127,3 +127,93 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
         text(&o).1
     );
 }
+
+/// Ctrl-C during a guided search: it stops between generations, says it was interrupted,
+/// writes its summary marked so, and exits 130.
+#[test]
+fn an_interrupted_guided_search_writes_its_partial_summary() {
+    let out = out_dir("guided-interrupted");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args([
+            "explore",
+            "random-nemesis-fenced",
+            "--guided",
+            "--seeds",
+            "0..100000000",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(support::root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start fencesim");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    let o = child.wait_with_output().expect("fencesim ends");
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("simulations: no counterexample so far (the summary is partial)"),
+        "{stdout}"
+    );
+    let summary = support::json(&out.join("random-nemesis-fenced/guided-summary.json"));
+    assert_eq!(summary["interrupted"], true);
+    let run = summary["simulations"].as_u64().unwrap();
+    assert!(run > 0 && run < 100_000_000, "{run} simulations");
+}
+
+/// A counterexample's file is named after its scenario, cut short so that the name stays a
+/// valid one (at most 64 characters) and the reproduce line runs.
+#[test]
+fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
+    let out = out_dir("guided-long-name");
+    let long = "a".repeat(64);
+    let text_in = std::fs::read_to_string(
+        support::root().join("tests/fixtures/explore/random-nemesis-unfenced.toml"),
+    )
+    .unwrap();
+    let renamed = text_in.replacen(
+        "name = \"random-nemesis-unfenced\"",
+        &format!("name = \"{long}\""),
+        1,
+    );
+    assert_ne!(renamed, text_in);
+    let file = out.join("long.toml");
+    std::fs::write(&file, renamed).unwrap();
+    let o = fencesim(&[
+        "explore",
+        file.to_str().unwrap(),
+        "--guided",
+        "--seeds",
+        "0..200",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("reproduce: fencesim run "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let (written, seed) = line["reproduce: fencesim run ".len()..]
+        .split_once(" --seed ")
+        .unwrap();
+    let scenario = fencesim::load_scenario(std::path::Path::new(written)).unwrap();
+    assert_eq!(scenario.name.len(), 64, "{}", scenario.name);
+    assert!(scenario.name.contains("-guided-"), "{}", scenario.name);
+    let o = fencesim(&[
+        "run",
+        written,
+        "--seed",
+        seed,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+}

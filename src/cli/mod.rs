@@ -223,7 +223,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         peers: Option<PathBuf>,
         /// With the `search` part: only the mutation-table rows whose defect or case contains
-        /// TEXT (`K04`, `fsync`).
+        /// TEXT, ignoring case (`K04`, `fsync`); refused with another `--only` part.
         #[arg(long, value_name = "TEXT")]
         defect: Option<String>,
     },
@@ -330,6 +330,12 @@ pub fn main() -> ExitCode {
                 scenarios: if quick { 1 } else { seeds },
                 expectations: if quick { 20 } else { expectation_seeds },
             };
+            if defect.is_some() && only.is_some_and(|o| o != BenchPart::Search) {
+                eprintln!(
+                    "error: --defect narrows the `search` part; give --only search (or no --only)"
+                );
+                return ExitCode::from(fencesim::exit::BAD_INPUT);
+            }
             let filters = commands::bench::BenchFilters {
                 peers: peers.as_deref(),
                 defect: defect.as_deref(),

@@ -33,6 +33,7 @@ pub use model::{
     MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceSpec,
     Scenario, SeedRange, LEADER, LEASE_SERVICE_NODE, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
+pub use validate::derived_name;
 pub use write::to_toml;
 
 /// Read and validate the scenario file at `path`. `checked`, if given, lists the violation

@@ -23,6 +23,16 @@ const MAX_CLIENTS: usize = 1_000;
 /// The longest node or scenario name.
 const MAX_NAME: usize = 64;
 
+/// A scenario name for a file derived from scenario `base` (a shrunk or guided
+/// counterexample): `base` followed by `suffix`, `base` cut short so that the whole stays
+/// within the longest name a scenario may have (64 characters). A valid name is ASCII, so it
+/// is cut on a character boundary.
+pub fn derived_name(base: &str, suffix: &str) -> String {
+    let keep = MAX_NAME.saturating_sub(suffix.len()).min(base.len());
+    let base = base.get(..keep).unwrap_or(base);
+    format!("{base}{suffix}")
+}
+
 /// Whether `name` is a safe node or directory name.
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -969,5 +979,20 @@ fn resolve_expect(
                 absent,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod derived_name_tests {
+    use super::{derived_name, valid_name, MAX_NAME};
+
+    #[test]
+    fn a_derived_name_keeps_its_suffix_and_stays_valid() {
+        assert_eq!(derived_name("k12", "-guided-7"), "k12-guided-7");
+        let long = "a".repeat(MAX_NAME);
+        let name = derived_name(&long, "-seed-18446744073709551614-min");
+        assert_eq!(name.len(), MAX_NAME);
+        assert!(name.ends_with("-seed-18446744073709551614-min"));
+        assert!(valid_name(&name));
     }
 }

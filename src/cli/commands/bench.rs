@@ -400,27 +400,47 @@ pub(crate) fn bench_checker(quick: bool) -> u8 {
 
 /// `bench --only search`: for each row of the mutation table, the simulations uniform,
 /// targeted and guided exploration need to its first counterexample, median over 20 starting
-/// seeds (2 with `--quick`, on one row), with the wall time of each column; only the rows
-/// whose defect or case contains `defect`, if given.
+/// seeds (2 with `--quick`, on the first chosen row), with the wall time of each column;
+/// only the rows whose defect or case contains `defect` (ignoring case), if given. A `defect`
+/// that is blank or matches no row is refused (exit 2), naming the rows.
 pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8 {
     use fencesim::bench::{explore_counts, guided_counts, median_count, Stopwatch};
-    use fencesim::mutation_table::{CAUGHT, MASKED};
+    use fencesim::mutation_table::{Defect, CAUGHT, MASKED};
     use fencesim_scenario::Placement;
     let (starts, cap) = if quick { (2, 30) } else { (20, 300) };
-    let rows = if quick { &CAUGHT[..1] } else { CAUGHT };
-    say!("search: simulations to the first counterexample, median over {starts} starting seeds (>{cap}: not within {cap}); wall seconds for all starts");
-    say!("| defect | case | uniform | targeted | guided | s uniform | s targeted | s guided |");
-    say!("|---|---|---|---|---|---|---|---|");
-    let masked = if quick { &MASKED[..0] } else { MASKED };
-    let chosen = |d: &&fencesim::mutation_table::Defect| {
-        defect.is_none_or(|text| d.name.contains(text) || d.case.contains(text))
+    let text = defect.map(|t| t.trim().to_lowercase());
+    let chosen = |d: &&Defect| {
+        text.as_deref()
+            .is_none_or(|t| d.name.to_lowercase().contains(t) || d.case.to_lowercase().contains(t))
     };
-    for (defect, alone) in rows.iter().filter(chosen).map(|d| (d, false)).chain(
-        masked
+    // Each row alone; a masked defect beside its base alone (`true`).
+    let mut rows: Vec<(&Defect, bool)> = CAUGHT.iter().filter(chosen).map(|d| (d, false)).collect();
+    rows.extend(
+        MASKED
             .iter()
             .filter(chosen)
             .flat_map(|d| [(d, true), (d, false)]),
-    ) {
+    );
+    if text.as_deref() == Some("") || rows.is_empty() {
+        let names: Vec<String> = CAUGHT
+            .iter()
+            .chain(MASKED)
+            .map(|d| format!("{} ({})", d.name, d.case))
+            .collect();
+        eprintln!(
+            "error: --defect {:?} matches no row of the mutation table; its rows: {}",
+            defect.unwrap_or_default(),
+            names.join(", ")
+        );
+        return exit::BAD_INPUT;
+    }
+    if quick {
+        rows.truncate(1);
+    }
+    say!("search: simulations to the first counterexample, median over {starts} starting seeds (>{cap}: not within {cap}); wall seconds for all starts");
+    say!("| defect | case | uniform | targeted | guided | s uniform | s targeted | s guided |");
+    say!("|---|---|---|---|---|---|---|---|");
+    for (defect, alone) in rows {
         let scenario = |p| {
             if alone {
                 defect.safe(p)

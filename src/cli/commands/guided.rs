@@ -50,12 +50,19 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
         Err(e) => return unwritable(&opts.out, &e),
     };
     let seconds = clock.seconds();
-    let mut code = exit::VALID;
+    // Ctrl-C ends a search between generations: what it did so far is still written.
+    let interrupted = fencesim::run::interrupted() && outcome.found.is_none();
+    let mut code = if interrupted {
+        exit::INTERRUPTED
+    } else {
+        exit::VALID
+    };
     let mut report = None;
     let mut written_file = None;
     if let Some(found) = &outcome.found {
         let dir = opts.out.join(&scenario.name).join("guided");
-        let name = format!("{}-guided-{}", scenario.name, outcome.simulations);
+        let suffix = format!("-guided-{}", outcome.simulations);
+        let name = fencesim_scenario::derived_name(&scenario.name, &suffix);
         let file = dir.join(format!("{name}.toml"));
         let mut written = found.scenario.clone();
         written.name = name;
@@ -121,6 +128,10 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
                 "counterexample at simulation {} (seed {}, {})",
                 outcome.simulations, found.seed, found.origin
             ),
+            None if interrupted => format!(
+                "interrupted after {} of {budget} simulations: no counterexample so far (the summary is partial)",
+                outcome.simulations
+            ),
             None if budget == 1 => "no counterexample in its 1 simulation".to_owned(),
             None => format!("no counterexample within {budget} simulations"),
         }
@@ -145,6 +156,7 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
             "violations": f.judged.report.violations.iter().map(|v| v.kind.as_str()).collect::<Vec<_>>(),
         })),
         "seconds": seconds,
+        "interrupted": interrupted,
     });
     let path = opts.out.join(&scenario.name).join("guided-summary.json");
     let json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
