@@ -239,8 +239,9 @@ fn merge_refuses_a_file_that_is_not_a_summary() {
 #[test]
 fn an_interrupted_sweep_writes_its_partial_summary() {
     let out = out_dir("explore-interrupted");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .args([
+    // Some seeds must be done before the signal, so that the summary has something in it.
+    let o = support::interrupted_after(
+        &[
             "explore",
             "random-nemesis-fenced",
             "--seeds",
@@ -250,20 +251,9 @@ fn an_interrupted_sweep_writes_its_partial_summary() {
             "0/2",
             "--out",
             out.to_str().unwrap(),
-        ])
-        .current_dir(support::root())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start fencesim");
-    // Some seeds must be done before the signal, so that the summary has something in it.
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(status.success());
-    let o = child.wait_with_output().expect("fencesim ends");
+        ],
+        std::time::Duration::from_secs(3),
+    );
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{stdout}{stderr}");
     assert!(

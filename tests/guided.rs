@@ -82,13 +82,8 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("reproduce: fencesim run "))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    let (file, seed) = line["reproduce: fencesim run ".len()..]
-        .split_once(" --seed ")
-        .unwrap();
+    let (file, seed) = support::reproduce_line(&stdout);
+    let (file, seed) = (file.as_str(), seed.as_str());
     assert!(
         file.contains("/guided/random-nemesis-unfenced-guided-"),
         "{file}"
@@ -133,8 +128,8 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
 #[test]
 fn an_interrupted_guided_search_writes_its_partial_summary() {
     let out = out_dir("guided-interrupted");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fencesim"))
-        .args([
+    let o = support::interrupted_after(
+        &[
             "explore",
             "random-nemesis-fenced",
             "--guided",
@@ -142,19 +137,9 @@ fn an_interrupted_guided_search_writes_its_partial_summary() {
             "0..100000000",
             "--out",
             out.to_str().unwrap(),
-        ])
-        .current_dir(support::root())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start fencesim");
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(status.success());
-    let o = child.wait_with_output().expect("fencesim ends");
+        ],
+        std::time::Duration::from_secs(3),
+    );
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{stdout}{stderr}");
     assert!(
@@ -197,21 +182,15 @@ fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("reproduce: fencesim run "))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    let (written, seed) = line["reproduce: fencesim run ".len()..]
-        .split_once(" --seed ")
-        .unwrap();
-    let scenario = fencesim::load_scenario(std::path::Path::new(written)).unwrap();
+    let (written, seed) = support::reproduce_line(&stdout);
+    let scenario = fencesim::load_scenario(std::path::Path::new(&written)).unwrap();
     assert_eq!(scenario.name.len(), 64, "{}", scenario.name);
     assert!(scenario.name.contains("-guided-"), "{}", scenario.name);
     let o = fencesim(&[
         "run",
-        written,
+        &written,
         "--seed",
-        seed,
+        &seed,
         "--out",
         out.to_str().unwrap(),
     ]);

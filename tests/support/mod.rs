@@ -50,6 +50,35 @@ pub fn text(out: &Output) -> (String, String) {
     )
 }
 
+/// Start `fencesim ARGS` in the repository root, send it SIGINT (Ctrl-C) after `after`, and
+/// wait for it to end.
+pub fn interrupted_after(args: &[&str], after: std::time::Duration) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(args)
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start fencesim");
+    std::thread::sleep(after);
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(status.success());
+    child.wait_with_output().expect("fencesim ends")
+}
+
+/// The file and seed of the `reproduce: fencesim run FILE --seed N` line in `stdout`.
+pub fn reproduce_line(stdout: &str) -> (String, String) {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce: fencesim run "))
+        .unwrap_or_else(|| panic!("no reproduce line in {stdout}"));
+    let (file, seed) = line.split_once(" --seed ").expect("FILE --seed N");
+    (file.to_owned(), seed.to_owned())
+}
+
 /// Parse a JSON file.
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("read json")).expect("parse json")
