@@ -67,12 +67,12 @@ fn guided_search_finds_table_defects_within_its_pinned_counts() {
     assert!(!worse, "found {found:?}\npinned {pinned:?}");
 }
 
-#[test]
-fn a_guided_counterexample_is_a_file_that_run_reproduces() {
-    let out = out_dir("guided-cli");
+/// `explore SCENARIO --guided --seeds 0..200` into `out`, which must find a counterexample
+/// (exit 1): its stdout and the file and seed of its reproduce line.
+fn counterexample(scenario: &str, out: &std::path::Path) -> (String, (String, String)) {
     let o = fencesim(&[
         "explore",
-        "tests/fixtures/explore/random-nemesis-unfenced.toml",
+        scenario,
         "--guided",
         "--seeds",
         "0..200",
@@ -82,7 +82,15 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
-    let (file, seed) = support::reproduce_line(&stdout);
+    let reproduce = support::reproduce_line(&stdout);
+    (stdout, reproduce)
+}
+
+#[test]
+fn a_guided_counterexample_is_a_file_that_run_reproduces() {
+    let out = out_dir("guided-cli");
+    let (stdout, (file, seed)) =
+        counterexample("tests/fixtures/explore/random-nemesis-unfenced.toml", &out);
     let (file, seed) = (file.as_str(), seed.as_str());
     assert!(
         file.contains("/guided/random-nemesis-unfenced-guided-"),
@@ -170,19 +178,7 @@ fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
     assert_ne!(renamed, text_in);
     let file = out.join("long.toml");
     std::fs::write(&file, renamed).unwrap();
-    let o = fencesim(&[
-        "explore",
-        file.to_str().unwrap(),
-        "--guided",
-        "--seeds",
-        "0..200",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
-    let (written, seed) = support::reproduce_line(&stdout);
+    let (_, (written, seed)) = counterexample(file.to_str().unwrap(), &out);
     let scenario = fencesim::load_scenario(std::path::Path::new(&written)).unwrap();
     assert_eq!(scenario.name.len(), 64, "{}", scenario.name);
     assert!(scenario.name.contains("-guided-"), "{}", scenario.name);
