@@ -201,8 +201,9 @@ struct Search<'a> {
     champions: [Option<(i64, usize)>; 3],
     /// The seed of the next fresh draw or probe run.
     next_fresh: u64,
-    /// The probe runs not run yet ([`probe`]): each a schedule, its final heal last.
-    probes: VecDeque<Vec<Fault>>,
+    /// The probe runs not run yet ([`probe`]): each a schedule (its final heal last) and the
+    /// scenario it makes, validated.
+    probes: VecDeque<(Vec<Fault>, Scenario)>,
     /// Probe runs in all.
     probe_runs: usize,
 }
@@ -256,13 +257,12 @@ impl<'a> Search<'a> {
 
     /// The next probe run, on the next fresh seed.
     fn probe(&mut self) -> Option<Candidate> {
-        let faults = self.probes.pop_front()?;
+        let (faults, scenario) = self.probes.pop_front()?;
         let seed = self.next_fresh;
         self.next_fresh = seed.wrapping_add(1);
         let number = self.probe_runs - self.probes.len();
         Some(Candidate {
-            scenario: crate::revalidate(&scripted(&self.base, &faults))
-                .expect("probe runs are validated when built"),
+            scenario,
             seed,
             faults: Some(faults),
             origin: format!(
@@ -358,39 +358,35 @@ fn judge(done: Judged, scenario: &Scenario) -> Outcome {
     }
 }
 
-/// The scenario's probe runs ([`probe`]), each a valid schedule: a probe that the scenario's
-/// validation refuses (a trigger its nodes have no safepoint for) is left out.
+/// The scenario's probe runs ([`probe`]), each a valid schedule with the scenario it makes:
+/// a probe that the scenario's validation refuses (a trigger its nodes have no safepoint for)
+/// is left out.
 fn probe_runs(
     scenario: &Scenario,
     spec: &NemesisSpec,
     base: &Scenario,
     rng: &mut Xoshiro256PlusPlus,
-) -> VecDeque<Vec<Fault>> {
-    let has_leader = scenario.lock_service.shape.has_leader;
-    let drawn = fencesim_sim::random_nemesis::plan(spec, scenario, 0, has_leader);
-    let heal = drawn
-        .faults
-        .last()
-        .expect("a plan ends with its final heal");
+) -> VecDeque<(Vec<Fault>, Scenario)> {
+    let heal = fencesim_sim::random_nemesis::final_heal(spec, scenario);
     let prober = probe::Prober { spec, scenario };
-    let valid = |faults: &[Fault]| crate::revalidate(&scripted(base, faults)).is_ok();
+    let valid = |faults: &[Fault]| crate::revalidate(&scripted(base, faults)).ok();
     prober
-        .runs(heal, rng)
+        .runs(&heal, rng)
         .into_iter()
-        .map(|run| {
-            if valid(&run) {
-                return run;
+        .filter_map(|run| {
+            if let Some(valid_run) = valid(&run) {
+                return Some((run, valid_run));
             }
-            let (probes, heal) = run.split_at(run.len() - 1);
+            let (probes, _) = run.split_at(run.len() - 1);
             let mut kept: Vec<Fault> = probes
                 .iter()
-                .filter(|p| valid(&[(*p).clone(), heal[0].clone()]))
+                .filter(|p| valid(&[(*p).clone(), heal.clone()]).is_some())
                 .cloned()
                 .collect();
-            kept.push(heal[0].clone());
-            kept
+            kept.push(heal.clone());
+            let valid_kept = valid(&kept).filter(|_| kept.len() > 1)?;
+            Some((kept, valid_kept))
         })
-        .filter(|run| run.len() > 1 && valid(run))
         .collect()
 }
 

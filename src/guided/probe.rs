@@ -160,14 +160,11 @@ impl Prober<'_> {
             // The message of the kind that the sender sends about when the slot starts.
             *nth = self.occurrence(probe.role, at_ms);
         }
-        let duration_ms = probe.duration_ms.map(|ms| {
-            let room = self.spec.heal_at_ms.saturating_sub(at_ms + 1).max(1);
-            ms.min(room)
-        });
+        // `pack` put the slot where the whole probe ends before the final heal.
         Fault {
             action,
             trigger,
-            duration_ms,
+            duration_ms: probe.duration_ms,
         }
     }
 
@@ -208,15 +205,14 @@ impl Prober<'_> {
                 self.scenario.role(target)
             };
             // Only the leader grants: a follower never reaches "after a grant".
-            let leader = LEADER.to_owned();
-            let target = if has_leader && role == NodeRole::LeaseService {
-                &leader
+            let name = if has_leader && role == NodeRole::LeaseService {
+                LEADER.to_owned()
             } else {
-                target
+                target.clone()
             };
             match by_role.iter_mut().find(|(r, _)| *r == role) {
-                Some((_, names)) => names.push(target.clone()),
-                None => by_role.push((role, vec![target.clone()])),
+                Some((_, names)) => names.push(name),
+                None => by_role.push((role, vec![name])),
             }
         }
         by_role
@@ -416,13 +412,7 @@ fn pairs(by_node: &[Vec<Vec<Probe>>], rng: &mut Xoshiro256PlusPlus) -> Vec<Vec<P
 }
 
 fn is_clock(action: &Action) -> bool {
-    matches!(
-        action,
-        Action::ClockJump { .. }
-            | Action::ClockSkew { .. }
-            | Action::ClockDrift { .. }
-            | Action::ClockStrobe { .. }
-    )
+    action.kind().starts_with("clock-")
 }
 
 #[cfg(test)]
@@ -437,10 +427,7 @@ mod tests {
 
     fn runs(s: &Scenario, seed: u64) -> Vec<Vec<Fault>> {
         let spec = s.nemesis.as_ref().expect("a nemesis");
-        let heal = fencesim_sim::random_nemesis::plan(spec, s, 0, false)
-            .faults
-            .pop()
-            .expect("a heal");
+        let heal = fencesim_sim::random_nemesis::final_heal(spec, s);
         let prober = Prober { spec, scenario: s };
         prober.runs(&heal, &mut Xoshiro256PlusPlus::seed_from_u64(seed))
     }

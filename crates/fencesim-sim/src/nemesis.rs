@@ -45,8 +45,8 @@ struct EventTrigger {
 
 pub(crate) struct Nemesis {
     triggers: Vec<EventTrigger>,
-    /// Occurrences of a node's event, counted from a time some trigger counts from (ms).
-    seen: Mutex<BTreeMap<(String, When, NodeEvent, u64), u64>>,
+    /// Per trigger (same index), the occurrences of its event it has counted so far.
+    seen: Mutex<Vec<u64>>,
     /// Pause faults in force per node (madsim's pause is a flag; overlapping pauses nest).
     pauses: Mutex<BTreeMap<String, BTreeSet<u64>>>,
     /// Keepalive stalls in force per client (K18), nesting as pauses do.
@@ -66,7 +66,7 @@ pub(crate) struct Nemesis {
 impl Nemesis {
     /// Collect the event-triggered faults; creates the `nemesis` node (call inside the runtime).
     pub fn new(faults: &[Fault]) -> Self {
-        let triggers = faults
+        let triggers: Vec<EventTrigger> = faults
             .iter()
             .enumerate()
             .filter_map(|(fault, f)| {
@@ -99,8 +99,8 @@ impl Nemesis {
             .name(NEMESIS_NODE)
             .build();
         Nemesis {
+            seen: Mutex::new(vec![0; triggers.len()]),
             triggers,
-            seen: Mutex::new(BTreeMap::new()),
             pauses: Mutex::new(BTreeMap::new()),
             stalls: Mutex::new(BTreeMap::new()),
             active: Mutex::new(BTreeMap::new()),
@@ -155,28 +155,21 @@ impl Nemesis {
             return;
         }
         let now_ms = true_ns() / 1_000_000;
-        let waiting = nemesis
-            .triggers
-            .iter()
-            .filter(|t| t.node == node && t.when == when && t.event == event)
-            .filter(|t| t.count_from_ms <= now_ms);
-        // This occurrence's number, counted from each time a waiting trigger counts from.
-        let mut counted: BTreeMap<u64, u64> = BTreeMap::new();
-        {
+        // Each trigger waiting for this event counts it once it has started counting.
+        let due: Vec<usize> = {
             let mut seen = nemesis.seen.lock().expect("nemesis counts");
-            for t in waiting.clone() {
-                counted.entry(t.count_from_ms).or_insert_with(|| {
-                    let key = (node.to_owned(), when, event, t.count_from_ms);
-                    let n = seen.entry(key).or_insert(0);
-                    *n += 1;
-                    *n
-                });
-            }
-        }
-        let due: Vec<usize> = waiting
-            .filter(|t| counted.get(&t.count_from_ms) == Some(&t.nth))
-            .map(|t| t.fault)
-            .collect();
+            nemesis
+                .triggers
+                .iter()
+                .zip(seen.iter_mut())
+                .filter(|(t, _)| t.node == node && t.when == when && t.event == event)
+                .filter(|(t, _)| t.count_from_ms <= now_ms)
+                .filter_map(|(t, counted)| {
+                    *counted += 1;
+                    (*counted == t.nth).then_some(t.fault)
+                })
+                .collect()
+        };
         for id in &due {
             start(world, *id);
         }

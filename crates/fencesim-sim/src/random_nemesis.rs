@@ -72,20 +72,26 @@ pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64, has_leader: bool
         }
         t += draw(&mut rng, interval_ms);
     }
-    let window_ms = spec.recovery_periods * scenario.lock_service.max_ttl_ms;
-    faults.push(Fault {
-        action: Action::FinalHeal { window_ms },
-        trigger: Trigger::At {
-            at_ms: spec.heal_at_ms,
-        },
-        duration_ms: None,
-    });
+    faults.push(final_heal(spec, scenario));
     NemesisPlan {
         swarm: spec.swarm,
         kinds,
         interval_ms,
         duration_ms,
         faults,
+    }
+}
+
+/// The final heal every plan ends with: at `heal_at_ms`, with its recovery window of
+/// `recovery_periods` maximum lease periods.
+pub fn final_heal(spec: &NemesisSpec, scenario: &Scenario) -> Fault {
+    let window_ms = spec.recovery_periods * scenario.lock_service.max_ttl_ms;
+    Fault {
+        action: Action::FinalHeal { window_ms },
+        trigger: Trigger::At {
+            at_ms: spec.heal_at_ms,
+        },
+        duration_ms: None,
     }
 }
 
