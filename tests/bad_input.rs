@@ -1310,6 +1310,9 @@ fn a_bench_defect_filter_that_matches_nothing_is_refused() {
         "{stderr}"
     );
     assert!(stdout.is_empty(), "no table is started: {stdout}");
+    let o = fencesim(&["bench", "--only", "search", "--defect", " "]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--defect is blank"), "{}", text(&o).1);
     let o = fencesim(&["bench", "--only", "scenarios", "--defect", "K04"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--defect narrows the `search` part"));

@@ -421,7 +421,11 @@ pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8
             .filter(chosen)
             .flat_map(|d| [(d, true), (d, false)]),
     );
-    if text.as_deref() == Some("") || rows.is_empty() {
+    if text.as_deref() == Some("") {
+        eprintln!("error: --defect is blank: give part of a defect or case (`K04`, `fsync`)");
+        return exit::BAD_INPUT;
+    }
+    if rows.is_empty() {
         let names: Vec<String> = CAUGHT
             .iter()
             .chain(MASKED)
