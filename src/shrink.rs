@@ -3,8 +3,8 @@
 //! The failing run's whole fault schedule, its `[[faults]]` and whatever the random nemesis
 //! drew for the seed, becomes a scripted schedule on the same seed. Delta debugging (Zeller and
 //! Hildebrandt, "Simplifying and Isolating Failure-Inducing Input", 2002) then removes faults
-//! while the violation kind is still found, then clients, then the run's length, then each
-//! remaining fault's length. Every candidate is simulated and checked from scratch on the
+//! while the violation kind is still found, then clients, then moves the remaining schedule
+//! sooner, then cuts the run's length, then each remaining fault's length. Every candidate is simulated and checked from scratch on the
 //! same seed, so the result is a scenario that `fencesim run` reproduces as it is.
 
 use fencesim_history::ViolationKind;
@@ -129,6 +129,7 @@ pub fn shrink(
         );
         current.faults = ddmin(&current, &mut test);
         current = fewer_clients(current, &mut test);
+        current = sooner(current, &mut test);
         current = shorter_run(current, &mut test);
         current = shorter_faults(current, &mut test);
         if (
@@ -247,6 +248,60 @@ fn involves(fault: &Fault, node: &str) -> bool {
         } => from == node || to == node,
         action => action.node() == Some(node),
     }
+}
+
+/// Start the schedule sooner: shift every fault that starts at a time (its `at_ms`, or the
+/// `count_from_ms` an event trigger counts from) earlier by the most whole seconds that still
+/// fail (binary search), all by the same amount so that they keep their order and spacing.
+/// A failure found late in a run (guided exploration's probes strike up to a minute in) then
+/// lets [`shorter_run`] cut the run to the seconds the failure needs.
+fn sooner(current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
+    let Some(earliest_ms) = current.faults.iter().filter_map(start_ms).min() else {
+        return current;
+    };
+    // `lo` seconds is a shift known to fail (none at first), `hi` the most there can be.
+    let (mut lo, mut hi) = (0, earliest_ms / 1000);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if test(&shifted(&current, mid * 1000)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if lo == 0 {
+        return current;
+    }
+    shifted(&current, lo * 1000)
+}
+
+/// When `fault` starts, if it starts at a time: its `at_ms`, or the time from which an event
+/// trigger counts (an event trigger counting from the run's start has no time of its own).
+fn start_ms(fault: &Fault) -> Option<u64> {
+    match fault.trigger {
+        Trigger::At { at_ms } => Some(at_ms),
+        Trigger::After { count_from_ms, .. } | Trigger::Before { count_from_ms, .. }
+            if count_from_ms > 0 =>
+        {
+            Some(count_from_ms)
+        }
+        _ => None,
+    }
+}
+
+/// `scenario` with every fault that starts at a time starting `by_ms` sooner (none before
+/// the run's start: [`sooner`] shifts by at most the earliest start).
+fn shifted(scenario: &Scenario, by_ms: u64) -> Scenario {
+    let mut s = scenario.clone();
+    for fault in &mut s.faults {
+        match &mut fault.trigger {
+            Trigger::At { at_ms } => *at_ms = at_ms.saturating_sub(by_ms),
+            Trigger::After { count_from_ms, .. } | Trigger::Before { count_from_ms, .. } => {
+                *count_from_ms = count_from_ms.saturating_sub(by_ms);
+            }
+        }
+    }
+    s
 }
 
 /// Shorten the run: binary search for the shortest length (in whole seconds) that still fails.
@@ -416,6 +471,50 @@ mod tests {
             vec![ViolationKind::StaleWriteAccepted]
         );
         assert_eq!(shrunk.runs, runs_seen);
+    }
+
+    #[test]
+    fn shrink_moves_a_late_schedule_sooner_and_then_cuts_the_run() {
+        // Two faults 3 s apart, late in the run: the first at 40 s, the second counted from
+        // 43 s. "Fails" while they stay 3 s apart and the run lasts until 10 s after the
+        // second starts.
+        let mut base = with_pauses(0);
+        base.duration_ms = 60_000;
+        let pause = |trigger| Fault {
+            action: Action::Pause {
+                node: "client-1".into(),
+            },
+            trigger,
+            duration_ms: Some(1000),
+        };
+        base.faults = vec![
+            pause(Trigger::At { at_ms: 40_000 }),
+            pause(Trigger::Before {
+                event: fencesim_scenario::NodeEvent::Write,
+                nth: 1,
+                count_from_ms: 43_000,
+            }),
+        ];
+        let mut fails = |s: &Scenario| {
+            let starts: Vec<u64> = s.faults.iter().filter_map(start_ms).collect();
+            s.faults.len() == 2
+                && starts.len() == 2
+                && starts[1] == starts[0] + 3000
+                && s.duration_ms >= starts[1] + 10_000
+        };
+        let shrunk =
+            shrink(&base, 1, ViolationKind::StaleWriteAccepted, &[], &mut fails).expect("shrinks");
+        // Both 40 s sooner, still 3 s apart; the run cut to 10 s after the second.
+        assert_eq!(shrunk.scenario.faults[0].trigger, Trigger::At { at_ms: 0 });
+        assert_eq!(
+            shrunk.scenario.faults[1].trigger,
+            Trigger::Before {
+                event: fencesim_scenario::NodeEvent::Write,
+                nth: 1,
+                count_from_ms: 3000,
+            }
+        );
+        assert_eq!(shrunk.scenario.duration_ms, 13_000);
     }
 
     #[test]

@@ -192,3 +192,28 @@ fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
 }
+
+/// A guided counterexample found late in its run (K12's, by a probe that strikes at 26 s of
+/// 80) shrinks to a run of a few seconds: shrink moves the schedule sooner before it cuts the
+/// run (without that step this one stopped at 33 s with 3 clients).
+#[test]
+fn a_guided_counterexample_shrinks_to_a_short_run() {
+    let scenario = row("deadline_from = notice").mutant(Placement::Uniform);
+    let o = search(&scenario, 0, 100, 2, &RunOptions::in_memory()).unwrap();
+    let found = o.found.expect("K12 from root seed 0");
+    let kind = found.judged.report.violations[0].kind;
+    let seed = found.seed;
+    let mut fails = |c: &fencesim_scenario::Scenario| fencesim::shrink::file_shows(c, seed, kind);
+    let shrunk = fencesim::shrink::shrink(&found.scenario, seed, kind, &[], &mut fails).unwrap();
+    assert_eq!(scenario.duration_ms, 80_000);
+    assert!(
+        shrunk.scenario.duration_ms <= 10_000,
+        "{}",
+        fencesim_scenario::to_toml(&shrunk.scenario)
+    );
+    assert!(
+        shrunk.scenario.faults.len() <= 2,
+        "{:?}",
+        shrunk.scenario.faults
+    );
+}
