@@ -173,7 +173,7 @@ fn a_wrong_type() {
         "duration_ms = \"ten\"",
         "2:15",
         "duration_ms",
-        "expected i64",
+        "expected an integer, found string \"ten\"",
     );
 }
 
@@ -1164,7 +1164,7 @@ fn a_bad_value_inside_a_multi_line_array_names_the_array() {
 /// never a Rust type, and each points where the fix goes.
 #[test]
 fn design_knob_errors_name_no_rust_type_and_point_at_the_fix() {
-    let cases: [(&str, &str, &str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str, &str, &str); 8] = [
         (
             "[lock_service]\nmax_ttl_ms = 20000",
             "[lock_service]\nkind = \"raft\"\nreplicas = 99999999999999999999",
@@ -1206,6 +1206,21 @@ fn design_knob_errors_name_no_rust_type_and_point_at_the_fix() {
             "5:9",
             "lock_service.fsync",
             "expected a string, one of `always`, `periodic` or `never`, found integer 1",
+        ),
+        // A number of milliseconds written as text or with a fraction: no `i64` in the words.
+        (
+            "ttl_ms = 5000",
+            "ttl_ms = \"5s\"",
+            "7:10",
+            "clients.ttl_ms",
+            "expected an integer, found string \"5s\"",
+        ),
+        (
+            "ttl_ms = 5000",
+            "ttl_ms = 2.5",
+            "7:10",
+            "clients.ttl_ms",
+            "expected an integer, found floating point 2.5",
         ),
     ];
     for (i, (from, to, location, field, says)) in cases.into_iter().enumerate() {

@@ -109,6 +109,9 @@ fn plain_words(message: &str, source: &str, span: &Range<usize>) -> String {
             "a sequence" if found == "map" => "an array of tables (`[[...]]`)",
             "a sequence" => "an array",
             e if e.starts_with("struct ") => "a table",
+            "i8" | "i16" | "i32" | "i64" | "i128" | "u8" | "u16" | "u32" | "u64" | "u128"
+            | "usize" => "an integer",
+            "f32" | "f64" => "a number",
             e => e,
         };
         let found = match found {
