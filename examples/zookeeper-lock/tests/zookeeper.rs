@@ -132,7 +132,7 @@ fn explore_finds_the_defect_and_shrink_minimises_it() {
     let shrunk = out.join("shrunk/zk-take-on-watch-seed-6-min.toml");
     assert!(shrunk.is_file(), "{text}");
     assert!(
-        text.contains("shrunk seed 6 of zk-take-on-watch keeping mutual-exclusion-client: faults 21 -> 6, clients 3 -> 3"),
+        text.contains("shrunk seed 6 of zk-take-on-watch keeping mutual-exclusion-client: faults 21 -> 4, clients 3 -> 3"),
         "{text}"
     );
     let (code, text) = cli(&[
