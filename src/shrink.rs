@@ -251,16 +251,26 @@ fn involves(fault: &Fault, node: &str) -> bool {
 }
 
 /// Start the schedule sooner: shift every fault that starts at a time (its `at_ms`, or the
-/// `count_from_ms` an event trigger counts from) earlier by the most whole seconds that still
-/// fail (binary search), all by the same amount so that they keep their order and spacing.
-/// A failure found late in a run (guided exploration's probes strike up to a minute in) then
-/// lets [`shorter_run`] cut the run to the seconds the failure needs.
+/// `count_from_ms` an event trigger counts from) earlier by whole seconds, all by the same
+/// amount so that they keep their order and spacing: as far as the earliest of them allows if
+/// that still fails, else by the shift a binary search finds. Whether a shift still fails is
+/// not monotone in it (the system's own round moves under the faults), so the search finds a
+/// shift that fails, not always the largest. A failure found late in a run (guided
+/// exploration's probes strike up to a minute in) then lets [`shorter_run`] cut the run to the
+/// seconds the failure needs.
 fn sooner(current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
     let Some(earliest_ms) = current.faults.iter().filter_map(start_ms).min() else {
         return current;
     };
-    // `lo` seconds is a shift known to fail (none at first), `hi` the most there can be.
-    let (mut lo, mut hi) = (0, earliest_ms / 1000);
+    let most = earliest_ms / 1000;
+    if most > 0 {
+        let farthest = shifted(&current, most * 1000);
+        if test(&farthest) {
+            return farthest;
+        }
+    }
+    // `lo` seconds is a shift known to fail (none at first), `hi` the most left to try.
+    let (mut lo, mut hi) = (0, most.saturating_sub(1));
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
         if test(&shifted(&current, mid * 1000)) {

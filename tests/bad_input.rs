@@ -1164,7 +1164,7 @@ fn a_bad_value_inside_a_multi_line_array_names_the_array() {
 /// never a Rust type, and each points where the fix goes.
 #[test]
 fn design_knob_errors_name_no_rust_type_and_point_at_the_fix() {
-    let cases: [(&str, &str, &str, &str, &str); 8] = [
+    let cases: [(&str, &str, &str, &str, &str); 11] = [
         (
             "[lock_service]\nmax_ttl_ms = 20000",
             "[lock_service]\nkind = \"raft\"\nreplicas = 99999999999999999999",
@@ -1221,6 +1221,28 @@ fn design_knob_errors_name_no_rust_type_and_point_at_the_fix() {
             "7:10",
             "clients.ttl_ms",
             "expected an integer, found floating point 2.5",
+        ),
+        // The same words in `[lock_service]`, for a design's knob, and for a name field.
+        (
+            "max_ttl_ms = 20000",
+            "max_ttl_ms = \"20s\"",
+            "4:14",
+            "lock_service.max_ttl_ms",
+            "expected an integer, found string \"20s\"",
+        ),
+        (
+            "max_ttl_ms = 20000",
+            "kind = \"raft\"\nreplicas = 1.5",
+            "5:12",
+            "lock_service.replicas",
+            "expected an integer, found floating point 1.5",
+        ),
+        (
+            "ttl_ms = 5000",
+            "ttl_ms = 5000\ncleanup = 5",
+            "8:11",
+            "clients.cleanup",
+            "expected a string, found integer 5",
         ),
     ];
     for (i, (from, to, location, field, says)) in cases.into_iter().enumerate() {

@@ -774,3 +774,23 @@ fn check_judges_leases_from_operations_with_ttls() {
         "{stdout}"
     );
 }
+
+/// `bench --only search --quick` runs one row of those `--defect` keeps, and says so.
+#[test]
+fn quick_search_bench_says_it_ran_one_of_the_matching_rows() {
+    let o = fencesim(&[
+        "bench", "--only", "search", "--defect", "k0", "--quick", "--jobs", "2",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("search (--quick): the first of 8 matching rows only\n"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| `")).collect();
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert!(
+        rows[0].starts_with("| `resource mode = unfenced` | K01, K02 |"),
+        "{stdout}"
+    );
+}

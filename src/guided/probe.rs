@@ -19,8 +19,9 @@
 //! quiet so that the system settles before the next: every probe is then tried alone, as
 //! Jepsen's targeted nemeses try one fault at a time, and the first generations try every
 //! kind of fault the nemesis may draw on every kind of node it may aim at. An event-triggered
-//! probe strikes at its node's first such event in its slot (`count_from_ms`), whatever the
-//! probes before it did to the lock's round. What a probe run shows feeds the corpus like any
+//! probe strikes at its node's first such event from its slot's start (`count_from_ms`),
+//! whatever the probes before it did to the lock's round (or later, past its slot, when the
+//! node has no such event in it). What a probe run shows feeds the corpus like any
 //! other run, so a probe that came close is mutated next.
 //!
 //! Probes are built from the scenario's nemesis settings (its kinds, targets, window and

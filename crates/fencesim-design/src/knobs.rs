@@ -254,9 +254,17 @@ impl Knobs {
 }
 
 /// A TOML value as an error names it: its type, and the value itself if it is short.
-fn describe(value: &toml::Value) -> String {
+/// A value found where another was expected, in the words the scenario parser's own errors
+/// use (`string "5s"`, `floating point 1.5`, `an array`), so that a design knob's error and a
+/// fixed field's read alike. A scalar longer than 40 characters is named by its type alone.
+pub fn describe(value: &toml::Value) -> String {
+    let kind = match value {
+        toml::Value::Array(_) => return "an array".to_owned(),
+        toml::Value::Table(_) => return "a table".to_owned(),
+        toml::Value::Float(_) => "floating point",
+        other => other.type_str(),
+    };
     let text = value.to_string();
-    let kind = value.type_str();
     if text.chars().count() <= 40 {
         format!("{kind} {text}")
     } else {

@@ -128,6 +128,19 @@ fn plain_words(message: &str, source: &str, span: &Range<usize>) -> String {
     if message.starts_with("invalid length ") && message.contains("expected struct ") {
         return "expected a table, found an array".to_owned();
     }
+    // toml's words for an enum given a value that is no name (`kind = 5`): every enum of the
+    // format is written as a string, so a table is no option.
+    if message.starts_with("wanted string or table") {
+        let text = source.get(span.clone()).unwrap_or_default().trim();
+        let value = format!("value = {text}").parse::<toml::Table>().ok();
+        return match value.as_ref().and_then(|t| t.get("value")) {
+            Some(found) => format!(
+                "expected a string, found {}",
+                fencesim_design::knobs::describe(found)
+            ),
+            None => "expected a string".to_owned(),
+        };
+    }
     if message.starts_with("wanted exactly 1 element") {
         return "expected one table, found an array of tables (`[[...]]`)".to_owned();
     }

@@ -429,7 +429,7 @@ fn find_design<'a>(
             let m = format!(
                 "expected a string, one of {}, found {}",
                 kinds.join(", "),
-                other.type_str()
+                fencesim_design::knobs::describe(other)
             );
             return Err(cx.err(kind.span(), "lock_service.kind", m));
         }
@@ -465,7 +465,10 @@ fn integer(cx: &Ctx, value: &Spanned<toml::Value>, field: &str) -> Result<Num, S
         other => Err(cx.err(
             value.span(),
             field,
-            format!("expected an integer, found {}", other.type_str()),
+            format!(
+                "expected an integer, found {}",
+                fencesim_design::knobs::describe(other)
+            ),
         )),
     }
 }
