@@ -28,6 +28,8 @@ pub struct Shrunk {
     pub after: Size,
     /// Simulations run.
     pub runs: u64,
+    /// How far the schedule was moved sooner in all, ms (0: not moved).
+    pub sooner_ms: u64,
 }
 
 /// What a shrink reduces.
@@ -103,6 +105,7 @@ pub fn shrink(
         fails(s)
     };
     let mut current = scripted(scenario, drawn);
+    let mut sooner_ms = 0;
     let before = Size::of(&current);
     if !test(scenario) {
         return Err(ShrinkError::NotFailing {
@@ -129,7 +132,9 @@ pub fn shrink(
         );
         current.faults = ddmin(&current, &mut test);
         current = fewer_clients(current, &mut test);
-        current = sooner(current, &mut test);
+        let (moved, by_ms) = sooner(current, &mut test);
+        current = moved;
+        sooner_ms += by_ms;
         current = shorter_run(current, &mut test);
         current = shorter_faults(current, &mut test);
         if (
@@ -163,6 +168,7 @@ pub fn shrink(
         before,
         after,
         runs,
+        sooner_ms,
     })
 }
 
@@ -251,38 +257,41 @@ fn involves(fault: &Fault, node: &str) -> bool {
 }
 
 /// Start the schedule sooner: shift every fault that starts at a time (its `at_ms`, or the
-/// `count_from_ms` an event trigger counts from) earlier by whole seconds, all by the same
-/// amount so that they keep their order and spacing: as far as the earliest of them allows if
-/// that still fails, else by the shift a binary search finds. Whether a shift still fails is
+/// `count_from_ms` an event trigger counts from), and every client that starts no sooner than
+/// the first of them (it joins the schedule, as a client that comes after a restore does),
+/// earlier by whole seconds, all by the same amount so that they keep their order and
+/// spacing: as far as the earliest fault allows if that still fails, else by the shift a
+/// binary search finds. Returns the scenario and the shift, ms. Whether a shift still fails is
 /// not monotone in it (the system's own round moves under the faults), so the search finds a
 /// shift that fails, not always the largest. A failure found late in a run (guided
 /// exploration's probes strike up to a minute in) then lets [`shorter_run`] cut the run to the
 /// seconds the failure needs.
-fn sooner(current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
+fn sooner(current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> (Scenario, u64) {
     let Some(earliest_ms) = current.faults.iter().filter_map(start_ms).min() else {
-        return current;
+        return (current, 0);
     };
+    let shifted = |by_ms| shifted(&current, by_ms, earliest_ms);
     let most = earliest_ms / 1000;
     if most > 0 {
-        let farthest = shifted(&current, most * 1000);
+        let farthest = shifted(most * 1000);
         if test(&farthest) {
-            return farthest;
+            return (farthest, most * 1000);
         }
     }
     // `lo` seconds is a shift known to fail (none at first), `hi` the most left to try.
     let (mut lo, mut hi) = (0, most.saturating_sub(1));
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
-        if test(&shifted(&current, mid * 1000)) {
+        if test(&shifted(mid * 1000)) {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
     if lo == 0 {
-        return current;
+        return (current, 0);
     }
-    shifted(&current, lo * 1000)
+    (shifted(lo * 1000), lo * 1000)
 }
 
 /// When `fault` starts, if it starts at a time: its `at_ms`, or the time from which an event
@@ -299,10 +308,14 @@ fn start_ms(fault: &Fault) -> Option<u64> {
     }
 }
 
-/// `scenario` with every fault that starts at a time starting `by_ms` sooner (none before
-/// the run's start: [`sooner`] shifts by at most the earliest start).
-fn shifted(scenario: &Scenario, by_ms: u64) -> Scenario {
+/// `scenario` with every fault that starts at a time, and every client that starts at or
+/// after `from_ms` (the first fault's start), starting `by_ms` sooner (none before the run's
+/// start: [`sooner`] shifts by at most the first fault's start).
+fn shifted(scenario: &Scenario, by_ms: u64, from_ms: u64) -> Scenario {
     let mut s = scenario.clone();
+    for client in s.clients.iter_mut().filter(|c| c.start_ms >= from_ms) {
+        client.start_ms = client.start_ms.saturating_sub(by_ms);
+    }
     for fault in &mut s.faults {
         match &mut fault.trigger {
             Trigger::At { at_ms } => *at_ms = at_ms.saturating_sub(by_ms),
@@ -525,6 +538,24 @@ mod tests {
             }
         );
         assert_eq!(shrunk.scenario.duration_ms, 13_000);
+        assert_eq!(shrunk.sooner_ms, 40_000);
+    }
+
+    #[test]
+    fn a_client_that_starts_with_the_schedule_moves_with_it() {
+        let mut s = with_pauses(0);
+        s.faults = with_pauses(31).faults.split_off(30); // one pause, at 30 s
+        s.clients.truncate(1);
+        s.clients[0].start_ms = 100;
+        let mut late = s.clients[0].clone();
+        late.name = "client-late".into();
+        late.start_ms = 31_000;
+        s.clients.push(late);
+        let moved = shifted(&s, 29_000, 30_000);
+        assert_eq!(moved.faults[0].trigger, Trigger::At { at_ms: 1_000 });
+        let starts: Vec<u64> = moved.clients.iter().map(|c| c.start_ms).collect();
+        // The client that starts before the schedule stays; the one after it moves with it.
+        assert_eq!(starts, vec![100, 2_000]);
     }
 
     #[test]

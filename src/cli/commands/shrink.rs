@@ -67,7 +67,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
     }
     let (b, a) = (shrunk.before, shrunk.after);
     say!(
-        "shrunk seed {} of {} keeping {}: faults {} -> {}, clients {} -> {}, run {} ms -> {} ms ({} runs, {seconds:.1} s)",
+        "shrunk seed {} of {} keeping {}: faults {} -> {}, clients {} -> {}, run {} ms -> {} ms{} ({} runs, {seconds:.1} s)",
         shrunk.seed,
         stored.scenario.name,
         kind.as_str(),
@@ -77,6 +77,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         a.clients,
         b.duration_ms,
         a.duration_ms,
+        moved(shrunk.sooner_ms),
         shrunk.runs
     );
     say!("minimal scenario: {}", file.display());
@@ -100,4 +101,13 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         shrunk.seed
     );
     exit::VALID
+}
+
+/// `, schedule 23000 ms sooner` when shrink moved the schedule, else nothing.
+fn moved(sooner_ms: u64) -> String {
+    if sooner_ms == 0 {
+        String::new()
+    } else {
+        format!(", schedule {sooner_ms} ms sooner")
+    }
 }
