@@ -12,9 +12,10 @@
 //! Times are bucketed by powers of two, so that a run closer to a hazard than any before it
 //! counts as new. Nothing here reads the scenario's defect knobs or its expected violations.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
-use fencesim_history::{Entry, Event, EventKind, History, OpType, Phase};
+use fencesim_history::{Entry, Event, EventKind, History, OpFn, OpType, Phase};
 use fencesim_scenario::{NodeRole, Scenario};
 
 /// One feature: a short, deterministic description (`"during:pause:client:expire:self"`).
@@ -34,6 +35,8 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
     let mut out = BTreeSet::new();
     let end_ns = history.entries.last().map_or(0, |e| e.at().time_ns);
     let windows = fault_windows(history, scenario, end_ns);
+    let mut active = ActiveWindows::new(&windows);
+    let mut during_seen: BTreeSet<During> = BTreeSet::new();
     let mut state = Leases::default();
     let mut last_decision: BTreeMap<&str, EventKind> = BTreeMap::new();
     let mut op_counts: BTreeMap<(String, OpType), u64> = BTreeMap::new();
@@ -41,13 +44,9 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
         match entry {
             Entry::Event(e) if e.event.is_nemesis() => {}
             Entry::Event(e) => {
-                during(
-                    &windows,
-                    e.at.time_ns,
-                    e.event.as_str(),
-                    involves(e),
-                    &mut out,
-                );
+                let what = What::Event(e.event);
+                let at = active.at(e.at.time_ns);
+                during(at, what, involves(e), &mut during_seen);
                 state.see(e, &mut out);
                 if let Some(previous) = last_decision.insert(&e.node, e.event) {
                     out.insert(format!(
@@ -62,9 +61,10 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
                 }
             }
             Entry::Op(op) if op.op_type != OpType::Invoke => {
-                let what = format!("op-{:?}-{:?}", op.f, op.op_type).to_lowercase();
+                let what = What::Op(op.f, op.op_type);
                 let node: &str = &op.node;
-                during(&windows, op.at.time_ns, &what, |t| t == node, &mut out);
+                let at = active.at(op.at.time_ns);
+                during(at, what, |t| t == node, &mut during_seen);
                 *op_counts
                     .entry((format!("{:?}", op.f), op.op_type))
                     .or_default() += 1;
@@ -76,6 +76,7 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
         out.insert(format!("ops:{f}:{op_type:?}:{}", bucket(n)).to_lowercase());
     }
     out.extend(state.belief_gaps());
+    out.extend(during_seen.into_iter().map(During::feature));
     out
 }
 
@@ -115,29 +116,120 @@ fn fault_windows<'h>(history: &'h History, scenario: &Scenario, end_ns: u64) -> 
     windows
 }
 
-/// Add a feature for each fault window active at `time_ns`: what happened, while which fault
-/// was on which kind of node, and whether it happened to the fault's own target.
-fn during(
-    windows: &[Window<'_>],
-    time_ns: u64,
-    what: &str,
+/// What happened during a fault: an event, or an operation's completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum What {
+    Event(EventKind),
+    Op(OpFn, OpType),
+}
+
+/// A `during:` feature before it is written out: the fault's kind and its target's role, what
+/// happened, and whose it was. Kept as values and written once each at the end, so that a
+/// dense schedule (thousands of overlapping windows) formats each feature once, not once per
+/// event and window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct During {
+    fault: EventKind,
+    role: &'static str,
+    what: What,
+    whose: &'static str,
+}
+
+impl During {
+    /// `during:pause:client:expire:self`, `during:partition:lease:op-write-ok:other`.
+    fn feature(self) -> Feature {
+        let what = match self.what {
+            What::Event(e) => e.as_str().to_owned(),
+            What::Op(f, op_type) => format!("op-{f:?}-{op_type:?}").to_lowercase(),
+        };
+        format!(
+            "during:{}:{}:{what}:{}",
+            self.fault.as_str(),
+            self.role,
+            self.whose
+        )
+    }
+}
+
+/// The fault windows active at a time, for a run read in time order: counted per fault kind,
+/// target and role, so that each step costs the windows that start or end, not all of them.
+struct ActiveWindows<'w, 'h> {
+    windows: &'w [Window<'h>],
+    /// The next window to start (windows are in the order they started).
+    next: usize,
+    /// The started windows' ends, soonest first.
+    ends: BinaryHeap<Reverse<(u64, usize)>>,
+    counts: BTreeMap<(EventKind, Option<&'h str>, &'static str), usize>,
+    last_ns: u64,
+}
+
+impl<'w, 'h> ActiveWindows<'w, 'h> {
+    fn new(windows: &'w [Window<'h>]) -> Self {
+        ActiveWindows {
+            windows,
+            next: 0,
+            ends: BinaryHeap::new(),
+            counts: BTreeMap::new(),
+            last_ns: 0,
+        }
+    }
+
+    /// The (fault kind, target, role) of every window with `start_ns <= time_ns <= end_ns`.
+    fn at(
+        &mut self,
+        time_ns: u64,
+    ) -> impl Iterator<Item = (EventKind, Option<&'h str>, &'static str)> + '_ {
+        if time_ns < self.last_ns {
+            // Read out of time order: start again from the first window.
+            *self = ActiveWindows::new(self.windows);
+        }
+        self.last_ns = time_ns;
+        let key = |w: &Window<'h>| (w.kind, w.target, w.role);
+        while let Some(w) = self.windows.get(self.next) {
+            if w.start_ns > time_ns {
+                break;
+            }
+            *self.counts.entry(key(w)).or_default() += 1;
+            self.ends.push(Reverse((w.end_ns, self.next)));
+            self.next += 1;
+        }
+        while let Some(&Reverse((end_ns, i))) = self.ends.peek() {
+            if end_ns >= time_ns {
+                break;
+            }
+            self.ends.pop();
+            let k = key(&self.windows[i]);
+            if let Some(n) = self.counts.get_mut(&k) {
+                *n -= 1;
+                if *n == 0 {
+                    self.counts.remove(&k);
+                }
+            }
+        }
+        self.counts.keys().copied()
+    }
+}
+
+/// Note a feature for each fault window active at an event (`active`): what happened, while
+/// which fault was on which kind of node, and whether it happened to the fault's own target.
+fn during<'h>(
+    active: impl Iterator<Item = (EventKind, Option<&'h str>, &'static str)>,
+    what: What,
     concerns: impl Fn(&str) -> bool,
-    out: &mut BTreeSet<Feature>,
+    seen: &mut BTreeSet<During>,
 ) {
-    for w in windows
-        .iter()
-        .filter(|w| w.start_ns <= time_ns && time_ns <= w.end_ns)
-    {
-        let whose = match w.target {
+    for (fault, target, role) in active {
+        let whose = match target {
             Some(t) if concerns(t) => "self",
             Some(_) => "other",
             None => "any",
         };
-        out.insert(format!(
-            "during:{}:{}:{what}:{whose}",
-            w.kind.as_str(),
-            w.role
-        ));
+        seen.insert(During {
+            fault,
+            role,
+            what,
+            whose,
+        });
     }
 }
 
@@ -291,6 +383,42 @@ impl<'h> Leases<'h> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The windows active at each time, kept as the run is read, are those a scan of every
+        /// window finds, whatever the windows overlap and in whatever order the times come.
+        #[test]
+        fn active_windows_are_those_a_full_scan_finds(
+            mut spans in prop::collection::vec((0u64..50, 0u64..30, 0usize..3, 0usize..2), 0..40),
+            times in prop::collection::vec(0u64..90, 1..40),
+        ) {
+            spans.sort_by_key(|s| s.0);
+            let kinds = [EventKind::Pause, EventKind::Partition, EventKind::Crash];
+            let targets = [Some("client-1"), None];
+            let windows: Vec<Window<'_>> = spans
+                .iter()
+                .map(|&(start, len, kind, target)| Window {
+                    kind: kinds[kind],
+                    target: targets[target],
+                    role: "client",
+                    start_ns: start,
+                    end_ns: start + len,
+                })
+                .collect();
+            let mut active = ActiveWindows::new(&windows);
+            // Mostly in order, as a history is, with a step back now and then.
+            for t in times {
+                let got: BTreeSet<_> = active.at(t).collect();
+                let want: BTreeSet<_> = windows
+                    .iter()
+                    .filter(|w| w.start_ns <= t && t <= w.end_ns)
+                    .map(|w| (w.kind, w.target, w.role))
+                    .collect();
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
 
     #[test]
     fn buckets_and_words() {
