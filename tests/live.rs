@@ -264,9 +264,43 @@ fn parts_without_a_live_form_are_refused_by_name() {
         &["scenarios/incidents/redlock-clock-jump-monotonic.toml"],
         "[lock_service] expiry_clock = \"monotonic\" has no live form (live mode takes \"wall\")",
     );
-    refused(
-        &["tests/fixtures/live-count-from.toml"],
-        "[[faults]] #1: count_from_ms has no live form yet",
+}
+
+/// An event trigger counted from a time (`count_from_ms`) strikes at the client's first such
+/// event at or after it, as in the simulation: client-1 writes several times before 1 s of
+/// the trial and is paused before its first write after it.
+#[test]
+fn an_event_trigger_counted_from_a_time_strikes_after_that_time() {
+    if !postgres_installed("count_from_ms live") {
+        return;
+    }
+    let (out, stdout) = live_ok(
+        "live-count-from",
+        &[
+            "tests/fixtures/live-count-from.toml",
+            "--expect",
+            "--write-all",
+        ],
+    );
+    assert!(stdout.contains("trial 1: valid"), "{stdout}");
+    let history = entries(&out.join("live-count-from/live-1/history.jsonl"));
+    let pauses = events(&history, "pause");
+    assert_eq!(pauses.len(), 2, "start and end");
+    let time = |e: &serde_json::Value| e["time_ns"].as_u64().unwrap();
+    let (paused_ns, resumed_ns) = (time(pauses[0]), time(pauses[1]));
+    assert!(paused_ns >= 1_000_000_000, "paused at {paused_ns} ns");
+    let writes: Vec<u64> = history
+        .iter()
+        .filter(|e| e["f"] == "write" && e["type"] == "invoke" && e["node"] == "client-1")
+        .map(time)
+        .collect();
+    // Counting from the start would have struck before the first of these.
+    assert!(writes[0] < 1_000_000_000, "{writes:?}");
+    // Its first write at or after 1 s waited out the pause: none came between.
+    let first_after = writes.iter().find(|t| **t >= 1_000_000_000).copied();
+    assert!(
+        first_after.is_some_and(|t| t >= resumed_ns),
+        "writes {writes:?}, paused {paused_ns}..{resumed_ns}"
     );
 }
 

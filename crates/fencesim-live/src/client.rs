@@ -6,7 +6,6 @@
 //! same records: operations, and `belief` events for its own view of its lease, deadline
 //! counted from its acquire request. Its one channel to the harness is [`crate::wire`].
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use crate::clock::{mono_ms, mono_ns, Origin};
 use crate::form::{
     Grant, LiveForms, LockCall, LockSession, ResourceSession, Unknown, WriteAnswer, WriteCall,
 };
-use crate::wire::{op_ref, Armed, ClientConfig, ClientLine};
+use crate::wire::{op_ref, ClientConfig, ClientLine};
 
 /// Run a client process: read its [`ClientConfig`] from the first line of stdin, run its
 /// workload, and exit. Returns the process's exit code (0: done; 2: bad configuration; 1: the
@@ -63,6 +62,7 @@ pub fn main(forms: &LiveForms) -> u8 {
         Ok(Ok(origin)) => origin,
         _ => return 2,
     };
+    let armed = config.armed.len();
     let mut client = LiveClient {
         rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(config.rng_seed),
         process: config.process,
@@ -73,7 +73,7 @@ pub fn main(forms: &LiveForms) -> u8 {
         resource,
         input,
         seq: 0,
-        occurrences: BTreeMap::new(),
+        occurrences: vec![0; armed],
         belief: None,
         last_invoke_ns: 0,
     };
@@ -109,8 +109,9 @@ struct LiveClient<'a> {
     process: u64,
     /// Operations invoked so far (the `seq` of the next one).
     seq: u64,
-    /// How many times each safepoint has been reached (`after`, event), for their `nth`.
-    occurrences: BTreeMap<(bool, NodeEvent), u64>,
+    /// Per armed safepoint, how many times its event has been reached since it counts
+    /// (`count_from_ms`), for its `nth`.
+    occurrences: Vec<u64>,
     belief: Option<Belief>,
     /// When the last operation was invoked, `CLOCK_MONOTONIC` ns (a belief counts from it).
     last_invoke_ns: u64,
@@ -415,17 +416,23 @@ impl LiveClient<'_> {
 
     /// Stop at an armed safepoint until the harness says `go` (it pauses this process there).
     fn safepoint(&mut self, after: bool, event: NodeEvent) {
-        let count = self.occurrences.entry((after, event)).or_default();
-        *count += 1;
-        let nth = *count;
-        let at = Armed { after, event, nth };
-        if !self.config.armed.contains(&at) {
-            return;
+        let now = mono_ns();
+        let at_ms = self.origin.since_ns(now) / 1_000_000;
+        // Each armed safepoint counts its own occurrences, from its own time.
+        let mut reached = None;
+        for (armed, count) in self.config.armed.iter().zip(&mut self.occurrences) {
+            if armed.after != after || armed.event != event || at_ms < armed.count_from_ms {
+                continue;
+            }
+            *count += 1;
+            if *count == armed.nth && reached.is_none() {
+                reached = Some(*armed);
+            }
         }
-        send(&ClientLine::Safepoint {
-            mono_ns: mono_ns(),
-            at,
-        });
+        let Some(at) = reached else {
+            return;
+        };
+        send(&ClientLine::Safepoint { mono_ns: now, at });
         let mut go = String::new();
         // End of input: the harness is gone; carry on and be killed.
         let _ = self.input.read_line(&mut go);

@@ -272,20 +272,15 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
         (Trigger::At { at_ms }, _) => FaultAt::Ms(at_ms),
         (
             Trigger::Before {
-                count_from_ms: 1.., ..
+                event,
+                nth,
+                count_from_ms,
             }
             | Trigger::After {
-                count_from_ms: 1.., ..
+                event,
+                nth,
+                count_from_ms,
             },
-            _,
-        ) => {
-            return Err(format!(
-                "{at}: count_from_ms has no live form yet: a live client counts its events \
-                 from the start of the trial (give nth from the start, or at_ms)"
-            ))
-        }
-        (
-            Trigger::Before { event, nth, .. } | Trigger::After { event, nth, .. },
             Target::Client(_),
         ) => {
             let after = matches!(fault.trigger, Trigger::After { .. });
@@ -301,7 +296,12 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
                      grant, read, renew, write, release)"
                 ));
             }
-            FaultAt::Safepoint(Armed { after, event, nth })
+            FaultAt::Safepoint(Armed {
+                after,
+                event,
+                nth,
+                count_from_ms,
+            })
         }
         (_, _) => {
             return Err(format!(

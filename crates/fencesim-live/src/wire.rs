@@ -5,7 +5,9 @@ use fencesim_history::Entry;
 use fencesim_scenario::{ClientSpec, NodeEvent};
 use serde::{Deserialize, Serialize};
 
-/// Where an armed safepoint is: `before` or `after` the client's `nth` (1-based) `event`.
+/// Where an armed safepoint is: `before` or `after` the client's `nth` (1-based) `event`
+/// at or after `count_from_ms` of the trial (0: from its start), as a scenario's event
+/// trigger says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Armed {
     /// `true`: after the event; `false`: before it.
@@ -14,6 +16,9 @@ pub struct Armed {
     pub event: NodeEvent,
     /// Which occurrence, from 1.
     pub nth: u64,
+    /// The trial time the occurrences are counted from, ms (0: the trial's start).
+    #[serde(default)]
+    pub count_from_ms: u64,
 }
 
 /// The first line the harness writes to a client process: everything it needs.
