@@ -266,6 +266,56 @@ fn parts_without_a_live_form_are_refused_by_name() {
     );
 }
 
+/// Two pauses armed at the same event start together, and the client stays stopped until the
+/// longer one ends, as the simulation thaws overlapping pauses.
+#[test]
+fn two_pauses_at_one_event_start_together_and_the_longer_one_holds() {
+    if !postgres_installed("coinciding pauses") {
+        return;
+    }
+    let fixture = std::fs::read_to_string(root().join("tests/fixtures/live-count-from.toml"))
+        .unwrap()
+        .replace(
+            "nth = 1\ncount_from_ms = 1000\nduration_ms = 2000",
+            "nth = 3\nduration_ms = 500",
+        );
+    let second = "\n[[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nbefore = \"write\"\nnth = 3\nduration_ms = 800\n\n[expect]";
+    let scenario = fixture.replace("\n[expect]", second);
+    let dir = out_dir("live-coinciding-pauses");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("coinciding.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let (out, stdout) = live_ok(
+        "live-coinciding-pauses-run",
+        &[file.to_str().unwrap(), "--write-all"],
+    );
+    assert!(stdout.contains("trial 1: valid"), "{stdout}");
+    let history = entries(&out.join("live-count-from/live-1/history.jsonl"));
+    let time = |e: &serde_json::Value| e["time_ns"].as_u64().unwrap();
+    let pauses = events(&history, "pause");
+    let starts: Vec<u64> = pauses
+        .iter()
+        .filter(|e| e["phase"] == "start")
+        .map(|e| time(e))
+        .collect();
+    assert_eq!(starts.len(), 2, "{pauses:?}");
+    assert!(
+        starts[1] - starts[0] < 50_000_000,
+        "started together: {starts:?}"
+    );
+    let write_after = history
+        .iter()
+        .filter(|e| e["f"] == "write" && e["type"] == "invoke" && e["node"] == "client-1")
+        .map(time)
+        .find(|t| *t > starts[1])
+        .expect("client-1 writes after its pauses");
+    assert!(
+        write_after >= starts[0] + 800_000_000,
+        "client-1 wrote {} ms after the pauses began",
+        (write_after - starts[0]) / 1_000_000
+    );
+}
+
 /// An event trigger counted from a time (`count_from_ms`) strikes at the client's first such
 /// event at or after it, as in the simulation: client-1 writes several times before 1 s of
 /// the trial and is paused before its first write after it.

@@ -419,20 +419,23 @@ impl LiveClient<'_> {
         let now = mono_ns();
         let at_ms = self.origin.since_ns(now) / 1_000_000;
         // Each armed safepoint counts its own occurrences, from its own time.
-        let mut reached = None;
+        let mut reached = Vec::new();
         for (armed, count) in self.config.armed.iter().zip(&mut self.occurrences) {
             if armed.after != after || armed.event != event || at_ms < armed.count_from_ms {
                 continue;
             }
             *count += 1;
-            if *count == armed.nth && reached.is_none() {
-                reached = Some(*armed);
+            if *count == armed.nth && !reached.contains(armed) {
+                reached.push(*armed);
             }
         }
-        let Some(at) = reached else {
+        if reached.is_empty() {
             return;
-        };
-        send(&ClientLine::Safepoint { mono_ns: now, at });
+        }
+        send(&ClientLine::Safepoint {
+            mono_ns: now,
+            reached,
+        });
         let mut go = String::new();
         // End of input: the harness is gone; carry on and be killed.
         let _ = self.input.read_line(&mut go);

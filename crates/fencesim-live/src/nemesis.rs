@@ -196,14 +196,19 @@ impl<'p> Running<'p> {
                 seq,
                 entry: *entry,
             }),
-            ClientLine::Safepoint { at, .. } => {
-                let armed = self
+            ClientLine::Safepoint { reached, .. } => {
+                // Every fault armed there, in the plan's order (two may share a trigger).
+                let armed: Vec<LiveFault> = self
                     .plan
                     .faults
                     .iter()
-                    .find(|f| f.target == Target::Client(i) && f.at == FaultAt::Safepoint(at))
-                    .cloned();
-                if let Some(fault) = armed {
+                    .filter(|f| {
+                        f.target == Target::Client(i)
+                            && reached.iter().any(|at| f.at == FaultAt::Safepoint(*at))
+                    })
+                    .cloned()
+                    .collect();
+                for fault in armed {
                     self.fire(fault);
                 }
                 // Buffered in the pipe: a paused client reads it once continued.
@@ -445,9 +450,18 @@ impl<'p> Running<'p> {
         // Stamped before the signal (a pause's start after it): the target cannot record
         // anything between the pause's start and its end.
         let now = mono_ns();
-        self.signal(target, Signal::SIGCONT);
         let name = self.plan.name(target);
-        let detail = format!("{name} resumed (SIGCONT)");
+        // Overlapping pauses: continue only when the last one ends, as the simulation thaws.
+        let still_paused = self
+            .due
+            .values()
+            .any(|due| matches!(due, Due::Resume(t) if *t == target));
+        let detail = if still_paused {
+            format!("{name}'s pause ended; another pause keeps it stopped")
+        } else {
+            self.signal(target, Signal::SIGCONT);
+            format!("{name} resumed (SIGCONT)")
+        };
         self.nemesis_event(now, EventKind::Pause, Phase::End, &name, detail);
     }
 

@@ -62,12 +62,14 @@ pub enum ClientLine {
         /// but the enum's other lines are small.
         entry: Box<Entry>,
     },
-    /// The client reached an armed safepoint and waits for `go` on its stdin.
+    /// The client reached armed safepoints and waits for `go` on its stdin.
     Safepoint {
         /// When, `CLOCK_MONOTONIC` ns.
         mono_ns: u64,
-        /// Which one.
-        at: Armed,
+        /// Every armed safepoint this event completes: two triggers may land on one event
+        /// (the third write, and the first write after 500 ms), and their faults start
+        /// together, as in the simulation.
+        reached: Vec<Armed>,
     },
     /// The client has connected to its servers and waits for the trial's origin (a JSON
     /// `crate::clock::Origin` on its stdin).
