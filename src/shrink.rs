@@ -329,19 +329,12 @@ fn shifted(scenario: &Scenario, by_ms: u64, from_ms: u64) -> Scenario {
 
 /// Shorten the run: binary search for the shortest length (in whole seconds) that still fails.
 fn shorter_run(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> Scenario {
+    // A fault that starts at a time (an event trigger cannot strike before it starts
+    // counting) needs the run to last until it has ended.
     let floor_s = current
         .faults
         .iter()
-        .filter_map(|f| match f.trigger {
-            Trigger::At { at_ms } => Some(at_ms + f.duration_ms.unwrap_or(0)),
-            // It cannot strike before it starts counting.
-            Trigger::After { count_from_ms, .. } | Trigger::Before { count_from_ms, .. }
-                if count_from_ms > 0 =>
-            {
-                Some(count_from_ms + f.duration_ms.unwrap_or(0))
-            }
-            _ => None,
-        })
+        .filter_map(|f| start_ms(f).map(|ms| ms + f.duration_ms.unwrap_or(0)))
         .max()
         .unwrap_or(0)
         .div_ceil(1000);

@@ -76,6 +76,15 @@ fn entries(history: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// When `node` invoked each of its writes, ns of the trial, in history order.
+fn write_invokes_ns(entries: &[serde_json::Value], node: &str) -> Vec<u64> {
+    entries
+        .iter()
+        .filter(|e| e["f"] == "write" && e["type"] == "invoke" && e["node"] == node)
+        .map(|e| e["time_ns"].as_u64().unwrap())
+        .collect()
+}
+
 fn events<'a>(entries: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
     entries.iter().filter(|e| e["event"] == kind).collect()
 }
@@ -303,10 +312,8 @@ fn two_pauses_at_one_event_start_together_and_the_longer_one_holds() {
         starts[1] - starts[0] < 50_000_000,
         "started together: {starts:?}"
     );
-    let write_after = history
-        .iter()
-        .filter(|e| e["f"] == "write" && e["type"] == "invoke" && e["node"] == "client-1")
-        .map(time)
+    let write_after = write_invokes_ns(&history, "client-1")
+        .into_iter()
         .find(|t| *t > starts[1])
         .expect("client-1 writes after its pauses");
     assert!(
@@ -339,11 +346,7 @@ fn an_event_trigger_counted_from_a_time_strikes_after_that_time() {
     let time = |e: &serde_json::Value| e["time_ns"].as_u64().unwrap();
     let (paused_ns, resumed_ns) = (time(pauses[0]), time(pauses[1]));
     assert!(paused_ns >= 1_000_000_000, "paused at {paused_ns} ns");
-    let writes: Vec<u64> = history
-        .iter()
-        .filter(|e| e["f"] == "write" && e["type"] == "invoke" && e["node"] == "client-1")
-        .map(time)
-        .collect();
+    let writes = write_invokes_ns(&history, "client-1");
     // Counting from the start would have struck before the first of these.
     assert!(writes[0] < 1_000_000_000, "{writes:?}");
     // Its first write at or after 1 s waited out the pause: none came between.
