@@ -15,6 +15,11 @@
 //! Then pairs: two kinds of fault on one node struck together (a holder cut off right after
 //! its grant and then stalled before its write), which no single fault shows.
 //!
+//! A probe aimed at a client is struck on every client, each at its own event: the lock goes
+//! to whoever asks first, so a client chosen in advance may not be granted in a slot at all
+//! (with `random-nemesis-fenced`'s three clients, one often re-acquires slot after slot),
+//! and a probe aimed at its grant would strike only past its slot, among the next probes.
+//!
 //! A probe run packs several probes, one after another, each followed by a lease period of
 //! quiet so that the system settles before the next: every probe is then tried alone, as
 //! Jepsen's targeted nemeses try one fault at a time, and the first generations try every
@@ -46,6 +51,47 @@ struct Probe {
     /// The role whose events the trigger counts.
     role: NodeRole,
     duration_ms: Option<u64>,
+}
+
+impl Probe {
+    /// This probe struck on each of `clients` if it is aimed at one of them (a fault on the
+    /// client, or a hold of its messages), else the probe alone. The lock service grants
+    /// whichever client asks first, and a client that has just released often asks first
+    /// again, so one client may be kept from the lock for a whole slot: a probe aimed at the
+    /// grant or write of a client chosen in advance then never strikes in its slot. Struck
+    /// on every client, it strikes the ones the lock reaches, as a holder-aimed nemesis would.
+    fn on_every(self, clients: &[String]) -> Vec<Probe> {
+        if !aimed_at(&self.action).is_some_and(|node| clients.iter().any(|c| c == node)) {
+            return vec![self];
+        }
+        clients
+            .iter()
+            .map(|client| Probe {
+                action: aimed_on(&self.action, client),
+                ..self.clone()
+            })
+            .collect()
+    }
+}
+
+/// The node a probe's action strikes: the node of a node fault, the sender of a hold.
+fn aimed_at(action: &Action) -> Option<&str> {
+    match action {
+        Action::Hold { from, .. } => Some(from),
+        action => action.node(),
+    }
+}
+
+/// `action` aimed at `node` instead ([`aimed_at`]).
+fn aimed_on(action: &Action, node: &str) -> Action {
+    match action {
+        Action::Hold { message, nth, .. } => Action::Hold {
+            from: node.to_owned(),
+            message: *message,
+            nth: *nth,
+        },
+        action => action.retarget(node),
+    }
 }
 
 /// How long a probe's fault lasts, relative to a lease.
@@ -94,7 +140,13 @@ impl Prober<'_> {
         singles.shuffle(rng);
         let mut pairs = pairs(&by_node, rng);
         pairs.shuffle(rng);
-        let mut runs = self.pack(singles.into_iter().chain(pairs));
+        let clients = self.clients();
+        let slots = singles.into_iter().chain(pairs).map(|slot| {
+            slot.into_iter()
+                .flat_map(|p| p.on_every(&clients))
+                .collect()
+        });
+        let mut runs = self.pack(slots);
         for run in &mut runs {
             run.push(heal.clone());
         }
@@ -193,8 +245,19 @@ impl Prober<'_> {
         ms.clamp(range.min_ms.max(1), range.max_ms.max(1))
     }
 
-    /// One target of each role among the nemesis's targets, chosen by `rng`: clients are
-    /// alike, so one stands for all. A design with a leader is aimed at through `leader`, the
+    /// The nemesis's targets that are clients.
+    fn clients(&self) -> Vec<String> {
+        self.spec
+            .targets
+            .iter()
+            .filter(|t| *t != LEADER && self.scenario.role(t) == NodeRole::Client)
+            .cloned()
+            .collect()
+    }
+
+    /// One target of each role among the nemesis's targets, chosen by `rng`: nodes of a role
+    /// are alike, so one stands for all (a probe on the chosen client is then struck on every
+    /// client, [`Probe::on_every`]). A design with a leader is aimed at through `leader`, the
     /// node that grants when the fault starts.
     fn targets(&self, rng: &mut Xoshiro256PlusPlus) -> Vec<(String, NodeRole)> {
         let has_leader = self.scenario.lock_service.shape.has_leader;
@@ -438,10 +501,11 @@ mod tests {
         let s = scenario("random-nemesis-fenced");
         let spec = s.nemesis.as_ref().unwrap();
         let runs = runs(&s, 7);
-        // 12 kinds on three roles: 42 single probes and 33 pairs (15 on a client, 15 on the
-        // lease service, 3 on the resource: no pair of two clock faults).
+        // 12 kinds on three roles: 42 single probes (18 on a client) and 33 pairs (15 on a
+        // client, 15 on the lease service, 3 on the resource: no pair of two clock faults),
+        // each probe on a client struck on all three clients.
         let faults: usize = runs.iter().map(|r| r.len() - 1).sum();
-        assert_eq!(faults, 42 + 2 * 33);
+        assert_eq!(faults, (42 - 18) + 3 * 18 + 2 * (33 - 15) + 3 * 2 * 15);
         assert_eq!(runs.len(), 14, "{runs:#?}");
         for run in &runs {
             let (heal, probes) = run.split_last().unwrap();
@@ -481,6 +545,31 @@ mod tests {
             (Action::Crash { node }, Trigger::After { event: NodeEvent::Grant, .. }, Some(500))
                 if node == "lease-service"
         )));
+    }
+
+    #[test]
+    fn a_probe_on_a_client_strikes_every_client_in_its_slot() {
+        let s = scenario("random-nemesis-fenced");
+        let all: Vec<Fault> = runs(&s, 2).into_iter().flatten().collect();
+        let clients = ["client-1", "client-2", "client-3"];
+        let on = |f: &Fault, node: &str| Fault {
+            action: aimed_on(&f.action, node),
+            ..f.clone()
+        };
+        let mut on_clients = 0;
+        for f in &all {
+            if aimed_at(&f.action).is_some_and(|t| t.starts_with("client")) {
+                on_clients += 1;
+                // The same fault, with the same trigger and length, on each of the others.
+                for c in clients {
+                    assert!(all.contains(&on(f, c)), "{f:?} not on {c}");
+                }
+            }
+        }
+        assert_eq!(on_clients, 3 * (18 + 2 * 15));
+        // Network-wide faults are not repeated: one loss window, one latency window.
+        let losses = all.iter().filter(|f| f.action.kind() == "loss").count();
+        assert_eq!(losses, 1);
     }
 
     #[test]
