@@ -73,6 +73,7 @@ fn explore_stops_at_the_first_counterexample_whatever_the_jobs() {
             &fixture("pause-unfenced-targeted"),
             "--seeds",
             "8..20",
+            "--sweep",
             "--jobs",
             jobs,
             "--quiet",

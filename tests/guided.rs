@@ -131,6 +131,66 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
     );
 }
 
+/// `explore` searches by default where there is a nemesis to search, says so, and sweeps
+/// where there is not, or when a sweep is asked for.
+#[test]
+fn explore_searches_a_scenario_with_a_nemesis_unless_told_to_sweep() {
+    let scenario = "tests/fixtures/explore/random-nemesis-unfenced.toml";
+    let run = |name: &str, extra: &[&str]| {
+        let out = out_dir(name);
+        let mut args = vec!["explore", scenario, "--seeds", "0..200"];
+        args.extend_from_slice(extra);
+        args.extend(["--out", out.to_str().unwrap()]);
+        let o = fencesim(&args);
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+        let dir = out.join("random-nemesis-unfenced");
+        let kinds = ["guided-summary.json", "explore-summary.json"];
+        let written: Vec<&str> = kinds
+            .into_iter()
+            .filter(|k| dir.join(k).is_file())
+            .collect();
+        (stdout, stderr, written)
+    };
+    let (stdout, stderr, written) = run("explore-default", &[]);
+    assert!(
+        stdout.contains("random-nemesis-unfenced: guided from root seed 0: "),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("a guided search from root seed 0, at most 200 simulations (the default"),
+        "{stderr}"
+    );
+    assert_eq!(written, ["guided-summary.json"]);
+    for (name, flag) in [
+        ("explore-sweep", "--sweep"),
+        ("explore-all", "--keep-going"),
+    ] {
+        let (stdout, _, written) = run(name, &[flag, "--quiet"]);
+        assert!(!stdout.contains("guided"), "{flag}: {stdout}");
+        assert_eq!(written, ["explore-summary.json"], "{flag}");
+    }
+    let o = fencesim(&[
+        "explore", scenario, "--guided", "--sweep", "--seeds", "0..9",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "--guided and --sweep conflict");
+    // Without a [nemesis] there is nothing to search: a sweep.
+    let out = out_dir("explore-default-scripted");
+    let o = fencesim(&[
+        "explore",
+        "pause-unfenced",
+        "--seeds",
+        "0..2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(out.join("pause-unfenced/explore-summary.json").is_file());
+    assert!(!out.join("pause-unfenced/guided-summary.json").exists());
+}
+
 /// Ctrl-C during a guided search: it stops between generations, says it was interrupted,
 /// writes its summary marked so, and exits 130.
 #[test]

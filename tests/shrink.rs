@@ -15,6 +15,7 @@ fn explore_and_shrink(test: &str) -> (String, std::path::PathBuf) {
         "tests/fixtures/explore/random-nemesis-unfenced.toml",
         "--seeds",
         "0..100",
+        "--sweep",
         "--quiet",
         "--shrink",
         "--out",

@@ -65,8 +65,10 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Run many seeds in parallel until the first counterexample (a seed that misses the
-    /// scenario's expectation); write files only for counterexamples and a summary.
+    /// Look for a counterexample (a run that misses the scenario's expectation): for a
+    /// scenario with a [nemesis], a guided search of its fault schedules; otherwise, or with
+    /// --sweep, --keep-going, --shard or --check-determinism, a sweep of the seeds in
+    /// parallel. Writes files only for counterexamples, and a summary.
     Explore {
         /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
         #[arg(required_unless_present = "merge")]
@@ -101,14 +103,20 @@ enum Command {
         /// Force swarm mode on the scenario's random nemesis.
         #[arg(long)]
         swarm: bool,
-        /// Guided exploration: keep the fault schedules that reached new behaviour and mutate
-        /// them, from root seed A, for at most B - A simulations (docs/guided.md).
+        /// Guided exploration (the default for a scenario with a [nemesis]): keep the fault
+        /// schedules that reached new behaviour and mutate them, from root seed A, for at most
+        /// B - A simulations (docs/guided.md). Refused for a scenario without a [nemesis].
         #[arg(long, conflicts_with_all = ["shard", "keep_going", "check_determinism"])]
         guided: bool,
+        /// Sweep the seeds A..B, each with its own draw of the nemesis, even for a scenario
+        /// with a [nemesis] (whose default is a guided search): every seed of the range is run
+        /// up to the first counterexample, as CI guards a range.
+        #[arg(long, conflicts_with = "guided")]
+        sweep: bool,
         /// Join the explore-summary files of a sweep's shards and print the whole sweep's
         /// summary instead of running anything.
         #[arg(long, num_args = 1.., value_name = "SUMMARY",
-              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink", "guided"])]
+              conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink", "guided", "sweep"])]
         merge: Vec<PathBuf>,
     },
     /// Check a history: a history.jsonl (recorded by fencesim or converted from a real system),
@@ -259,6 +267,7 @@ pub fn main() -> ExitCode {
             check_determinism,
             swarm,
             guided,
+            sweep,
             merge,
         } => {
             if !merge.is_empty() {
@@ -270,7 +279,7 @@ pub fn main() -> ExitCode {
                     check_determinism,
                     swarm,
                 };
-                let sweep = ExploreArgs {
+                let sweep_args = ExploreArgs {
                     seeds: seeds.unwrap_or_default(),
                     jobs: jobs.map_or_else(default_jobs, |j| j as usize),
                     shard,
@@ -278,10 +287,15 @@ pub fn main() -> ExitCode {
                     quiet,
                     shrink,
                 };
+                // Only a search can be guided; a sweep is asked for by name or by what only
+                // a sweep does (every seed, shards, running each seed twice).
+                let sweep_only = keep_going || sweep_args.shard.is_some() || check_determinism;
                 if guided {
-                    commands::guided::guided(&target, &sweep)
+                    commands::guided::guided(&target, &sweep_args, false)
+                } else if sweep || sweep_only {
+                    commands::explore::explore(&target, &sweep_args)
                 } else {
-                    commands::explore::explore(&target, &sweep)
+                    commands::guided::guided_or_sweep(&target, &sweep_args)
                 }
             }
         }

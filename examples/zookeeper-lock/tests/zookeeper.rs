@@ -120,7 +120,7 @@ fn explore_finds_the_defect_and_shrink_minimises_it() {
     let out = out_dir("explore");
     let out_arg = out.to_str().unwrap();
     let (code, text) = cli(&[
-        "explore", DEFECT, "--seeds", "0..40", "--quiet", "--shrink", "--out", out_arg,
+        "explore", DEFECT, "--seeds", "0..40", "--sweep", "--quiet", "--shrink", "--out", out_arg,
     ]);
     assert_eq!(code, Some(1), "{text}");
     assert!(

@@ -10,8 +10,19 @@ use super::explore::{parse_range, ExploreArgs};
 use super::shrink::shrink;
 use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, Target};
 
-/// `explore --guided`: search from root seed A for at most B - A simulations.
-pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
+/// `explore` without `--guided` or a sweep's flags: a guided search for a scenario with a
+/// `[nemesis]` (its schedules are what the search mutates), a sweep of the seeds otherwise.
+pub(crate) fn guided_or_sweep(target: &Target, args: &ExploreArgs) -> u8 {
+    match prepare(target) {
+        Ok((scenario, _)) if scenario.nemesis.is_some() => guided(target, args, true),
+        Ok(_) => super::explore::explore(target, args),
+        Err(code) => code,
+    }
+}
+
+/// `explore --guided`: search from root seed A for at most B - A simulations. `by_default`:
+/// chosen without `--guided` (the progress line says so, and how to sweep instead).
+pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u8 {
     let (scenario, opts) = match prepare(target) {
         Ok(p) => p,
         Err(code) => return code,
@@ -41,6 +52,13 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
     }
     if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
         return unwritable(&opts.out, &e);
+    }
+    if by_default && !args.quiet {
+        eprintln!(
+            "{}: a guided search from root seed {root}, at most {budget} simulations (the \
+             default for a scenario with a [nemesis]; --sweep runs each seed's own draw instead)",
+            scenario.name
+        );
     }
     let clock = fencesim::bench::Stopwatch::start();
     let searched =
