@@ -46,11 +46,9 @@ impl PgServer {
     pub fn start() -> Result<PgServer, LiveError> {
         let bin = bindir()?;
         let owner = owner()?;
-        let folder = temp_folder("pg")?;
+        let (folder, owned) = temp_folder("pg")?;
         let mut server = PgServer {
-            owned: vec![crate::reaper::own(crate::reaper::Owned::Folder(
-                folder.clone(),
-            ))],
+            owned: vec![owned],
             folder: folder.clone(),
             bin: bin.clone(),
             owner,
@@ -312,13 +310,14 @@ fn as_owner(mut command: Command, owner: Option<(Uid, Gid)>) -> Command {
 }
 
 /// A new, empty folder under the system's temporary folder, readable by other users (the
-/// server's user must reach it).
-pub(crate) fn temp_folder(what: &str) -> Result<PathBuf, LiveError> {
+/// server's user must reach it), and its id in [`crate::reaper`]'s list, which removes it if
+/// the run quits at once.
+pub(crate) fn temp_folder(what: &str) -> Result<(PathBuf, u64), LiveError> {
     let base = std::env::temp_dir();
     for n in 0..1000u32 {
         let path = base.join(format!("fencesim-live-{what}-{}-{n}", std::process::id()));
-        match fs::create_dir(&path) {
-            Ok(()) => return Ok(path),
+        match crate::reaper::create_folder(&path) {
+            Ok(id) => return Ok((path, id)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(LiveError::Server(format!("{}: {e}", path.display()))),
         }

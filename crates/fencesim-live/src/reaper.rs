@@ -23,32 +23,74 @@ pub enum Owned {
     Folder(PathBuf),
 }
 
-/// What is owned, by id, and the last id given.
-static OWNED: Mutex<(u64, Vec<(u64, Owned)>)> = Mutex::new((0, Vec::new()));
+/// What is owned, by id.
+struct List {
+    /// The last id given.
+    last_id: u64,
+    owned: Vec<(u64, Owned)>,
+    /// Set by [`reap_all`]: the run is quitting, and no folder may be made any more.
+    reaping: bool,
+}
+
+static OWNED: Mutex<List> = Mutex::new(List {
+    last_id: 0,
+    owned: Vec::new(),
+    reaping: false,
+});
+
+impl List {
+    fn push(&mut self, owned: Owned) -> u64 {
+        self.last_id += 1;
+        self.owned.push((self.last_id, owned));
+        self.last_id
+    }
+}
 
 /// Note `owned`; the returned id forgets it again ([`forget`]) once its owner removed it.
 pub fn own(owned: Owned) -> u64 {
-    let Ok(mut list) = OWNED.lock() else {
-        return 0;
-    };
-    list.0 += 1;
-    let id = list.0;
-    list.1.push((id, owned));
-    id
+    match OWNED.lock() {
+        Ok(mut list) => list.push(owned),
+        Err(_) => 0,
+    }
+}
+
+/// Make the folder `path` (as `fs::create_dir`) and own it in one step, so that a folder
+/// cannot be made between [`reap_all`]'s sweep and the exit that follows it (it would be left
+/// behind, with nothing to remove it).
+///
+/// # Errors
+/// `create_dir`'s (`AlreadyExists` for a name in use), or `Interrupted` once the run is
+/// quitting.
+pub fn create_folder(path: &std::path::Path) -> std::io::Result<u64> {
+    let mut list = OWNED
+        .lock()
+        .map_err(|_| std::io::Error::other("the list of what the live run owns is poisoned"))?;
+    if list.reaping {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the live run is quitting",
+        ));
+    }
+    std::fs::create_dir(path)?;
+    Ok(list.push(Owned::Folder(path.to_owned())))
 }
 
 /// Its owner removed it.
 pub fn forget(id: u64) {
     if let Ok(mut list) = OWNED.lock() {
-        list.1.retain(|(i, _)| *i != id);
+        list.owned.retain(|(i, _)| *i != id);
     }
 }
 
 /// Kill every owned process and group (continuing them first, in case they are stopped) and
-/// delete every owned folder. Safe to call from a signal handler's thread at exit.
+/// delete every owned folder; no folder can be made after it ([`create_folder`]). Safe to call
+/// from a signal handler's thread at exit.
 pub fn reap_all() {
     let owned: Vec<Owned> = match OWNED.lock() {
-        Ok(mut list) => list.1.drain(..).map(|(_, o)| o).collect(),
+        Ok(mut list) => {
+            list.reaping = true;
+            list.owned.drain(..).map(|(_, o)| o).collect()
+        }
         Err(_) => return,
     };
     for o in &owned {

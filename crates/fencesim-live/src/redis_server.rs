@@ -64,11 +64,9 @@ impl RedisNode {
         } else {
             None
         };
-        let folder = temp_folder(name)?;
+        let (folder, owned) = temp_folder(name)?;
         let mut node = RedisNode {
-            owned: vec![crate::reaper::own(crate::reaper::Owned::Folder(
-                folder.clone(),
-            ))],
+            owned: vec![owned],
             name: name.to_owned(),
             folder,
             port: free_port()?,
