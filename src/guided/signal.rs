@@ -37,9 +37,10 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
     let windows = fault_windows(history, scenario, end_ns);
     let mut active = ActiveWindows::new(&windows);
     let mut during_seen: BTreeSet<During> = BTreeSet::new();
+    let mut seen: BTreeSet<Key> = BTreeSet::new();
     let mut state = Leases::default();
     let mut last_decision: BTreeMap<&str, EventKind> = BTreeMap::new();
-    let mut op_counts: BTreeMap<(String, OpType), u64> = BTreeMap::new();
+    let mut op_counts: BTreeMap<(OpFn, OpType), u64> = BTreeMap::new();
     for entry in &history.entries {
         match entry {
             Entry::Event(e) if e.event.is_nemesis() => {}
@@ -47,14 +48,13 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
                 let what = What::Event(e.event);
                 let at = active.at(e.at.time_ns);
                 during(at, what, involves(e), &mut during_seen);
-                state.see(e, &mut out);
+                state.see(e, &mut seen);
                 if let Some(previous) = last_decision.insert(&e.node, e.event) {
-                    out.insert(format!(
-                        "seq:{}:{}>{}",
-                        role_name(scenario, &e.node),
-                        previous.as_str(),
-                        e.event.as_str()
-                    ));
+                    seen.insert(Key::Seq {
+                        role: role_name(scenario, &e.node),
+                        previous,
+                        next: e.event,
+                    });
                 }
                 if let (EventKind::Revoke, Some(detail)) = (e.event, &e.detail) {
                     out.insert(format!("revoke:{}", words(detail)));
@@ -65,19 +65,79 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
                 let node: &str = &op.node;
                 let at = active.at(op.at.time_ns);
                 during(at, what, |t| t == node, &mut during_seen);
-                *op_counts
-                    .entry((format!("{:?}", op.f), op.op_type))
-                    .or_default() += 1;
+                *op_counts.entry((op.f, op.op_type)).or_default() += 1;
             }
             Entry::Op(_) => {}
         }
     }
     for ((f, op_type), n) in op_counts {
-        out.insert(format!("ops:{f}:{op_type:?}:{}", bucket(n)).to_lowercase());
+        out.insert(format!("ops:{f:?}:{op_type:?}:{}", bucket(n)).to_lowercase());
     }
     out.extend(state.belief_gaps());
     out.extend(during_seen.into_iter().map(During::feature));
+    out.extend(seen.into_iter().map(Key::feature));
     out
+}
+
+/// A feature of the run's events before it is written out, kept as a value so that each is
+/// formatted once per run rather than once per event (a run has thousands of events and a
+/// few dozen distinct features).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    /// `seq:client:grant>belief`: two decisions of one node in a row.
+    Seq {
+        role: &'static str,
+        previous: EventKind,
+        next: EventKind,
+    },
+    /// `handover:expire:12`: a lock granted to another holder 2^11..2^12 ms after the last
+    /// lease ended, and how it ended.
+    Handover { how: EventKind, gap: u32 },
+    /// `grant:higher`, `grant:not-higher`: a grant's token against the latest of its lock.
+    Grant { higher: bool },
+    /// `write:accept:ended-3:older`: how a write met the lease it was made under.
+    Write {
+        event: EventKind,
+        lease: LeaseAtWrite,
+        older: &'static str,
+    },
+}
+
+/// The lease a write was made under, when the write landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum LeaseAtWrite {
+    /// No grant of its holder and token was seen.
+    Ungranted,
+    Live,
+    /// Ended this power-of-two bucket of ms before.
+    Ended(u32),
+}
+
+impl Key {
+    fn feature(self) -> Feature {
+        match self {
+            Key::Seq {
+                role,
+                previous,
+                next,
+            } => format!("seq:{role}:{}>{}", previous.as_str(), next.as_str()),
+            Key::Handover { how, gap } => format!("handover:{}:{gap}", how.as_str()),
+            Key::Grant { higher: true } => "grant:higher".to_owned(),
+            Key::Grant { higher: false } => "grant:not-higher".to_owned(),
+            Key::Write {
+                event,
+                lease,
+                older,
+            } => {
+                let lease = match lease {
+                    LeaseAtWrite::Ungranted => "ungranted".to_owned(),
+                    LeaseAtWrite::Live => "live".to_owned(),
+                    LeaseAtWrite::Ended(bucket) => format!("ended-{bucket}"),
+                };
+                format!("write:{}:{lease}:{older}", event.as_str())
+            }
+        }
+    }
 }
 
 /// Each nemesis fault's window: from its start event to its end (or the end of the run); an
@@ -282,7 +342,7 @@ struct Leases<'h> {
 }
 
 impl<'h> Leases<'h> {
-    fn see(&mut self, e: &'h Event, out: &mut BTreeSet<Feature>) {
+    fn see(&mut self, e: &'h Event, out: &mut BTreeSet<Key>) {
         let (holder, token, t) = (e.holder.as_deref().unwrap_or(""), e.token, e.at.time_ns);
         match (e.event, e.lock.as_deref(), token) {
             (EventKind::Grant, Some(lock), Some(token)) => {
@@ -291,17 +351,15 @@ impl<'h> Leases<'h> {
                 if let Some((end_ns, how, previous)) = *ended {
                     if previous != holder {
                         let gap_ms = t.saturating_sub(end_ns) / 1_000_000;
-                        out.insert(format!("handover:{}:{}", how.as_str(), bucket(gap_ms)));
+                        out.insert(Key::Handover {
+                            how,
+                            gap: bucket(gap_ms),
+                        });
                     }
                 }
-                out.insert(format!(
-                    "grant:{}",
-                    if token > *latest {
-                        "higher"
-                    } else {
-                        "not-higher"
-                    }
-                ));
+                out.insert(Key::Grant {
+                    higher: token > *latest,
+                });
                 *latest = (*latest).max(token);
                 *ended = None;
             }
@@ -317,21 +375,25 @@ impl<'h> Leases<'h> {
             }
             (EventKind::Accept | EventKind::Reject, _, Some(token)) => {
                 let lease = self.granted.get(&(holder, token)).copied();
-                let (state, older) = match lease {
-                    None => ("ungranted".to_owned(), "?"),
+                let (lease, older) = match lease {
+                    None => (LeaseAtWrite::Ungranted, "?"),
                     Some((lock, ended)) => {
                         let latest = self.latest.get(lock).map_or(0, |l| l.0);
                         let older = if token < latest { "older" } else { "latest" };
                         match ended {
-                            None => ("live".to_owned(), older),
+                            None => (LeaseAtWrite::Live, older),
                             Some(end_ns) => {
                                 let late_ms = t.saturating_sub(end_ns) / 1_000_000;
-                                (format!("ended-{}", bucket(late_ms)), older)
+                                (LeaseAtWrite::Ended(bucket(late_ms)), older)
                             }
                         }
                     }
                 };
-                out.insert(format!("write:{}:{state}:{older}", e.event.as_str()));
+                out.insert(Key::Write {
+                    event: e.event,
+                    lease,
+                    older,
+                });
             }
             (EventKind::Belief, Some(lock), _) => {
                 let list = self.beliefs.entry(lock).or_default();
