@@ -15,10 +15,13 @@
 //! Then pairs: two kinds of fault on one node struck together (a holder cut off right after
 //! its grant and then stalled before its write), which no single fault shows.
 //!
-//! A probe aimed at a client is struck on every client, each at its own event: the lock goes
-//! to whoever asks first, so a client chosen in advance may not be granted in a slot at all
-//! (with `random-nemesis-fenced`'s three clients, one often re-acquires slot after slot),
-//! and a probe aimed at its grant would strike only past its slot, among the next probes.
+//! Each pair on a client is tried twice. First on every client, each at its own events: the
+//! lock goes to whoever asks first, so a client chosen in advance may not be granted in a
+//! slot at all (with `random-nemesis-fenced`'s three clients, one often re-acquires slot after
+//! slot), and a pair aimed at its grant would strike only past its slot. Then on the chosen
+//! client alone, since striking every client stalls them all: a stale write needs another
+//! client to be granted and write while the first is stalled. Single probes stay on one
+//! client, for the same reason.
 //!
 //! A probe run packs several probes, one after another, each followed by a lease period of
 //! quiet so that the system settles before the next: every probe is then tried alone, as
@@ -59,7 +62,8 @@ impl Probe {
     /// whichever client asks first, and a client that has just released often asks first
     /// again, so one client may be kept from the lock for a whole slot: a probe aimed at the
     /// grant or write of a client chosen in advance then never strikes in its slot. Struck
-    /// on every client, it strikes the ones the lock reaches, as a holder-aimed nemesis would.
+    /// on every client, it strikes the ones the lock reaches, as a holder-aimed nemesis
+    /// would (but stalls every client: see the module's doc).
     fn on_every(self, clients: &[String]) -> Vec<Probe> {
         if !aimed_at(&self.action).is_some_and(|node| clients.iter().any(|c| c == node)) {
             return vec![self];
@@ -140,13 +144,23 @@ impl Prober<'_> {
         singles.shuffle(rng);
         let mut pairs = pairs(&by_node, rng);
         pairs.shuffle(rng);
+        // Each pair on a client twice: first on every client (whichever the lock reaches in
+        // the slot), then on the chosen client alone (the others keep the lock going round).
         let clients = self.clients();
-        let slots = singles.into_iter().chain(pairs).map(|slot| {
-            slot.into_iter()
-                .flat_map(|p| p.on_every(&clients))
-                .collect()
-        });
-        let mut runs = self.pack(slots);
+        let on_every: Vec<Vec<Probe>> = pairs
+            .iter()
+            .map(|pair| {
+                pair.iter()
+                    .flat_map(|p| p.clone().on_every(&clients))
+                    .collect()
+            })
+            .collect();
+        let alone = on_every
+            .iter()
+            .zip(pairs)
+            .filter(|(every, pair)| every.len() > pair.len())
+            .map(|(_, pair)| pair);
+        let mut runs = self.pack(singles.into_iter().chain(on_every.clone()).chain(alone));
         for run in &mut runs {
             run.push(heal.clone());
         }
@@ -256,7 +270,7 @@ impl Prober<'_> {
     }
 
     /// One target of each role among the nemesis's targets, chosen by `rng`: nodes of a role
-    /// are alike, so one stands for all (a probe on the chosen client is then struck on every
+    /// are alike, so one stands for all (a pair on the chosen client is also struck on every
     /// client, [`Probe::on_every`]). A design with a leader is aimed at through `leader`, the
     /// node that grants when the fault starts.
     fn targets(&self, rng: &mut Xoshiro256PlusPlus) -> Vec<(String, NodeRole)> {
@@ -483,6 +497,7 @@ fn is_clock(action: &Action) -> bool {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use std::collections::{BTreeMap, BTreeSet};
 
     fn scenario(name: &str) -> Scenario {
         let (file, text) = crate::bundled::find(name).expect("bundled");
@@ -501,12 +516,12 @@ mod tests {
         let s = scenario("random-nemesis-fenced");
         let spec = s.nemesis.as_ref().unwrap();
         let runs = runs(&s, 7);
-        // 12 kinds on three roles: 42 single probes (18 on a client) and 33 pairs (15 on a
-        // client, 15 on the lease service, 3 on the resource: no pair of two clock faults),
-        // each probe on a client struck on all three clients.
+        // 12 kinds on three roles: 42 single probes and 33 pairs (15 on a client, 15 on the
+        // lease service, 3 on the resource: no pair of two clock faults), each pair on a
+        // client once on all three clients and once alone.
         let faults: usize = runs.iter().map(|r| r.len() - 1).sum();
-        assert_eq!(faults, (42 - 18) + 3 * 18 + 2 * (33 - 15) + 3 * 2 * 15);
-        assert_eq!(runs.len(), 14, "{runs:#?}");
+        assert_eq!(faults, 42 + 2 * (33 - 15) + 3 * 2 * 15 + 2 * 15);
+        assert_eq!(runs.len(), 17, "{runs:#?}");
         for run in &runs {
             let (heal, probes) = run.split_last().unwrap();
             assert!(matches!(heal.action, Action::FinalHeal { .. }));
@@ -548,27 +563,55 @@ mod tests {
     }
 
     #[test]
-    fn a_probe_on_a_client_strikes_every_client_in_its_slot() {
+    fn a_pair_on_a_client_is_struck_on_every_client_and_again_alone() {
         let s = scenario("random-nemesis-fenced");
-        let all: Vec<Fault> = runs(&s, 2).into_iter().flatten().collect();
-        let clients = ["client-1", "client-2", "client-3"];
+        // Per slot (run, start), the faults aimed at clients.
+        let mut slots: BTreeMap<(usize, u64), Vec<Fault>> = BTreeMap::new();
+        let mut losses = 0;
+        for (i, run) in runs(&s, 2).iter().enumerate() {
+            for f in run {
+                let start = match f.trigger {
+                    Trigger::At { at_ms } => at_ms,
+                    Trigger::After { count_from_ms, .. }
+                    | Trigger::Before { count_from_ms, .. } => count_from_ms,
+                };
+                if aimed_at(&f.action).is_some_and(|t| t.starts_with("client")) {
+                    slots.entry((i, start)).or_default().push(f.clone());
+                }
+                losses += usize::from(f.action.kind() == "loss");
+            }
+        }
+        // (faults, clients struck) of each slot.
+        let shapes: Vec<(usize, usize)> = slots
+            .values()
+            .map(|faults| {
+                let nodes: BTreeSet<&str> =
+                    faults.iter().filter_map(|f| aimed_at(&f.action)).collect();
+                (faults.len(), nodes.len())
+            })
+            .collect();
+        let count = |shape: (usize, usize)| shapes.iter().filter(|s| **s == shape).count();
+        assert_eq!(
+            count((1, 1)),
+            18,
+            "single probes, on one client: {shapes:?}"
+        );
+        assert_eq!(count((2, 1)), 15, "pairs on one client alone: {shapes:?}");
+        assert_eq!(count((6, 3)), 15, "pairs on every client: {shapes:?}");
+        assert_eq!(shapes.len(), 18 + 15 + 15);
+        // On every client: the same two faults, with the same triggers and lengths, on each.
         let on = |f: &Fault, node: &str| Fault {
             action: aimed_on(&f.action, node),
             ..f.clone()
         };
-        let mut on_clients = 0;
-        for f in &all {
-            if aimed_at(&f.action).is_some_and(|t| t.starts_with("client")) {
-                on_clients += 1;
-                // The same fault, with the same trigger and length, on each of the others.
-                for c in clients {
-                    assert!(all.contains(&on(f, c)), "{f:?} not on {c}");
+        for faults in slots.values().filter(|f| f.len() == 6) {
+            for f in faults {
+                for c in ["client-1", "client-2", "client-3"] {
+                    assert!(faults.contains(&on(f, c)), "{f:?} not on {c}");
                 }
             }
         }
-        assert_eq!(on_clients, 3 * (18 + 2 * 15));
-        // Network-wide faults are not repeated: one loss window, one latency window.
-        let losses = all.iter().filter(|f| f.action.kind() == "loss").count();
+        // Network-wide faults are not repeated: one loss window.
         assert_eq!(losses, 1);
     }
 

@@ -53,11 +53,22 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
     if let Err(e) = ensure_writable(&opts.out, &scenario.name) {
         return unwritable(&opts.out, &e);
     }
+    // Where a counterexample's file goes: something else in its place would otherwise only
+    // be found after the search.
+    let guided_dir = opts.out.join(&scenario.name).join("guided");
+    if guided_dir.exists() && !guided_dir.is_dir() {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{} is in the way of a folder", guided_dir.display()),
+        );
+        return unwritable(&opts.out, &e);
+    }
     if by_default && !args.quiet {
         eprintln!(
-            "{}: a guided search from root seed {root}, at most {budget} simulations (the \
+            "{}: a guided search from root seed {root}, at most {budget} simulation{} (the \
              default for a scenario with a [nemesis]; --sweep runs each seed's own draw instead)",
-            scenario.name
+            scenario.name,
+            if budget == 1 { "" } else { "s" }
         );
     }
     let clock = fencesim::bench::Stopwatch::start();
@@ -78,7 +89,7 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
     let mut report = None;
     let mut written_file = None;
     if let Some(found) = &outcome.found {
-        let dir = opts.out.join(&scenario.name).join("guided");
+        let dir = guided_dir;
         let suffix = format!("-guided-{}", outcome.simulations);
         let name = fencesim_scenario::derived_name(&scenario.name, &suffix);
         let file = dir.join(format!("{name}.toml"));
@@ -102,8 +113,11 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text)) {
             return unwritable(&opts.out, &e);
         }
+        // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act
+        // on there, and in the reproduce line it would be refused.
         let run_opts = RunOptions {
             scenario_arg: file.display().to_string(),
+            swarm: false,
             ..opts.clone()
         };
         // Run from the file as written, so the report and reproduce line are the file's.
@@ -171,7 +185,13 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
             "file": written_file,
             "seed": f.seed,
             "origin": f.origin,
-            "violations": f.judged.report.violations.iter().map(|v| v.kind.as_str()).collect::<Vec<_>>(),
+            // Each kind once, in the report's order.
+            "violations": f.judged.report.violations.iter().fold(Vec::new(), |mut kinds, v| {
+                if !kinds.contains(&v.kind.as_str()) {
+                    kinds.push(v.kind.as_str());
+                }
+                kinds
+            }),
         })),
         "seconds": seconds,
         "interrupted": interrupted,
