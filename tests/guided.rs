@@ -47,17 +47,10 @@ fn guided_search_finds_table_defects_within_its_pinned_counts() {
         ("reclaim = by-name", [6, 1, 3, 5, 4]),
         ("validity_check = false", [2, 7, 4, 7, 3]),
     ];
-    let opts = RunOptions::in_memory();
     let mut found = Vec::new();
     for (name, _) in pinned {
-        let scenario = row(name).mutant(Placement::Uniform);
-        let counts: Vec<u64> = (0..5)
-            .map(|root| {
-                let o = search(&scenario, root, 100, 2, &opts).unwrap();
-                o.found.map_or(NOT_FOUND, |_| o.simulations)
-            })
-            .collect();
-        found.push((*name, counts));
+        let counts = first_found(&row(name).mutant(Placement::Uniform));
+        found.push((*name, counts.map(|c| c.unwrap_or(NOT_FOUND))));
     }
     // Not worse than pinned: a change that finds them sooner passes (and should re-pin).
     let worse = found
@@ -67,6 +60,16 @@ fn guided_search_finds_table_defects_within_its_pinned_counts() {
     assert!(!worse, "found {found:?}\npinned {pinned:?}");
 }
 
+/// From root seeds 0 to 4, the simulations a guided search of `scenario` runs up to its first
+/// counterexample (`None`: none within 100).
+fn first_found(scenario: &fencesim_scenario::Scenario) -> [Option<u64>; 5] {
+    let opts = RunOptions::in_memory();
+    [0, 1, 2, 3, 4].map(|root| {
+        let o = search(scenario, root, 100, 2, &opts).unwrap();
+        o.found.map(|_| o.simulations)
+    })
+}
+
 /// A client stalled holding its lease while another is granted and writes, when each client
 /// writes once: a probe struck on every client at once stalls them all and hides it, so each
 /// pair on a client is also tried on one client alone (a helper's case: striking every client
@@ -74,14 +77,7 @@ fn guided_search_finds_table_defects_within_its_pinned_counts() {
 #[test]
 fn guided_search_finds_a_stale_write_when_each_client_writes_once() {
     let file = "tests/fixtures/explore/random-nemesis-unfenced-one-write.toml";
-    let scenario = fencesim::load_scenario(std::path::Path::new(file)).unwrap();
-    let opts = RunOptions::in_memory();
-    let counts: Vec<Option<u64>> = (0..5)
-        .map(|root| {
-            let o = search(&scenario, root, 100, 2, &opts).unwrap();
-            o.found.map(|_| o.simulations)
-        })
-        .collect();
+    let counts = first_found(&fencesim::load_scenario(std::path::Path::new(file)).unwrap());
     let pinned = [2, 16, 2, 17, 15];
     let worse = counts
         .iter()
@@ -92,17 +88,17 @@ fn guided_search_finds_a_stale_write_when_each_client_writes_once() {
 
 /// `explore SCENARIO --guided --seeds 0..200` into `out`, which must find a counterexample
 /// (exit 1): its stdout and the file and seed of its reproduce line.
-fn counterexample(scenario: &str, out: &std::path::Path) -> (String, (String, String)) {
-    let o = fencesim(&[
-        "explore",
-        scenario,
-        "--guided",
-        "--seeds",
-        "0..200",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+fn counterexample(
+    scenario: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> (String, (String, String)) {
+    let mut args = vec![
+        "explore", scenario, "--guided", "--seeds", "0..200", "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = fencesim(&args);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
     let reproduce = support::reproduce_line(&stdout);
@@ -112,8 +108,11 @@ fn counterexample(scenario: &str, out: &std::path::Path) -> (String, (String, St
 #[test]
 fn a_guided_counterexample_is_a_file_that_run_reproduces() {
     let out = out_dir("guided-cli");
-    let (stdout, (file, seed)) =
-        counterexample("tests/fixtures/explore/random-nemesis-unfenced.toml", &out);
+    let (stdout, (file, seed)) = counterexample(
+        "tests/fixtures/explore/random-nemesis-unfenced.toml",
+        &out,
+        &[],
+    );
     let (file, seed) = (file.as_str(), seed.as_str());
     assert!(
         file.contains("/guided/random-nemesis-unfenced-guided-"),
@@ -221,24 +220,12 @@ fn explore_searches_a_scenario_with_a_nemesis_unless_told_to_sweep() {
 fn a_swarm_search_reproduces_without_swarm_and_a_blocked_folder_is_refused_first() {
     let scenario = "tests/fixtures/explore/random-nemesis-unfenced.toml";
     let out = out_dir("guided-swarm");
-    let o = fencesim(&[
-        "explore",
-        scenario,
-        "--swarm",
-        "--seeds",
-        "0..200",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    let (stdout, (file, seed)) = counterexample(scenario, &out, &["--swarm"]);
     let line = stdout
         .lines()
         .find(|l| l.starts_with("reproduce: "))
         .unwrap();
     assert!(!line.contains("--swarm"), "{line}");
-    let (file, seed) = support::reproduce_line(&stdout);
     let o = fencesim(&[
         "run",
         &file,
@@ -316,7 +303,7 @@ fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
     assert_ne!(renamed, text_in);
     let file = out.join("long.toml");
     std::fs::write(&file, renamed).unwrap();
-    let (_, (written, seed)) = counterexample(file.to_str().unwrap(), &out);
+    let (_, (written, seed)) = counterexample(file.to_str().unwrap(), &out, &[]);
     let scenario = fencesim::load_scenario(std::path::Path::new(&written)).unwrap();
     assert_eq!(scenario.name.len(), 64, "{}", scenario.name);
     assert!(scenario.name.contains("-guided-"), "{}", scenario.name);
