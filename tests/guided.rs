@@ -254,6 +254,29 @@ fn a_swarm_search_reproduces_without_swarm_and_a_blocked_folder_is_refused_first
         "{stderr}"
     );
     assert!(stdout.is_empty(), "no simulation ran: {stdout}");
+
+    // Where the counterexample's report goes cannot be known before the search: the error
+    // names the path, and the search's summary is written all the same.
+    let late = out_dir("guided-blocked-late");
+    std::fs::create_dir_all(&late).unwrap();
+    std::fs::write(late.join("random-nemesis-unfenced-guided-2"), "").unwrap();
+    let o = fencesim(&[
+        "explore",
+        scenario,
+        "--seeds",
+        "0..200",
+        "--quiet",
+        "--out",
+        late.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("random-nemesis-unfenced-guided-2: Not a directory"),
+        "{stderr}"
+    );
+    let summary = support::json(&late.join("random-nemesis-unfenced/guided-summary.json"));
+    assert_eq!(summary["simulations"], 2);
 }
 
 /// Ctrl-C during a guided search: it stops between generations, says it was interrupted,

@@ -388,7 +388,7 @@ fn stop_sweeps_on_ctrl_c() {
         }
         fencesim::run::interrupt();
         eprintln!(
-            "\ninterrupted: finishing the work in progress (the seeds, or the live trial), then \
+            "\ninterrupted: finishing the work in progress (the seeds or simulations, or the live trial), then \
              writing what was found so far (Ctrl-C again to quit at once)"
         );
     });

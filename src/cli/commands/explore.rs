@@ -9,7 +9,8 @@ use fencesim::run::{sweep_fold, write, Judged, SeedRun};
 
 use super::shrink::shrink;
 use super::{
-    ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
+    at_path, ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism,
+    Target,
 };
 use crate::cli::progress;
 
@@ -128,7 +129,7 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         .join(&scenario.name)
         .join(ExploreSummary::file_name(args.shard.as_deref()));
     if let Err(e) = summary.write(&path) {
-        return unwritable(&opts.out, &e);
+        return unwritable(&opts.out, &at_path(&path, &e));
     }
     say!("summary: {}", path.display());
     if interrupted {

@@ -8,7 +8,7 @@ use fencesim_scenario::SeedRange;
 
 use super::explore::{parse_range, ExploreArgs};
 use super::shrink::shrink;
-use super::{ensure_writable, prepare, print_seed, seed_exit_code, unwritable, Target};
+use super::{at_path, ensure_writable, prepare, print_seed, seed_exit_code, unwritable, Target};
 
 /// `explore` without `--guided` or a sweep's flags: a guided search for a scenario with a
 /// `[nemesis]` (its schedules are what the search mutates), a sweep of the seeds otherwise.
@@ -88,61 +88,68 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
     };
     let mut report = None;
     let mut written_file = None;
+    // A counterexample whose files cannot be written still gets its summary written (and
+    // printed) before the error: what the search found is not lost.
+    let mut failed: Option<std::io::Error> = None;
     if let Some(found) = &outcome.found {
-        let dir = guided_dir;
-        let suffix = format!("-guided-{}", outcome.simulations);
-        let name = fencesim_scenario::derived_name(&scenario.name, &suffix);
-        let file = dir.join(format!("{name}.toml"));
-        let mut written = found.scenario.clone();
-        written.name = name;
-        written.description = format!(
-            "A counterexample found by `{} explore --guided` from root seed {root} of {}, at \
+        'written: {
+            let dir = guided_dir;
+            let suffix = format!("-guided-{}", outcome.simulations);
+            let name = fencesim_scenario::derived_name(&scenario.name, &suffix);
+            let file = dir.join(format!("{name}.toml"));
+            let mut written = found.scenario.clone();
+            written.name = name;
+            written.description = format!(
+                "A counterexample found by `{} explore --guided` from root seed {root} of {}, at \
              simulation {}: {}, as scripted faults.\nThe scenario it was found in:\n{}",
-            fencesim::program(),
-            scenario.name,
-            outcome.simulations,
-            found.origin,
-            scenario.description.trim_end()
-        );
-        written.seeds = SeedRange {
-            start: found.seed,
-            end: found.seed.saturating_add(1),
-        };
-        let text = fencesim_scenario::to_toml(&written);
-        written_file = Some(file.display().to_string());
-        if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text)) {
-            return unwritable(&opts.out, &e);
-        }
-        // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act
-        // on there, and in the reproduce line it would be refused.
-        let run_opts = RunOptions {
-            scenario_arg: file.display().to_string(),
-            swarm: false,
-            ..opts.clone()
-        };
-        // Run from the file as written, so the report and reproduce line are the file's.
-        let parsed = match fencesim::load_scenario(&file) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: the counterexample's file does not parse back: {e}");
-                return exit::SIM_FAILED;
+                fencesim::program(),
+                scenario.name,
+                outcome.simulations,
+                found.origin,
+                scenario.description.trim_end()
+            );
+            written.seeds = SeedRange {
+                start: found.seed,
+                end: found.seed.saturating_add(1),
+            };
+            let text = fencesim_scenario::to_toml(&written);
+            written_file = Some(file.display().to_string());
+            if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text))
+            {
+                failed = Some(at_path(&file, &e));
+                break 'written;
             }
-        };
-        match fencesim::run::run_seed(&parsed, found.seed, &run_opts) {
-            Ok(done) => {
-                print_seed(&done, true);
-                code = seed_exit_code(&done.report, true);
-                if code == exit::VALID {
-                    eprintln!(
+            // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act
+            // on there, and in the reproduce line it would be refused.
+            let run_opts = RunOptions {
+                scenario_arg: file.display().to_string(),
+                swarm: false,
+                ..opts.clone()
+            };
+            // Run from the file as written, so the report and reproduce line are the file's.
+            let parsed = match fencesim::load_scenario(&file) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: the counterexample's file does not parse back: {e}");
+                    return exit::SIM_FAILED;
+                }
+            };
+            match fencesim::run::run_seed(&parsed, found.seed, &run_opts) {
+                Ok(done) => {
+                    print_seed(&done, true);
+                    code = seed_exit_code(&done.report, true);
+                    if code == exit::VALID {
+                        eprintln!(
                         "error: {} met its expectation when run from its file: the search's run \
                          did not reproduce",
                         file.display()
                     );
-                    code = exit::SIM_FAILED;
+                        code = exit::SIM_FAILED;
+                    }
+                    report = Some(done.report_path);
                 }
-                report = Some(done.report_path);
+                Err(e) => failed = Some(at_path(&opts.out.join(&parsed.name), &e)),
             }
-            Err(e) => return unwritable(&opts.out, &e),
         }
     }
     say!(
@@ -199,9 +206,12 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
     let path = opts.out.join(&scenario.name).join("guided-summary.json");
     let json = serde_json::to_vec_pretty(&summary).unwrap_or_default();
     if let Err(e) = std::fs::write(&path, json) {
-        return unwritable(&opts.out, &e);
+        return unwritable(&opts.out, &at_path(&path, &e));
     }
     say!("summary: {}", path.display());
+    if let Some(e) = failed {
+        return unwritable(&opts.out, &e);
+    }
     if let (true, Some(report)) = (args.shrink, report) {
         shrink(&report, &opts.out.join("shrunk"), None);
     }

@@ -83,6 +83,11 @@ pub(crate) fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
     exit::BAD_INPUT
 }
 
+/// `e` with the path it happened at in its text (`std::fs`'s errors leave it out).
+pub(crate) fn at_path(path: &Path, e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 pub(crate) fn print_seed(done: &SeedRun, expect: bool) {
     // The expectation line only where it is judged: --expect and explore.
     say!("{}", done.explain(expect));
