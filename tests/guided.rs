@@ -236,19 +236,20 @@ fn a_swarm_search_reproduces_without_swarm_and_a_blocked_folder_is_refused_first
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o).1);
 
-    let blocked = out_dir("guided-blocked");
-    std::fs::create_dir_all(blocked.join("random-nemesis-unfenced")).unwrap();
-    std::fs::write(blocked.join("random-nemesis-unfenced/guided"), "").unwrap();
-    let o = fencesim(&[
-        "explore",
-        scenario,
-        "--seeds",
-        "0..200",
-        "--out",
-        blocked.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    // The default search into `out` with a file at `out/in_the_way`: its stdout and stderr,
+    // after checking it exits 2.
+    let blocked_at = |test: &str, in_the_way: &str| {
+        let out = out_dir(test);
+        let file = out.join(in_the_way);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "").unwrap();
+        let args = ["explore", scenario, "--seeds", "0..200", "--quiet", "--out"];
+        let o = fencesim(&[&args[..], &[out.to_str().unwrap()]].concat());
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+        (out, stdout, stderr)
+    };
+    let (_, stdout, stderr) = blocked_at("guided-blocked", "random-nemesis-unfenced/guided");
     assert!(
         stderr.contains("guided is in the way of a folder"),
         "{stderr}"
@@ -257,20 +258,7 @@ fn a_swarm_search_reproduces_without_swarm_and_a_blocked_folder_is_refused_first
 
     // Where the counterexample's report goes cannot be known before the search: the error
     // names the path, and the search's summary is written all the same.
-    let late = out_dir("guided-blocked-late");
-    std::fs::create_dir_all(&late).unwrap();
-    std::fs::write(late.join("random-nemesis-unfenced-guided-2"), "").unwrap();
-    let o = fencesim(&[
-        "explore",
-        scenario,
-        "--seeds",
-        "0..200",
-        "--quiet",
-        "--out",
-        late.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    let (late, _, stderr) = blocked_at("guided-blocked-late", "random-nemesis-unfenced-guided-2");
     assert!(
         stderr.contains("random-nemesis-unfenced-guided-2: Not a directory"),
         "{stderr}"

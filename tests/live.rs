@@ -114,10 +114,13 @@ fn k01_pause_against_the_unfenced_table_accepts_the_stale_write() {
         elapsed.as_millis() >= 4000,
         "two trials with a 2 s pause took {elapsed:?}"
     );
-    assert!(
-        stdout.contains("trial 1: INVALID (stale-write-accepted)"),
-        "{stdout}"
-    );
+    // Real time: a loaded machine may stretch a trial enough for the clients' own views of
+    // the lease to overlap too (mutual-exclusion-client beside the stale write).
+    let trial_1 = stdout
+        .lines()
+        .find(|l| l.starts_with("trial 1: INVALID ("))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(trial_1.contains("stale-write-accepted"), "{trial_1}");
     assert!(
         stdout.contains("stale-write-accepted: live 2 of 2 trials, simulation 10 of 10 seeds"),
         "{stdout}"
