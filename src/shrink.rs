@@ -296,7 +296,7 @@ fn sooner(current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool) -> (Scenar
 
 /// When `fault` starts, if it starts at a time: its `at_ms`, or the time from which an event
 /// trigger counts (an event trigger counting from the run's start has no time of its own).
-fn start_ms(fault: &Fault) -> Option<u64> {
+pub(crate) fn start_ms(fault: &Fault) -> Option<u64> {
     match fault.trigger {
         Trigger::At { at_ms } => Some(at_ms),
         Trigger::After { count_from_ms, .. } | Trigger::Before { count_from_ms, .. }

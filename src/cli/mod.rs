@@ -291,7 +291,7 @@ pub fn main() -> ExitCode {
                 // a sweep does (every seed, shards, running each seed twice).
                 let sweep_only = keep_going || sweep_args.shard.is_some() || check_determinism;
                 if guided {
-                    commands::guided::guided(&target, &sweep_args, false)
+                    commands::guided::guided(&target, &sweep_args)
                 } else if sweep || sweep_only {
                     commands::explore::explore(&target, &sweep_args)
                 } else {

@@ -156,6 +156,10 @@ pub fn search(
         .nemesis
         .as_ref()
         .expect("guided exploration needs a [nemesis]; the CLI checks");
+    // Running for the whole search, not only while a generation's runs are: a Ctrl-C between
+    // generations (while the search learns and makes the next) must also end it with its
+    // summary rather than quit at once.
+    let _running = crate::run::Running::start();
     let mut search = Search::new(scenario, spec, root_seed);
     let mut outcome = GuidedOutcome {
         simulations: 0,

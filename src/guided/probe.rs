@@ -65,7 +65,7 @@ impl Probe {
     /// on every client, it strikes the ones the lock reaches, as a holder-aimed nemesis
     /// would (but stalls every client: see the module's doc).
     fn on_every(self, clients: &[String]) -> Vec<Probe> {
-        if !aimed_at(&self.action).is_some_and(|node| clients.iter().any(|c| c == node)) {
+        if !self.aims_at_one_of(clients) {
             return vec![self];
         }
         clients
@@ -75,6 +75,11 @@ impl Probe {
                 ..self.clone()
             })
             .collect()
+    }
+
+    /// Whether the probe strikes one of `clients` (its fault's node, or its hold's sender).
+    fn aims_at_one_of(&self, clients: &[String]) -> bool {
+        aimed_at(&self.action).is_some_and(|node| clients.iter().any(|c| c == node))
     }
 }
 
@@ -147,20 +152,17 @@ impl Prober<'_> {
         // Each pair on a client twice: first on every client (whichever the lock reaches in
         // the slot), then on the chosen client alone (the others keep the lock going round).
         let clients = self.clients();
-        let on_every: Vec<Vec<Probe>> = pairs
+        let alone: Vec<Vec<Probe>> = pairs
             .iter()
-            .map(|pair| {
-                pair.iter()
-                    .flat_map(|p| p.clone().on_every(&clients))
-                    .collect()
-            })
+            .filter(|pair| pair.iter().any(|p| p.aims_at_one_of(&clients)))
+            .cloned()
             .collect();
-        let alone = on_every
-            .iter()
-            .zip(pairs)
-            .filter(|(every, pair)| every.len() > pair.len())
-            .map(|(_, pair)| pair);
-        let mut runs = self.pack(singles.into_iter().chain(on_every.clone()).chain(alone));
+        let on_every = pairs.into_iter().map(|pair| {
+            pair.into_iter()
+                .flat_map(|p| p.on_every(&clients))
+                .collect()
+        });
+        let mut runs = self.pack(singles.into_iter().chain(on_every).chain(alone));
         for run in &mut runs {
             run.push(heal.clone());
         }
@@ -570,11 +572,7 @@ mod tests {
         let mut losses = 0;
         for (i, run) in runs(&s, 2).iter().enumerate() {
             for f in run {
-                let start = match f.trigger {
-                    Trigger::At { at_ms } => at_ms,
-                    Trigger::After { count_from_ms, .. }
-                    | Trigger::Before { count_from_ms, .. } => count_from_ms,
-                };
+                let start = crate::shrink::start_ms(f).expect("a probe starts in its slot");
                 if aimed_at(&f.action).is_some_and(|t| t.starts_with("client")) {
                     slots.entry((i, start)).or_default().push(f.clone());
                 }

@@ -36,7 +36,6 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
     let end_ns = history.entries.last().map_or(0, |e| e.at().time_ns);
     let windows = fault_windows(history, scenario, end_ns);
     let mut active = ActiveWindows::new(&windows);
-    let mut during_seen: BTreeSet<During> = BTreeSet::new();
     let mut seen: BTreeSet<Key> = BTreeSet::new();
     let mut state = Leases::default();
     let mut last_decision: BTreeMap<&str, EventKind> = BTreeMap::new();
@@ -47,7 +46,7 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
             Entry::Event(e) => {
                 let what = What::Event(e.event);
                 let at = active.at(e.at.time_ns);
-                during(at, what, involves(e), &mut during_seen);
+                during(at, what, involves(e), &mut seen);
                 state.see(e, &mut seen);
                 if let Some(previous) = last_decision.insert(&e.node, e.event) {
                     seen.insert(Key::Seq {
@@ -64,7 +63,7 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
                 let what = What::Op(op.f, op.op_type);
                 let node: &str = &op.node;
                 let at = active.at(op.at.time_ns);
-                during(at, what, |t| t == node, &mut during_seen);
+                during(at, what, |t| t == node, &mut seen);
                 *op_counts.entry((op.f, op.op_type)).or_default() += 1;
             }
             Entry::Op(_) => {}
@@ -74,16 +73,23 @@ pub fn features(history: &History, scenario: &Scenario) -> BTreeSet<Feature> {
         out.insert(format!("ops:{f:?}:{op_type:?}:{}", bucket(n)).to_lowercase());
     }
     out.extend(state.belief_gaps());
-    out.extend(during_seen.into_iter().map(During::feature));
     out.extend(seen.into_iter().map(Key::feature));
     out
 }
 
 /// A feature of the run's events before it is written out, kept as a value so that each is
 /// formatted once per run rather than once per event (a run has thousands of events and a
-/// few dozen distinct features).
+/// few dozen distinct features; a dense schedule, thousands of overlapping fault windows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
+    /// `during:pause:client:expire:self`, `during:partition:lease:op-write-ok:other`: what
+    /// happened while a fault was on a kind of node, and whose it was.
+    During {
+        fault: EventKind,
+        role: &'static str,
+        what: What,
+        whose: &'static str,
+    },
     /// `seq:client:grant>belief`: two decisions of one node in a row.
     Seq {
         role: &'static str,
@@ -116,6 +122,18 @@ enum LeaseAtWrite {
 impl Key {
     fn feature(self) -> Feature {
         match self {
+            Key::During {
+                fault,
+                role,
+                what,
+                whose,
+            } => {
+                let what = match what {
+                    What::Event(e) => e.as_str().to_owned(),
+                    What::Op(f, op_type) => format!("op-{f:?}-{op_type:?}").to_lowercase(),
+                };
+                format!("during:{}:{role}:{what}:{whose}", fault.as_str())
+            }
             Key::Seq {
                 role,
                 previous,
@@ -183,34 +201,6 @@ enum What {
     Op(OpFn, OpType),
 }
 
-/// A `during:` feature before it is written out: the fault's kind and its target's role, what
-/// happened, and whose it was. Kept as values and written once each at the end, so that a
-/// dense schedule (thousands of overlapping windows) formats each feature once, not once per
-/// event and window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct During {
-    fault: EventKind,
-    role: &'static str,
-    what: What,
-    whose: &'static str,
-}
-
-impl During {
-    /// `during:pause:client:expire:self`, `during:partition:lease:op-write-ok:other`.
-    fn feature(self) -> Feature {
-        let what = match self.what {
-            What::Event(e) => e.as_str().to_owned(),
-            What::Op(f, op_type) => format!("op-{f:?}-{op_type:?}").to_lowercase(),
-        };
-        format!(
-            "during:{}:{}:{what}:{}",
-            self.fault.as_str(),
-            self.role,
-            self.whose
-        )
-    }
-}
-
 /// The fault windows active at a time, for a run read in time order: counted per fault kind,
 /// target and role, so that each step costs the windows that start or end, not all of them.
 struct ActiveWindows<'w, 'h> {
@@ -276,7 +266,7 @@ fn during<'h>(
     active: impl Iterator<Item = (EventKind, Option<&'h str>, &'static str)>,
     what: What,
     concerns: impl Fn(&str) -> bool,
-    seen: &mut BTreeSet<During>,
+    seen: &mut BTreeSet<Key>,
 ) {
     for (fault, target, role) in active {
         let whose = match target {
@@ -284,7 +274,7 @@ fn during<'h>(
             Some(_) => "other",
             None => "any",
         };
-        seen.insert(During {
+        seen.insert(Key::During {
             fault,
             role,
             what,

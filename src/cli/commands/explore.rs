@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use fencesim::exit;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
-use fencesim::run::{sweep_fold, write, Judged, SeedRun};
+use fencesim::run::{sweep_fold, write, Judged, RunOptions, SeedRun};
+use fencesim_scenario::Scenario;
 
 use super::shrink::shrink;
 use super::{
@@ -39,10 +40,14 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         shard,
         ..args.clone()
     };
-    let (scenario, opts) = match prepare(target) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    match prepare(target) {
+        Ok((scenario, opts)) => sweep(&scenario, &opts, args),
+        Err(code) => code,
+    }
+}
+
+/// The sweep of a prepared scenario, with `args.shard` already an `I/N` (not `env`).
+pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) -> u8 {
     let seeds = match select_seeds(&args.seeds, args.shard.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -79,7 +84,7 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     // Each seed is counted as its turn comes and forgotten, so a long sweep's memory stays
     // flat; only the counterexamples are kept, to print and write below.
     let start = (
-        ExploreSummary::start(&scenario, &args.seeds, args.shard.as_deref()),
+        ExploreSummary::start(scenario, &args.seeds, args.shard.as_deref()),
         Vec::new(),
     );
     let mut determinism = Determinism::default();
@@ -90,9 +95,7 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         kept.extend(written);
         (summary, kept)
     };
-    let results = sweep_fold(
-        &scenario, &seeds, args.jobs, &opts, handle, stop, start, fold,
-    );
+    let results = sweep_fold(scenario, &seeds, args.jobs, opts, handle, stop, start, fold);
     progress.finish();
     let seconds = clock.seconds();
     let (summary, kept) = match results {

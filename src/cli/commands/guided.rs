@@ -4,7 +4,9 @@
 
 use fencesim::exit;
 use fencesim::run::RunOptions;
-use fencesim_scenario::SeedRange;
+use std::path::{Path, PathBuf};
+
+use fencesim_scenario::{Scenario, SeedRange};
 
 use super::explore::{parse_range, ExploreArgs};
 use super::shrink::shrink;
@@ -14,19 +16,31 @@ use super::{at_path, ensure_writable, prepare, print_seed, seed_exit_code, unwri
 /// `[nemesis]` (its schedules are what the search mutates), a sweep of the seeds otherwise.
 pub(crate) fn guided_or_sweep(target: &Target, args: &ExploreArgs) -> u8 {
     match prepare(target) {
-        Ok((scenario, _)) if scenario.nemesis.is_some() => guided(target, args, true),
-        Ok(_) => super::explore::explore(target, args),
+        Ok((scenario, opts)) if scenario.nemesis.is_some() => {
+            search(target, scenario, &opts, args, true)
+        }
+        Ok((scenario, opts)) => super::explore::sweep(&scenario, &opts, args),
         Err(code) => code,
     }
 }
 
-/// `explore --guided`: search from root seed A for at most B - A simulations. `by_default`:
-/// chosen without `--guided` (the progress line says so, and how to sweep instead).
-pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u8 {
-    let (scenario, opts) = match prepare(target) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+/// `explore --guided`: search from root seed A for at most B - A simulations.
+pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
+    match prepare(target) {
+        Ok((scenario, opts)) => search(target, scenario, &opts, args, false),
+        Err(code) => code,
+    }
+}
+
+/// The search of a prepared scenario. `by_default`: chosen without `--guided` (the progress
+/// line says so, and how to sweep instead).
+fn search(
+    target: &Target,
+    scenario: Scenario,
+    opts: &RunOptions,
+    args: &ExploreArgs,
+    by_default: bool,
+) -> u8 {
     if scenario.nemesis.is_none() {
         eprintln!(
             "error: {}: --guided mutates the random nemesis's schedules, and this scenario has \
@@ -92,64 +106,28 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
     // printed) before the error: what the search found is not lost.
     let mut failed: Option<std::io::Error> = None;
     if let Some(found) = &outcome.found {
-        'written: {
-            let dir = guided_dir;
-            let suffix = format!("-guided-{}", outcome.simulations);
-            let name = fencesim_scenario::derived_name(&scenario.name, &suffix);
-            let file = dir.join(format!("{name}.toml"));
-            let mut written = found.scenario.clone();
-            written.name = name;
-            written.description = format!(
-                "A counterexample found by `{} explore --guided` from root seed {root} of {}, at \
+        let suffix = format!("-guided-{}", outcome.simulations);
+        let name = fencesim_scenario::derived_name(&scenario.name, &suffix);
+        let file = guided_dir.join(format!("{name}.toml"));
+        let mut written = found.scenario.clone();
+        written.name = name;
+        written.description = format!(
+            "A counterexample found by `{} explore --guided` from root seed {root} of {}, at \
              simulation {}: {}, as scripted faults.\nThe scenario it was found in:\n{}",
-                fencesim::program(),
-                scenario.name,
-                outcome.simulations,
-                found.origin,
-                scenario.description.trim_end()
-            );
-            written.seeds = SeedRange {
-                start: found.seed,
-                end: found.seed.saturating_add(1),
-            };
-            let text = fencesim_scenario::to_toml(&written);
-            written_file = Some(file.display().to_string());
-            if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, text))
-            {
-                failed = Some(at_path(&file, &e));
-                break 'written;
-            }
-            // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act
-            // on there, and in the reproduce line it would be refused.
-            let run_opts = RunOptions {
-                scenario_arg: file.display().to_string(),
-                swarm: false,
-                ..opts.clone()
-            };
-            // Run from the file as written, so the report and reproduce line are the file's.
-            let parsed = match fencesim::load_scenario(&file) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("error: the counterexample's file does not parse back: {e}");
-                    return exit::SIM_FAILED;
-                }
-            };
-            match fencesim::run::run_seed(&parsed, found.seed, &run_opts) {
-                Ok(done) => {
-                    print_seed(&done, true);
-                    code = seed_exit_code(&done.report, true);
-                    if code == exit::VALID {
-                        eprintln!(
-                        "error: {} met its expectation when run from its file: the search's run \
-                         did not reproduce",
-                        file.display()
-                    );
-                        code = exit::SIM_FAILED;
-                    }
-                    report = Some(done.report_path);
-                }
-                Err(e) => failed = Some(at_path(&opts.out.join(&parsed.name), &e)),
-            }
+            fencesim::program(),
+            scenario.name,
+            outcome.simulations,
+            found.origin,
+            scenario.description.trim_end()
+        );
+        written.seeds = SeedRange {
+            start: found.seed,
+            end: found.seed.saturating_add(1),
+        };
+        written_file = Some(file.display().to_string());
+        match write_and_run(&written, &file, found.seed, opts) {
+            Ok((c, path)) => (code, report) = (c, path),
+            Err(e) => failed = Some(e),
         }
     }
     say!(
@@ -216,4 +194,49 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, by_default: bool) -> u
         shrink(&report, &opts.out.join("shrunk"), None);
     }
     code
+}
+
+/// Write a counterexample as the scenario file `file` and run `seed` of it from the file, so
+/// that its report and reproduce line are the file's: the run's exit code and report, or
+/// `SIM_FAILED` without a report if the file does not parse back or does not reproduce.
+///
+/// # Errors
+/// Writing the file or the run's report, with the path in the error.
+fn write_and_run(
+    written: &Scenario,
+    file: &Path,
+    seed: u64,
+    opts: &RunOptions,
+) -> std::io::Result<(u8, Option<PathBuf>)> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(file, fencesim_scenario::to_toml(written)))
+        .map_err(|e| at_path(file, &e))?;
+    let parsed = match fencesim::load_scenario(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: the counterexample's file does not parse back: {e}");
+            return Ok((exit::SIM_FAILED, None));
+        }
+    };
+    // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act on
+    // there, and in the reproduce line it would be refused.
+    let run_opts = RunOptions {
+        scenario_arg: file.display().to_string(),
+        swarm: false,
+        ..opts.clone()
+    };
+    let done = fencesim::run::run_seed(&parsed, seed, &run_opts)
+        .map_err(|e| at_path(&opts.out.join(&parsed.name), &e))?;
+    print_seed(&done, true);
+    let code = seed_exit_code(&done.report, true);
+    if code == exit::VALID {
+        eprintln!(
+            "error: {} met its expectation when run from its file: the search's run did not \
+             reproduce",
+            file.display()
+        );
+        return Ok((exit::SIM_FAILED, Some(done.report_path)));
+    }
+    Ok((code, Some(done.report_path)))
 }
