@@ -1160,6 +1160,27 @@ fn a_bad_value_inside_a_multi_line_array_names_the_array() {
     );
 }
 
+/// From the hardening issue (31, item 5): a mistyped fault kind is answered with every kind
+/// there is, the last one included; only what came from the input is cut.
+#[test]
+fn a_mistyped_fault_kind_gets_the_whole_list_of_kinds() {
+    let faults = "[[faults]]\nkind = \"deregistr\"\nnode = \"client-1\"\nat_ms = 10\n[expect]";
+    let (code, stderr, _) = run_edited("bad-fault-kind-list", &[("[expect]", faults)]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("unknown variant `deregistr`"), "{stderr}");
+    assert!(!stderr.contains("more characters"), "{stderr}");
+    // The list ends with the last kind the parser knows.
+    let expected = stderr.split("expected one of ").nth(1).unwrap_or_default();
+    let kinds: Vec<&str> = expected.trim().split(", ").collect();
+    assert!(kinds.len() >= 15, "{kinds:?}");
+    assert!(kinds.contains(&"`deregister`"), "{kinds:?}");
+    assert!(kinds.contains(&"`final-heal`"), "{kinds:?}");
+    assert!(
+        kinds.iter().all(|k| k.starts_with('`') && k.ends_with('`')),
+        "{kinds:?}"
+    );
+}
+
 /// From the new-user trial of design-owned knobs: a knob's errors speak the scenario format,
 /// never a Rust type, and each points where the fix goes.
 #[test]

@@ -794,3 +794,33 @@ fn quick_search_bench_says_it_ran_one_of_the_matching_rows() {
         "{stdout}"
     );
 }
+
+/// From issue 38 (item 4): a name in a history cannot drive the reader's terminal. The belief
+/// event's node holds an ESC sequence; every line `check` prints shows it escaped, and the
+/// chain names the believer by its node, as the violation line does (its `holder` says
+/// otherwise, and is not the party the check judged).
+#[test]
+fn a_control_character_in_a_history_is_printed_escaped_and_one_party_has_one_name() {
+    let out = fencesim(&[
+        "check",
+        "tests/fixtures/histories/belief-node-with-escape.jsonl",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    let escaped = "a\\u{1b}[2Jb";
+    let violation = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("mutual-exclusion-client:"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(violation.contains(escaped), "{violation}");
+    let chain = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("chain:"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        chain.contains(&format!("{escaped} believed it held token 1")),
+        "{chain}"
+    );
+    assert!(!chain.contains("x believed"), "{chain}");
+}

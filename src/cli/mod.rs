@@ -24,8 +24,23 @@ use commands::Target;
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        let _ = writeln!(std::io::stdout(), "{}", $crate::cli::terminal_safe(&format!($($arg)*)));
     }};
+}
+
+/// A line for stdout with every control character but the line breaks escaped: what fencesim
+/// prints quotes its inputs (a path, a name from a history), and none of it may reach the
+/// terminal as an escape sequence. The checkers escape what they quote, line breaks included;
+/// this is the last guard for everything else.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let lines: Vec<_> = text
+        .split('\n')
+        .map(fencesim_history::escape_controls)
+        .collect();
+    std::borrow::Cow::Owned(lines.join("\n"))
 }
 
 // After `say!`, so that the commands can use it.

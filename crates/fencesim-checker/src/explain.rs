@@ -269,7 +269,8 @@ fn phrase(e: &Event, caller: Option<&str>) -> String {
             };
             format!("{who}'s {what} {with} was {how} at {at}")
         }
-        (EventKind::Belief, _) => format!("{who} believed it held token{token} from {at}"),
+        // The believer is the node that recorded it, as mutual-exclusion-client names it.
+        (EventKind::Belief, _) => format!("{} believed it held token{token} from {at}", e.node),
         (EventKind::Leader, _) => format!("{} became leader at {at}{detail}", e.node),
         (EventKind::Pause, Some(Phase::Start)) => format!("{target} paused at {at}{detail}"),
         (EventKind::Pause, _) => format!("{target} resumed at {at}"),

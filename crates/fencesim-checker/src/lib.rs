@@ -314,6 +314,23 @@ impl std::ops::Deref for Records<'_> {
     }
 }
 
+/// Escape the control characters in every text the checks wrote. The texts quote names and
+/// values from the history (a holder, a key, a value read), and fencesim's own words hold no
+/// control character: whatever one is there came from the input, and must not reach a
+/// terminal as an escape sequence or add a line to a report (issue 38).
+fn terminal_safe(violations: &mut [Violation], unknown: &mut [String]) {
+    let escape = |text: &mut String| {
+        if let std::borrow::Cow::Owned(safe) = fencesim_history::escape_controls(text) {
+            *text = safe;
+        }
+    };
+    for v in violations {
+        escape(&mut v.explanation);
+        v.chain.iter_mut().for_each(escape);
+    }
+    unknown.iter_mut().for_each(escape);
+}
+
 /// Run every check on `history`.
 pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let records = Records::new(history);
@@ -359,6 +376,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
             history.entries.len()
         ));
     }
+    terminal_safe(&mut violations, &mut unknown);
     let verdict = match (violations.is_empty(), unknown.is_empty()) {
         (false, _) => Verdict::Invalid,
         (true, false) => Verdict::Unknown,

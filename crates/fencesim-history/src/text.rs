@@ -1,29 +1,24 @@
 //! Text for error messages: capped and escaped quotes of the input, and the nearest name to a
 //! slip of the keyboard.
 
-/// The most characters of an error message [`cap_message`] keeps: a message that quotes the
-/// input (serde's "invalid type: string ...", a TOML value) must not become a line as long as
-/// the input.
-pub const MAX_MESSAGE_CHARS: usize = 240;
+/// The most characters of one quote of the input that an error message keeps
+/// ([`cap_message`]): a message that quotes the input (serde's "invalid type: string ...", a
+/// TOML value) must not become a line as long as the input.
+pub const MAX_QUOTE_CHARS: usize = 80;
 
-/// `message` cut to at most [`MAX_MESSAGE_CHARS`] characters, ending in `… (N more
-/// characters)` when cut, with control characters escaped (`\n`, `\u{1b}`): quoted input
-/// must not add lines to an error or reach the terminal as escape sequences. Every error a
-/// reader of fencesim's formats returns goes through it.
+/// The most characters of an error message [`cap_message`] keeps, quotes of the input already
+/// cut: only a message whose own words run past it (none of fencesim's do; the longest, a list
+/// of every accepted name, is a few hundred characters) is cut at the end.
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// `message` with each quote of the input in it (between backticks or double quotes) cut to
+/// at most [`MAX_QUOTE_CHARS`] characters, ending in `… (N more characters)`, and control
+/// characters escaped (`\n`, `\u{1b}`): quoted input must not make an error as long as the
+/// input, add lines to it, or reach the terminal as escape sequences. What the message says
+/// is accepted (`expected one of pause, hold, ...`) is never cut. Every error a reader of
+/// fencesim's formats returns goes through it.
 pub fn cap_message(message: impl Into<String>) -> String {
-    let mut message = message.into();
-    if message.chars().any(char::is_control) {
-        message = message
-            .chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect();
-    }
+    let message = cap_quotes(&escape_controls(&message.into()));
     match message.char_indices().nth(MAX_MESSAGE_CHARS) {
         None => message,
         Some((cut, _)) => {
@@ -31,6 +26,64 @@ pub fn cap_message(message: impl Into<String>) -> String {
             format!("{}… ({more} more characters)", &message[..cut])
         }
     }
+}
+
+/// `text` with its control characters escaped as Rust escapes them (`\n`, `\t`, `\u{1b}`):
+/// a string that came from an input (a name in a history, a value in a scenario) must not add
+/// lines to what fencesim prints or writes, or reach a terminal as an escape sequence. Text
+/// without control characters comes back as it is, unallocated.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `text` with every quoted run (`` `...` `` or `"..."`, a backslash escaping the next
+/// character) longer than [`MAX_QUOTE_CHARS`] cut, its closing quote kept.
+fn cap_quotes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(4 * MAX_MESSAGE_CHARS));
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c != '`' && c != '"' {
+            continue;
+        }
+        let mut quote = String::new();
+        let mut closed = false;
+        while let Some(q) = chars.next() {
+            if q == c {
+                closed = true;
+                break;
+            }
+            quote.push(q);
+            if q == '\\' {
+                if let Some(escaped) = chars.next() {
+                    quote.push(escaped);
+                }
+            }
+        }
+        match quote.char_indices().nth(MAX_QUOTE_CHARS) {
+            None => out.push_str(&quote),
+            Some((cut, _)) => {
+                let more = quote[cut..].chars().count();
+                out.push_str(&quote[..cut]);
+                out.push_str(&format!("… ({more} more characters)"));
+            }
+        }
+        if closed {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Levenshtein distance between `a` and `b`, in characters.
@@ -66,6 +119,44 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_of_the_input_are_cut_and_the_accepted_names_kept() {
+        let names: Vec<String> = (0..40).map(|i| format!("kind-number-{i}")).collect();
+        let long_input = "x".repeat(500);
+        let message = format!(
+            "unknown variant `{long_input}`, expected one of {}",
+            names.join(", ")
+        );
+        let capped = cap_message(message);
+        assert!(
+            capped.starts_with(&format!(
+                "unknown variant `{}… (420 more characters)`,",
+                "x".repeat(80)
+            )),
+            "{capped}"
+        );
+        assert!(
+            capped.ends_with("kind-number-38, kind-number-39"),
+            "{capped}"
+        );
+        let quoted = cap_message(format!(
+            "invalid type: string \"{}\\\"{}\", expected u64",
+            "a".repeat(79),
+            "b".repeat(30)
+        ));
+        assert!(
+            quoted.contains("… (31 more characters)\", expected u64"),
+            "{quoted}"
+        );
+        // An unclosed quote is cut too, and a short message is kept whole.
+        assert_eq!(cap_message("a `b` \"c\" d"), "a `b` \"c\" d");
+        assert!(cap_message(format!("`{}", "z".repeat(100))).ends_with("… (20 more characters)"));
+        assert_eq!(
+            cap_message("line\nbreak\u{1b}[2J"),
+            "line\\nbreak\\u{1b}[2J"
+        );
+    }
 
     #[test]
     fn a_slip_finds_its_name_and_noise_finds_none() {
