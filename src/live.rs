@@ -11,6 +11,7 @@ use fencesim_checker::CheckResult;
 use fencesim_history::{write_jsonl, History};
 use fencesim_live::pg_server::PgServer;
 use fencesim_live::plan::LivePlan;
+use fencesim_live::secret::Endpoint;
 use fencesim_live::trial::{run_trial, TrialRecord, TrialSetup};
 use fencesim_live::LiveError;
 use fencesim_scenario::Scenario;
@@ -27,12 +28,13 @@ pub struct LiveOptions {
     pub out: PathBuf,
     /// Write every trial's files, not only those that show a violation.
     pub write_all: bool,
-    /// A PostgreSQL server the user runs (a libpq connection string or URL); without it a
-    /// throwaway server is started. Only the schema `fencesim_live` is touched.
-    pub postgres: Option<String>,
+    /// A PostgreSQL server the user runs (a libpq connection string or URL, its password
+    /// masked wherever it is shown: [`fencesim_live::secret`]); without it a throwaway server
+    /// is started. Only the schema `fencesim_live` is touched.
+    pub postgres: Option<Endpoint>,
     /// Redis servers of the user's, one per node of the design, instead of nodes fencesim
     /// starts; keys go under `fencesim-live-<pid>-<trial>:`.
-    pub redis: Vec<String>,
+    pub redis: Vec<Endpoint>,
     /// How the user named the scenario, for the reproduce line.
     pub scenario_arg: String,
     /// The binary to run the client processes with (the running one).
@@ -55,7 +57,10 @@ pub struct Servers {
     /// The throwaway server, if one was started (dropped: stopped and deleted). A trial's
     /// faults pause, crash and restart it.
     postgres: Option<std::sync::Mutex<PgServer>>,
+    /// What the clients connect to PostgreSQL with (a password included: never shown).
     conninfo: String,
+    /// The user's Redis servers' URLs to connect with (passwords included: never shown).
+    redis: Vec<String>,
     /// How the reports name them.
     pub names: Vec<String>,
 }
@@ -67,12 +72,12 @@ impl Servers {
     /// A server binary is missing, or the server would not start or answer.
     pub fn start(
         plan: &LivePlan,
-        postgres: Option<&str>,
-        redis: &[String],
+        postgres: Option<&Endpoint>,
+        redis: &[Endpoint],
     ) -> Result<Servers, LiveError> {
         check_setup(plan, postgres, redis)?;
         let (server, conninfo) = match postgres {
-            Some(url) => (None, url.to_owned()),
+            Some(endpoint) => (None, endpoint.connect().to_owned()),
             None => {
                 let server = PgServer::start()?;
                 let conninfo = server.conninfo.clone();
@@ -103,13 +108,15 @@ impl Servers {
                 needs.nodes.len()
             )),
             (Some(_), urls) => {
-                names.push(format!("Redis servers of the user's: {}", urls.join(", ")))
+                let shown: Vec<&str> = urls.iter().map(|u| u.shown.as_str()).collect();
+                names.push(format!("Redis servers of the user's: {}", shown.join(", ")))
             }
             (None, _) => {}
         }
         Ok(Servers {
             postgres: server.map(std::sync::Mutex::new),
             conninfo,
+            redis: redis.iter().map(|e| e.connect().to_owned()).collect(),
             names,
         })
     }
@@ -118,7 +125,11 @@ impl Servers {
 /// What can be known to fail before anything starts: an unreadable `--postgres`, faults that
 /// need the server fencesim starts, clock faults on a `redis-server` that cannot run under
 /// libfaketime.
-fn check_setup(plan: &LivePlan, postgres: Option<&str>, redis: &[String]) -> Result<(), LiveError> {
+fn check_setup(
+    plan: &LivePlan,
+    postgres: Option<&Endpoint>,
+    redis: &[Endpoint],
+) -> Result<(), LiveError> {
     if !redis.is_empty() {
         let nodes = plan.redis_nodes();
         if nodes.is_empty() {
@@ -134,19 +145,20 @@ fn check_setup(plan: &LivePlan, postgres: Option<&str>, redis: &[String]) -> Res
             )));
         }
         for (i, url) in redis.iter().enumerate() {
+            let shown = &url.shown;
             if redis[..i].contains(url) {
                 return Err(LiveError::Unsupported(format!(
-                    "--redis {url:?} is given twice: each node is a server of its own"
+                    "--redis {shown:?} is given twice: each node is a server of its own"
                 )));
             }
-            let client = fencesim_live::redis::Client::open(url.as_str()).map_err(|e| {
-                LiveError::Unsupported(format!("--redis {url:?}: not a Redis URL: {e}"))
+            let client = fencesim_live::redis::Client::open(url.connect()).map_err(|e| {
+                LiveError::Unsupported(format!("--redis {shown:?}: not a Redis URL: {e}"))
             })?;
             client
                 .get_connection_with_timeout(std::time::Duration::from_secs(2))
                 .and_then(|mut c| fencesim_live::redis::cmd("PING").query::<String>(&mut c))
                 .map_err(|e| {
-                    LiveError::Unsupported(format!("--redis {url:?}: no answer to PING: {e}"))
+                    LiveError::Unsupported(format!("--redis {shown:?}: no answer to PING: {e}"))
                 })?;
         }
         let touches_nodes = plan
@@ -161,14 +173,8 @@ fn check_setup(plan: &LivePlan, postgres: Option<&str>, redis: &[String]) -> Res
             ));
         }
     }
-    if let Some(url) = postgres {
-        url.parse::<fencesim_live::postgres::Config>()
-            .map_err(|e| {
-                LiveError::Unsupported(format!(
-                    "--postgres {url:?}: not a libpq connection string or postgres:// URL: {}",
-                    fencesim_live::describe(&e)
-                ))
-            })?;
+    // `--postgres` parsed when its password was looked up (fencesim_live::secret::postgres).
+    if postgres.is_some() {
         let pauses_postgres = plan
             .faults
             .iter()
@@ -223,7 +229,7 @@ pub fn trial(
             .postgres
             .as_ref()
             .and_then(|s| s.lock().ok().map(|s| s.port())),
-        redis_urls: (!opts.redis.is_empty()).then_some(opts.redis.as_slice()),
+        redis_urls: (!servers.redis.is_empty()).then_some(servers.redis.as_slice()),
     };
     let record = run_trial(plan, &setup, trial)?;
     let result = fencesim_checker::check(&record.history);
@@ -275,14 +281,15 @@ fn live_report(
     report
 }
 
-/// The command that runs a trial of the same kind again: the scenario and the servers.
+/// The command that runs a trial of the same kind again: the scenario and the servers, with
+/// their passwords masked (the user gives them again, or from the environment: docs/live.md).
 fn reproduce(opts: &LiveOptions) -> String {
     let mut line = format!("{} live {} --trials 1", crate::program(), opts.scenario_arg);
     if let Some(url) = &opts.postgres {
-        line.push_str(&format!(" --postgres {url:?}"));
+        line.push_str(&format!(" --postgres {:?}", url.shown));
     }
     for url in &opts.redis {
-        line.push_str(&format!(" --redis {url}"));
+        line.push_str(&format!(" --redis {:?}", url.shown));
     }
     line
 }

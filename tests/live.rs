@@ -665,35 +665,19 @@ fn quitting_at_once_still_removes_every_server_and_folder() {
     assert!(processes.is_empty(), "left running: {processes:?}");
 }
 
-/// fencesim's clock shim, built into a target folder of its own (the test's cargo holds the
-/// main one's lock), or `None` if it cannot be built here.
-fn clock_shim() -> Option<std::path::PathBuf> {
-    let target = root().join("target").join("clockshim");
-    let built = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "fencesim-clockshim",
-            "--target-dir",
-        ])
-        .arg(&target)
-        .current_dir(root())
-        .status()
-        .is_ok_and(|s| s.success());
-    let shim = target.join("debug").join("libfencesim_clockshim.so");
-    (built && shim.exists()).then_some(shim)
-}
-
 #[test]
 fn k03_a_redis_node_whose_clock_jumps_lets_two_clients_hold_the_lock() {
     if !redis_installed("k03") {
         return;
     }
-    let shim = clock_shim().expect("crates/fencesim-clockshim builds");
     let out = out_dir("live-k03");
+    // The binary alone, as `cargo install` leaves it: the clock shim it needs is inside it
+    // (issue 31, item 6), not beside it in the target folder.
+    let installed = out.join("bin");
+    std::fs::create_dir_all(&installed).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_fencesim"), installed.join("fencesim")).unwrap();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let run = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let run = Command::new(installed.join("fencesim"))
         .args([
             "live",
             "redis-clock-jump",
@@ -703,7 +687,7 @@ fn k03_a_redis_node_whose_clock_jumps_lets_two_clients_hold_the_lock() {
             "--out",
         ])
         .arg(&out)
-        .env("FENCESIM_CLOCKSHIM", &shim)
+        .env_remove("FENCESIM_CLOCKSHIM")
         .current_dir(root())
         .output()
         .unwrap();
@@ -732,6 +716,11 @@ struct UserRedis(std::process::Child, u16);
 
 impl UserRedis {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With more options for `redis-server` (`--requirepass PW`).
+    fn start_with(options: &[&str]) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -747,6 +736,7 @@ impl UserRedis {
                 "",
             ])
             .args(["--appendonly", "no"])
+            .args(options)
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -886,4 +876,329 @@ fn a_heal_ends_every_partition_as_the_simulator_records_it() {
         .filter(|e| e["f"] == "renew" && e["type"] == "ok")
         .any(|e| e["time_ns"].as_u64().unwrap() > heal_ns);
     assert!(renewed_after, "no renewal went through after the heal");
+}
+
+/// A PostgreSQL server of the test's own that asks for a password (scram-sha-256), as a
+/// user's server: its folder and process removed on drop.
+struct PasswordPostgres {
+    child: std::process::Child,
+    folder: std::path::PathBuf,
+    port: u16,
+}
+
+impl PasswordPostgres {
+    fn start(password: &str) -> Self {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .find(|d| d.join("initdb").exists())
+            .expect("PostgreSQL's server binaries");
+        let folder =
+            std::env::temp_dir().join(format!("fencesim-test-pgpw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(&folder).unwrap();
+        // As root, PostgreSQL runs as the `postgres` user (it refuses root).
+        let ids = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").args([flag, "postgres"]).output().ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        };
+        let owner = (nix_is_root()).then(|| (ids("-u").unwrap(), ids("-g").unwrap()));
+        let pwfile = folder.join("pw");
+        std::fs::write(&pwfile, password).unwrap();
+        if let Some((uid, gid)) = owner {
+            Command::new("chown")
+                .args(["-R", &format!("{uid}:{gid}")])
+                .arg(&folder)
+                .status()
+                .unwrap();
+        }
+        let as_owner = |mut c: Command| {
+            if let Some((uid, gid)) = owner {
+                std::os::unix::process::CommandExt::uid(&mut c, uid);
+                std::os::unix::process::CommandExt::gid(&mut c, gid);
+            }
+            c
+        };
+        let data = folder.join("data");
+        let mut initdb = as_owner(Command::new(bin.join("initdb")));
+        let made = initdb
+            .args([
+                "-D",
+                data.to_str().unwrap(),
+                "-U",
+                "fencesim",
+                "-A",
+                "scram-sha-256",
+            ])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .args(["--no-sync", "--no-instructions"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(made.success(), "initdb");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut postgres = as_owner(Command::new(bin.join("postgres")));
+        let child = postgres
+            .args(["-D", data.to_str().unwrap(), "-k", folder.to_str().unwrap()])
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..500 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        PasswordPostgres {
+            child,
+            folder,
+            port,
+        }
+    }
+}
+
+impl Drop for PasswordPostgres {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+fn nix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Every file under `dir`, as text.
+fn every_file(dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(every_file(&path));
+        } else {
+            files.push((
+                path.clone(),
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned(),
+            ));
+        }
+    }
+    files
+}
+
+/// Runs `fencesim live ARGS --write-all --out DIR` with `env`, and asserts that `secret`
+/// appears in no file written, nor on stdout or stderr, and that the reproduce line shows the
+/// server masked: the files and the output.
+fn live_keeps_secret(
+    test: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    secret: &str,
+) -> (String, Vec<(std::path::PathBuf, String)>) {
+    let out = out_dir(test);
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fencesim"));
+    command
+        .arg("live")
+        .args(args)
+        .arg("--write-all")
+        .arg("--out")
+        .arg(&out);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let run = command.current_dir(root()).output().unwrap();
+    let (stdout, stderr) = text(&run);
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{stdout}{stderr}");
+    assert!(
+        !stdout.contains(secret) && !stderr.contains(secret),
+        "{stdout}{stderr}"
+    );
+    let files = every_file(&out);
+    assert!(files.len() >= 5, "{files:?}");
+    for (path, content) in &files {
+        assert!(
+            !content.contains(secret),
+            "{} holds the password",
+            path.display()
+        );
+    }
+    (stdout, files)
+}
+
+#[test]
+fn no_password_reaches_a_report_or_the_output() {
+    if !postgres_installed("passwords") || !redis_installed("passwords") {
+        return;
+    }
+    let secret = "Zq7-s3cret/pw";
+    let server = PasswordPostgres::start(secret);
+    let encoded = "Zq7-s3cret%2Fpw";
+    // In the URL.
+    let url = format!(
+        "postgresql://fencesim:{encoded}@127.0.0.1:{}/postgres",
+        server.port
+    );
+    // Neither the raw nor the encoded form may show: look for what both hold.
+    let needle = "s3cret";
+    let (stdout, files) = live_keeps_secret(
+        "live-secret-url",
+        &["pg-pause-unfenced", "--postgres", &url],
+        &[],
+        needle,
+    );
+    let masked = format!(
+        "postgresql://fencesim:***@127.0.0.1:{}/postgres",
+        server.port
+    );
+    let report = &files
+        .iter()
+        .find(|(p, _)| p.ends_with("report.json"))
+        .unwrap()
+        .1;
+    assert!(report.contains(&masked), "{report}");
+    assert!(
+        stdout.contains("trial 1: INVALID (stale-write-accepted"),
+        "{stdout}"
+    );
+    // In a libpq string, and from PGPASSWORD.
+    let keywords = format!(
+        "host=127.0.0.1 port={} user=fencesim dbname=postgres password='{secret}'",
+        server.port
+    );
+    live_keeps_secret(
+        "live-secret-keywords",
+        &["pg-pause-unfenced", "--postgres", &keywords],
+        &[],
+        needle,
+    );
+    let bare = format!("postgresql://fencesim@127.0.0.1:{}/postgres", server.port);
+    live_keeps_secret(
+        "live-secret-pgpassword",
+        &["pg-pause-unfenced", "--postgres", &bare],
+        &[("PGPASSWORD", secret)],
+        needle,
+    );
+    // Without a password anywhere, the server refuses, and the error says why.
+    let refused = live(&["pg-pause-unfenced", "--postgres", &bare]);
+    assert_eq!(refused.status.code(), Some(4), "{:?}", text(&refused));
+    assert!(
+        text(&refused).1.contains("password"),
+        "{}",
+        text(&refused).1
+    );
+
+    // Redis servers that ask for a password, in the URL and from REDISCLI_AUTH.
+    let redis_secret = "r3dis-Pw-9";
+    let servers = [
+        UserRedis::start_with(&["--requirepass", redis_secret]),
+        UserRedis::start_with(&["--requirepass", redis_secret]),
+        UserRedis::start_with(&["--requirepass", redis_secret]),
+    ];
+    let mut args = vec!["tests/fixtures/live-user-redis.toml".to_owned()];
+    for s in &servers {
+        args.extend([
+            "--redis".to_owned(),
+            format!("redis://:{redis_secret}@127.0.0.1:{}/", s.1),
+        ]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (stdout, _) = live_keeps_secret("live-secret-redis", &args, &[], redis_secret);
+    assert!(
+        stdout.contains(&format!("redis://:***@127.0.0.1:{}/", servers[0].1)),
+        "{stdout}"
+    );
+    let mut args = vec!["tests/fixtures/live-user-redis.toml".to_owned()];
+    for s in &servers {
+        args.extend(["--redis".to_owned(), format!("redis://127.0.0.1:{}/", s.1)]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    live_keeps_secret(
+        "live-secret-rediscli-auth",
+        &args,
+        &[("REDISCLI_AUTH", redis_secret)],
+        redis_secret,
+    );
+}
+
+/// From issue 31 (item 3): a run killed with SIGKILL runs no destructor, and its servers die
+/// with it but its folders stay; the next live run removes them and says how many.
+#[test]
+fn the_folders_of_a_killed_run_are_removed_by_the_next_run() {
+    if !redis_installed("killed run") {
+        return;
+    }
+    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = out_dir("live-killed");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
+        .arg(&out)
+        .current_dir(root())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until the first trial's Redis nodes run.
+    let mut running = false;
+    for _ in 0..400 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        if leftovers(pid)
+            .0
+            .iter()
+            .filter(|f| f.starts_with("fencesim-live-redis"))
+            .count()
+            >= 2
+        {
+            running = true;
+            break;
+        }
+    }
+    assert!(running, "the run never started its Redis nodes");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The servers follow their parent (the kernel's parent-death signal); the folders stay.
+    let mut left = leftovers(pid);
+    for _ in 0..100 {
+        if left.1.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left = leftovers(pid);
+    }
+    assert!(left.1.is_empty(), "left running: {:?}", left.1);
+    assert!(!left.0.is_empty(), "a SIGKILL leaves the folders");
+    // The next run (here one whose server cannot be reached) removes them first.
+    drop(turn);
+    let next = live(&[
+        "pg-pause-fenced",
+        "--postgres",
+        "postgresql://fencesim@127.0.0.1:1/postgres?connect_timeout=2",
+    ]);
+    let (_, stderr) = text(&next);
+    assert_eq!(next.status.code(), Some(4), "{stderr}");
+    let count = left.0.len();
+    assert!(
+        stderr.contains(&format!(
+            "note: removed {count} folder{} left by live runs that were killed",
+            if count == 1 { "" } else { "s" }
+        )),
+        "{stderr}"
+    );
+    for folder in &left.0 {
+        assert!(
+            stderr.contains(folder.as_str()),
+            "{folder} not named in {stderr}"
+        );
+    }
+    assert_eq!(leftovers(pid).0, Vec::<String>::new());
 }

@@ -28,6 +28,7 @@ mod processes;
 pub mod proxy;
 pub mod reaper;
 pub mod redis_server;
+pub mod secret;
 pub mod trial;
 pub mod wire;
 

@@ -315,7 +315,11 @@ fn as_owner(mut command: Command, owner: Option<(Uid, Gid)>) -> Command {
 pub(crate) fn temp_folder(what: &str) -> Result<(PathBuf, u64), LiveError> {
     let base = std::env::temp_dir();
     for n in 0..1000u32 {
-        let path = base.join(format!("fencesim-live-{what}-{}-{n}", std::process::id()));
+        let path = base.join(format!(
+            "{}{what}-{}-{n}",
+            crate::reaper::FOLDER_PREFIX,
+            std::process::id()
+        ));
         match crate::reaper::create_folder(&path) {
             Ok(id) => return Ok((path, id)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

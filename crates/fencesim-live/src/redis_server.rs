@@ -44,11 +44,11 @@ pub struct RedisNode {
 }
 
 impl RedisNode {
-    /// Start node `name`. `clock_faults`: run it under libfaketime so that its wall clock can
-    /// be stepped (its monotonic clock stays real).
+    /// Start node `name`. `clock_faults`: run it under fencesim's clock shim (or libfaketime)
+    /// so that its wall clock can be stepped (its monotonic clock stays real).
     ///
     /// # Errors
-    /// `redis-server` (or, with `clock_faults`, libfaketime) is not installed, or the node
+    /// `redis-server` (or, with `clock_faults`, a clock library) is not installed, or the node
     /// did not start.
     pub fn start(
         name: &str,
@@ -59,22 +59,22 @@ impl RedisNode {
             what: "redis-server",
             package: PACKAGE,
         })?;
-        let faker = if clock_faults {
-            Some(ClockFaker::find()?)
-        } else {
-            None
-        };
         let (folder, owned) = temp_folder(name)?;
         let mut node = RedisNode {
             owned: vec![owned],
             name: name.to_owned(),
             folder,
-            port: free_port()?,
+            port: 0,
             persistence,
-            faker,
+            faker: None,
             offset_ms: 0,
             child: None,
         };
+        // From here on, an error drops the node, which removes its folder.
+        node.port = free_port()?;
+        if clock_faults {
+            node.faker = Some(ClockFaker::find(&node.folder)?);
+        }
         node.write_offset()?;
         node.spawn()?;
         if node.faker.is_some() {
@@ -105,7 +105,7 @@ impl RedisNode {
                 self.name,
                 self.faker
                     .as_ref()
-                    .map_or(String::new(), |f| f.path().display().to_string())
+                    .map_or(String::new(), ClockFaker::describe)
             ))),
         }
     }
@@ -208,8 +208,8 @@ impl RedisNode {
             return Err(LiveError::Unsupported(format!(
                 "{}: redis-server cannot run under libfaketime on this machine: it is linked \
                  with jemalloc, which libfaketime does not support (libfaketime issue #130); \
-                 build fencesim's own clock shim, which does (`cargo build -p \
-                 fencesim-clockshim`, next to the fencesim binary, or FENCESIM_CLOCKSHIM=PATH)",
+                 fencesim's own clock shim does: build it (`cargo build -p fencesim-clockshim`) \
+                 and name it with FENCESIM_CLOCKSHIM=PATH",
                 self.name
             )));
         }
@@ -312,10 +312,22 @@ fn which(binary: &str) -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
+/// fencesim's clock shim, compiled by the build script and embedded in the binary (`None` on
+/// a target it is not written for).
+#[cfg(fencesim_embedded_clockshim)]
+pub const EMBEDDED_SHIM: Option<&[u8]> = Some(include_bytes!(concat!(
+    env!("OUT_DIR"),
+    "/libfencesim_clockshim.so"
+)));
+/// fencesim's clock shim, compiled by the build script and embedded in the binary (`None` on
+/// a target it is not written for).
+#[cfg(not(fencesim_embedded_clockshim))]
+pub const EMBEDDED_SHIM: Option<&[u8]> = None;
+
 /// What steps a node's wall clock.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum ClockFaker {
-    /// fencesim's own shim (`crates/fencesim-clockshim`): runs under any malloc.
+    /// fencesim's own shim (`crates/fencesim-clockshim`), at a path: runs under any malloc.
     Shim(PathBuf),
     /// Debian's libfaketime: not under a jemalloc-linked `redis-server`.
     Faketime(PathBuf),
@@ -325,18 +337,16 @@ enum ClockFaker {
 pub const SHIM_VARIABLE: &str = "FENCESIM_CLOCKSHIM";
 
 impl ClockFaker {
-    fn path(&self) -> &Path {
+    /// The library's path, as an error names it.
+    fn describe(&self) -> String {
         match self {
-            ClockFaker::Shim(p) | ClockFaker::Faketime(p) => p,
+            ClockFaker::Shim(p) | ClockFaker::Faketime(p) => p.display().to_string(),
         }
     }
 
-    /// fencesim's shim (`FENCESIM_CLOCKSHIM`, else next to the running binary, where `cargo
-    /// build` puts it), else libfaketime.
-    fn find() -> Result<ClockFaker, LiveError> {
-        let beside = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(|d| d.join("libfencesim_clockshim.so")));
+    /// fencesim's shim (`FENCESIM_CLOCKSHIM`, else the one embedded in the binary, written
+    /// into the node's `folder` and removed with it), else libfaketime.
+    fn find(folder: &Path) -> Result<ClockFaker, LiveError> {
         if let Some(named) = std::env::var_os(SHIM_VARIABLE).map(PathBuf::from) {
             // Named: that one or nothing, never a silent fallback.
             return match named.exists() {
@@ -347,14 +357,18 @@ impl ClockFaker {
                 ))),
             };
         }
-        if let Some(shim) = beside.filter(|p| p.exists()) {
-            return Ok(ClockFaker::Shim(shim));
+        if let Some(bytes) = EMBEDDED_SHIM {
+            let path = folder.join("libfencesim_clockshim.so");
+            fs::write(&path, bytes)
+                .map_err(|e| LiveError::Server(format!("{}: {e}", path.display())))?;
+            return Ok(ClockFaker::Shim(path));
         }
         faketime_library()
             .map(ClockFaker::Faketime)
             .ok_or(LiveError::Missing {
-                what: "a clock library for clock faults on Redis nodes (fencesim's shim: `cargo \
-                       build -p fencesim-clockshim`, or libfaketime)",
+                what: "a clock library for clock faults on Redis nodes (this build embeds no \
+                       clock shim: build one with `cargo build -p fencesim-clockshim` and name it \
+                       with FENCESIM_CLOCKSHIM=PATH, or install libfaketime)",
                 package: "faketime",
             })
     }

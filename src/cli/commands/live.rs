@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use fencesim::live::{predicted, KindTally, LiveOptions, Servers};
 use fencesim::report::RunVerdict;
 use fencesim::{exit, Scenario};
+use fencesim_live::secret::{self, Endpoint, PasswordSources};
 use fencesim_live::LiveError;
 
 use super::load;
@@ -30,12 +31,14 @@ pub(crate) struct LiveArgs {
     pub(crate) expect: bool,
     /// A PostgreSQL server of your own (libpq connection string or URL) instead of a
     /// throwaway one; the run's tables go in a schema of its own, `fencesim_live_<pid>`,
-    /// created for each trial and dropped after it.
+    /// created for each trial and dropped after it. A password missing from it is taken
+    /// from PGPASSWORD or the password file (PGPASSFILE, ~/.pgpass); it is shown as ***.
     #[arg(long, value_name = "URL")]
     pub(crate) postgres: Option<String>,
     /// Redis servers of your own (`redis://HOST:PORT/`), one per node of the design, in
     /// order (repeat the option), instead of nodes fencesim starts; its keys go under
-    /// `fencesim-live-<pid>-<trial>:`.
+    /// `fencesim-live-<pid>-<trial>:`. A password missing from the URL is taken from
+    /// REDISCLI_AUTH; it is shown as ***.
     #[arg(long, value_name = "URL")]
     pub(crate) redis: Vec<String>,
 }
@@ -62,12 +65,19 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
             return exit::SIM_FAILED;
         }
     };
+    let (postgres, redis) = match endpoints(args) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
     let opts = LiveOptions {
         trials: args.trials,
         out: args.out.clone(),
         write_all: args.write_all,
-        postgres: args.postgres.clone(),
-        redis: args.redis.clone(),
+        postgres,
+        redis,
         scenario_arg: args.scenario.clone(),
         program,
         expect: args.expect,
@@ -75,11 +85,22 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     if let Err(e) = super::ensure_writable(&opts.out, &scenario.name) {
         return super::unwritable(&opts.out, &e);
     }
+    // What an earlier run killed with SIGKILL left behind (its servers died with it).
+    let leftovers = fencesim_live::reaper::remove_leftovers(&std::env::temp_dir());
+    if !leftovers.is_empty() {
+        let names: Vec<String> = leftovers.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "note: removed {} folder{} left by live runs that were killed: {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+    }
     // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
     let _running = fencesim::run::Running::start();
-    let servers = match Servers::start(&plan, opts.postgres.as_deref(), &opts.redis) {
+    let servers = match Servers::start(&plan, opts.postgres.as_ref(), &opts.redis) {
         Ok(s) => s,
-        Err(e) => return live_error(&e),
+        Err(e) => return live_error(&e, &opts),
     };
     say!(
         "live {}: {} trial{} against {}",
@@ -102,7 +123,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
         }
         let done = match fencesim::live::trial(&plan, &servers, &opts, t) {
             Ok(done) => done,
-            Err(e) => return live_error(&e),
+            Err(e) => return live_error(&e, &opts),
         };
         // A trial cut short is printed and written, not counted: it did not run its course.
         if done
@@ -180,8 +201,36 @@ fn print_tally(scenario: &Scenario, live: &KindTally) {
     }
 }
 
-fn live_error(e: &LiveError) -> u8 {
-    eprintln!("error: {e}");
+/// `--postgres` and `--redis`, each with its password (from the option or the environment)
+/// ready to connect with and masked for showing; the password file's warnings on stderr.
+fn endpoints(args: &LiveArgs) -> Result<(Option<Endpoint>, Vec<Endpoint>), String> {
+    let sources = PasswordSources::from_env();
+    let postgres = match &args.postgres {
+        Some(given) => {
+            let (endpoint, warnings) = secret::postgres(given, &sources)?;
+            for warning in warnings {
+                eprintln!("warning: {warning}");
+            }
+            Some(endpoint)
+        }
+        None => None,
+    };
+    let redis = args
+        .redis
+        .iter()
+        .map(|given| secret::redis(given, &sources))
+        .collect::<Result<_, _>>()?;
+    Ok((postgres, redis))
+}
+
+fn live_error(e: &LiveError, opts: &LiveOptions) -> u8 {
+    // What a server or library said might quote a connection string: mask the passwords in
+    // it too, whatever form they took.
+    let mut message = e.to_string();
+    for endpoint in opts.postgres.iter().chain(&opts.redis) {
+        message = endpoint.scrub(&message);
+    }
+    eprintln!("error: {message}");
     // A server that fails while the user quits was stopped by the quitting.
     if fencesim::run::interrupted() {
         return exit::INTERRUPTED;

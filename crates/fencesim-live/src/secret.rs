@@ -1,0 +1,524 @@
+//! Connection strings that may carry a password: what live mode connects with, and what it
+//! shows. No secret may reach a file, stdout or stderr: every line fencesim writes about a
+//! server of the user's (the reproduce line, the servers a report names, an error about the
+//! option) shows [`Endpoint::shown`], where a password reads `***`.
+//!
+//! Passwords are also taken from where PostgreSQL's and Redis's own tools take them, so that a
+//! user need not write one on the command line (where `ps` and the shell's history see it):
+//! `PGPASSWORD`, then the password file (`PGPASSFILE`, else `~/.pgpass`) as libpq reads it,
+//! which the `postgres` crate does not do by itself; and `REDISCLI_AUTH` for Redis, as
+//! `redis-cli` reads it (docs/live.md, "Servers of your own").
+
+use std::path::{Path, PathBuf};
+
+/// What stands for a password wherever one is shown.
+pub const MASK: &str = "***";
+
+/// A server of the user's: the string to connect with (a password from the environment
+/// filled in) and the same string with every password masked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// What the clients connect with. Never printed or written to a file.
+    connect: String,
+    /// What every message and report shows: `postgresql://USER:***@HOST/DB`.
+    pub shown: String,
+    /// Where the password came from (`the URL`, `PGPASSWORD`, `/home/u/.pgpass`), if there
+    /// is one.
+    pub password_from: Option<String>,
+    /// The password, to mask in what others say ([`Endpoint::scrub`]).
+    password: Option<Vec<u8>>,
+}
+
+impl Endpoint {
+    /// The connection string, password included: for connecting, never for showing.
+    pub fn connect(&self) -> &str {
+        &self.connect
+    }
+
+    /// `text` (a server's or a library's message) with this endpoint's password masked,
+    /// wherever and however (raw or percent-encoded) it appears.
+    pub fn scrub(&self, text: &str) -> String {
+        scrub(text, self.password.as_deref())
+    }
+}
+
+/// Where live mode looks for passwords: the environment's variables and the home folder (a
+/// value, so that tests give their own).
+#[derive(Clone, Debug, Default)]
+pub struct PasswordSources {
+    /// `PGPASSWORD`.
+    pub pg_password: Option<String>,
+    /// `PGPASSFILE`, else `~/.pgpass`.
+    pub pg_pass_file: Option<PathBuf>,
+    /// `REDISCLI_AUTH`.
+    pub redis_auth: Option<String>,
+}
+
+impl PasswordSources {
+    /// The process's own: `PGPASSWORD`, `PGPASSFILE` or `$HOME/.pgpass`, `REDISCLI_AUTH`.
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        PasswordSources {
+            pg_password: var("PGPASSWORD"),
+            pg_pass_file: var("PGPASSFILE")
+                .map(PathBuf::from)
+                .or_else(|| var("HOME").map(|h| Path::new(&h).join(".pgpass"))),
+            redis_auth: var("REDISCLI_AUTH"),
+        }
+    }
+}
+
+/// `--postgres`'s value: a libpq connection string (`host=... password=...`) or a
+/// `postgres://`/`postgresql://` URL. A password missing from it is taken from `PGPASSWORD`,
+/// else from the password file's first line that matches host, port, database and user
+/// (`*` matching anything, as libpq reads it; a file that others may read is ignored, with
+/// the reason in `warnings`, as libpq ignores it).
+///
+/// # Errors
+/// The string does not parse; the message shows it masked.
+pub fn postgres(given: &str, sources: &PasswordSources) -> Result<(Endpoint, Vec<String>), String> {
+    let shown = mask_postgres(given);
+    let config: postgres::Config = given.parse().map_err(|e| {
+        format!(
+            "--postgres {shown:?}: not a libpq connection string or postgres:// URL: {}",
+            crate::describe(&e)
+        )
+    })?;
+    let mut warnings = Vec::new();
+    let (password, from) = match config.get_password() {
+        Some(p) => (Some(p.to_vec()), Some("the URL".to_owned())),
+        None => match &sources.pg_password {
+            Some(p) => (Some(p.as_bytes().to_vec()), Some("PGPASSWORD".to_owned())),
+            None => match &sources.pg_pass_file {
+                Some(file) => match pgpass_lookup(file, &config, &mut warnings) {
+                    Some(p) => (Some(p.into_bytes()), Some(file.display().to_string())),
+                    None => (None, None),
+                },
+                None => (None, None),
+            },
+        },
+    };
+    let connect = match (&from, &password) {
+        (Some(f), Some(p)) if f != "the URL" => {
+            with_pg_password(given, &String::from_utf8_lossy(p))
+        }
+        _ => given.to_owned(),
+    };
+    let shown = scrub(&shown, password.as_deref());
+    Ok((
+        Endpoint {
+            connect,
+            shown,
+            password_from: from,
+            password,
+        },
+        warnings,
+    ))
+}
+
+/// `--redis`'s value, a `redis://[USER][:PASSWORD@]HOST:PORT/` URL (or `rediss://`,
+/// `redis+unix://`, `unix://`). A password missing from it is taken from `REDISCLI_AUTH`.
+///
+/// # Errors
+/// The URL does not parse; the message shows it masked.
+pub fn redis(given: &str, sources: &PasswordSources) -> Result<Endpoint, String> {
+    use redis::IntoConnectionInfo;
+    let shown = mask_url(given);
+    let info = given
+        .into_connection_info()
+        .map_err(|e| format!("--redis {shown:?}: not a Redis URL: {e}"))?;
+    let (connect, from, password) = match (info.redis.password, &sources.redis_auth) {
+        (Some(p), _) => (given.to_owned(), Some("the URL".to_owned()), Some(p)),
+        (None, Some(auth)) => (
+            with_url_password(given, auth).unwrap_or_else(|| given.to_owned()),
+            Some("REDISCLI_AUTH".to_owned()),
+            Some(auth.clone()),
+        ),
+        (None, None) => (given.to_owned(), None, None),
+    };
+    let password = password.map(String::into_bytes);
+    let shown = scrub(&shown, password.as_deref());
+    Ok(Endpoint {
+        connect,
+        shown,
+        password_from: from,
+        password,
+    })
+}
+
+/// A PostgreSQL connection string with its password masked, in either form.
+pub fn mask_postgres(conn: &str) -> String {
+    if conn.contains("://") {
+        mask_url(conn)
+    } else {
+        mask_keyword_value(conn)
+    }
+}
+
+/// A URL with the password of its user info (`scheme://user:PASSWORD@host`) and of its query
+/// (`?password=...`, `?pass=...`) masked.
+pub fn mask_url(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    // The user info ends at the last `@` before the query: a password may hold a raw `@`
+    // (or a `/`, which the URL would not parse with, but must not be shown either), while a
+    // raw `?` would start the query. An `@` in a path without user info masks a little more
+    // than needed, never less.
+    let rest = &url[start..];
+    let query = rest.find('?').unwrap_or(rest.len());
+    let mut out = url[..start].to_owned();
+    let authority_end = match rest[..query].rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            match userinfo.find(':') {
+                Some(colon) => {
+                    out.push_str(&userinfo[..=colon]);
+                    out.push_str(MASK);
+                }
+                None => out.push_str(userinfo),
+            }
+            at
+        }
+        None => 0,
+    };
+    let tail = &rest[authority_end..];
+    match tail.find('?') {
+        Some(q) => {
+            out.push_str(&tail[..=q]);
+            let params: Vec<String> = tail[q + 1..]
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if is_password_key(key) => format!("{key}={MASK}"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            out.push_str(&params.join("&"));
+        }
+        None => out.push_str(tail),
+    }
+    out
+}
+
+fn is_password_key(key: &str) -> bool {
+    matches!(
+        key.to_ascii_lowercase().as_str(),
+        "password" | "pass" | "passwd"
+    )
+}
+
+/// A libpq `keyword = value` string with the value of `password` masked (quoted values with
+/// `\'` and `\\` escapes, as libpq reads them).
+fn mask_keyword_value(conn: &str) -> String {
+    let mut out = String::with_capacity(conn.len());
+    let mut rest = conn;
+    loop {
+        let trimmed = rest.trim_start();
+        out.push_str(&rest[..rest.len() - trimmed.len()]);
+        rest = trimmed;
+        if rest.is_empty() {
+            return out;
+        }
+        let key_end = rest.find(['=', ' ', '\t', '\n']).unwrap_or(rest.len());
+        let key = &rest[..key_end];
+        let after_key = &rest[key_end..];
+        let eq_pos = after_key.len() - after_key.trim_start().len();
+        if !after_key[eq_pos..].starts_with('=') {
+            // Not `key=value`: libpq refuses it; keep it as it is (it carries no value).
+            out.push_str(rest);
+            return out;
+        }
+        let after_eq = &after_key[eq_pos + 1..];
+        let value_start = after_eq.len() - after_eq.trim_start().len();
+        let value_text = &after_eq[value_start..];
+        let value_len = value_length(value_text);
+        out.push_str(&rest[..rest.len() - value_text.len()]);
+        if key.eq_ignore_ascii_case("password") {
+            out.push_str(MASK);
+        } else {
+            out.push_str(&value_text[..value_len]);
+        }
+        rest = &value_text[value_len..];
+    }
+}
+
+/// How long the value at the start of `text` is: a quoted one up to its closing quote, or a
+/// bare one up to white space (both with backslash escapes).
+fn value_length(text: &str) -> usize {
+    let mut chars = text.char_indices();
+    let quoted = text.starts_with('\'');
+    if quoted {
+        chars.next();
+    }
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' if quoted => return i + 1,
+            c if !quoted && c.is_whitespace() => return i,
+            _ => {}
+        }
+    }
+    text.len()
+}
+
+/// `text` with every occurrence of `password` (as given, and percent-encoded) masked: what
+/// the masking by form might have missed in a string that parsed in some other way.
+pub fn scrub(text: &str, password: Option<&[u8]>) -> String {
+    let Some(password) = password.filter(|p| !p.is_empty()) else {
+        return text.to_owned();
+    };
+    let raw = String::from_utf8_lossy(password);
+    // A password of a character or two would mask half the line; the forms' masking has
+    // taken it out already.
+    if raw.chars().count() < 3 || raw == MASK {
+        return text.to_owned();
+    }
+    text.replace(raw.as_ref(), MASK)
+        .replace(&percent_encode(&raw), MASK)
+}
+
+/// `value` with everything but unreserved URL characters percent-encoded.
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `conn` with `password` added: a query parameter of a URL, a `password='...'` pair of a
+/// keyword string.
+fn with_pg_password(conn: &str, password: &str) -> String {
+    if conn.contains("://") {
+        let glue = if conn.contains('?') { '&' } else { '?' };
+        format!("{conn}{glue}password={}", percent_encode(password))
+    } else {
+        let quoted = password.replace('\\', "\\\\").replace('\'', "\\'");
+        format!("{conn} password='{quoted}'")
+    }
+}
+
+/// A Redis URL with `password` in its user info, or `None` for a form without one
+/// (`unix://`, which takes `?pass=`).
+fn with_url_password(url: &str, password: &str) -> Option<String> {
+    let start = url.find("://")? + 3;
+    if url.starts_with("unix://") || url.starts_with("redis+unix://") {
+        let glue = if url.contains('?') { '&' } else { '?' };
+        return Some(format!("{url}{glue}pass={}", percent_encode(password)));
+    }
+    let rest = &url[start..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (user, host) = match rest[..authority_end].rfind('@') {
+        Some(at) => (&rest[..at], &rest[at + 1..]),
+        None => ("", rest),
+    };
+    Some(format!(
+        "{}{}:{}@{host}",
+        &url[..start],
+        user.split(':').next().unwrap_or_default(),
+        percent_encode(password)
+    ))
+}
+
+/// The password for `config` in libpq's password file: lines `host:port:database:user:password`,
+/// `*` matching anything, `\:` and `\\` escaped, `#` a comment; the first match wins. A Unix
+/// socket host matches `localhost`, as in libpq. A file that group or others may read is not
+/// used (libpq's rule), and `warnings` says so.
+fn pgpass_lookup(
+    file: &Path,
+    config: &postgres::Config,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(file).ok()?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        warnings.push(format!(
+            "password file {} has group or world access; it is not used (chmod 0600 it, as \
+             libpq requires)",
+            file.display()
+        ));
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "localhost".to_owned(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config.get_user().unwrap_or_default().to_owned();
+    let database = config
+        .get_dbname()
+        .map_or_else(|| user.clone(), str::to_owned);
+    let wanted = [host.as_str(), &port, &database, &user];
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .map(pgpass_fields)
+        .find(|fields| {
+            fields.len() >= 5
+                && fields[..4]
+                    .iter()
+                    .zip(wanted)
+                    .all(|(field, want)| field == "*" || field == want)
+        })
+        .map(|fields| fields[4..].join(":"))
+}
+
+/// A password file line's fields, split at unescaped `:`.
+fn pgpass_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    fields.last_mut().expect("never empty").push(next);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().expect("never empty").push(c),
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_passwords_are_masked_in_the_user_info_and_the_query() {
+        assert_eq!(
+            mask_url("postgresql://alice:s3cret@127.0.0.1:5433/postgres"),
+            "postgresql://alice:***@127.0.0.1:5433/postgres"
+        );
+        assert_eq!(
+            mask_url("postgres://alice:p@ss@db/x?sslmode=disable&password=two"),
+            "postgres://alice:***@db/x?sslmode=disable&password=***"
+        );
+        assert_eq!(
+            mask_url("redis://:hunter22@10.0.0.1:6379/0"),
+            "redis://:***@10.0.0.1:6379/0"
+        );
+        assert_eq!(
+            mask_url("redis://bob:pw/with/slash@h:1/"),
+            "redis://bob:***@h:1/"
+        );
+        assert_eq!(
+            mask_url("redis://127.0.0.1:6379/"),
+            "redis://127.0.0.1:6379/"
+        );
+        assert_eq!(
+            mask_url("unix:///tmp/r.sock?pass=xyz"),
+            "unix:///tmp/r.sock?pass=***"
+        );
+        assert_eq!(
+            mask_url("postgresql://alice@db/x"),
+            "postgresql://alice@db/x"
+        );
+    }
+
+    #[test]
+    fn keyword_passwords_are_masked_quoted_or_bare() {
+        assert_eq!(
+            mask_postgres("host=127.0.0.1 user=u password=s3cret dbname=postgres"),
+            "host=127.0.0.1 user=u password=*** dbname=postgres"
+        );
+        assert_eq!(
+            mask_postgres("host=h password = 'it\\'s a secret' user=u"),
+            "host=h password = *** user=u"
+        );
+        assert_eq!(mask_postgres("PASSWORD=x host=h"), "PASSWORD=*** host=h");
+        assert_eq!(mask_postgres("host=h user=u"), "host=h user=u");
+    }
+
+    #[test]
+    fn a_password_from_the_environment_is_used_and_never_shown() {
+        let sources = PasswordSources {
+            pg_password: Some("from-env".to_owned()),
+            ..PasswordSources::default()
+        };
+        let (e, _) = postgres("postgresql://u@127.0.0.1:5/db", &sources).unwrap();
+        assert_eq!(
+            e.connect(),
+            "postgresql://u@127.0.0.1:5/db?password=from-env"
+        );
+        assert_eq!(e.shown, "postgresql://u@127.0.0.1:5/db");
+        assert_eq!(e.password_from.as_deref(), Some("PGPASSWORD"));
+        let (e, _) = postgres("host=h user=u", &sources).unwrap();
+        assert_eq!(e.connect(), "host=h user=u password='from-env'");
+        let parsed: postgres::Config = e.connect().parse().unwrap();
+        assert_eq!(parsed.get_password(), Some(&b"from-env"[..]));
+
+        let redis_sources = PasswordSources {
+            redis_auth: Some("r p/w".to_owned()),
+            ..PasswordSources::default()
+        };
+        let e = redis("redis://127.0.0.1:7000/", &redis_sources).unwrap();
+        assert_eq!(e.connect(), "redis://:r%20p%2Fw@127.0.0.1:7000/");
+        assert_eq!(e.shown, "redis://127.0.0.1:7000/");
+        use redis::IntoConnectionInfo;
+        let info = e.connect().into_connection_info().unwrap();
+        assert_eq!(info.redis.password.as_deref(), Some("r p/w"));
+    }
+
+    #[test]
+    fn a_url_that_does_not_parse_is_reported_masked() {
+        let sources = PasswordSources::default();
+        let err = postgres("postgresql://u:topsecret@[nope", &sources).unwrap_err();
+        assert!(!err.contains("topsecret"), "{err}");
+        assert!(err.contains("u:***@"), "{err}");
+        let err = redis("redis://u:topsecret@host:notaport/", &sources).unwrap_err();
+        assert!(!err.contains("topsecret"), "{err}");
+    }
+
+    #[test]
+    fn the_password_file_is_read_as_libpq_reads_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("fencesim-pgpass-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pgpass");
+        std::fs::write(
+            &file,
+            "# comment\nother:*:*:*:wrong\n127.0.0.1:5433:*:alice:a\\:b\\\\c\n*:*:*:*:fallback\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let sources = PasswordSources {
+            pg_pass_file: Some(file.clone()),
+            ..PasswordSources::default()
+        };
+        let (e, warnings) = postgres("postgresql://alice@127.0.0.1:5433/db", &sources).unwrap();
+        assert!(warnings.is_empty());
+        let parsed: postgres::Config = e.connect().parse().unwrap();
+        assert_eq!(parsed.get_password(), Some(&b"a:b\\c"[..]));
+        let (e, _) = postgres("host=127.0.0.1 port=5434 user=bob", &sources).unwrap();
+        let parsed: postgres::Config = e.connect().parse().unwrap();
+        assert_eq!(parsed.get_password(), Some(&b"fallback"[..]));
+        // Readable by others: not used, and said so.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (e, warnings) = postgres("postgresql://alice@127.0.0.1:5433/db", &sources).unwrap();
+        assert_eq!(e.password_from, None);
+        assert!(
+            warnings[0].contains("group or world access"),
+            "{warnings:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn scrub_masks_a_password_however_it_was_written() {
+        assert_eq!(scrub("a s3cr/t b s3cr%2Ft", Some(b"s3cr/t")), "a *** b ***");
+        assert_eq!(scrub("nothing here", None), "nothing here");
+    }
+}
