@@ -20,6 +20,7 @@ pub mod readable;
 pub mod registry;
 pub mod report;
 pub mod run;
+pub mod safe_knobs;
 pub mod shard_env;
 pub mod shrink;
 

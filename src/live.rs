@@ -272,6 +272,7 @@ fn live_report(
             servers: servers.names.clone(),
             real_ms: record.real_ms,
             cut_short: record.cut_short.clone(),
+            disturbed: record.disturbed.clone(),
         }),
         ..Report::judged(&plan.scenario, 0, &record.history, result, None)
     };

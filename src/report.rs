@@ -233,6 +233,10 @@ pub struct LiveRun {
     /// Why it stopped before its clients finished, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_short: Option<String>,
+    /// What real time disturbed (a fault, resume or restart that took effect late on a busy
+    /// machine), in words; left out when nothing was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed: Vec<String>,
 }
 
 /// The tool identity compiled into this binary.

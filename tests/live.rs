@@ -54,13 +54,46 @@ fn live(args: &[&str]) -> std::process::Output {
         .expect("run fencesim live")
 }
 
+/// How many times a run whose trials real time disturbed is made again before its result is
+/// judged as it stands.
+const ATTEMPTS: usize = 3;
+
+/// The trial lines of `stdout` that say real time disturbed them (a fault, resume, restart
+/// or a client's start late on a busy machine: docs/live.md).
+fn disturbed(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter(|l| l.contains("disturbed by real time"))
+        .collect()
+}
+
+/// Run `attempt` again (up to [`ATTEMPTS`] times) while the trials it prints were disturbed
+/// by real time, saying so on stderr each time: a busy machine's lateness changes the
+/// schedule a trial runs, and with it what the test may assert. The last attempt is judged
+/// whatever it says.
+fn settled(test: &str, mut attempt: impl FnMut() -> std::process::Output) -> std::process::Output {
+    for n in 1..ATTEMPTS {
+        let run = attempt();
+        let (stdout, _) = text(&run);
+        let lines = disturbed(&stdout);
+        if lines.is_empty() {
+            return run;
+        }
+        eprintln!("{test}: attempt {n} of {ATTEMPTS} was disturbed by real time, running it again: {lines:?}");
+    }
+    attempt()
+}
+
 /// `fencesim live ARGS --out DIR` into a fresh folder for `test`, which must exit 0: the folder
-/// and stdout.
+/// and stdout (made again while real time disturbs its trials: [`settled`]).
 fn live_ok(test: &str, args: &[&str]) -> (std::path::PathBuf, String) {
     let out = out_dir(test);
     let mut all = args.to_vec();
     all.extend(["--out", out.to_str().unwrap()]);
-    let run = live(&all);
+    let run = settled(test, || {
+        let _ = std::fs::remove_dir_all(&out);
+        live(&all)
+    });
     let (stdout, stderr) = text(&run);
     assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
     (out, stdout)
@@ -677,20 +710,22 @@ fn k03_a_redis_node_whose_clock_jumps_lets_two_clients_hold_the_lock() {
     std::fs::create_dir_all(&installed).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_fencesim"), installed.join("fencesim")).unwrap();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let run = Command::new(installed.join("fencesim"))
-        .args([
-            "live",
-            "redis-clock-jump",
-            "--trials",
-            "2",
-            "--expect",
-            "--out",
-        ])
-        .arg(&out)
-        .env_remove("FENCESIM_CLOCKSHIM")
-        .current_dir(root())
-        .output()
-        .unwrap();
+    let run = settled("k03", || {
+        Command::new(installed.join("fencesim"))
+            .args([
+                "live",
+                "redis-clock-jump",
+                "--trials",
+                "2",
+                "--expect",
+                "--out",
+            ])
+            .arg(&out)
+            .env_remove("FENCESIM_CLOCKSHIM")
+            .current_dir(root())
+            .output()
+            .unwrap()
+    });
     let (stdout, stderr) = text(&run);
     assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
@@ -1177,21 +1212,27 @@ fn the_folders_of_a_killed_run_are_removed_by_the_next_run() {
     }
     assert!(left.1.is_empty(), "left running: {:?}", left.1);
     assert!(!left.0.is_empty(), "a SIGKILL leaves the folders");
-    // The next run (here one whose server cannot be reached) removes them first.
+    // The next run (here one whose server cannot be reached) removes them first. The turn
+    // is still held: another test's run would remove them before it.
+    let next = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+        .args(["live", "pg-pause-fenced", "--postgres"])
+        .arg("postgresql://fencesim@127.0.0.1:1/postgres?connect_timeout=2")
+        .current_dir(root())
+        .output()
+        .unwrap();
     drop(turn);
-    let next = live(&[
-        "pg-pause-fenced",
-        "--postgres",
-        "postgresql://fencesim@127.0.0.1:1/postgres?connect_timeout=2",
-    ]);
     let (_, stderr) = text(&next);
     assert_eq!(next.status.code(), Some(4), "{stderr}");
-    let count = left.0.len();
+    // At least these (a run killed earlier on this machine may have left more).
+    let count: usize = stderr
+        .split("note: removed ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no note of what was removed in {stderr}"));
+    assert!(count >= left.0.len(), "{stderr}");
     assert!(
-        stderr.contains(&format!(
-            "note: removed {count} folder{} left by live runs that were killed",
-            if count == 1 { "" } else { "s" }
-        )),
+        stderr.contains("left by live runs that were killed"),
         "{stderr}"
     );
     for folder in &left.0 {

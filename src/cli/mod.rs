@@ -241,6 +241,10 @@ enum Command {
         /// --quick makes it 20).
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         expectation_seeds: u64,
+        /// Seeds per design for the `safe-knobs` part, each its own drawn safe configuration
+        /// (--quick makes it 10).
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+        safe_knob_seeds: u64,
         /// With the `checker` part: also judge Knossos's test histories in DIR (its `data`
         /// folder: cas-register/good, cas-register/bad) and compare with Knossos's verdicts.
         #[arg(long, value_name = "DIR")]
@@ -352,12 +356,14 @@ pub fn main() -> ExitCode {
             quick,
             only,
             expectation_seeds,
+            safe_knob_seeds,
             peers,
             defect,
         } => {
             let counts = BenchSeeds {
                 scenarios: if quick { 1 } else { seeds },
                 expectations: if quick { 20 } else { expectation_seeds },
+                safe_knobs: if quick { 10 } else { safe_knob_seeds },
             };
             if defect.is_some() && only.is_some_and(|o| o != BenchPart::Search) {
                 eprintln!(

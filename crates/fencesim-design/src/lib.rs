@@ -57,6 +57,7 @@ pub mod knobs;
 pub mod message;
 pub mod node;
 pub mod resource;
+pub mod safe;
 pub mod spec;
 pub mod time;
 
@@ -68,5 +69,6 @@ pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
 pub use resource::{FencedResource, ReadValue, ResourceModeSpec, WriteDecision, WriteOutcome};
+pub use safe::{SafeKnob, SafeValue};
 pub use spec::{Catalog, ClientWorkload, DesignSpec, Designs, ServiceShape, TokenKind};
 pub use time::{Clock, Deadline, Now, TimerId};

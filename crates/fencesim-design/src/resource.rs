@@ -97,4 +97,9 @@ pub trait ResourceModeSpec: Send + Sync {
     fn knob_names(&self) -> &'static [&'static str];
     /// Read its knobs with located errors, keeping each value read (default or given).
     fn resolve(&self, knobs: &mut Knobs) -> Result<(), KnobError>;
+    /// The knob values it claims safe ([`crate::safe`]); none by default (no claim: an
+    /// unfenced resource makes none).
+    fn safe_knobs(&self) -> &'static [crate::safe::SafeKnob] {
+        &[]
+    }
 }

@@ -14,6 +14,7 @@ use crate::knobs::{KnobError, Knobs};
 use crate::message::MessageKind;
 use crate::node::FsyncPolicy;
 use crate::resource::ResourceModeSpec;
+use crate::safe::SafeKnob;
 use crate::time::Clock;
 
 /// A lock design as the scenario parser sees it. Object-safe: a catalog holds `&dyn
@@ -50,6 +51,16 @@ pub trait DesignSpec: Send + Sync {
     /// Read the design's knobs, with located errors; every knob read (default or given) is
     /// kept in `knobs`'s resolved table. Knobs it never reads are refused by the parser.
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError>;
+    /// The `[lock_service]` knob values the design claims safe under its random nemesis
+    /// ([`crate::safe`]); none by default (no claim).
+    fn safe_knobs(&self) -> &'static [SafeKnob] {
+        &[]
+    }
+    /// The `[[clients]]` knob values of its client protocol that it claims safe, as
+    /// [`safe_knobs`](DesignSpec::safe_knobs); none by default.
+    fn safe_client_knobs(&self) -> &'static [SafeKnob] {
+        &[]
+    }
 }
 
 /// The designs and resources a scenario may name, by `[lock_service] kind` and `[resource]

@@ -22,6 +22,7 @@ pub mod client;
 pub mod clock;
 pub mod form;
 mod nemesis;
+pub use nemesis::LATE_MS;
 pub mod pg_server;
 pub mod plan;
 mod processes;

@@ -74,7 +74,16 @@ pub(crate) struct Running<'p> {
     pub(crate) proxies: Vec<Proxy>,
     /// The network faults in force, by id.
     windows: BTreeMap<u64, Window>,
+    /// What real time disturbed: each scheduled action that took effect later than
+    /// [`LATE_MS`] after its time, in words.
+    pub(crate) disturbed: Vec<String>,
 }
+
+/// How late a scheduled action (a fault, a resume, a restart, a window's end) may take effect
+/// before the trial counts as disturbed by real time: a busy machine's scheduling and a
+/// server's start take tens of milliseconds; the bundled live scenarios leave margins of
+/// several hundred.
+pub const LATE_MS: u64 = 200;
 
 impl<'p> Running<'p> {
     pub(crate) fn new(
@@ -98,6 +107,7 @@ impl<'p> Running<'p> {
             failure: None,
             proxies: Vec::new(),
             windows: BTreeMap::new(),
+            disturbed: Vec::new(),
         };
         for (n, fault) in plan.faults.iter().enumerate() {
             if let FaultAt::Ms(ms) = fault.at {
@@ -173,6 +183,7 @@ impl<'p> Running<'p> {
                 return;
             }
             self.due.remove(&key);
+            let what_words = self.describe(what);
             match what {
                 Due::Fire(n) => self.fire(self.plan.faults[n].clone()),
                 Due::Resume(target) => self.resume(target),
@@ -180,6 +191,28 @@ impl<'p> Running<'p> {
                 Due::RestartPostgres => self.restart_postgres(),
                 Due::EndWindow(id) => self.end_window(id),
             }
+            // Measured once the action is done: a restart counts until the server answers.
+            let late_ms = mono_ns().saturating_sub(key.0) / 1_000_000;
+            if late_ms > LATE_MS {
+                self.disturbed.push(format!(
+                    "{what_words} took effect {late_ms} ms late (due at {} ms)",
+                    self.origin.since_ns(key.0) / 1_000_000
+                ));
+            }
+        }
+    }
+
+    /// A scheduled action in words, for [`Running::disturbed`].
+    fn describe(&self, what: Due) -> String {
+        match what {
+            Due::Fire(n) => {
+                let fault = &self.plan.faults[n];
+                format!("the fault on {}", self.plan.name(fault.target))
+            }
+            Due::Resume(target) => format!("the resume of {}", self.plan.name(target)),
+            Due::Restart(i) => format!("the restart of {}", self.plan.name(Target::Redis(i))),
+            Due::RestartPostgres => "the restart of PostgreSQL".to_owned(),
+            Due::EndWindow(_) => "the end of a network fault".to_owned(),
         }
     }
 

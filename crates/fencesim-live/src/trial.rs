@@ -7,7 +7,7 @@ use std::sync::mpsc;
 
 use fencesim_history::History;
 
-use crate::assemble::{assemble, LogRow};
+use crate::assemble::{assemble, ClientRecord, LogRow};
 use crate::clock::{mono_ns, Origin};
 use crate::form::{Endpoints, LiveForms, RedisPersistence, LOG_SCHEMA};
 use crate::nemesis::Running;
@@ -56,6 +56,11 @@ pub struct TrialRecord {
     pub real_ms: u64,
     /// Whether it stopped early (interrupted, or past the scenario's `duration_ms`).
     pub cut_short: Option<String>,
+    /// What real time disturbed, in words: each fault, resume or restart that took effect
+    /// later than [`crate::LATE_MS`] after its time (a busy machine). Its schedule
+    /// is then not the one the scenario wrote, and its verdict may differ from the
+    /// simulation's for that reason alone.
+    pub disturbed: Vec<String>,
 }
 
 /// The connection string with the run's schema first on the search path: a libpq
@@ -137,8 +142,10 @@ pub fn run_trial(
         records,
         nemesis,
         failure,
+        mut disturbed,
         ..
     } = run;
+    disturbed.extend(late_starts(plan, &records));
     if let Some(failure) = failure {
         return Err(failure);
     }
@@ -162,7 +169,38 @@ pub fn run_trial(
         history,
         real_ms: end_ns / 1_000_000,
         cut_short,
+        disturbed,
     })
+}
+
+/// Each client whose first operation came later than [`crate::LATE_MS`] after its `start_ms`
+/// (its process was not scheduled in time), in words: its schedule against the faults is not
+/// the scenario's. A client that a fault strikes at one of its own safepoints is left out: a
+/// pause before its first acquire delays it by design.
+fn late_starts(plan: &LivePlan, records: &[ClientRecord]) -> Vec<String> {
+    let struck_at_safepoints: Vec<String> = plan
+        .faults
+        .iter()
+        .filter(|f| matches!(f.at, crate::plan::FaultAt::Safepoint(_)))
+        .map(|f| plan.name(f.target))
+        .collect();
+    plan.scenario
+        .clients
+        .iter()
+        .filter(|c| !struck_at_safepoints.contains(&c.name))
+        .filter_map(|c| {
+            let first = records
+                .iter()
+                .find(|r| r.client == c.name && r.seq.is_some())?;
+            let late_ms = (first.t_ns / 1_000_000).saturating_sub(c.start_ms);
+            (late_ms > crate::LATE_MS).then(|| {
+                format!(
+                    "{}'s first operation came {late_ms} ms late (start_ms = {})",
+                    c.name, c.start_ms
+                )
+            })
+        })
+        .collect()
 }
 
 /// A proxy on every link from a client to a server, if the plan has network faults.

@@ -1,7 +1,8 @@
 //! The resource on the design API: [`FencedStore`] and its three `[resource] mode`s.
 
 use fencesim_design::{
-    FencedResource, KnobError, Knobs, ReadValue, ResourceModeSpec, WriteDecision, WriteOutcome,
+    FencedResource, KnobError, Knobs, ReadValue, ResourceModeSpec, SafeKnob, SafeValue,
+    WriteDecision, WriteOutcome,
 };
 
 use crate::{FenceMode, Resource};
@@ -182,6 +183,25 @@ impl ResourceModeSpec for StoreSpec {
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<(), KnobError> {
         self.settings(knobs).map(drop)
+    }
+
+    /// The fenced store with an atomic check and token-less mutations refused; the other
+    /// modes make no claim (an unfenced store accepts stale writes, an equality store is for
+    /// opaque tokens).
+    fn safe_knobs(&self) -> &'static [SafeKnob] {
+        match self.mode {
+            FenceMode::Fenced => &[
+                SafeKnob {
+                    name: "check",
+                    values: &[SafeValue::Text("atomic")],
+                },
+                SafeKnob {
+                    name: "tokenless",
+                    values: &[SafeValue::Text("reject")],
+                },
+            ],
+            _ => &[],
+        }
     }
 }
 

@@ -22,12 +22,17 @@ pub(crate) enum BenchPart {
     /// Simulations to the first counterexample of each mutation-table defect with uniform,
     /// targeted and guided exploration, median over 20 starting seeds.
     Search,
+    /// Each design's random nemesis with a safe configuration drawn per seed (the knob values
+    /// its design claims safe, and the workload's): exits 1 if any seed shows a safety
+    /// violation.
+    SafeKnobs,
 }
 
 /// Seeds per scenario of the bench parts that sweep every bundled scenario.
 pub(crate) struct BenchSeeds {
     pub(crate) scenarios: u64,
     pub(crate) expectations: u64,
+    pub(crate) safe_knobs: u64,
 }
 
 /// What some parts of `bench` are narrowed to.
@@ -65,6 +70,7 @@ pub(crate) fn bench(
             },
             BenchPart::Expectations => bench_expectations(seeds.expectations),
             BenchPart::Search => bench_search(quick, jobs, filters.defect),
+            BenchPart::SafeKnobs => bench_safe_knobs(seeds.safe_knobs),
         };
         if fencesim::run::interrupted() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
@@ -142,6 +148,65 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
 /// Every bundled scenario over `seeds` seeds from its first, on every core: each must meet
 /// its `[expect]` on every seed, not only over the short range its file runs (a race that a
 /// scenario claims to show can be lost on a few seeds in a thousand). Exits 1 if any misses.
+/// The `safe-knobs` part: each design's random-nemesis scenario, `seeds` seeds from 0, each
+/// with its own safe configuration drawn ([`fencesim::safe_knobs`]), on every core.
+pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
+    say!(
+        "{:<44} {:>8} {:>8} {:>12} {:>7} {:>8}",
+        "design (base)",
+        "seeds",
+        "unsafe",
+        "no-progress",
+        "failed",
+        "seeds/s"
+    );
+    let mut broken = false;
+    for name in fencesim::safe_knobs::SAFE_BASES {
+        let Some((file, text)) = bundled::find(name) else {
+            eprintln!("error: {name} is not bundled");
+            return exit::SIM_FAILED;
+        };
+        let Some(base) = parse_bundled(file, text) else {
+            return exit::SIM_FAILED;
+        };
+        let clock = fencesim::bench::Stopwatch::start();
+        let sweep = match fencesim::safe_knobs::sweep(&base, 0..seeds, default_jobs()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {name}: a drawn configuration does not validate: {e}");
+                return exit::SIM_FAILED;
+            }
+        };
+        if fencesim::run::interrupted() {
+            return exit::INTERRUPTED;
+        }
+        say!(
+            "{:<44} {:>8} {:>8} {:>12} {:>7} {:>8.0}",
+            format!("{} ({name})", base.lock_service.kind),
+            sweep.seeds,
+            sweep.unsafe_seeds.len(),
+            sweep.no_progress,
+            sweep.failed.len(),
+            sweep.seeds as f64 / clock.seconds().max(1e-9)
+        );
+        for (seed, kinds, draw) in sweep.unsafe_seeds.iter().take(5) {
+            say!("  seed {seed}: {}; drawn: {draw}", kinds.join(", "));
+        }
+        for (seed, why) in sweep.failed.iter().take(5) {
+            say!("  seed {seed} failed: {why}");
+        }
+        broken |= !sweep.unsafe_seeds.is_empty() || !sweep.failed.is_empty();
+    }
+    if broken {
+        eprintln!(
+            "error: a safe configuration showed a safety violation or failed (above): a false \
+             positive of a check, or a design's safety claim broken"
+        );
+        return exit::VIOLATION;
+    }
+    exit::VALID
+}
+
 pub(crate) fn bench_expectations(seeds: u64) -> u8 {
     say!(
         "{:<40} {:>12} {:>8}  missed seeds",

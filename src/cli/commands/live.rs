@@ -167,6 +167,12 @@ fn trial_line(done: &fencesim::live::LiveTrial) -> String {
     if let Some(why) = &live.cut_short {
         line.push_str(&format!("; cut short: {why}"));
     }
+    if !live.disturbed.is_empty() {
+        line.push_str(&format!(
+            "; disturbed by real time: {}",
+            live.disturbed.join("; ")
+        ));
+    }
     if let Some(dir) = &done.dir {
         line.push_str(&format!("; {}", dir.join("report.json").display()));
     }

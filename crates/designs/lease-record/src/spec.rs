@@ -1,7 +1,9 @@
 //! The lease-record design as the scenario parser sees it: `kind = "lease-record"`, its one
 //! knob and the shape of its service.
 
-use fencesim_design::{ClientWorkload, DesignSpec, KnobError, Knobs, ServiceShape};
+use fencesim_design::{
+    ClientWorkload, DesignSpec, KnobError, Knobs, SafeKnob, SafeValue, ServiceShape,
+};
 
 use crate::{ExpiryJudgement, Takeover};
 
@@ -58,6 +60,23 @@ impl DesignSpec for LeaseRecordDesign {
 
     fn client_knob_names(&self) -> &'static [&'static str] {
         &["takeover"]
+    }
+
+    /// A claim conditional on the version the candidate read (K21's knob off).
+    fn safe_client_knobs(&self) -> &'static [SafeKnob] {
+        &[SafeKnob {
+            name: "takeover",
+            values: &[SafeValue::Text("compare-and-swap")],
+        }]
+    }
+
+    /// A silent holder judged gone by the duration it recorded, on the candidate's
+    /// monotonic clock.
+    fn safe_knobs(&self) -> &'static [SafeKnob] {
+        &[SafeKnob {
+            name: "expiry_judged_by",
+            values: &[SafeValue::Text("recorded-duration")],
+        }]
     }
 
     fn resolve_client(&self, knobs: &mut Knobs, _: &ClientWorkload) -> Result<(), KnobError> {

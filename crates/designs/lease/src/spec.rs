@@ -7,7 +7,8 @@
 //! apart.
 
 use fencesim_design::{
-    ClientWorkload, Clock, DesignSpec, KnobError, Knobs, MessageKind, ServiceShape,
+    ClientWorkload, Clock, DesignSpec, KnobError, Knobs, MessageKind, SafeKnob, SafeValue,
+    ServiceShape,
 };
 
 use crate::primary_backup::{PrimaryBackupConfig, Replication};
@@ -36,6 +37,28 @@ pub const LEASE_CLIENT_KNOBS: &[&str] = &[
     "on_lost_lease",
     "deadline_from",
     "renew_after_failure",
+];
+
+/// The lease client's knob values claimed safe ([`fencesim_design::safe`]): each defect off,
+/// and `renew_after_failure = "stop"` too, which only a client that does not check its own
+/// lease acts on (K09 is masked by `validity_check`, which the claim assumes).
+pub const LEASE_CLIENT_SAFE: &[SafeKnob] = &[
+    SafeKnob {
+        name: "deadline_from",
+        values: &[SafeValue::Text("request")],
+    },
+    SafeKnob {
+        name: "renew_after_failure",
+        values: &[SafeValue::Text("retry"), SafeValue::Text("stop")],
+    },
+    SafeKnob {
+        name: "reclaim",
+        values: &[SafeValue::Text("by-session")],
+    },
+    SafeKnob {
+        name: "on_lost_lease",
+        values: &[SafeValue::Text("stop")],
+    },
 ];
 
 /// One `[[clients]]` table's knobs for the lease services' client: each defect knob (`true`)
@@ -82,6 +105,10 @@ macro_rules! lease_client_side {
     () => {
         fn client_knob_names(&self) -> &'static [&'static str] {
             LEASE_CLIENT_KNOBS
+        }
+
+        fn safe_client_knobs(&self) -> &'static [SafeKnob] {
+            LEASE_CLIENT_SAFE
         }
 
         fn resolve_client(
@@ -190,6 +217,38 @@ impl DesignSpec for SingleDesign {
         Self::KNOBS
     }
 
+    /// Synced writes, a durable token counter, expiry by the monotonic clock, a reaper that
+    /// waits for leases and a compare-and-delete release; either acquire that does not hand a
+    /// queued lock to a waiter whose lease already expired.
+    fn safe_knobs(&self) -> &'static [SafeKnob] {
+        &[
+            SafeKnob {
+                name: "fsync",
+                values: &[SafeValue::Text("always")],
+            },
+            SafeKnob {
+                name: "expiry_clock",
+                values: &[SafeValue::Text("monotonic")],
+            },
+            SafeKnob {
+                name: "token_counter",
+                values: &[SafeValue::Text("durable")],
+            },
+            SafeKnob {
+                name: "acquire",
+                values: &[SafeValue::Text("fail-fast"), SafeValue::Text("queue")],
+            },
+            SafeKnob {
+                name: "reaper",
+                values: &[SafeValue::Text("respects-leases")],
+            },
+            SafeKnob {
+                name: "release",
+                values: &[SafeValue::Text("compare-and-delete")],
+            },
+        ]
+    }
+
     lease_client_side!();
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
@@ -259,6 +318,29 @@ impl DesignSpec for RaftDesign {
 
     fn knob_names(&self) -> &'static [&'static str] {
         Self::KNOBS
+    }
+
+    /// Either size, expiry by the monotonic clock, revokes checked against the term and
+    /// leases extended on a leader change (K08's knobs off).
+    fn safe_knobs(&self) -> &'static [SafeKnob] {
+        &[
+            SafeKnob {
+                name: "replicas",
+                values: &[SafeValue::Integer(3), SafeValue::Integer(5)],
+            },
+            SafeKnob {
+                name: "expiry_clock",
+                values: &[SafeValue::Text("monotonic")],
+            },
+            SafeKnob {
+                name: "revoke_term_check",
+                values: &[SafeValue::Flag(true)],
+            },
+            SafeKnob {
+                name: "leader_change",
+                values: &[SafeValue::Text("extend")],
+            },
+        ]
     }
 
     lease_client_side!();

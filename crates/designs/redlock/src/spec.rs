@@ -2,7 +2,9 @@
 //! `[lock_service]` with located errors, with the Redlock documentation's defaults) and the
 //! shape of its service.
 
-use fencesim_design::{Clock, DesignSpec, KnobError, Knobs, ServiceShape, TokenKind};
+use fencesim_design::{
+    Clock, DesignSpec, KnobError, Knobs, SafeKnob, SafeValue, ServiceShape, TokenKind,
+};
 
 use crate::{RedisConfig, RedlockClientConfig, TokenSource};
 
@@ -96,6 +98,39 @@ impl DesignSpec for RedlockDesign {
 
     fn knob_names(&self) -> &'static [&'static str] {
         Self::KNOBS
+    }
+
+    /// Redlock used as safely as it can be (its random nemesis's scenario): any majority
+    /// size, synced writes, expiry by each node's monotonic clock, the elapsed time checked
+    /// after the majority answered, and a fencing token from the first node's counter. The
+    /// drift allowance is the scenario's (at least the nemesis's drift), not drawn.
+    fn safe_knobs(&self) -> &'static [SafeKnob] {
+        &[
+            SafeKnob {
+                name: "replicas",
+                values: &[
+                    SafeValue::Integer(3),
+                    SafeValue::Integer(5),
+                    SafeValue::Integer(7),
+                ],
+            },
+            SafeKnob {
+                name: "fsync",
+                values: &[SafeValue::Text("always")],
+            },
+            SafeKnob {
+                name: "expiry_clock",
+                values: &[SafeValue::Text("monotonic")],
+            },
+            SafeKnob {
+                name: "recheck_elapsed",
+                values: &[SafeValue::Flag(true)],
+            },
+            SafeKnob {
+                name: "token_source",
+                values: &[SafeValue::Text("counter")],
+            },
+        ]
     }
 
     fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
