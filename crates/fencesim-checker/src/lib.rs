@@ -106,7 +106,7 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     let (mut tokened_writes, mut tokened_acquires, mut ttl_acquires) = (false, false, false);
     history.ops().for_each(|o| {
         fns[o.f as usize] = true;
-        tokened_writes |= o.f == OpFn::Write && o.token.is_some();
+        tokened_writes |= matches!(o.f, OpFn::Write | OpFn::Delete) && o.token.is_some();
         tokened_acquires |= o.f == OpFn::Acquire && o.token.is_some();
         ttl_acquires |= o.f == OpFn::Acquire && o.ttl_ms.is_some();
     });
@@ -154,9 +154,9 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         ),
         (
             ViolationKind::NotLinearizable,
-            has_op(&[OpFn::Read, OpFn::Write, OpFn::Cas])
+            has_op(&[OpFn::Read, OpFn::Write, OpFn::Cas, OpFn::Delete])
                 || (options.lock_model.is_some() && has_op(&[OpFn::Acquire, OpFn::Release])),
-            "no read, write or cas operations",
+            "no read, write, cas or delete operations",
         ),
     ];
     let mut lacking: Vec<String> = needs
