@@ -539,9 +539,11 @@ fn bare_records_give_nothing_to_judge() {
             (result.verdict, result.unknown),
             (
                 Verdict::Unknown,
-                vec!["nothing to judge: the history's one entry is no operation or event any \
+                vec![
+                    "nothing to judge: the history's one entry is no operation or event any \
                       check can judge"
-                    .to_owned()]
+                        .to_owned()
+                ]
             ),
             "{kind:?}"
         );
@@ -559,8 +561,10 @@ fn bare_records_give_nothing_to_judge() {
     let result = check(&b.build());
     assert_eq!(
         result.unknown,
-        ["nothing to judge: none of the history's 2 entries is an operation or event any check \
-          can judge"]
+        [
+            "nothing to judge: none of the history's 2 entries is an operation or event any check \
+          can judge"
+        ]
     );
     // A whole grant is judged (one lease, nothing overlaps it): valid. A whole renewal alone
     // is judged by no check.

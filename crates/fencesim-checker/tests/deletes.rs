@@ -67,7 +67,10 @@ fn a_fenced_delete_then_a_read_of_nothing_is_linearizable() {
 #[test]
 fn a_read_of_the_deleted_value_after_the_delete_completed_is_not() {
     let result = write_delete_read("ok", r#""token":1,"value":"a""#);
-    assert_eq!(linearizability(&result), (Verdict::Invalid, vec![vec![4, 5]]));
+    assert_eq!(
+        linearizability(&result),
+        (Verdict::Invalid, vec![vec![4, 5]])
+    );
     assert!(
         result.violations[0]
             .explanation
@@ -176,7 +179,10 @@ fn a_cas_expecting_never_written_succeeds_after_a_delete() {
         (1, "invoke", "cas", r#""value":"c""#),
         (1, "ok", "cas", r#""value":"c""#),
     ]);
-    assert_eq!(linearizability(&without), (Verdict::Invalid, vec![vec![2, 3]]));
+    assert_eq!(
+        linearizability(&without),
+        (Verdict::Invalid, vec![vec![2, 3]])
+    );
 }
 
 /// The shape of the real case: one client, two cycles of acquire, read, write, fenced delete
@@ -189,7 +195,11 @@ fn two_cycles_with_a_delete_between_them_are_valid() {
     let text = std::fs::read_to_string(&path).unwrap();
     let result = check(&read_jsonl(text.as_bytes()).unwrap());
     assert_eq!(
-        (result.verdict, result.violations.len(), result.unknown.len()),
+        (
+            result.verdict,
+            result.violations.len(),
+            result.unknown.len()
+        ),
         (Verdict::Valid, 0, 0),
         "{:?}",
         result.violations
