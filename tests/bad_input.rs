@@ -994,7 +994,20 @@ fn error_lines_are_capped() {
             "{args:?}: an error line of {} bytes",
             stderr.len()
         );
-        assert!(stderr.contains("more characters)"), "{args:?}: {stderr}");
+        // The history reader quotes at most 40 characters of a value, as the EDN reader does;
+        // the scenario's error is cut by the cap.
+        if args[0] == "check" {
+            assert!(
+                stderr.contains(&format!(
+                    "field `seed`: expected a non-negative integer (the root seed), found a \
+                     string \"{}\"…",
+                    "y".repeat(40)
+                )),
+                "{stderr}"
+            );
+        } else {
+            assert!(stderr.contains("more characters)"), "{args:?}: {stderr}");
+        }
     }
 }
 

@@ -96,17 +96,26 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     // fewer than 256 variants, so every discriminant has its flag.
     const _: () = assert!(std::mem::size_of::<K>() == 1 && std::mem::size_of::<OpFn>() == 1);
     let (mut events, mut fns) = ([false; 256], [false; 256]);
+    // An event counts only with what the checks read of its kind: a bare `accept` (no key) or
+    // `grant` (no lock or token), which a reader refuses but a history built in code may hold,
+    // gives no check anything to judge, and must not make a history valid by its presence.
     history
         .events()
+        .filter(|e| judgeable(e))
         .for_each(|e| events[e.event as usize] = true);
     // Writes and acquires count for the token checks only when they carry tokens: a Jepsen
     // register's writes and a mutex's acquires have none, and prove nothing about fencing.
     // Acquires that carry their TTL are judged as leases from the operations alone
     // (`exclusion_ops`): looked for in the same pass.
     let (mut tokened_writes, mut tokened_acquires, mut ttl_acquires) = (false, false, false);
-    history.ops().for_each(|o| {
+    // An operation counts only on the key or lock it names, as the checks take it.
+    let placed = |o: &Op| match o.f {
+        OpFn::Acquire | OpFn::Renew | OpFn::Release => o.lock.is_some(),
+        OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => o.key.is_some(),
+    };
+    history.ops().filter(|o| placed(o)).for_each(|o| {
         fns[o.f as usize] = true;
-        tokened_writes |= o.f == OpFn::Write && o.token.is_some();
+        tokened_writes |= matches!(o.f, OpFn::Write | OpFn::Delete) && o.token.is_some();
         tokened_acquires |= o.f == OpFn::Acquire && o.token.is_some();
         ttl_acquires |= o.f == OpFn::Acquire && o.ttl_ms.is_some();
     });
@@ -154,9 +163,9 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         ),
         (
             ViolationKind::NotLinearizable,
-            has_op(&[OpFn::Read, OpFn::Write, OpFn::Cas])
+            has_op(&[OpFn::Read, OpFn::Write, OpFn::Cas, OpFn::Delete])
                 || (options.lock_model.is_some() && has_op(&[OpFn::Acquire, OpFn::Release])),
-            "no read, write or cas operations",
+            "no read, write, cas or delete operations",
         ),
     ];
     let mut lacking: Vec<String> = needs
@@ -175,6 +184,24 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         lacking.push(format!("{MUTEX_FROM_OPS}: {MUTEX_NOT_JUDGED}"));
     }
     lacking
+}
+
+/// Whether an event carries what the checks that read its kind need: a lease event its lock
+/// and token, a resource event its key, a belief its lock (and, to start, its token).
+fn judgeable(e: &Event) -> bool {
+    use fencesim_history::{EventKind as K, Phase};
+    match e.event {
+        K::Grant | K::Renew | K::Release | K::Expire | K::Revoke => {
+            e.lock.is_some() && e.token.is_some()
+        }
+        K::Accept | K::Reject => e.key.is_some(),
+        K::Belief => match e.phase {
+            Some(Phase::Start) => e.lock.is_some() && e.token.is_some(),
+            Some(Phase::End) => e.lock.is_some(),
+            None => false,
+        },
+        _ => true,
+    }
 }
 
 /// What [`CheckResult::not_checked`] calls the judgement of acquire and release operations
@@ -368,13 +395,19 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     // linearizable, and so does this.
     let model_named = options.initial_value.is_some() || options.lock_model.is_some();
     if lacking == NEEDS && !model_named {
-        // A header and nothing any check can look at (no operations, no service events): to
-        // call that valid would pass an empty or truncated file for a correct system.
-        unknown.push(format!(
-            "nothing to judge: the history's {} entries hold no operation or event any check \
-             looks at",
-            history.entries.len()
-        ));
+        // A header and nothing any check can judge (no operations, no service events, or
+        // only records without what their kind needs): to call that valid would pass an
+        // empty or truncated file for a correct system.
+        unknown.push(match history.entries.len() {
+            0 => "nothing to judge: the history has no entries".to_owned(),
+            1 => "nothing to judge: the history's one entry is no operation or event any check \
+                  can judge"
+                .to_owned(),
+            n => format!(
+                "nothing to judge: none of the history's {n} entries is an operation or event \
+                 any check can judge"
+            ),
+        });
     }
     terminal_safe(&mut violations, &mut unknown);
     let verdict = match (violations.is_empty(), unknown.is_empty()) {

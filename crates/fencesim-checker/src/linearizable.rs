@@ -2,9 +2,10 @@
 //! must have a linearization (Herlihy and Wing 1990) against the object's sequential model:
 //!
 //! - each resource key is a **compare-and-set register** (Knossos's `cas-register`): a read
-//!   returns the value of the last write or compare-and-set linearized before it, and an `ok`
-//!   `cas` found the value it expected and set its new one. The register starts never written,
-//!   or with [`crate::CheckOptions::initial_value`];
+//!   returns the value of the last write or compare-and-set linearized before it, an `ok`
+//!   `cas` found the value it expected and set its new one, and a delete leaves the register
+//!   as if never written. The register starts never written, or with
+//!   [`crate::CheckOptions::initial_value`];
 //! - with [`crate::CheckOptions::lock_model`], each lock is a **mutex** (Knossos's
 //!   `model/mutex`: an acquire of a held lock, or a release of a free one, is impossible) or a
 //!   **fenced mutex** (the same, and the fence, the token an `ok` acquire returns, must exceed
@@ -356,8 +357,12 @@ fn per_key<'h>(
     let mut values = Values::default();
     let initial = options.initial_value.as_deref().map(|v| values.id(Some(v)));
     let mut keys: BTreeMap<Name, Vec<KeyOp<RegisterOp>>> = BTreeMap::new();
-    let relevant =
-        |op: &Op| matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas) && op.key.is_some();
+    // Every operation on the register: a delete left out would leave the value it removed in
+    // place, and a later read of nothing (or a cas expecting the key never written) could not
+    // be explained.
+    let relevant = |op: &Op| {
+        matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete) && op.key.is_some()
+    };
     for (invoke, done) in history.paired(relevant) {
         let outcome = done.map(|d| d.op_type);
         let mut id = |v: Option<&'h String>| values.id(v.map(String::as_str));

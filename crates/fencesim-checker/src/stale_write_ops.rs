@@ -3,7 +3,8 @@
 //!
 //! What operations prove, on one key, with fencing tokens (the header's `token_order =
 //! "value"`):
-//! - a write acknowledged `ok` with token t, invoked after a write with a higher token was
+//! - a write (or a delete that presented a token: a fenced resource checks it as a write)
+//!   acknowledged `ok` with token t, invoked after a write with a higher token was
 //!   acknowledged `ok`, was accepted although a higher token had been: a fenced resource would
 //!   have refused it;
 //! - a read acknowledged `ok` that returns a value written with token t, invoked after a write
@@ -49,9 +50,12 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
     let mut acked: BTreeMap<&str, Acked> = BTreeMap::new();
     let mut in_flight: BTreeMap<u64, InFlight> = BTreeMap::new();
     let mut violations = Vec::new();
+    // A delete is a mutation fenced as a write is: one with a token checks it against the
+    // key's highest, and raises that highest. One without a token carries nothing to judge
+    // (the resource's own events tell an unfenced mutation).
     for op in history
         .ops()
-        .filter(|o| matches!(o.f, OpFn::Write | OpFn::Read))
+        .filter(|o| matches!(o.f, OpFn::Write | OpFn::Read | OpFn::Delete))
     {
         if op.op_type == OpType::Invoke {
             let before = op.key.as_deref().and_then(|k| acked.get(k).copied());
@@ -69,7 +73,7 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
             continue;
         };
         match op.f {
-            OpFn::Write => {
+            OpFn::Write | OpFn::Delete => {
                 let Some(token) = invoke.token.or(op.token) else {
                     continue;
                 };
@@ -121,11 +125,22 @@ const FROM_OPERATIONS: &str = "judged from client operations alone: the history 
                                accept events from the resource";
 
 fn stale_write(key: &str, token: u64, invoke: &Op, ok: &Op, higher: Acked) -> Violation {
+    let did = if invoke.f == OpFn::Delete {
+        "deleted the key"
+    } else {
+        "wrote"
+    };
     let explanation = format!(
-        "key {key:?}: {} wrote with token {token} (invoked at index {}, ok at index {}) after \
-         {}'s write with the higher token {} had been acknowledged ok at index {}, and it was \
+        "key {key:?}: {} {did} with token {token} (invoked at index {}, ok at index {}) after \
+         {}'s {} with the higher token {} had been acknowledged ok at index {}, and it was \
          acknowledged ok too: the resource accepted a stale token ({FROM_OPERATIONS})",
-        invoke.node, invoke.at.index, ok.at.index, higher.ok.node, higher.token, higher.ok.at.index,
+        invoke.node,
+        invoke.at.index,
+        ok.at.index,
+        higher.ok.node,
+        mutation(higher.ok),
+        higher.token,
+        higher.ok.at.index,
     );
     Violation {
         chain: Vec::new(),
@@ -135,10 +150,19 @@ fn stale_write(key: &str, token: u64, invoke: &Op, ok: &Op, higher: Acked) -> Vi
     }
 }
 
+/// What a fenced mutation was, for explanations: a write, or a delete (with a token).
+fn mutation(op: &Op) -> &'static str {
+    if op.f == OpFn::Delete {
+        "delete"
+    } else {
+        "write"
+    }
+}
+
 fn stale_read(key: &str, token: u64, writer: &Op, read: &Op, higher: Acked) -> Violation {
     let explanation = format!(
         "key {key:?}: {} read the value {:?}, written by {} with token {token} (invoked at index \
-         {}), in a read invoked after {}'s write with the higher token {} had been acknowledged \
+         {}), in a read invoked after {}'s {} with the higher token {} had been acknowledged \
          ok at index {}: the resource stored the stale token's write after the higher one \
          ({FROM_OPERATIONS})",
         read.node,
@@ -146,6 +170,7 @@ fn stale_read(key: &str, token: u64, writer: &Op, read: &Op, higher: Acked) -> V
         writer.node,
         writer.at.index,
         higher.ok.node,
+        mutation(higher.ok),
         higher.token,
         higher.ok.at.index,
     );

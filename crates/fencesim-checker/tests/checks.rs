@@ -515,3 +515,67 @@ fn opaque_tokens_are_not_judged_from_operations() {
         result.not_checked
     );
 }
+
+/// A record without what its kind needs (the readers refuse it; a history built in code may
+/// hold it) gives no check anything to judge, so alone it makes the verdict unknown, not
+/// valid (issue 38 item 2: a lone `accept` with no key, token or op, and a lone `grant` with
+/// no lock, holder or token, were judged valid). A record that carries its fields is judged.
+#[test]
+fn bare_records_give_nothing_to_judge() {
+    for kind in [
+        EventKind::Accept,
+        EventKind::Reject,
+        EventKind::Grant,
+        EventKind::Renew,
+        EventKind::Release,
+        EventKind::Expire,
+        EventKind::Revoke,
+        EventKind::Belief,
+    ] {
+        let mut b = Builder::default();
+        b.event(kind, |_| {});
+        let result = check(&b.build());
+        assert_eq!(
+            (result.verdict, result.unknown),
+            (
+                Verdict::Unknown,
+                vec![
+                    "nothing to judge: the history's one entry is no operation or event any \
+                      check can judge"
+                        .to_owned()
+                ]
+            ),
+            "{kind:?}"
+        );
+    }
+    // A belief without its phase, and a grant without its token, count for nothing either.
+    let mut b = Builder::default();
+    b.event(EventKind::Belief, |e| {
+        e.lock = Some("l".into());
+        e.token = Some(1);
+    });
+    b.event(EventKind::Grant, |e| {
+        e.lock = Some("l".into());
+        e.holder = Some("c".into());
+    });
+    let result = check(&b.build());
+    assert_eq!(
+        result.unknown,
+        [
+            "nothing to judge: none of the history's 2 entries is an operation or event any check \
+          can judge"
+        ]
+    );
+    // A whole grant is judged (one lease, nothing overlaps it): valid. A whole renewal alone
+    // is judged by no check.
+    let mut b = Builder::default();
+    b.lease(EventKind::Grant, "c", 1);
+    assert_eq!(check(&b.build()).verdict, Verdict::Valid);
+    let mut b = Builder::default();
+    b.lease(EventKind::Renew, "c", 1);
+    assert_eq!(check(&b.build()).verdict, Verdict::Unknown);
+    assert_eq!(
+        check(&Builder::default().build()).unknown,
+        ["nothing to judge: the history has no entries"]
+    );
+}

@@ -177,6 +177,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
         Err(nodes) => nodes,
     };
     let mut entries = Vec::with_capacity(ops.len());
+    let mut lines = Vec::with_capacity(ops.len());
     for node in &ops {
         let err = |message: String| HistoryError::Parse {
             line: node.line,
@@ -197,9 +198,10 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
         let index = entries.len() as u64;
         if let Some(op) = read_op(node, index).map_err(err)? {
             entries.push(Entry::from(op));
+            lines.push(node.line);
         }
     }
-    Ok(History {
+    let history = History {
         header: Header {
             format_version: crate::FORMAT_VERSION,
             scenario: name.to_owned(),
@@ -208,7 +210,15 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
             token_order: Default::default(),
         },
         entries,
-    })
+    };
+    // The same records and pairing as JSON Lines; a completion without `:value` is on the
+    // default key or lock.
+    let places = crate::validate::Places::Defaulted {
+        key: "register",
+        lock: "lock",
+    };
+    crate::validate::records(&history, &lines, places)?;
+    Ok(history)
 }
 
 /// "a keyword :x", "an integer -1": a foreign value named by its type and a short rendering;
@@ -506,9 +516,10 @@ mod tests {
     /// A token above `i64::MAX` is written as a big integer (`...N`) and read back as itself.
     #[test]
     fn a_token_past_i64_reads_back() {
-        let text = "{:process 18446744073709551615N, :type :ok, :f :acquire, :value [\"l\" 18446744073709551615N]}\n";
+        let text = "{:process 18446744073709551615N, :type :invoke, :f :acquire, :value [\"l\" nil]}\n\
+                    {:process 18446744073709551615N, :type :ok, :f :acquire, :value [\"l\" 18446744073709551615N]}\n";
         let h = read_jepsen_edn(text, "big").unwrap();
-        let op = h.ops().next().unwrap();
+        let op = h.ops().nth(1).unwrap();
         assert_eq!((op.process, op.token), (u64::MAX, Some(u64::MAX)));
         let mut out = Vec::new();
         write_jepsen_edn(&h, &mut out).unwrap();

@@ -13,6 +13,7 @@ mod jepsen_edn;
 mod jsonl;
 mod record;
 mod text;
+mod validate;
 mod violation;
 
 pub use jepsen_edn::{read_jepsen_edn, write_jepsen_edn, EdnExport};
@@ -35,5 +36,7 @@ pub use violation::ViolationKind;
 /// compares with, `value` the one it sets), an `ok` read may say `value_unknown` (it matches
 /// any value: Knossos's read of `nil`), and the header line is optional (a file that starts
 /// with an entry has a default header: no scenario, seed 0). A version-1 or version-2 file is
-/// read unchanged: it has none of these.
+/// read unchanged: it has none of these. The reader also lets an entry leave out `index`,
+/// `time_ns` (every entry or none) and the local clocks, whatever its version: a reader that
+/// required them refused such a file, so no file reads differently than it did.
 pub const FORMAT_VERSION: u32 = 3;
