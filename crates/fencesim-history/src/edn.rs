@@ -51,7 +51,9 @@ const BRIEF_LEN: usize = 60;
 /// Equality (`==`) is structural and ignores positions: sets and maps compare in file order
 /// (`#{1 2}` is not equal to `#{2 1}`), numbers of different variants never compare equal
 /// (`Int(1)` is not `Float(1.0)`, nor `BigInt("1")`), and two NaN floats compare equal so
-/// that `##NaN` round-trips.
+/// that `##NaN` round-trips. That is what a round trip through the writer needs; Jepsen and
+/// Knossos compare values with Clojure's `=` instead, which [`Edn::equiv`] and
+/// [`Edn::canonical`] give.
 #[derive(Debug, Clone)]
 pub enum Edn {
     /// `nil`.
@@ -254,6 +256,42 @@ impl Edn {
             cut: false,
         };
         write_value(self, &mut sink);
+    }
+
+    /// The value's canonical text: two values have the same canonical text exactly when
+    /// Clojure's `=` calls them equal, which is how Knossos and Jepsen compare the values of a
+    /// history. It is EDN that [`parse_all`] reads back to a value with the same canonical
+    /// text:
+    ///
+    /// - sets and maps are order-free: set elements, and map entries by key, are sorted by
+    ///   their canonical text (`#{2 1}` is `#{1 2}`, `{:b 2 :a 1}` is `{:a 1, :b 2}`);
+    /// - lists and vectors are both sequential, and written `[…]` (`(1 2)` is `[1 2]`);
+    /// - integers compare by value whatever their size or suffix (`1N` is `1`, `+007N` is
+    ///   `7`); decimals compare by value, scale ignored (`1.50M` is `1.5M`, `1e2M` is
+    ///   `100M`); floats as `f64`s (`-0.0` is `0.0`). The three kinds never equal each
+    ///   other (`1`, `1.0` and `1M` differ), as in Clojure;
+    /// - strings, characters, keywords and symbols are distinct kinds (`"a"`, `\a`, `:a` and
+    ///   `a` differ), and `nil` is neither `false` nor anything else;
+    /// - a tagged value equals one with the same tag and an equal value.
+    ///
+    /// Two departures from Clojure, both where Clojure's answer comes from Java rather than
+    /// from the data: `##NaN` equals `##NaN` (Clojure's `=` never calls two NaNs read
+    /// separately equal, so a register written NaN could never be read back), and tagged
+    /// values compare by their text (`#inst "2024-01-01"` and `#inst
+    /// "2024-01-01T00:00:00Z"`, the same instant, differ; Clojure compares the instants).
+    ///
+    /// Does not recurse. Each level of nesting copies the text of the levels below it, so the
+    /// work is at most the value's size times its depth (at most [`MAX_DEPTH`] for a value
+    /// read by [`parse_all`]).
+    pub fn canonical(&self) -> String {
+        fold(self, canonical_scalar, canonical_collection)
+    }
+
+    /// Whether Clojure's `=` calls the two values equal (with the departures
+    /// [`Edn::canonical`] lists): their canonical texts are the same. `==` is stricter: it
+    /// compares structure, order and number variants.
+    pub fn equiv(&self, other: &Edn) -> bool {
+        self.canonical() == other.canonical()
     }
 }
 
@@ -471,6 +509,173 @@ fn write_char(c: char, sink: &mut Sink<'_>) {
             sink.push('\\');
             sink.push(c);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clojure's equality
+
+/// Folds a value bottom-up without recursion: `scalar` gives each scalar's result, and
+/// `collection` each collection's or tagged value's from its children's results, in order (a
+/// map's as key, value, key, value, …; a tagged value's is its value's alone).
+fn fold<T>(value: &Edn, scalar: impl Fn(&Edn) -> T, collection: impl Fn(&Edn, Vec<T>) -> T) -> T {
+    enum Step<'v> {
+        Enter(&'v Edn),
+        Close(&'v Edn, usize),
+    }
+    let mut steps = vec![Step::Enter(value)];
+    let mut done: Vec<T> = Vec::new();
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Enter(v) => {
+                let children: Vec<&Edn> = match v {
+                    Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => {
+                        items.iter().map(|n| &n.value).collect()
+                    }
+                    Edn::Map(entries) => entries
+                        .iter()
+                        .flat_map(|(k, v)| [&k.value, &v.value])
+                        .collect(),
+                    Edn::Tagged(_, inner) => vec![&inner.value],
+                    _ => {
+                        done.push(scalar(v));
+                        continue;
+                    }
+                };
+                steps.push(Step::Close(v, children.len()));
+                // Pushed last to first, so that they are entered, and finished, in order.
+                steps.extend(children.into_iter().rev().map(Step::Enter));
+            }
+            Step::Close(v, count) => {
+                let children = done.split_off(done.len().saturating_sub(count));
+                done.push(collection(v, children));
+            }
+        }
+    }
+    // One result is left: the value's (every step pushes one and a close takes its children's).
+    done.pop().unwrap_or_else(|| scalar(&Edn::Nil))
+}
+
+/// The canonical text ([`Edn::canonical`]) of a value that is neither a collection nor tagged.
+fn canonical_scalar(value: &Edn) -> String {
+    let mut out = String::new();
+    let mut sink = Sink {
+        out: &mut out,
+        room: None,
+        cut: false,
+    };
+    match value {
+        Edn::BigInt(text) => sink.push_str(&integer_text(text)),
+        // `-0.0 == 0.0` for an f64, and for Clojure's `=`.
+        Edn::Float(x) if *x == 0.0 => write_float(0.0, &mut sink),
+        Edn::Decimal(text) => {
+            sink.push_str(&decimal_text(text));
+            sink.push('M');
+        }
+        // nil, booleans, integers that fit an i64, other floats, strings, characters,
+        // keywords and symbols are canonical as the writer writes them.
+        other => write_value(other, &mut sink),
+    }
+    out
+}
+
+/// The canonical text of a collection or tagged value from its children's canonical texts.
+fn canonical_collection(value: &Edn, mut parts: Vec<String>) -> String {
+    match value {
+        Edn::Set(_) => {
+            parts.sort();
+            // A set read by `parse_all` has no equal elements; one built in code may.
+            parts.dedup();
+            format!("#{{{}}}", parts.join(" "))
+        }
+        Edn::Map(_) => {
+            let mut entries: Vec<(String, String)> = Vec::with_capacity(parts.len() / 2);
+            let mut parts = parts.into_iter();
+            while let (Some(key), Some(value)) = (parts.next(), parts.next()) {
+                entries.push((key, value));
+            }
+            // Stable, so that of equal keys (only in a map built in code) the first stays
+            // first and is kept, as `Node::get` finds it.
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|later, earlier| later.0 == earlier.0);
+            let entries: Vec<String> = entries.into_iter().map(|(k, v)| k + " " + &v).collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        Edn::Tagged(tag, _) => format!("#{tag} {}", parts.concat()),
+        // Lists and vectors: both sequential, equal when their elements are.
+        _ => format!("[{}]", parts.join(" ")),
+    }
+}
+
+/// A big integer's text as an integer's without suffix: no `+`, no leading zeros, `-` only
+/// when it is not zero (`+007` is `7`, `-0` is `0`), so that `1N` and `1` read the same.
+/// Text that is not a signed run of digits (only in a value built in code) is kept as it is.
+fn integer_text(text: &str) -> String {
+    let (negative, digits) = split_sign(text);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.to_owned();
+    }
+    match digits.trim_start_matches('0') {
+        "" => "0".to_owned(),
+        digits if negative => format!("-{digits}"),
+        digits => digits.to_owned(),
+    }
+}
+
+/// Whether `text` starts with `-`, and the text after its sign.
+fn split_sign(text: &str) -> (bool, &str) {
+    match text.as_bytes().first() {
+        Some(b'-') => (true, text.get(1..).unwrap_or("")),
+        Some(b'+') => (false, text.get(1..).unwrap_or("")),
+        _ => (false, text),
+    }
+}
+
+/// How many zeros a decimal's canonical text writes out before it switches to an exponent.
+const DECIMAL_ZEROS: i64 = 20;
+
+/// A decimal's text (without `M`) by value: Clojure's `=` compares two decimals as
+/// `BigDecimal.compareTo` does, ignoring their scale (`1.50` equals `1.5`, `1e2` equals `100`),
+/// so the digits are kept without leading or trailing zeros, written plainly (`100`, `1.5`,
+/// `0.05`) up to 20 zeros and with an exponent beyond (`1E25`). Text that is not a decimal
+/// literal (only in a value built in code) is kept as it is.
+fn decimal_text(text: &str) -> String {
+    let (negative, rest) = split_sign(text);
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().ok()),
+        None => (rest, Some(0)),
+    };
+    let (int, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all_digits = int
+        .bytes()
+        .chain(fraction.bytes())
+        .all(|b| b.is_ascii_digit());
+    let (Some(exponent), true) = (exponent, all_digits) else {
+        return text.to_owned();
+    };
+    // The value is `digits` times ten to the `exponent`; the reader bounds the written
+    // exponent to 32 bits and the literal to 4096 characters, so none of this overflows.
+    let digits = format!("{int}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    let significant = digits.trim_end_matches('0');
+    if significant.is_empty() {
+        return "0".to_owned();
+    }
+    let exponent = exponent - fraction.len() as i64 + (digits.len() - significant.len()) as i64;
+    let sign = if negative { "-" } else { "" };
+    let len = significant.len() as i64;
+    if (0..=DECIMAL_ZEROS).contains(&exponent) {
+        format!("{sign}{significant}{}", "0".repeat(exponent as usize))
+    } else if exponent < 0 && -exponent < len {
+        let (whole, part) = significant.split_at((len + exponent) as usize);
+        format!("{sign}{whole}.{part}")
+    } else if exponent < 0 && -exponent - len <= DECIMAL_ZEROS {
+        let zeros = "0".repeat((-exponent - len) as usize);
+        format!("{sign}0.{zeros}{significant}")
+    } else {
+        let (first, others) = significant.split_at(1);
+        let point = if others.is_empty() { "" } else { "." };
+        format!("{sign}{first}{point}{others}E{}", exponent + len - 1)
     }
 }
 
@@ -1866,6 +2071,12 @@ mod tests {
             assert_eq!(back.len(), 1, "case {case}: {text:?}");
             assert_eq!(back[0].value, value, "case {case}: {text:?}");
             assert_eq!(written(&back[0].value), text, "case {case}");
+            // The canonical text reads back to a value with the same canonical text.
+            let canonical = value.canonical();
+            let again =
+                parse_all(&canonical).unwrap_or_else(|e| panic!("case {case}: {canonical:?}: {e}"));
+            assert_eq!(again[0].value.canonical(), canonical, "case {case}");
+            assert!(again[0].value.equiv(&value), "case {case}");
             let brief = value.brief();
             assert!(brief.chars().count() <= 60);
             if text.chars().count() <= 60 {
@@ -1900,6 +2111,117 @@ mod tests {
         assert_eq!(
             err(&written(&deep)).message,
             "nested deeper than 256 levels"
+        );
+    }
+
+    /// Clojure's answers to `(= a b)` (Clojure 1.11), one row each, and the canonical text
+    /// both sides share when equal.
+    #[test]
+    fn equiv_is_clojures_equality() {
+        let table: &[(&str, &str, bool)] = &[
+            // Sets and maps are order-free.
+            ("#{1 2}", "#{2 1}", true),
+            ("{:a 1 :b 2}", "{:b 2 :a 1}", true),
+            ("{:a #{1 2}}", "{:a #{2 1}}", true),
+            ("#{[1 2] #{3 4}}", "#{#{4 3} (1 2)}", true),
+            ("{#{1 2} :x}", "{#{2 1} :x}", true),
+            ("#{1 2}", "#{1 2 3}", false),
+            ("{:a 1}", "{:a 2}", false),
+            ("{:a 1}", "{:b 1}", false),
+            ("#{}", "{}", false),
+            // Lists and vectors are sequential: equal when their elements are, in order.
+            ("(1 2)", "[1 2]", true),
+            ("[1 (2 3)]", "(1 [2 3])", true),
+            ("()", "[]", true),
+            ("[1 2]", "[2 1]", false),
+            ("[1 2]", "#{1 2}", false),
+            ("[]", "#{}", false),
+            ("[nil]", "[]", false),
+            // Integers compare by value, whatever their size or suffix.
+            ("1N", "1", true),
+            ("-0N", "0", true),
+            ("+7N", "7", true),
+            ("9223372036854775808", "9223372036854775808N", true),
+            ("[1N {:a 2N}]", "[1 {:a 2}]", true),
+            ("1N", "2", false),
+            // Decimals compare by value, and never equal an integer or a float.
+            ("1M", "1", false),
+            ("1M", "1.0", false),
+            ("1.50M", "1.5M", true),
+            ("1e2M", "100M", true),
+            ("0.00M", "-0M", true),
+            ("1.5M", "1.6M", false),
+            // Floats are apart from integers; -0.0 equals 0.0 as f64s do.
+            ("1.0", "1", false),
+            ("1.0", "1.00", true),
+            ("1e2", "100.0", true),
+            ("-0.0", "0.0", true),
+            ("##Inf", "1e400", true),
+            // Strings, characters, keywords and symbols are kinds apart.
+            ("\"5\"", "5", false),
+            ("\"a\"", "\\a", false),
+            (":a", "\"a\"", false),
+            (":a", "a", false),
+            ("\"a\"", "\"a\"", true),
+            ("\"\\u0041\"", "\"A\"", true),
+            // nil is only nil.
+            ("nil", "false", false),
+            ("nil", "[]", false),
+            ("nil", "nil", true),
+            // Tagged values: same tag and equal value.
+            ("#inst \"2024\"", "#inst \"2024\"", true),
+            ("#t #{1 2}", "#t #{2 1}", true),
+            ("#t 1", "#u 1", false),
+            ("#t {:a 1}", "{:a 1}", false),
+        ];
+        for &(a, b, equal) in table {
+            let (x, y) = (val(a), val(b));
+            assert_eq!(x.equiv(&y), equal, "(= {a} {b})");
+            assert_eq!(y.equiv(&x), equal, "(= {b} {a})");
+            assert_eq!(x.canonical() == y.canonical(), equal, "{a} vs {b}");
+        }
+        let canonical = [
+            ("#{2 1}", "#{1 2}"),
+            ("{:b 2 :a 1}", "{:a 1, :b 2}"),
+            ("(1 (2 #{:b :a}))", "[1 [2 #{:a :b}]]"),
+            ("1N", "1"),
+            ("-12N", "-12"),
+            ("+5", "5"),
+            ("99999999999999999999", "99999999999999999999"),
+            ("1.50M", "1.5M"),
+            ("1e2M", "100M"),
+            ("-0.050M", "-0.05M"),
+            ("1e25M", "1E25M"),
+            ("1.5e-30M", "1.5E-30M"),
+            ("0M", "0M"),
+            ("-0.0", "0.0"),
+            ("1e300", "1e300"),
+            ("##NaN", "##NaN"),
+            ("\"a\\tb\"", "\"a\\tb\""),
+            ("\\a", "\\a"),
+            (":k", ":k"),
+            ("nil", "nil"),
+            ("#inst \"t\"", "#inst \"t\""),
+        ];
+        for (text, expected) in canonical {
+            assert_eq!(val(text).canonical(), expected, "{text}");
+            // The canonical text reads back to itself.
+            assert_eq!(val(expected).canonical(), expected, "{expected}");
+        }
+        // Values built in code may hold what the reader refuses: equal elements of a set
+        // count once, and of equal map keys the first is kept.
+        let set = Edn::Set(vec![int(2), int(1), n(Edn::BigInt("2".into()))]);
+        assert_eq!(set.canonical(), "#{1 2}");
+        let map = Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(2))]);
+        assert_eq!(map.canonical(), "{:a 1}");
+        // Deep values are canonical without recursion.
+        let mut deep = Edn::Nil;
+        for _ in 0..1_000 {
+            deep = Edn::List(vec![n(deep)]);
+        }
+        assert_eq!(
+            deep.canonical(),
+            format!("{}nil{}", "[".repeat(1_000), "]".repeat(1_000))
         );
     }
 
