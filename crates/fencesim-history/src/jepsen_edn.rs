@@ -12,6 +12,7 @@
 //! are left out. Reading ignores `:nemesis` operations; a history read back has client
 //! operations only, and the checker says which checks that leaves it unable to run.
 
+use std::collections::btree_map::{self, BTreeMap};
 use std::io::{self, Write};
 
 use crate::edn::{parse_all, Edn, Node};
@@ -157,6 +158,12 @@ pub fn write_jepsen_edn(history: &History, mut out: impl Write) -> io::Result<Ed
 /// write them. `name` becomes the header's scenario. Entries are numbered in file order;
 /// `:time` (ns) is kept when present. Errors name the line where the offending value starts.
 ///
+/// A register's values are read as their canonical text ([`crate::edn::Edn::canonical`]), so
+/// that the checker, which compares text, compares them as Knossos does, with Clojure's `=`:
+/// `#{1 2}` and `#{2 1}` are one value, the integer `5` and the string `"5"` two. Keys and
+/// locks are names: a string as it is, another value by its canonical text; a string and
+/// another value with the same text are an error rather than one key.
+///
 /// The reader ([`crate::edn`]) bounds its work by the input's size: numbers are never
 /// expanded, nesting is at most [`crate::edn::MAX_DEPTH`] deep, and error messages quote at
 /// most a few dozen characters of the input.
@@ -177,6 +184,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
         Err(nodes) => nodes,
     };
     let mut entries = Vec::with_capacity(ops.len());
+    let mut places = Places::default();
     for node in &ops {
         let err = |message: String| HistoryError::Parse {
             line: node.line,
@@ -195,7 +203,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
             )));
         }
         let index = entries.len() as u64;
-        if let Some(op) = read_op(node, index).map_err(err)? {
+        if let Some(op) = read_op(node, index, &mut places).map_err(err)? {
             entries.push(Entry::from(op));
         }
     }
@@ -217,13 +225,18 @@ fn found(v: &Node) -> String {
     if let Edn::Nil = v.value {
         return "nil".to_owned();
     }
-    let name = v.value.type_name();
+    format!("{} {}", a_type(&v.value), v.value.brief())
+}
+
+/// "an integer", "a string": the value's type with its article.
+fn a_type(v: &Edn) -> String {
+    let name = v.type_name();
     let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
     } else {
         "a"
     };
-    format!("{article} {name} {}", v.value.brief())
+    format!("{article} {name}")
 }
 
 /// A field that must be a non-negative integer when present (a token, a time): `None` if it
@@ -269,11 +282,92 @@ fn keyword<'m>(map: &'m Node, key: &str) -> Result<&'m str, String> {
     }
 }
 
+/// A field kept as words (`:node`, `:error`): a string as it is, `nil` as nothing, anything
+/// else as its EDN text.
 fn text(v: &Node) -> Option<String> {
     match &v.value {
         Edn::Str(s) => Some(s.clone()),
         Edn::Nil => None,
         other => Some(other.to_string()),
+    }
+}
+
+/// A register's value as the checker compares it: its canonical text ([`Edn::canonical`]),
+/// which two values share exactly when Clojure's `=`, Knossos's comparison, calls them equal
+/// (`#{1 2}` and `#{2 1}`, `1N` and `1`); `nil` is no value. A string keeps its quotes, so
+/// that `"5"` never equals the integer `5`.
+///
+/// Reports show this text, not the file's: it is what the checker compared, so two values
+/// shown alike were judged alike (`#{2 1}` is shown `#{1 2}`), and it is EDN, which reads
+/// back as the value. Keeping the file's text as well would take another field in every
+/// record, and in history.jsonl.
+fn value_text(v: &Node) -> Option<String> {
+    match &v.value {
+        Edn::Nil => None,
+        other => Some(other.canonical()),
+    }
+}
+
+/// The keys and locks named so far, each with where it was first named: fencesim names a key
+/// by text, a string as it is (`"k"` is `k`, as its own histories name keys) and another value
+/// by its canonical text (`#{2 1}` is `#{1 2}`), so a string and another value with the same
+/// text (the key `"1"` and the key `1`), which Clojure's `=` tells apart, would be judged as
+/// one key. [`Places::name`] refuses that instead.
+#[derive(Default)]
+struct Places(BTreeMap<(bool, String), Named>);
+
+/// The first naming of a key or lock.
+struct Named {
+    /// Named by a string (or by default).
+    string: bool,
+    /// As an error names it: `"1" (a string`, closed by the caller.
+    described: String,
+    line: usize,
+}
+
+impl Places {
+    /// The name of the key (or, with `lock`, the lock) that `node` holds in `map`'s `:value`;
+    /// the default one (`register`, `lock`) without `node` or for `nil`.
+    fn name(&mut self, lock: bool, node: Option<&Node>, map: &Node) -> Result<Name, String> {
+        let (what, default) = if lock {
+            ("lock", "lock")
+        } else {
+            ("key", "register")
+        };
+        let node = node.filter(|n| !matches!(n.value, Edn::Nil));
+        let (name, string) = match node.map(|n| &n.value) {
+            None => (default.to_owned(), true),
+            Some(Edn::Str(s)) => (s.clone(), true),
+            Some(other) => (other.canonical(), false),
+        };
+        let describe = || match node {
+            Some(n) => format!("{} ({}", n.value.brief(), a_type(&n.value)),
+            None => format!("{default:?} (the default of a bare :value"),
+        };
+        let line = node.filter(|n| n.line > 0).map_or(map.line, |n| n.line);
+        match self.0.entry((lock, name)) {
+            btree_map::Entry::Vacant(slot) => {
+                let name = Name::from(slot.key().1.as_str());
+                slot.insert(Named {
+                    string,
+                    described: describe(),
+                    line,
+                });
+                Ok(name)
+            }
+            btree_map::Entry::Occupied(first) if first.get().string != string => {
+                let first = first.get();
+                Err(format!(
+                    "field :value{}: the {what} {}) and the {what} {}, line {}) have the same \
+                     text, and fencesim would judge them as one {what}: use {what}s of one type",
+                    node.map(|n| at(map, n)).unwrap_or_default(),
+                    describe(),
+                    first.described,
+                    first.line
+                ))
+            }
+            btree_map::Entry::Occupied(first) => Ok(Name::from(first.key().1.as_str())),
+        }
     }
 }
 
@@ -290,7 +384,7 @@ fn number(v: &Node) -> Option<u64> {
 /// A `:cas` value: `[from to]` on the default key, or `[key [from to]]` (Jepsen's independent
 /// tuple, its second element a pair itself); its key and `[from to]` pair. A completion may
 /// leave the value out (the invocation has it); an invocation may not.
-fn cas_value(map: &Node, op_type: OpType) -> Result<(Option<String>, Option<&[Node]>), String> {
+fn cas_value(map: &Node, op_type: OpType) -> Result<(Option<&Node>, Option<&[Node]>), String> {
     fn pair(v: &Node) -> Option<&[Node]> {
         match &v.value {
             Edn::Vector(p) | Edn::List(p) if p.len() == 2 => Some(p.as_slice()),
@@ -309,7 +403,7 @@ fn cas_value(map: &Node, op_type: OpType) -> Result<(Option<String>, Option<&[No
     // malformed `[key [from to]]` (`["k" [1]]`), not a value.
     let scalar = |n: &Node| !matches!(n.value, Edn::Vector(_) | Edn::List(_) | Edn::Map(_));
     match pair(v) {
-        Some([key, inner]) if pair(inner).is_some() => Ok((text(key), pair(inner))),
+        Some([key, inner]) if pair(inner).is_some() => Ok((Some(key), pair(inner))),
         Some(p) if p.iter().all(scalar) => Ok((None, Some(p))),
         _ => Err(format!(
             "field :value{}: expected [from to] or [key [from to]] for a :cas, found {}",
@@ -320,7 +414,7 @@ fn cas_value(map: &Node, op_type: OpType) -> Result<(Option<String>, Option<&[No
 }
 
 /// One operation; `None` for the nemesis's.
-fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
+fn read_op(map: &Node, index: u64, places: &mut Places) -> Result<Option<Op>, String> {
     let process = match map.get("process") {
         Some(v) => match (&v.value, number(v)) {
             (_, Some(p)) => p,
@@ -375,14 +469,18 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
     };
     let (place, value, expected) = if f == OpFn::Cas {
         let (place, pair) = cas_value(map, op_type)?;
-        (place, pair.map(|p| &p[1]), pair.and_then(|p| text(&p[0])))
+        (
+            place,
+            pair.map(|p| &p[1]),
+            pair.and_then(|p| value_text(&p[0])),
+        )
     } else {
         // `[key value]` (Jepsen's independent tuple) or a bare value on the default key.
         match map.get("value") {
             Some(Node {
                 value: Edn::Vector(pair),
                 ..
-            }) if pair.len() == 2 => (text(&pair[0]), Some(&pair[1]), None),
+            }) if pair.len() == 2 => (Some(&pair[0]), Some(&pair[1]), None),
             other => (None, other, None),
         }
     };
@@ -412,14 +510,14 @@ fn read_op(map: &Node, index: u64) -> Result<Option<Op>, String> {
     };
     match f {
         OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => {
-            op.key = Some(place.map_or_else(|| "register".into(), Name::from));
-            op.value = value.and_then(text);
+            op.key = Some(places.name(false, place, map)?);
+            op.value = value.and_then(value_text);
             // Knossos's convention: a read that completed `ok` with `nil` (or no value) saw
             // something nobody recorded, which any value matches.
             op.value_unknown = f == OpFn::Read && op_type == OpType::Ok && op.value.is_none();
         }
         _ => {
-            op.lock = Some(place.map_or_else(|| "lock".into(), Name::from));
+            op.lock = Some(places.name(true, place, map)?);
             if op.token.is_none() {
                 op.token = count(map, ":value's token", value)?;
             }
@@ -495,7 +593,9 @@ mod tests {
         let back = read_jepsen_edn(&text, "s").unwrap();
         let ops: Vec<&Op> = back.ops().collect();
         assert_eq!(ops.len(), 2);
-        assert_eq!(ops[1].value.as_deref(), Some("a \"quoted\" value"));
+        // fencesim's values are strings, written as EDN strings: read back, a value is its
+        // EDN text, quotes and all, so that it keeps its type.
+        assert_eq!(ops[1].value.as_deref(), Some(r#""a \"quoted\" value""#));
         assert_eq!(
             (ops[1].at.index, ops[1].at.time_ns, ops[1].token),
             (1, 20, Some(7))
@@ -602,7 +702,22 @@ mod tests {
             written.contains(":f :cas, :value [\"register\" [\"0\" \"1\"]]"),
             "{written}"
         );
-        assert_eq!(read_jepsen_edn(&written, "cas").unwrap().entries, h.entries);
+        // Written back, the integers are strings (fencesim's values are text): read again,
+        // each is that string's EDN text, the rest unchanged.
+        let as_string = |v: &Option<String>| v.clone().map(|v| Edn::Str(v).canonical());
+        let strings: Vec<Entry> = h
+            .ops()
+            .map(|o| {
+                Entry::from(Op {
+                    value: as_string(&o.value),
+                    expected: as_string(&o.expected),
+                    ..o.clone()
+                })
+            })
+            .collect();
+        let again = read_jepsen_edn(&written, "cas").unwrap();
+        assert_eq!(again.entries, strings);
+        assert_eq!(again.ops().next().unwrap().value.as_deref(), Some("\"1\""));
     }
 
     /// Knossos's conventions: an `ok` read of `nil` is an unknown value (an invoke's `nil` is
@@ -644,5 +759,85 @@ mod tests {
             "line 2: field :f: expected :acquire, :renew, :release, :read, :write, :cas or \
              :delete, found :txn (multi-register transactions are not supported)"
         );
+    }
+
+    /// Values are read as their canonical text: values Clojure's `=` calls equal read alike,
+    /// and values of different types (the integer 5, the string "5") read apart.
+    #[test]
+    fn values_read_as_their_canonical_text() {
+        let text = "{:process 0, :type :invoke, :f :write, :value [\"k\" #{2 1}]}\n\
+                    {:process 0, :type :ok, :f :write, :value [\"k\" {:b (1 2N) :a 1.50M}]}\n\
+                    {:process 1, :type :invoke, :f :cas, :value [\"k\" [5 \"5\"]]}\n\
+                    {:process 1, :type :ok, :f :read, :value [\"k\" :a]}\n\
+                    {:process 2, :type :ok, :f :read, :value [\"k\" a]}\n\
+                    {:process 2, :type :ok, :f :read, :value [\"k\" \\a]}\n\
+                    {:process 2, :type :ok, :f :read, :value [\"k\" false]}";
+        let h = read_jepsen_edn(text, "v").unwrap();
+        let values: Vec<(Option<&str>, Option<&str>)> = h
+            .ops()
+            .map(|o| (o.expected.as_deref(), o.value.as_deref()))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                (None, Some("#{1 2}")),
+                (None, Some("{:a 1.5M, :b [1 2]}")),
+                (Some("5"), Some("\"5\"")),
+                (None, Some(":a")),
+                (None, Some("a")),
+                (None, Some("\\a")),
+                (None, Some("false")),
+            ]
+        );
+        // Keys stay plain names: a string as it is, anything else by its canonical text.
+        let keys = read_jepsen_edn(
+            "{:process 0, :type :ok, :f :read, :value [#{2 1} 1]}\n\
+             {:process 0, :type :ok, :f :read, :value [7N 1]}\n\
+             {:process 0, :type :ok, :f :acquire, :value [:l 1]}",
+            "keys",
+        )
+        .unwrap();
+        let names: Vec<Option<&str>> = keys
+            .ops()
+            .map(|o| o.key.as_deref().or(o.lock.as_deref()))
+            .collect();
+        assert_eq!(names, [Some("#{1 2}"), Some("7"), Some(":l")]);
+    }
+
+    /// A key that a string and another value name alike (the string "1", the integer 1) would
+    /// be one key to the checker though Clojure tells them apart: refused, located.
+    #[test]
+    fn keys_of_different_types_with_one_name_are_refused() {
+        let refused = |text: &str| read_jepsen_edn(text, "k").unwrap_err().to_string();
+        assert_eq!(
+            refused(
+                "{:process 0, :type :invoke, :f :write, :value [\"1\" 5]}\n\
+                 {:process 1, :type :invoke, :f :write,\n :value [1 5]}"
+            ),
+            "line 2: field :value (line 3): the key 1 (an integer) and the key \"1\" (a string, \
+             line 1) have the same text, and fencesim would judge them as one key: use keys of \
+             one type"
+        );
+        assert_eq!(
+            refused(
+                "{:process 0, :type :invoke, :f :write, :value 5}\n\
+                 {:process 1, :type :invoke, :f :read, :value [register nil]}"
+            ),
+            "line 2: field :value: the key register (a symbol) and the key \"register\" (the \
+             default of a bare :value, line 1) have the same text, and fencesim would judge \
+             them as one key: use keys of one type"
+        );
+        // Locks are named apart from keys, by the same rule.
+        assert!(read_jepsen_edn(
+            "{:process 0, :type :ok, :f :acquire, :value [\"l\" 1]}\n\
+             {:process 1, :type :ok, :f :write, :value [l 1]}",
+            "k"
+        )
+        .is_ok());
+        assert!(refused(
+            "{:process 0, :type :ok, :f :acquire, :value [\"l\" 1]}\n\
+             {:process 1, :type :ok, :f :acquire, :value [l 2]}"
+        )
+        .contains("the lock l (a symbol) and the lock \"l\" (a string, line 1)"));
     }
 }
