@@ -24,7 +24,10 @@
 //! - keywords (`:name`, `:ns/name`) and symbols following EDN's rules;
 //! - lists `( )`, vectors `[ ]`, maps `{ }`, sets `#{ }`, tagged values `#tag value`
 //!   (such as `#inst "…"`, `#uuid "…"` or Jepsen's records `#jepsen.history.Op{…}`) and the
-//!   discard `#_ value`.
+//!   discard `#_ value`. A map with two keys, or a set with two elements, that Clojure's `=`
+//!   calls equal ([`Edn::equiv`]: `{:a 1 :a 2}`, `#{1 1N}`) is an error, as in Clojure's
+//!   reader, located at the second one; finding them costs a hash per key or element, built
+//!   from its parts' hashes, so the work stays linear.
 //!
 //! Not read (each is an error with its position): namespaced maps (`#:ns{…}`), regexes,
 //! reader conditionals and the other Clojure-only `#` forms, `'`, `` ` ``, `~`, `@`, `^`.
@@ -85,10 +88,11 @@ pub enum Edn {
     List(Vec<Node>),
     /// `[ … ]`.
     Vector(Vec<Node>),
-    /// `#{ … }`, in file order; duplicates are kept.
+    /// `#{ … }`, in file order. [`parse_all`] refuses equal elements (by Clojure's `=`); a
+    /// set built in code may hold them.
     Set(Vec<Node>),
-    /// `{ k v … }` as (key, value) pairs in file order; duplicate keys are kept and
-    /// [`Node::get`] returns the first.
+    /// `{ k v … }` as (key, value) pairs in file order. [`parse_all`] refuses equal keys (by
+    /// Clojure's `=`); a map built in code may hold them, and [`Node::get`] returns the first.
     Map(Vec<(Node, Node)>),
     /// `#tag value`: the tag without `#` (`"inst"`, `"jepsen.history.Op"`) and the value.
     Tagged(String, Box<Node>),
@@ -679,6 +683,183 @@ fn decimal_text(text: &str) -> String {
     }
 }
 
+/// A 128-bit hash of values that agrees with Clojure's `=` ([`Edn::equiv`]): equal values hash
+/// alike. The reader computes it bottom-up, one node at a time, for the keys of maps and the
+/// elements of sets (and everything inside them), so that finding equal ones costs a sort of
+/// hashes rather than a comparison of every pair or a canonical text per level of nesting;
+/// values whose hashes match are then compared exactly, so a collision costs time, never a
+/// wrong answer. Two lanes of SplitMix64's finalizer over the words fed in.
+struct Hasher {
+    a: u64,
+    b: u64,
+}
+
+/// What a [`Hasher`] hashes, fed first so that kinds never hash alike by accident.
+#[derive(Clone, Copy)]
+enum HashKind {
+    Nil = 1,
+    Bool,
+    Integer,
+    BigInteger,
+    Float,
+    Decimal,
+    Str,
+    Char,
+    Keyword,
+    Symbol,
+    Sequential,
+    Set,
+    Map,
+    Tagged,
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Hasher {
+    fn new(kind: HashKind) -> Hasher {
+        let mut hasher = Hasher {
+            a: 0x9E37_79B9_7F4A_7C15,
+            b: 0x6A09_E667_F3BC_C909,
+        };
+        hasher.word(kind as u64);
+        hasher
+    }
+
+    fn word(&mut self, w: u64) {
+        self.a = splitmix(self.a ^ w).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.b = splitmix(self.b.wrapping_add(w).rotate_left(23) ^ 0xC2B2_AE3D_27D4_EB4F);
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
+        // The length, so that texts padded with zeros differ from shorter ones.
+        self.word(bytes.len() as u64);
+    }
+
+    fn hash(&mut self, hash: u128) {
+        self.word(hash as u64);
+        self.word((hash >> 64) as u64);
+    }
+
+    fn finish(&self) -> u128 {
+        (u128::from(self.a) << 64) | u128::from(self.b)
+    }
+}
+
+/// The [`Hasher`] hash of a value that is neither a collection nor tagged.
+fn hash_scalar(value: &Edn) -> u128 {
+    let text = |kind, text: &str| {
+        let mut hasher = Hasher::new(kind);
+        hasher.bytes(text.as_bytes());
+        hasher.finish()
+    };
+    let word = |kind, word: u64| {
+        let mut hasher = Hasher::new(kind);
+        hasher.word(word);
+        hasher.finish()
+    };
+    match value {
+        Edn::Nil => Hasher::new(HashKind::Nil).finish(),
+        Edn::Bool(b) => word(HashKind::Bool, u64::from(*b)),
+        Edn::Int(n) => word(HashKind::Integer, *n as u64),
+        // A big integer that fits an i64 equals that integer, so it hashes as one.
+        Edn::BigInt(digits) => {
+            let normal = integer_text(digits);
+            match normal.parse::<i64>() {
+                Ok(n) => word(HashKind::Integer, n as u64),
+                Err(_) => text(HashKind::BigInteger, &normal),
+            }
+        }
+        // `-0.0 == 0.0`, and every NaN is `##NaN`.
+        Edn::Float(x) if *x == 0.0 => word(HashKind::Float, 0),
+        Edn::Float(x) if x.is_nan() => word(HashKind::Float, f64::NAN.to_bits()),
+        Edn::Float(x) => word(HashKind::Float, x.to_bits()),
+        Edn::Decimal(digits) => text(HashKind::Decimal, &decimal_text(digits)),
+        Edn::Str(s) => text(HashKind::Str, s),
+        Edn::Char(c) => word(HashKind::Char, u64::from(*c)),
+        Edn::Keyword(name) => text(HashKind::Keyword, name),
+        Edn::Symbol(name) => text(HashKind::Symbol, name),
+        Edn::List(_) | Edn::Vector(_) | Edn::Set(_) | Edn::Map(_) | Edn::Tagged(..) => {
+            hash_collection(value, Vec::new())
+        }
+    }
+}
+
+/// The [`Hasher`] hash of a collection or tagged value from its children's, as
+/// [`canonical_collection`] builds its text: sets and maps order-free, lists and vectors alike.
+fn hash_collection(value: &Edn, mut children: Vec<u128>) -> u128 {
+    let mut hasher;
+    match value {
+        Edn::Set(_) => {
+            hasher = Hasher::new(HashKind::Set);
+            children.sort_unstable();
+            children.dedup();
+            children.iter().for_each(|h| hasher.hash(*h));
+            hasher.word(children.len() as u64);
+        }
+        Edn::Map(_) => {
+            hasher = Hasher::new(HashKind::Map);
+            let mut entries: Vec<(u128, u128)> =
+                children.chunks_exact(2).map(|kv| (kv[0], kv[1])).collect();
+            // Stable, and of equal keys the first is kept, as for the canonical text.
+            entries.sort_by_key(|(key, _)| *key);
+            entries.dedup_by_key(|(key, _)| *key);
+            hasher.word(entries.len() as u64);
+            for (key, value) in entries {
+                hasher.hash(key);
+                hasher.hash(value);
+            }
+        }
+        Edn::Tagged(tag, _) => return hash_tagged(tag, children.first().copied().unwrap_or(0)),
+        _ => {
+            hasher = Hasher::new(HashKind::Sequential);
+            hasher.word(children.len() as u64);
+            children.iter().for_each(|h| hasher.hash(*h));
+        }
+    }
+    hasher.finish()
+}
+
+/// The [`Hasher`] hash of a tagged value from its value's.
+fn hash_tagged(tag: &str, inner: u128) -> u128 {
+    let mut hasher = Hasher::new(HashKind::Tagged);
+    hasher.bytes(tag.as_bytes());
+    hasher.hash(inner);
+    hasher.finish()
+}
+
+/// Of `items` (with their [`Hasher`] hashes, in file order), the first that equals an earlier
+/// one by Clojure's `=`, and that earlier one: (earlier, later) positions in `items`.
+fn first_duplicate(items: &[&Node], hashes: &[u128]) -> Option<(usize, usize)> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_unstable_by_key(|&i| (hashes.get(i).copied().unwrap_or(0), i));
+    let mut found: Option<(usize, usize)> = None;
+    // Runs of equal hashes: one element each but for equal values (and collisions).
+    for run in order.chunk_by(|&a, &b| hashes.get(a) == hashes.get(b)) {
+        for (at, &later) in run.iter().enumerate().skip(1) {
+            if found.is_some_and(|(_, first)| first < later) {
+                break;
+            }
+            let earlier = run[..at]
+                .iter()
+                .find(|&&earlier| items[earlier].value.equiv(&items[later].value));
+            if let Some(&earlier) = earlier {
+                found = Some((earlier, later));
+                break;
+            }
+        }
+    }
+    found
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reader
 
@@ -689,7 +870,8 @@ fn decimal_text(text: &str) -> String {
 ///
 /// An [`EdnError`] at the first problem: an unterminated string, collection, `#tag` or `#_`;
 /// a closing bracket that closes nothing or the wrong collection; a map with an odd number of
-/// forms; a bad escape or character literal (including surrogates); a bad number (ratio,
+/// forms; two keys of a map or elements of a set equal by Clojure's `=`; a bad escape or
+/// character literal (including surrogates); a bad number (ratio,
 /// leading zero, misplaced suffix, decimal exponent beyond 32 bits) or one longer than
 /// [`MAX_NUMBER_LEN`] characters; a bad symbol or keyword; an unexpected character; nesting
 /// deeper than [`MAX_DEPTH`].
@@ -715,6 +897,23 @@ struct Frame {
     line: usize,
     column: usize,
     items: Vec<Node>,
+    /// Each item's [`Hasher`] hash where [`wants_hash`] asked for it when the item came, 0
+    /// elsewhere.
+    hashes: Vec<u128>,
+    /// The hash of this frame's own value is wanted: it is a map's key or a set's element,
+    /// or inside one.
+    hashed: bool,
+}
+
+/// Whether the next item `frame` receives needs its hash: a set's element or a map's key
+/// (to find equal ones), or anything whose enclosing value needs its own.
+fn wants_hash(frame: &Frame) -> bool {
+    frame.hashed
+        || match frame.open {
+            Open::Set => true,
+            Open::Map => frame.items.len().is_multiple_of(2),
+            _ => false,
+        }
 }
 
 struct Reader<'t> {
@@ -918,8 +1117,8 @@ impl<'t> Reader<'t> {
                 }
                 ')' | ']' | '}' => {
                     self.bump();
-                    let node = close(&mut stack, c, line, column)?;
-                    deliver(node, &mut stack, &mut done);
+                    let (node, hash) = close(&mut stack, c, line, column)?;
+                    deliver(node, hash, &mut stack, &mut done);
                     continue;
                 }
                 '#' => match self.peek_second() {
@@ -972,12 +1171,17 @@ impl<'t> Reader<'t> {
                 '\\' => self.character(line, column)?,
                 _ => self.atom(line, column)?,
             };
+            let hash = stack
+                .last()
+                .filter(|frame| wants_hash(frame))
+                .map(|_| hash_scalar(&value));
             deliver(
                 Node {
                     value,
                     line,
                     column,
                 },
+                hash,
                 &mut stack,
                 &mut done,
             );
@@ -1295,11 +1499,15 @@ fn push_frame(
             format!("nested deeper than {MAX_DEPTH} levels"),
         );
     }
+    // What a `#_` drops is never compared; a tag's value is wanted as its tagged value is.
+    let hashed = !matches!(open, Open::Discard) && stack.last().is_some_and(wants_hash);
     stack.push(Frame {
         open,
         line,
         column,
         items: Vec::new(),
+        hashes: Vec::new(),
+        hashed,
     });
     Ok(())
 }
@@ -1331,7 +1539,7 @@ fn close(
     closer: char,
     line: usize,
     column: usize,
-) -> Result<Node, EdnError> {
+) -> Result<(Node, Option<u128>), EdnError> {
     let Some(frame) = stack.pop() else {
         return error(
             line,
@@ -1373,6 +1581,24 @@ fn close(
             ),
         );
     }
+    // Clojure's reader refuses a set with equal elements and a map with equal keys (equal by
+    // its `=`: `#{1 1N}` too); so does this one, rather than keep one of them silently.
+    match frame.open {
+        Open::Set => {
+            let items: Vec<&Node> = frame.items.iter().collect();
+            if let Some((earlier, later)) = first_duplicate(&items, &frame.hashes) {
+                return Err(duplicate("element", "set", items[earlier], items[later]));
+            }
+        }
+        Open::Map => {
+            let keys: Vec<&Node> = frame.items.iter().step_by(2).collect();
+            let hashes: Vec<u128> = frame.hashes.iter().step_by(2).copied().collect();
+            if let Some((earlier, later)) = first_duplicate(&keys, &hashes) {
+                return Err(duplicate("key", "map", keys[earlier], keys[later]));
+            }
+        }
+        _ => {}
+    }
     let value = match frame.open {
         Open::List => Edn::List(frame.items),
         Open::Vector => Edn::Vector(frame.items),
@@ -1400,16 +1626,41 @@ fn close(
             Edn::Map(entries)
         }
     };
-    Ok(Node {
+    // Every item's hash is there when the frame's own is wanted (`wants_hash`).
+    let hash = frame.hashed.then(|| hash_collection(&value, frame.hashes));
+    let node = Node {
         value,
         line: frame.line,
         column: frame.column,
-    })
+    };
+    Ok((node, hash))
+}
+
+/// The error for `later`, which equals `earlier` by Clojure's `=`, both elements of one set
+/// (`what` "element", `within` "set") or keys of one map ("key", "map").
+fn duplicate(what: &str, within: &str, earlier: &Node, later: &Node) -> EdnError {
+    let (first, again) = (earlier.value.brief(), later.value.brief());
+    // Equal values may be written differently (`1` and `1N`): then both are named.
+    let it = if first == again {
+        "it".to_owned()
+    } else {
+        format!("the equal {what} {first}")
+    };
+    let place = if earlier.line == later.line {
+        format!("column {}", earlier.column)
+    } else {
+        format!("line {}, column {}", earlier.line, earlier.column)
+    };
+    EdnError {
+        line: later.line,
+        column: later.column,
+        message: format!("duplicate {what} {again}: the {within} already has {it} at {place}"),
+    }
 }
 
 /// Hands a finished value to the innermost frame: a collection keeps it, a tag wraps it (and
 /// the tagged value is handed on in turn), a `#_` drops it; with no frame it is top-level.
-fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
+fn deliver(mut node: Node, mut hash: Option<u128>, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
     loop {
         let Some(frame) = stack.last_mut() else {
             done.push(node);
@@ -1417,6 +1668,7 @@ fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
         };
         if !matches!(frame.open, Open::Tag(_) | Open::Discard) {
             frame.items.push(node);
+            frame.hashes.push(hash.unwrap_or(0));
             return;
         }
         let Some(frame) = stack.pop() else {
@@ -1424,6 +1676,9 @@ fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
         };
         match frame.open {
             Open::Tag(tag) => {
+                hash = hash
+                    .filter(|_| frame.hashed)
+                    .map(|inner| hash_tagged(&tag, inner));
                 node = Node {
                     value: Edn::Tagged(tag, Box::new(node)),
                     line: frame.line,
@@ -1589,7 +1844,7 @@ mod tests {
     fn collections_comments_discard_tags() {
         assert_eq!(val("[1 2, 3]"), Edn::Vector(vec![int(1), int(2), int(3)]));
         assert_eq!(val("(a)"), Edn::List(vec![n(Edn::Symbol("a".into()))]));
-        assert_eq!(val("#{1 1 2}"), Edn::Set(vec![int(1), int(1), int(2)]));
+        assert_eq!(val("#{1 3 2}"), Edn::Set(vec![int(1), int(3), int(2)]));
         assert_eq!(val("[]"), Edn::Vector(vec![]));
         assert_eq!(val("{}"), Edn::Map(vec![]));
         assert_eq!(
@@ -1673,8 +1928,11 @@ mod tests {
 
     #[test]
     fn get_and_type_names() {
-        let map = one("{:a 1 \"a\" 2 :a 3 :ns/b 4}");
+        let map = one("{:a 1 \"a\" 2 :ns/b 4}");
         assert_eq!(map.get("a").map(|v| &v.value), Some(&Edn::Int(1)));
+        // Equal keys come only from code (the reader refuses them): the first is found.
+        let twice = n(Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(3))]));
+        assert_eq!(twice.get("a").map(|v| &v.value), Some(&Edn::Int(1)));
         assert_eq!(map.get("ns/b").map(|v| &v.value), Some(&Edn::Int(4)));
         assert!(map.get("b").is_none());
         assert!(map.get("missing").is_none());
@@ -1901,9 +2159,29 @@ mod tests {
         let big = format!("\"{}\"", "ƖƖ\\n".repeat(1 << 18));
         assert!(matches!(val(&big), Edn::Str(s) if s.chars().count() == 3 << 18));
         assert!(matches!(val(&"x".repeat(1 << 20)), Edn::Symbol(s) if s.len() == 1 << 20));
+        // Keys inside keys, 255 deep around a megabyte: each level hashes its key from its
+        // children's hashes, never the whole key again, so this stays linear.
+        let keys = format!(
+            "{}\"{}\"{}",
+            "{".repeat(MAX_DEPTH - 1),
+            "k".repeat(1 << 20),
+            " 1}".repeat(MAX_DEPTH - 1)
+        );
+        assert!(matches!(val(&keys), Edn::Map(m) if m.len() == 1));
+        let sets = format!("{}1{}", "#{".repeat(MAX_DEPTH), "}".repeat(MAX_DEPTH));
+        assert!(matches!(val(&sets), Edn::Set(s) if s.len() == 1));
         // Many values at one level are fine.
         let wide = format!("[{}]", "{:a 1} ".repeat(100_000));
         assert!(matches!(val(&wide), Edn::Vector(v) if v.len() == 100_000));
+    }
+
+    /// `nodes` without those equal by Clojure's `=` to an earlier one.
+    fn distinct(nodes: Vec<Node>) -> Vec<Node> {
+        let mut seen = std::collections::BTreeSet::new();
+        nodes
+            .into_iter()
+            .filter(|node| seen.insert(node.value.canonical()))
+            .collect()
     }
 
     fn sample_values() -> Vec<Edn> {
@@ -1969,15 +2247,17 @@ mod tests {
         let scalars: Vec<Node> = values.iter().cloned().map(Node::new).collect();
         values.push(Edn::Vector(scalars.clone()));
         values.push(Edn::List(scalars.clone()));
-        values.push(Edn::Set(scalars.clone()));
+        // Sets and map keys without values Clojure calls equal (`0` and `0N`, `0.0` and
+        // `-0.0`), which the reader refuses.
+        let distinct = distinct(scalars.clone());
+        values.push(Edn::Set(distinct.clone()));
         values.push(Edn::Map(
-            scalars
+            distinct
                 .iter()
                 .cloned()
                 .zip(scalars.iter().rev().cloned())
                 .collect(),
         ));
-        values.push(Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(2))]));
         values.push(Edn::Vector(vec![]));
         values.push(Edn::List(vec![]));
         values.push(Edn::Set(vec![]));
@@ -2036,9 +2316,9 @@ mod tests {
             0 | 1 => scalars[rng.below(scalars.len())].clone(),
             2 => Edn::Vector(items(rng)),
             3 => Edn::List(items(rng)),
-            4 => Edn::Set(items(rng)),
+            4 => Edn::Set(distinct(items(rng))),
             5 => {
-                let keys = items(rng);
+                let keys = distinct(items(rng));
                 let values = items(rng);
                 Edn::Map(keys.into_iter().zip(values).collect())
             }
@@ -2223,6 +2503,105 @@ mod tests {
             deep.canonical(),
             format!("{}nil{}", "[".repeat(1_000), "]".repeat(1_000))
         );
+    }
+
+    /// Clojure's reader refuses a map with equal keys and a set with equal elements, equal by
+    /// its `=` (`Duplicate key: 1`); so does this one, at the second of them.
+    #[test]
+    fn equal_keys_and_elements_are_refused() {
+        let cases: &[(&str, usize, usize, &str)] = &[
+            (
+                "{:a 1 :a 2}",
+                1,
+                7,
+                "duplicate key :a: the map already has it at column 2",
+            ),
+            (
+                "#{1 1}",
+                1,
+                5,
+                "duplicate element 1: the set already has it at column 3",
+            ),
+            (
+                "#{1 1N}",
+                1,
+                5,
+                "duplicate element 1N: the set already has the equal element 1 at column 3",
+            ),
+            (
+                "{:a 1\n :b 2\n :a 3}",
+                3,
+                2,
+                "duplicate key :a: the map already has it at line 1, column 2",
+            ),
+            (
+                "{[1 2] :x (1 2) :y}",
+                1,
+                11,
+                "duplicate key (1 2): the map already has the equal key [1 2] at column 2",
+            ),
+            (
+                "[{#{1 2} 1 #{2 1} 2}]",
+                1,
+                12,
+                "duplicate key #{2 1}: the map already has the equal key #{1 2} at column 3",
+            ),
+            (
+                "{{:k #{[1 (2)] 3}} 1 {:k #{3 [1 [2]]}} 2}",
+                1,
+                22,
+                "duplicate key {:k #{3 [1 [2]]}}: the map already has the equal key",
+            ),
+            ("#{#t 1 #t 1N}", 1, 8, "duplicate element #t 1N"),
+            ("#{1.50M 1.5M}", 1, 9, "duplicate element 1.5M"),
+            ("#{0.0 -0.0}", 1, 7, "duplicate element -0.0"),
+            // The first duplicate in file order is the one named.
+            (
+                "#{3 2 1 2 3}",
+                1,
+                9,
+                "duplicate element 2: the set already has it at column 5",
+            ),
+        ];
+        for &(text, line, column, message) in cases {
+            let e = err(text);
+            assert!(
+                e.message.starts_with(message),
+                "{text:?}: {e} does not start with {message:?}"
+            );
+            assert_eq!((e.line, e.column), (line, column), "{text:?}: {e}");
+        }
+        // Values Clojure tells apart are not duplicates, nor what `#_` drops, nor equal
+        // values in a vector or a map's values.
+        for text in [
+            "#{1 1.0 1M \"1\" :1 \\1}",
+            "{:a 1 \"a\" 2 a 3 \\a 4}",
+            "#{nil false}",
+            "#{[1 2] [2 1] #{1 2}}",
+            "#{#t 1 #u 1 1}",
+            "#{1 #_ 1}",
+            "[1 1 {:a 1 :b 1}]",
+            "{:a #{1} :b #{1}}",
+        ] {
+            assert!(parse_all(text).is_ok(), "{text}");
+        }
+        // A hash shared by unequal values is a collision, not a duplicate: values whose
+        // hashes match are compared exactly.
+        let (a, b, a_again) = (one("#{1 2}"), one("[1 2]"), one("#{2 1}"));
+        assert_eq!(first_duplicate(&[&a, &b], &[7, 7]), None);
+        assert_eq!(
+            first_duplicate(&[&a, &b, &a_again], &[7, 7, 7]),
+            Some((0, 2))
+        );
+        // The reader's hashes, built one node at a time, agree with Clojure's `=`.
+        let hash = |text: &str| fold(&val(text), hash_scalar, hash_collection);
+        assert_eq!(
+            hash("{:a #{1 2N} :b (1.50M)}"),
+            hash("{:b [1.5M] :a #{2 1}}")
+        );
+        assert_ne!(hash("[1 2]"), hash("#{1 2}"));
+        assert_ne!(hash("5"), hash("\"5\""));
+        assert_ne!(hash("#t 1"), hash("#u 1"));
     }
 
     /// Knuth's MMIX linear congruential generator: deterministic, no crate needed.
