@@ -18,8 +18,9 @@
 //! - numbers: an optional sign, digits, an optional fraction and exponent, and an optional
 //!   `N` (big integer) or `M` (decimal) suffix; `##Inf`, `##-Inf` and `##NaN`. Integers with a
 //!   leading zero (Clojure's octal), hexadecimal, radix and ratio (`1/2`) literals are errors;
-//! - strings with the escapes `\" \\ \/ \n \t \r \b \f` and `\uXXXX` (exactly four hex digits,
-//!   not a surrogate); characters `\c`, `\newline`, `\space`, `\tab`, `\return`,
+//! - strings with the escapes `\" \\ \/ \n \t \r \b \f` and `\uXXXX` (exactly four hex digits;
+//!   a UTF-16 surrogate pair, `\uD83D\uDE00`, is the one character it encodes, and a lone
+//!   surrogate is an error); characters `\c`, `\newline`, `\space`, `\tab`, `\return`,
 //!   `\formfeed`, `\backspace` and `\uXXXX`;
 //! - keywords (`:name`, `:ns/name`) and symbols following EDN's rules;
 //! - lists `( )`, vectors `[ ]`, maps `{ }`, sets `#{ }`, tagged values `#tag value`
@@ -871,7 +872,7 @@ fn first_duplicate(items: &[&Node], hashes: &[u128]) -> Option<(usize, usize)> {
 /// An [`EdnError`] at the first problem: an unterminated string, collection, `#tag` or `#_`;
 /// a closing bracket that closes nothing or the wrong collection; a map with an odd number of
 /// forms; two keys of a map or elements of a set equal by Clojure's `=`; a bad escape or
-/// character literal (including surrogates); a bad number (ratio,
+/// character literal (including a lone surrogate); a bad number (ratio,
 /// leading zero, misplaced suffix, decimal exponent beyond 32 bits) or one longer than
 /// [`MAX_NUMBER_LEN`] characters; a bad symbol or keyword; an unexpected character; nesting
 /// deeper than [`MAX_DEPTH`].
@@ -1238,42 +1239,7 @@ impl<'t> Reader<'t> {
                         Some('r') => '\r',
                         Some('b') => '\u{8}',
                         Some('f') => '\u{c}',
-                        Some('u') => {
-                            // Up to four characters, stopping early at anything not a hex digit.
-                            let start = self.pos;
-                            for _ in 0..4 {
-                                if !self.peek().is_some_and(|h| h.is_ascii_hexdigit()) {
-                                    break;
-                                }
-                                self.bump();
-                            }
-                            let digits = self.text.get(start..self.pos).unwrap_or("");
-                            match hex4(digits) {
-                                Some(Ok(c)) => c,
-                                Some(Err(code)) => {
-                                    return error(
-                                        esc_line,
-                                        esc_column,
-                                        format!(
-                                            "bad escape `\\u{code:04X}` in string: surrogate code \
-                                             points are not characters"
-                                        ),
-                                    )
-                                }
-                                None => {
-                                    let after: String = self.rest().chars().take(1).collect();
-                                    return error(
-                                        esc_line,
-                                        esc_column,
-                                        format!(
-                                            "bad escape {} in string: expected exactly 4 hex \
-                                             digits after `\\u`",
-                                            quote(&format!("\\u{digits}{after}"))
-                                        ),
-                                    );
-                                }
-                            }
-                        }
+                        Some('u') => self.unicode_escape(esc_line, esc_column)?,
                         Some(other) => {
                             return error(
                                 esc_line,
@@ -1289,6 +1255,75 @@ impl<'t> Reader<'t> {
                     text.push(resolved);
                 }
                 c => text.push(c),
+            }
+        }
+    }
+
+    /// A string's `\uXXXX` escape, its `\u` read (the backslash at `line`, `column`): the
+    /// character. A UTF-16 high surrogate (`\uD800` to `\uDBFF`) must be followed by an
+    /// escaped low one (`\uDC00` to `\uDFFF`), and the pair is the one character they encode
+    /// (`\uD83D\uDE00` is 😀), as Java's strings, and so Clojure's and Jepsen's, hold it. A
+    /// surrogate alone is no character (a Rust string cannot hold it): an error.
+    fn unicode_escape(&mut self, line: usize, column: usize) -> Result<char, EdnError> {
+        let high = match self.hex4_escape(line, column)? {
+            Ok(c) => return Ok(c),
+            Err(code) => code,
+        };
+        let lone = |message: String| error(line, column, message);
+        if high >= 0xDC00 {
+            return lone(format!(
+                "bad escape `\\u{high:04X}` in string: a low surrogate must follow a high one \
+                 (`\\uD800` to `\\uDBFF`), as in `\\uD83D\\uDE00`"
+            ));
+        }
+        let low = self
+            .rest()
+            .strip_prefix("\\u")
+            .and_then(|digits| digits.get(..4))
+            .and_then(hex4);
+        match low {
+            Some(Err(low)) if (0xDC00..=0xDFFF).contains(&low) => {
+                for _ in 0..6 {
+                    self.bump();
+                }
+                let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+                // Always a character: a pair encodes U+10000 to U+10FFFF.
+                char::from_u32(code).map_or_else(
+                    || lone(format!("bad escape pair for U+{code:X} in string")),
+                    Ok,
+                )
+            }
+            _ => lone(format!(
+                "bad escape `\\u{high:04X}` in string: a high surrogate must be followed by a \
+                 low one (`\\uDC00` to `\\uDFFF`), as in `\\uD83D\\uDE00`"
+            )),
+        }
+    }
+
+    /// The four hex digits after a string's `\u` (the backslash at `line`, `column`): the
+    /// character, or `Err` with the code of a surrogate.
+    fn hex4_escape(&mut self, line: usize, column: usize) -> Result<Result<char, u32>, EdnError> {
+        // Up to four characters, stopping early at anything not a hex digit.
+        let start = self.pos;
+        for _ in 0..4 {
+            if !self.peek().is_some_and(|h| h.is_ascii_hexdigit()) {
+                break;
+            }
+            self.bump();
+        }
+        let digits = self.text.get(start..self.pos).unwrap_or("");
+        match hex4(digits) {
+            Some(read) => Ok(read),
+            None => {
+                let after: String = self.rest().chars().take(1).collect();
+                error(
+                    line,
+                    column,
+                    format!(
+                        "bad escape {} in string: expected exactly 4 hex digits after `\\u`",
+                        quote(&format!("\\u{digits}{after}"))
+                    ),
+                )
             }
         }
     }
@@ -1805,6 +1840,15 @@ mod tests {
             Edn::Str("a\"b\\c\nd\te\rf\u{8}g\u{c}h/iéA".into())
         );
         assert_eq!(val("\"ƖƖ\nx\""), Edn::Str("ƖƖ\nx".into()));
+        // A UTF-16 surrogate pair is one character, as in a Java string; either case of hex.
+        assert_eq!(val(r#""\ud83d\ude00""#), Edn::Str("😀".into()));
+        assert_eq!(
+            val(r#""a\uD83D\uDE00b\uDBFF\uDFFF""#),
+            Edn::Str("a😀b\u{10FFFF}".into())
+        );
+        assert_eq!(val(r#""\uD800\uDC00""#), Edn::Str("\u{10000}".into()));
+        // Written back, the character is itself, and reads back alike.
+        assert_eq!(written(&val(r#""\ud83d\ude00""#)), "\"😀\"");
         assert_eq!(val("\"\""), Edn::Str(String::new()));
         let chars = [
             ("\\a", 'a'),
@@ -2044,7 +2088,56 @@ mod tests {
             ("\"a\\qb\"", 1, 3, "bad escape `\\q`"),
             ("\"\\u12\"", 1, 2, "exactly 4 hex digits"),
             ("\"\\uƖƖƖƖ\"", 1, 2, "exactly 4 hex digits"),
-            ("\"\\uD800\"", 1, 2, "surrogate"),
+            (
+                "\"\\uD800\"",
+                1,
+                2,
+                "bad escape `\\uD800` in string: a high surrogate must be followed by a low one \
+                 (`\\uDC00` to `\\uDFFF`), as in `\\uD83D\\uDE00`",
+            ),
+            (
+                "\"ab\\udE00\"",
+                1,
+                4,
+                "bad escape `\\uDE00` in string: a low surrogate must follow a high one \
+                 (`\\uD800` to `\\uDBFF`), as in `\\uD83D\\uDE00`",
+            ),
+            (
+                "\"\\uD83Dx\"",
+                1,
+                2,
+                "a high surrogate must be followed by a low one",
+            ),
+            (
+                "\"\\uD83D\\u0041\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D\\uD83D\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D\\uDE\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D \\uDE00\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D\\uDE00\\uDE00\"",
+                1,
+                14,
+                "a low surrogate must follow a high one",
+            ),
             ("\\uDFFF", 1, 1, "surrogate"),
             ("\\u12", 1, 1, "bad character"),
             ("\\abc", 1, 1, "bad character"),
@@ -2668,6 +2761,7 @@ mod tests {
             b"nil",
             b"\\u0041",
             b"\\uD800",
+            b"\\uD83D\\uDE00",
             b"\\newline",
             b"##-Inf",
             b"#inst ",
