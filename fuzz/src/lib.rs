@@ -104,12 +104,13 @@ pub fn history_edn(data: &[u8]) {
 
 fn judge(history: &History) {
     let result = check_with(history, &OPTIONS);
-    // Every violation points at records of the history.
+    // Every violation points at records of the history, by their index (a position, or in
+    // a Jepsen EDN file that numbers its operations, their `:index`).
     for v in &result.violations {
         for w in &v.witnesses {
             assert!(
-                (*w as usize) < history.entries.len(),
-                "{}: witness {w} outside the history's {} entries",
+                history.entries.iter().any(|e| e.at().index == *w),
+                "{}: witness {w} is the index of none of the history's {} entries",
                 v.kind,
                 history.entries.len()
             );

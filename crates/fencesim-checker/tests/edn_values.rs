@@ -131,3 +131,25 @@ fn the_initial_value_is_canonical_text() {
         Verdict::Invalid
     );
 }
+
+/// A file that numbers its operations with `:index` has its violations' witnesses and
+/// explanations name those numbers, not positions.
+#[test]
+fn witnesses_are_named_by_the_files_index() {
+    let edn = fixture("edn-witnesses-named-by-index.edn");
+    let history = read_jepsen_edn(&edn, "indexed").unwrap();
+    let result = check_with(&history, &CheckOptions::default());
+    assert_eq!(result.verdict, Verdict::Invalid);
+    assert_eq!(result.violations.len(), 1);
+    let v = &result.violations[0];
+    assert_eq!(
+        (v.kind, v.witnesses.clone()),
+        (ViolationKind::NotLinearizable, vec![20, 21])
+    );
+    assert!(
+        v.explanation
+            .starts_with("key \"k\": no order of its 2 operations that respects real time explains the operation invoked at index 20;"),
+        "{}",
+        v.explanation
+    );
+}

@@ -155,8 +155,10 @@ pub fn write_jepsen_edn(history: &History, mut out: impl Write) -> io::Result<Ed
 /// Read a Jepsen EDN history: operation maps (or tagged records of them, such as
 /// `#jepsen.history.Op{...}`) as loose values, one or more per line or spread over several
 /// lines, or inside one whole-file vector or list, as `jepsen.store` and Knossos's test data
-/// write them. `name` becomes the header's scenario. Entries are numbered in file order;
-/// `:time` (ns) is kept when present. Errors name the line where the offending value starts.
+/// write them. `name` becomes the header's scenario. Entries keep the file's `:index` when
+/// every operation has one (then the indexes must increase in file order), and are numbered
+/// in file order when none has; `:time` (ns) is kept when present (the index stands in for
+/// it otherwise). Errors name the line where the offending value starts.
 ///
 /// A register's values are read as their canonical text ([`crate::edn::Edn::canonical`]), so
 /// that the checker, which compares text, compares them as Knossos does, with Clojure's `=`:
@@ -185,6 +187,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
     };
     let mut entries = Vec::with_capacity(ops.len());
     let mut places = Places::default();
+    let mut numbering = Numbering::default();
     for node in &ops {
         let err = |message: String| HistoryError::Parse {
             line: node.line,
@@ -202,7 +205,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
                 node.value.brief()
             )));
         }
-        let index = entries.len() as u64;
+        let index = numbering.index(node, entries.len() as u64).map_err(err)?;
         if let Some(op) = read_op(node, index, &mut places).map_err(err)? {
             entries.push(Entry::from(op));
         }
@@ -217,6 +220,76 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
         },
         entries,
     })
+}
+
+/// The largest `:index` read: Jepsen's indexes are Java longs, and the checker takes
+/// `u64::MAX` for the completion of an operation that never completed.
+const MAX_INDEX: u64 = i64::MAX as u64;
+
+/// How a file's operations are numbered: by their `:index` when every operation has one (as
+/// `jepsen.store` writes them), so that a violation's witnesses name the operations as the
+/// file does; by their position among the client operations when none has.
+#[derive(Default)]
+struct Numbering {
+    /// Whether the first operation had an `:index`, and its line: every other must agree.
+    first: Option<(bool, usize)>,
+    /// The last `:index` read, and its operation's line.
+    last: Option<(u64, usize)>,
+}
+
+impl Numbering {
+    /// The index of operation `map` (nemesis operations included, so that the order of every
+    /// `:index` is checked), `position` if the file numbers none.
+    ///
+    /// # Errors
+    ///
+    /// Some operations with an `:index` and some without, an `:index` that does not increase
+    /// in file order (repeated or going back: a file spliced or reordered, whose witnesses
+    /// would name the wrong operations), or one that is not a non-negative integer up to
+    /// [`MAX_INDEX`]; each names the other operation's line. Renumbering such a file by
+    /// position instead would make its witnesses disagree with the file's own numbers.
+    fn index(&mut self, map: &Node, position: u64) -> Result<u64, String> {
+        let field = map.get("index");
+        let index = count(map, ":index", field)?;
+        let (numbered, first) = *self.first.get_or_insert((index.is_some(), map.line));
+        let advice = "give every operation an :index, or none (they are then numbered in file \
+                      order)";
+        let Some(index) = index else {
+            if numbered {
+                return Err(format!(
+                    "field :index: missing, though the operation at line {first} has one: \
+                     {advice}"
+                ));
+            }
+            return Ok(position);
+        };
+        let at = field.map(|v| at(map, v)).unwrap_or_default();
+        if !numbered {
+            return Err(format!(
+                "field :index{at}: present, though the operation at line {first} has none: \
+                 {advice}"
+            ));
+        }
+        if index > MAX_INDEX {
+            return Err(format!(
+                "field :index{at}: {index} is beyond Jepsen's indexes (at most {MAX_INDEX}, a \
+                 Java long)"
+            ));
+        }
+        if let Some((last, line)) = self.last.filter(|(last, _)| index <= *last) {
+            let what = if index == last {
+                "repeats"
+            } else {
+                "comes after"
+            };
+            return Err(format!(
+                "field :index{at}: {index} {what} the :index {last} of the operation at line \
+                 {line}: indexes must increase in file order"
+            ));
+        }
+        self.last = Some((index, map.line));
+        Ok(index)
+    }
 }
 
 /// "a keyword :x", "an integer -1": a foreign value named by its type and a short rendering;
@@ -596,9 +669,11 @@ mod tests {
         // fencesim's values are strings, written as EDN strings: read back, a value is its
         // EDN text, quotes and all, so that it keeps its type.
         assert_eq!(ops[1].value.as_deref(), Some(r#""a \"quoted\" value""#));
+        // The export writes each operation's index as `:index`, and it is read back: the
+        // witnesses of a check of the EDN name the operations as the history.jsonl does.
         assert_eq!(
             (ops[1].at.index, ops[1].at.time_ns, ops[1].token),
-            (1, 20, Some(7))
+            (2, 20, Some(7))
         );
         assert_eq!(ops[1].key.as_deref(), Some("register"));
     }
@@ -839,5 +914,87 @@ mod tests {
              {:process 1, :type :ok, :f :acquire, :value [l 2]}"
         )
         .contains("the lock l (a symbol) and the lock \"l\" (a string, line 1)"));
+    }
+
+    /// Operations keep the file's `:index` when all have one; none having one, they are
+    /// numbered by position. Mixed, repeated, decreasing or out-of-range indexes are refused,
+    /// naming the other operation's line.
+    #[test]
+    fn the_files_index_numbers_the_operations() {
+        let indexes = |text: &str| -> Vec<u64> {
+            read_jepsen_edn(text, "i")
+                .unwrap()
+                .ops()
+                .map(|o| o.at.index)
+                .collect()
+        };
+        // Nemesis operations are numbered too, and their numbers skipped.
+        assert_eq!(
+            indexes(
+                "{:index 3, :process 0, :type :invoke, :f :read}\n\
+                 {:index 4, :process :nemesis, :type :info, :f :start}\n\
+                 {:index 10, :process 0, :type :ok, :f :read, :value 1}\n\
+                 {:index 11N, :process 1, :type :invoke, :f :read}"
+            ),
+            [3, 10, 11]
+        );
+        assert_eq!(
+            indexes(
+                "{:process 0, :type :invoke, :f :read}\n\
+                 {:process :nemesis, :type :info, :f :start}\n\
+                 {:process 0, :type :ok, :f :read, :value 1, :index nil}"
+            ),
+            [0, 1]
+        );
+        // Without :time, the index stands in for it.
+        let h = read_jepsen_edn("{:index 7, :process 0, :type :invoke, :f :read}", "i").unwrap();
+        assert_eq!(h.ops().next().unwrap().at.time_ns, 7);
+        let refused = |text: &str| read_jepsen_edn(text, "i").unwrap_err().to_string();
+        assert_eq!(
+            refused(
+                "{:index 0, :process 0, :type :invoke, :f :read}\n\
+                 {:process 0, :type :ok, :f :read}"
+            ),
+            "line 2: field :index: missing, though the operation at line 1 has one: give every \
+             operation an :index, or none (they are then numbered in file order)"
+        );
+        assert_eq!(
+            refused(
+                "{:process :nemesis, :type :info, :f :start}\n\
+                 {:process 0, :type :ok, :f :read,\n :index 1}"
+            ),
+            "line 2: field :index (line 3): present, though the operation at line 1 has none: \
+             give every operation an :index, or none (they are then numbered in file order)"
+        );
+        assert_eq!(
+            refused(
+                "{:index 5, :process 0, :type :invoke, :f :read}\n\
+                 {:index 5, :process 0, :type :ok, :f :read}"
+            ),
+            "line 2: field :index: 5 repeats the :index 5 of the operation at line 1: indexes \
+             must increase in file order"
+        );
+        assert_eq!(
+            refused(
+                "[{:index 5, :process 0, :type :invoke, :f :read}\n\
+                 {:index 6, :process :nemesis, :type :info, :f :start}\n\
+                 {:index 2, :process 0, :type :ok, :f :read}]"
+            ),
+            "line 3: field :index: 2 comes after the :index 6 of the operation at line 2: \
+             indexes must increase in file order"
+        );
+        assert_eq!(
+            refused("{:index -1, :process 0, :type :invoke, :f :read}"),
+            "line 1: field :index: expected a non-negative integer, found an integer -1"
+        );
+        assert_eq!(
+            refused("{:index \"0\", :process 0, :type :invoke, :f :read}"),
+            "line 1: field :index: expected a non-negative integer, found a string \"0\""
+        );
+        assert_eq!(
+            refused("{:index 9223372036854775808, :process 0, :type :invoke, :f :read}"),
+            "line 1: field :index: 9223372036854775808 is beyond Jepsen's indexes (at most \
+             9223372036854775807, a Java long)"
+        );
     }
 }
