@@ -1610,9 +1610,8 @@ fn close(
             line,
             column,
             format!(
-                "expected `{expected}` to close the {what} opened at line {}, column {}, found \
-                 `{closer}`",
-                frame.line, frame.column
+                "expected `{expected}` to close the {what} opened at {}, found `{closer}`",
+                opened_at(frame.line, frame.column, line)
             ),
         );
     }
@@ -1648,10 +1647,9 @@ fn close(
                         key.line,
                         key.column,
                         format!(
-                            "map opened at line {}, column {} has an odd number of forms \
-                             ({count}): the key {} has no value",
-                            frame.line,
-                            frame.column,
+                            "the map opened at {} has an odd number of forms ({count}): the key \
+                             {} has no value",
+                            opened_at(frame.line, frame.column, key.line),
                             key.value.brief()
                         ),
                     );
@@ -1669,6 +1667,16 @@ fn close(
         column: frame.column,
     };
     Ok((node, hash))
+}
+
+/// Where a collection was opened (`line`, `column`), for an error on line `here`: its column
+/// alone on the same line, since the error's own position names the line already.
+fn opened_at(line: usize, column: usize, here: usize) -> String {
+    if line == here {
+        format!("column {column}")
+    } else {
+        format!("line {line}, column {column}")
+    }
 }
 
 /// The error for `later`, which equals `earlier` by Clojure's `=`, both elements of one set
@@ -2073,7 +2081,7 @@ mod tests {
                 "[(1 2]",
                 1,
                 6,
-                "expected `)` to close the list opened at line 1, column 2",
+                "expected `)` to close the list opened at column 2, found `]`",
             ),
             ("(", 1, 1, "unterminated list"),
             ("#{", 1, 1, "unterminated set"),

@@ -200,9 +200,9 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
         };
         if !is_map {
             return Err(err(format!(
-                "expected an operation map {{:type ... :f ...}}, found a {} {}",
-                node.value.type_name(),
-                node.value.brief()
+                "expected an operation map such as {{:process 0, :type :invoke, :f :read}}, \
+                 found {}",
+                found(node)
             )));
         }
         let index = numbering.index(node, entries.len() as u64).map_err(err)?;
@@ -340,20 +340,28 @@ fn at(map: &Node, v: &Node) -> String {
     }
 }
 
-fn keyword<'m>(map: &'m Node, key: &str) -> Result<&'m str, String> {
+/// The keyword name of field `key` (`:type`, `:f`); an error saying what was `expected` (the
+/// keywords it may be) and what was found, or that it is missing.
+fn keyword<'m>(map: &'m Node, key: &str, expected: &str) -> Result<&'m str, String> {
     match map.get(key) {
         Some(Node {
             value: Edn::Keyword(k),
             ..
         }) => Ok(k),
         Some(other) => Err(format!(
-            "field :{key}{}: expected a keyword, found {}",
+            "field :{key}{}: expected {expected}, found {}",
             at(map, other),
             found(other)
         )),
-        None => Err(format!("field :{key}: missing")),
+        None => Err(format!("field :{key}: missing: expected {expected}")),
     }
 }
+
+/// What `:type` may be.
+const TYPES: &str = ":invoke, :ok, :fail or :info";
+
+/// What `:f` may be.
+const FUNCTIONS: &str = ":acquire, :renew, :release, :read, :write, :cas or :delete";
 
 /// A field kept as words (`:node`, `:error`): a string as it is, `nil` as nothing, anything
 /// else as its EDN text.
@@ -500,23 +508,25 @@ fn read_op(map: &Node, index: u64, places: &mut Places) -> Result<Option<Op>, St
                 ))
             }
         },
-        None => return Err("field :process: missing".into()),
+        None => {
+            return Err("field :process: missing: expected a process number or :nemesis".into())
+        }
     };
-    let op_type = match keyword(map, "type")? {
+    let op_type = match keyword(map, "type", TYPES)? {
         "invoke" => OpType::Invoke,
         "ok" => OpType::Ok,
         "fail" => OpType::Fail,
         "info" => OpType::Info,
         other => {
             return Err(format!(
-                "field :type: expected :invoke, :ok, :fail or :info, found :{}",
+                "field :type: expected {TYPES}, found :{}",
                 Edn::Keyword(other.to_owned())
                     .brief()
                     .trim_start_matches(':')
             ))
         }
     };
-    let f = match keyword(map, "f")? {
+    let f = match keyword(map, "f", FUNCTIONS)? {
         "acquire" => OpFn::Acquire,
         "renew" => OpFn::Renew,
         "release" => OpFn::Release,
@@ -535,8 +545,7 @@ fn read_op(map: &Node, index: u64, places: &mut Places) -> Result<Option<Op>, St
                 ""
             };
             return Err(format!(
-                "field :f: expected :acquire, :renew, :release, :read, :write, :cas or :delete, \
-                 found :{other}{why}"
+                "field :f: expected {FUNCTIONS}, found :{other}{why}"
             ));
         }
     };
@@ -996,5 +1005,73 @@ mod tests {
             "line 1: field :index: 9223372036854775808 is beyond Jepsen's indexes (at most \
              9223372036854775807, a Java long)"
         );
+    }
+
+    /// What is not an operation map, or lacks a field, is named plainly: what was expected,
+    /// what was found (nil as nil, with the right article), once, at its line.
+    #[test]
+    fn refusals_say_what_was_expected_and_found() {
+        let refused = |text: &str| read_jepsen_edn(text, "e").unwrap_err().to_string();
+        let map = "expected an operation map such as {:process 0, :type :invoke, :f :read}";
+        for (text, says) in [
+            ("nil", format!("line 1: {map}, found nil")),
+            ("[nil]", format!("line 1: {map}, found nil")),
+            ("\n\n(nil)", format!("line 3: {map}, found nil")),
+            ("1", format!("line 1: {map}, found an integer 1")),
+            (
+                "[{:process 0, :type :ok, :f :read}\n 2.5]",
+                format!("line 2: {map}, found a float 2.5"),
+            ),
+            ("\"op\"", format!("line 1: {map}, found a string \"op\"")),
+            (
+                "#inst \"x\"",
+                format!("line 1: {map}, found a tagged value #inst \"x\""),
+            ),
+            (
+                "{:process 0, :f :read}",
+                "line 1: field :type: missing: expected :invoke, :ok, :fail or :info".to_owned(),
+            ),
+            (
+                "{:process 0, :type :ok}",
+                "line 1: field :f: missing: expected :acquire, :renew, :release, :read, :write, \
+                 :cas or :delete"
+                    .to_owned(),
+            ),
+            (
+                "{:type :ok, :f :read}",
+                "line 1: field :process: missing: expected a process number or :nemesis".to_owned(),
+            ),
+            (
+                "{:process 0, :type \"ok\", :f :read}",
+                "line 1: field :type: expected :invoke, :ok, :fail or :info, found a string \"ok\""
+                    .to_owned(),
+            ),
+            (
+                "{:process 0, :type :ok,\n :f nil}",
+                "line 1: field :f (line 2): expected :acquire, :renew, :release, :read, :write, \
+                 :cas or :delete, found nil"
+                    .to_owned(),
+            ),
+            (
+                "{:process 0 :type :ok :f :read :value [1\n 2)}",
+                "line 2: not EDN: column 3: expected `]` to close the vector opened at line 1, \
+                 column 39, found `)`"
+                    .to_owned(),
+            ),
+            (
+                "{:process 0 :type :ok :f :read :value [1 2)}",
+                "line 1: not EDN: column 43: expected `]` to close the vector opened at column \
+                 39, found `)`"
+                    .to_owned(),
+            ),
+            (
+                "{:process 0 :type :ok :f}",
+                "line 1: not EDN: column 23: the map opened at column 1 has an odd number of \
+                 forms (5): the key :f has no value"
+                    .to_owned(),
+            ),
+        ] {
+            assert_eq!(refused(text), says, "{text:?}");
+        }
     }
 }
