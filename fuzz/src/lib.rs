@@ -8,7 +8,10 @@
 //! overflow is a bug in fencesim's readers (issue: no input may crash the tool).
 
 use fencesim_checker::{check_with, CheckOptions};
-use fencesim_history::{read_jepsen_edn, read_jsonl, write_jepsen_edn, write_jsonl, History};
+use fencesim_history::edn::Edn;
+use fencesim_history::{
+    read_jepsen_edn, read_jsonl, write_jepsen_edn, write_jsonl, Entry, History, Op,
+};
 
 /// Small search budgets: a fuzz input is judged in well under the fuzzer's timeout, and the
 /// budgets themselves are under test (a history past them must come back unknown, quickly).
@@ -65,7 +68,9 @@ pub fn history_jsonl(data: &[u8]) {
 }
 
 /// A Jepsen history.edn: read, and if it reads, exported and read back to the same operations,
-/// then checked.
+/// then checked. The export writes fencesim's values, which are text, as EDN strings, so each
+/// value comes back as that string's canonical text (the integer `5`, read as `5`, is written
+/// `"5"` and read back as `"5"` with its quotes); everything else comes back unchanged.
 pub fn history_edn(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -77,8 +82,21 @@ pub fn history_edn(data: &[u8]) {
     write_jepsen_edn(&history, &mut written).expect("writing to memory");
     let written = String::from_utf8(written).expect("the EDN writer writes UTF-8");
     let back = read_jepsen_edn(&written, "fuzz").expect("an exported history reads back");
+    let as_string = |v: &Option<String>| v.clone().map(|v| Edn::Str(v).canonical());
+    let exported: Vec<Entry> = history
+        .entries
+        .iter()
+        .map(|e| match e {
+            Entry::Op(op) => Entry::Op(Op {
+                value: as_string(&op.value),
+                expected: as_string(&op.expected),
+                ..op.clone()
+            }),
+            other => other.clone(),
+        })
+        .collect();
     assert_eq!(
-        back.entries, history.entries,
+        back.entries, exported,
         "operations changed through the export:\n{written}"
     );
     judge(&history);
@@ -86,12 +104,13 @@ pub fn history_edn(data: &[u8]) {
 
 fn judge(history: &History) {
     let result = check_with(history, &OPTIONS);
-    // Every violation points at records of the history.
+    // Every violation points at records of the history, by their index (a position, or in
+    // a Jepsen EDN file that numbers its operations, their `:index`).
     for v in &result.violations {
         for w in &v.witnesses {
             assert!(
-                (*w as usize) < history.entries.len(),
-                "{}: witness {w} outside the history's {} entries",
+                history.entries.iter().any(|e| e.at().index == *w),
+                "{}: witness {w} is the index of none of the history's {} entries",
                 v.kind,
                 history.entries.len()
             );

@@ -238,7 +238,10 @@ pub struct CheckOptions {
     /// turn comes after it is spent are reported unknown, unsearched.
     pub linearizability_total_steps: u64,
     /// The value every key's register holds before any operation (Knossos's initial value,
-    /// 0 in its test suite); `None`: the register starts never written.
+    /// 0 in its test suite); `None`: the register starts never written. Compared with the
+    /// history's values as text: for a history read from Jepsen EDN, a value's canonical text
+    /// (`fencesim_history::edn::Edn::canonical`: `0` the integer, `"a"` with its quotes the
+    /// string).
     #[serde(default)]
     pub initial_value: Option<String>,
     /// How the linearizability check reads a compare-and-set that completed `fail`.

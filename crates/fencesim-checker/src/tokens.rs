@@ -107,9 +107,13 @@ fn backwards(
 /// What, between two grants, can send a token counter back: a restart, a restore from backup
 /// or a change of leader (failover), named as such; empty if none is in the history.
 fn cause(history: &Records, from: u64, to: u64) -> String {
-    // Entries are numbered by position, so the records between are a slice.
-    let start = (from as usize + 1).min(history.entries.len());
-    let end = (to as usize).clamp(start, history.entries.len());
+    // Entries are in index order, so the records between are a slice; found by index, not
+    // position, since a Jepsen EDN history keeps its file's `:index`, which may skip numbers.
+    let start = history.entries.partition_point(|e| e.at().index <= from);
+    let end = history
+        .entries
+        .partition_point(|e| e.at().index < to)
+        .max(start);
     let between = history.entries[start..end].iter().filter_map(|e| match e {
         fencesim_history::Entry::Event(ev) => Some(ev),
         fencesim_history::Entry::Op(_) => None,

@@ -92,14 +92,15 @@ fn every_cas_register_history_gets_knossos_verdict() {
 /// Jepsen's etcd lock history (`mutex/bad/etcd.edn`) judged as a mutex: Knossos files it
 /// under bad and asserts nothing; fencesim finds it invalid, and the operations alone prove
 /// it, whatever order the concurrent ones took. Count, up to the completion of process 0's
-/// acquire (client operation 1107, the file's `:index 1119`): 131 acquires had completed
+/// acquire (`:index 1119`, client operation 1107): 131 acquires had completed
 /// `ok`, and at most 129 releases had even been invoked, leaving out those that completed
 /// `fail` (which never happened). Every completed acquire took effect before that moment and
 /// no other release could, so at that moment two acquires held the lock with no release
 /// between them. etcd's locks are leases: the failed releases just before it
 /// (`:not-found "etcdserver: requested lease not found"`) show leases that expired, the
 /// very reason a lease history is not a mutex. The search reports process 0's acquire
-/// (invoked at client operation 1085, `:index 1095`) as the one it could not place.
+/// (invoked at `:index 1095`, client operation 1085) as the one it could not place, named by
+/// the file's `:index`, as every operation of the file carries one.
 #[test]
 fn the_etcd_lock_history_is_not_a_mutex() {
     let Some(data) = knossos_data() else {
@@ -119,11 +120,11 @@ fn the_etcd_lock_history_is_not_a_mutex() {
         .iter()
         .map(|v| (v.kind, v.witnesses.clone()))
         .collect();
-    assert_eq!(found, [(ViolationKind::NotLinearizable, vec![1085, 1107])]);
+    assert_eq!(found, [(ViolationKind::NotLinearizable, vec![1095, 1119])]);
     assert_eq!(
         result.violations[0].explanation,
         "lock \"lock\": no order of its 264 acquires and releases that respects real time \
-         explains the operation invoked at index 1085 as a mutex (Knossos's model/mutex: an \
+         explains the operation invoked at index 1095 as a mutex (Knossos's model/mutex: an \
          acquire of a held lock or a release of a free one is impossible); failed operations \
          never happened, and ones whose outcome is unknown may have taken effect at any time \
          after their invoke, or never"

@@ -18,13 +18,17 @@
 //! - numbers: an optional sign, digits, an optional fraction and exponent, and an optional
 //!   `N` (big integer) or `M` (decimal) suffix; `##Inf`, `##-Inf` and `##NaN`. Integers with a
 //!   leading zero (Clojure's octal), hexadecimal, radix and ratio (`1/2`) literals are errors;
-//! - strings with the escapes `\" \\ \/ \n \t \r \b \f` and `\uXXXX` (exactly four hex digits,
-//!   not a surrogate); characters `\c`, `\newline`, `\space`, `\tab`, `\return`,
+//! - strings with the escapes `\" \\ \/ \n \t \r \b \f` and `\uXXXX` (exactly four hex digits;
+//!   a UTF-16 surrogate pair, `\uD83D\uDE00`, is the one character it encodes, and a lone
+//!   surrogate is an error); characters `\c`, `\newline`, `\space`, `\tab`, `\return`,
 //!   `\formfeed`, `\backspace` and `\uXXXX`;
 //! - keywords (`:name`, `:ns/name`) and symbols following EDN's rules;
 //! - lists `( )`, vectors `[ ]`, maps `{ }`, sets `#{ }`, tagged values `#tag value`
 //!   (such as `#inst "…"`, `#uuid "…"` or Jepsen's records `#jepsen.history.Op{…}`) and the
-//!   discard `#_ value`.
+//!   discard `#_ value`. A map with two keys, or a set with two elements, that Clojure's `=`
+//!   calls equal ([`Edn::equiv`]: `{:a 1 :a 2}`, `#{1 1N}`) is an error, as in Clojure's
+//!   reader, located at the second one; finding them costs a hash per key or element, built
+//!   from its parts' hashes, so the work stays linear.
 //!
 //! Not read (each is an error with its position): namespaced maps (`#:ns{…}`), regexes,
 //! reader conditionals and the other Clojure-only `#` forms, `'`, `` ` ``, `~`, `@`, `^`.
@@ -51,7 +55,9 @@ const BRIEF_LEN: usize = 60;
 /// Equality (`==`) is structural and ignores positions: sets and maps compare in file order
 /// (`#{1 2}` is not equal to `#{2 1}`), numbers of different variants never compare equal
 /// (`Int(1)` is not `Float(1.0)`, nor `BigInt("1")`), and two NaN floats compare equal so
-/// that `##NaN` round-trips.
+/// that `##NaN` round-trips. That is what a round trip through the writer needs; Jepsen and
+/// Knossos compare values with Clojure's `=` instead, which [`Edn::equiv`] and
+/// [`Edn::canonical`] give.
 #[derive(Debug, Clone)]
 pub enum Edn {
     /// `nil`.
@@ -83,10 +89,11 @@ pub enum Edn {
     List(Vec<Node>),
     /// `[ … ]`.
     Vector(Vec<Node>),
-    /// `#{ … }`, in file order; duplicates are kept.
+    /// `#{ … }`, in file order. [`parse_all`] refuses equal elements (by Clojure's `=`); a
+    /// set built in code may hold them.
     Set(Vec<Node>),
-    /// `{ k v … }` as (key, value) pairs in file order; duplicate keys are kept and
-    /// [`Node::get`] returns the first.
+    /// `{ k v … }` as (key, value) pairs in file order. [`parse_all`] refuses equal keys (by
+    /// Clojure's `=`); a map built in code may hold them, and [`Node::get`] returns the first.
     Map(Vec<(Node, Node)>),
     /// `#tag value`: the tag without `#` (`"inst"`, `"jepsen.history.Op"`) and the value.
     Tagged(String, Box<Node>),
@@ -254,6 +261,42 @@ impl Edn {
             cut: false,
         };
         write_value(self, &mut sink);
+    }
+
+    /// The value's canonical text: two values have the same canonical text exactly when
+    /// Clojure's `=` calls them equal, which is how Knossos and Jepsen compare the values of a
+    /// history. It is EDN that [`parse_all`] reads back to a value with the same canonical
+    /// text:
+    ///
+    /// - sets and maps are order-free: set elements, and map entries by key, are sorted by
+    ///   their canonical text (`#{2 1}` is `#{1 2}`, `{:b 2 :a 1}` is `{:a 1, :b 2}`);
+    /// - lists and vectors are both sequential, and written `[…]` (`(1 2)` is `[1 2]`);
+    /// - integers compare by value whatever their size or suffix (`1N` is `1`, `+007N` is
+    ///   `7`); decimals compare by value, scale ignored (`1.50M` is `1.5M`, `1e2M` is
+    ///   `100M`); floats as `f64`s (`-0.0` is `0.0`). The three kinds never equal each
+    ///   other (`1`, `1.0` and `1M` differ), as in Clojure;
+    /// - strings, characters, keywords and symbols are distinct kinds (`"a"`, `\a`, `:a` and
+    ///   `a` differ), and `nil` is neither `false` nor anything else;
+    /// - a tagged value equals one with the same tag and an equal value.
+    ///
+    /// Two departures from Clojure, both where Clojure's answer comes from Java rather than
+    /// from the data: `##NaN` equals `##NaN` (Clojure's `=` never calls two NaNs read
+    /// separately equal, so a register written NaN could never be read back), and tagged
+    /// values compare by their text (`#inst "2024-01-01"` and `#inst
+    /// "2024-01-01T00:00:00Z"`, the same instant, differ; Clojure compares the instants).
+    ///
+    /// Does not recurse. Each level of nesting copies the text of the levels below it, so the
+    /// work is at most the value's size times its depth (at most [`MAX_DEPTH`] for a value
+    /// read by [`parse_all`]).
+    pub fn canonical(&self) -> String {
+        fold(self, canonical_scalar, canonical_collection)
+    }
+
+    /// Whether Clojure's `=` calls the two values equal (with the departures
+    /// [`Edn::canonical`] lists): their canonical texts are the same. `==` is stricter: it
+    /// compares structure, order and number variants.
+    pub fn equiv(&self, other: &Edn) -> bool {
+        self.canonical() == other.canonical()
     }
 }
 
@@ -475,6 +518,350 @@ fn write_char(c: char, sink: &mut Sink<'_>) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Clojure's equality
+
+/// Folds a value bottom-up without recursion: `scalar` gives each scalar's result, and
+/// `collection` each collection's or tagged value's from its children's results, in order (a
+/// map's as key, value, key, value, …; a tagged value's is its value's alone).
+fn fold<T>(value: &Edn, scalar: impl Fn(&Edn) -> T, collection: impl Fn(&Edn, Vec<T>) -> T) -> T {
+    enum Step<'v> {
+        Enter(&'v Edn),
+        Close(&'v Edn, usize),
+    }
+    let mut steps = vec![Step::Enter(value)];
+    let mut done: Vec<T> = Vec::new();
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Enter(v) => {
+                let children: Vec<&Edn> = match v {
+                    Edn::List(items) | Edn::Vector(items) | Edn::Set(items) => {
+                        items.iter().map(|n| &n.value).collect()
+                    }
+                    Edn::Map(entries) => entries
+                        .iter()
+                        .flat_map(|(k, v)| [&k.value, &v.value])
+                        .collect(),
+                    Edn::Tagged(_, inner) => vec![&inner.value],
+                    _ => {
+                        done.push(scalar(v));
+                        continue;
+                    }
+                };
+                steps.push(Step::Close(v, children.len()));
+                // Pushed last to first, so that they are entered, and finished, in order.
+                steps.extend(children.into_iter().rev().map(Step::Enter));
+            }
+            Step::Close(v, count) => {
+                let children = done.split_off(done.len().saturating_sub(count));
+                done.push(collection(v, children));
+            }
+        }
+    }
+    // One result is left: the value's (every step pushes one and a close takes its children's).
+    done.pop().unwrap_or_else(|| scalar(&Edn::Nil))
+}
+
+/// The canonical text ([`Edn::canonical`]) of a value that is neither a collection nor tagged.
+fn canonical_scalar(value: &Edn) -> String {
+    let mut out = String::new();
+    let mut sink = Sink {
+        out: &mut out,
+        room: None,
+        cut: false,
+    };
+    match value {
+        Edn::BigInt(text) => sink.push_str(&integer_text(text)),
+        // `-0.0 == 0.0` for an f64, and for Clojure's `=`.
+        Edn::Float(x) if *x == 0.0 => write_float(0.0, &mut sink),
+        Edn::Decimal(text) => {
+            sink.push_str(&decimal_text(text));
+            sink.push('M');
+        }
+        // nil, booleans, integers that fit an i64, other floats, strings, characters,
+        // keywords and symbols are canonical as the writer writes them.
+        other => write_value(other, &mut sink),
+    }
+    out
+}
+
+/// The canonical text of a collection or tagged value from its children's canonical texts.
+fn canonical_collection(value: &Edn, mut parts: Vec<String>) -> String {
+    match value {
+        Edn::Set(_) => {
+            parts.sort();
+            // A set read by `parse_all` has no equal elements; one built in code may.
+            parts.dedup();
+            format!("#{{{}}}", parts.join(" "))
+        }
+        Edn::Map(_) => {
+            let mut entries: Vec<(String, String)> = Vec::with_capacity(parts.len() / 2);
+            let mut parts = parts.into_iter();
+            while let (Some(key), Some(value)) = (parts.next(), parts.next()) {
+                entries.push((key, value));
+            }
+            // Stable, so that of equal keys (only in a map built in code) the first stays
+            // first and is kept, as `Node::get` finds it.
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|later, earlier| later.0 == earlier.0);
+            let entries: Vec<String> = entries.into_iter().map(|(k, v)| k + " " + &v).collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        Edn::Tagged(tag, _) => format!("#{tag} {}", parts.concat()),
+        // Lists and vectors: both sequential, equal when their elements are.
+        _ => format!("[{}]", parts.join(" ")),
+    }
+}
+
+/// A big integer's text as an integer's without suffix: no `+`, no leading zeros, `-` only
+/// when it is not zero (`+007` is `7`, `-0` is `0`), so that `1N` and `1` read the same.
+/// Text that is not a signed run of digits (only in a value built in code) is kept as it is.
+fn integer_text(text: &str) -> String {
+    let (negative, digits) = split_sign(text);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.to_owned();
+    }
+    match digits.trim_start_matches('0') {
+        "" => "0".to_owned(),
+        digits if negative => format!("-{digits}"),
+        digits => digits.to_owned(),
+    }
+}
+
+/// Whether `text` starts with `-`, and the text after its sign.
+fn split_sign(text: &str) -> (bool, &str) {
+    match text.as_bytes().first() {
+        Some(b'-') => (true, text.get(1..).unwrap_or("")),
+        Some(b'+') => (false, text.get(1..).unwrap_or("")),
+        _ => (false, text),
+    }
+}
+
+/// How many zeros a decimal's canonical text writes out before it switches to an exponent.
+const DECIMAL_ZEROS: i64 = 20;
+
+/// A decimal's text (without `M`) by value: Clojure's `=` compares two decimals as
+/// `BigDecimal.compareTo` does, ignoring their scale (`1.50` equals `1.5`, `1e2` equals `100`),
+/// so the digits are kept without leading or trailing zeros, written plainly (`100`, `1.5`,
+/// `0.05`) up to 20 zeros and with an exponent beyond (`1E25`). Text that is not a decimal
+/// literal (only in a value built in code) is kept as it is.
+fn decimal_text(text: &str) -> String {
+    let (negative, rest) = split_sign(text);
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(at) => (&rest[..at], rest[at + 1..].parse::<i64>().ok()),
+        None => (rest, Some(0)),
+    };
+    let (int, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all_digits = int
+        .bytes()
+        .chain(fraction.bytes())
+        .all(|b| b.is_ascii_digit());
+    let (Some(exponent), true) = (exponent, all_digits) else {
+        return text.to_owned();
+    };
+    // The value is `digits` times ten to the `exponent`; the reader bounds the written
+    // exponent to 32 bits and the literal to 4096 characters, so none of this overflows.
+    let digits = format!("{int}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    let significant = digits.trim_end_matches('0');
+    if significant.is_empty() {
+        return "0".to_owned();
+    }
+    let exponent = exponent - fraction.len() as i64 + (digits.len() - significant.len()) as i64;
+    let sign = if negative { "-" } else { "" };
+    let len = significant.len() as i64;
+    if (0..=DECIMAL_ZEROS).contains(&exponent) {
+        format!("{sign}{significant}{}", "0".repeat(exponent as usize))
+    } else if exponent < 0 && -exponent < len {
+        let (whole, part) = significant.split_at((len + exponent) as usize);
+        format!("{sign}{whole}.{part}")
+    } else if exponent < 0 && -exponent - len <= DECIMAL_ZEROS {
+        let zeros = "0".repeat((-exponent - len) as usize);
+        format!("{sign}0.{zeros}{significant}")
+    } else {
+        let (first, others) = significant.split_at(1);
+        let point = if others.is_empty() { "" } else { "." };
+        format!("{sign}{first}{point}{others}E{}", exponent + len - 1)
+    }
+}
+
+/// A 128-bit hash of values that agrees with Clojure's `=` ([`Edn::equiv`]): equal values hash
+/// alike. The reader computes it bottom-up, one node at a time, for the keys of maps and the
+/// elements of sets (and everything inside them), so that finding equal ones costs a sort of
+/// hashes rather than a comparison of every pair or a canonical text per level of nesting;
+/// values whose hashes match are then compared exactly, so a collision costs time, never a
+/// wrong answer. Two lanes of SplitMix64's finalizer over the words fed in.
+struct Hasher {
+    a: u64,
+    b: u64,
+}
+
+/// What a [`Hasher`] hashes, fed first so that kinds never hash alike by accident.
+#[derive(Clone, Copy)]
+enum HashKind {
+    Nil = 1,
+    Bool,
+    Integer,
+    BigInteger,
+    Float,
+    Decimal,
+    Str,
+    Char,
+    Keyword,
+    Symbol,
+    Sequential,
+    Set,
+    Map,
+    Tagged,
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Hasher {
+    fn new(kind: HashKind) -> Hasher {
+        let mut hasher = Hasher {
+            a: 0x9E37_79B9_7F4A_7C15,
+            b: 0x6A09_E667_F3BC_C909,
+        };
+        hasher.word(kind as u64);
+        hasher
+    }
+
+    fn word(&mut self, w: u64) {
+        self.a = splitmix(self.a ^ w).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.b = splitmix(self.b.wrapping_add(w).rotate_left(23) ^ 0xC2B2_AE3D_27D4_EB4F);
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
+        // The length, so that texts padded with zeros differ from shorter ones.
+        self.word(bytes.len() as u64);
+    }
+
+    fn hash(&mut self, hash: u128) {
+        self.word(hash as u64);
+        self.word((hash >> 64) as u64);
+    }
+
+    fn finish(&self) -> u128 {
+        (u128::from(self.a) << 64) | u128::from(self.b)
+    }
+}
+
+/// The [`Hasher`] hash of a value that is neither a collection nor tagged.
+fn hash_scalar(value: &Edn) -> u128 {
+    let text = |kind, text: &str| {
+        let mut hasher = Hasher::new(kind);
+        hasher.bytes(text.as_bytes());
+        hasher.finish()
+    };
+    let word = |kind, word: u64| {
+        let mut hasher = Hasher::new(kind);
+        hasher.word(word);
+        hasher.finish()
+    };
+    match value {
+        Edn::Nil => Hasher::new(HashKind::Nil).finish(),
+        Edn::Bool(b) => word(HashKind::Bool, u64::from(*b)),
+        Edn::Int(n) => word(HashKind::Integer, *n as u64),
+        // A big integer that fits an i64 equals that integer, so it hashes as one.
+        Edn::BigInt(digits) => {
+            let normal = integer_text(digits);
+            match normal.parse::<i64>() {
+                Ok(n) => word(HashKind::Integer, n as u64),
+                Err(_) => text(HashKind::BigInteger, &normal),
+            }
+        }
+        // `-0.0 == 0.0`, and every NaN is `##NaN`.
+        Edn::Float(x) if *x == 0.0 => word(HashKind::Float, 0),
+        Edn::Float(x) if x.is_nan() => word(HashKind::Float, f64::NAN.to_bits()),
+        Edn::Float(x) => word(HashKind::Float, x.to_bits()),
+        Edn::Decimal(digits) => text(HashKind::Decimal, &decimal_text(digits)),
+        Edn::Str(s) => text(HashKind::Str, s),
+        Edn::Char(c) => word(HashKind::Char, u64::from(*c)),
+        Edn::Keyword(name) => text(HashKind::Keyword, name),
+        Edn::Symbol(name) => text(HashKind::Symbol, name),
+        Edn::List(_) | Edn::Vector(_) | Edn::Set(_) | Edn::Map(_) | Edn::Tagged(..) => {
+            hash_collection(value, Vec::new())
+        }
+    }
+}
+
+/// The [`Hasher`] hash of a collection or tagged value from its children's, as
+/// [`canonical_collection`] builds its text: sets and maps order-free, lists and vectors alike.
+fn hash_collection(value: &Edn, mut children: Vec<u128>) -> u128 {
+    let mut hasher;
+    match value {
+        Edn::Set(_) => {
+            hasher = Hasher::new(HashKind::Set);
+            children.sort_unstable();
+            children.dedup();
+            children.iter().for_each(|h| hasher.hash(*h));
+            hasher.word(children.len() as u64);
+        }
+        Edn::Map(_) => {
+            hasher = Hasher::new(HashKind::Map);
+            let mut entries: Vec<(u128, u128)> =
+                children.chunks_exact(2).map(|kv| (kv[0], kv[1])).collect();
+            // Stable, and of equal keys the first is kept, as for the canonical text.
+            entries.sort_by_key(|(key, _)| *key);
+            entries.dedup_by_key(|(key, _)| *key);
+            hasher.word(entries.len() as u64);
+            for (key, value) in entries {
+                hasher.hash(key);
+                hasher.hash(value);
+            }
+        }
+        Edn::Tagged(tag, _) => return hash_tagged(tag, children.first().copied().unwrap_or(0)),
+        _ => {
+            hasher = Hasher::new(HashKind::Sequential);
+            hasher.word(children.len() as u64);
+            children.iter().for_each(|h| hasher.hash(*h));
+        }
+    }
+    hasher.finish()
+}
+
+/// The [`Hasher`] hash of a tagged value from its value's.
+fn hash_tagged(tag: &str, inner: u128) -> u128 {
+    let mut hasher = Hasher::new(HashKind::Tagged);
+    hasher.bytes(tag.as_bytes());
+    hasher.hash(inner);
+    hasher.finish()
+}
+
+/// Of `items` (with their [`Hasher`] hashes, in file order), the first that equals an earlier
+/// one by Clojure's `=`, and that earlier one: (earlier, later) positions in `items`.
+fn first_duplicate(items: &[&Node], hashes: &[u128]) -> Option<(usize, usize)> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_unstable_by_key(|&i| (hashes.get(i).copied().unwrap_or(0), i));
+    let mut found: Option<(usize, usize)> = None;
+    // Runs of equal hashes: one element each but for equal values (and collisions).
+    for run in order.chunk_by(|&a, &b| hashes.get(a) == hashes.get(b)) {
+        for (at, &later) in run.iter().enumerate().skip(1) {
+            if found.is_some_and(|(_, first)| first < later) {
+                break;
+            }
+            let earlier = run[..at]
+                .iter()
+                .find(|&&earlier| items[earlier].value.equiv(&items[later].value));
+            if let Some(&earlier) = earlier {
+                found = Some((earlier, later));
+                break;
+            }
+        }
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------------------------
 // Reader
 
 /// Reads every top-level value of `text`, in order (an empty or all-comment text gives an
@@ -484,7 +871,8 @@ fn write_char(c: char, sink: &mut Sink<'_>) {
 ///
 /// An [`EdnError`] at the first problem: an unterminated string, collection, `#tag` or `#_`;
 /// a closing bracket that closes nothing or the wrong collection; a map with an odd number of
-/// forms; a bad escape or character literal (including surrogates); a bad number (ratio,
+/// forms; two keys of a map or elements of a set equal by Clojure's `=`; a bad escape or
+/// character literal (including a lone surrogate); a bad number (ratio,
 /// leading zero, misplaced suffix, decimal exponent beyond 32 bits) or one longer than
 /// [`MAX_NUMBER_LEN`] characters; a bad symbol or keyword; an unexpected character; nesting
 /// deeper than [`MAX_DEPTH`].
@@ -510,6 +898,23 @@ struct Frame {
     line: usize,
     column: usize,
     items: Vec<Node>,
+    /// Each item's [`Hasher`] hash where [`wants_hash`] asked for it when the item came, 0
+    /// elsewhere.
+    hashes: Vec<u128>,
+    /// The hash of this frame's own value is wanted: it is a map's key or a set's element,
+    /// or inside one.
+    hashed: bool,
+}
+
+/// Whether the next item `frame` receives needs its hash: a set's element or a map's key
+/// (to find equal ones), or anything whose enclosing value needs its own.
+fn wants_hash(frame: &Frame) -> bool {
+    frame.hashed
+        || match frame.open {
+            Open::Set => true,
+            Open::Map => frame.items.len().is_multiple_of(2),
+            _ => false,
+        }
 }
 
 struct Reader<'t> {
@@ -713,8 +1118,8 @@ impl<'t> Reader<'t> {
                 }
                 ')' | ']' | '}' => {
                     self.bump();
-                    let node = close(&mut stack, c, line, column)?;
-                    deliver(node, &mut stack, &mut done);
+                    let (node, hash) = close(&mut stack, c, line, column)?;
+                    deliver(node, hash, &mut stack, &mut done);
                     continue;
                 }
                 '#' => match self.peek_second() {
@@ -767,12 +1172,17 @@ impl<'t> Reader<'t> {
                 '\\' => self.character(line, column)?,
                 _ => self.atom(line, column)?,
             };
+            let hash = stack
+                .last()
+                .filter(|frame| wants_hash(frame))
+                .map(|_| hash_scalar(&value));
             deliver(
                 Node {
                     value,
                     line,
                     column,
                 },
+                hash,
                 &mut stack,
                 &mut done,
             );
@@ -829,42 +1239,7 @@ impl<'t> Reader<'t> {
                         Some('r') => '\r',
                         Some('b') => '\u{8}',
                         Some('f') => '\u{c}',
-                        Some('u') => {
-                            // Up to four characters, stopping early at anything not a hex digit.
-                            let start = self.pos;
-                            for _ in 0..4 {
-                                if !self.peek().is_some_and(|h| h.is_ascii_hexdigit()) {
-                                    break;
-                                }
-                                self.bump();
-                            }
-                            let digits = self.text.get(start..self.pos).unwrap_or("");
-                            match hex4(digits) {
-                                Some(Ok(c)) => c,
-                                Some(Err(code)) => {
-                                    return error(
-                                        esc_line,
-                                        esc_column,
-                                        format!(
-                                            "bad escape `\\u{code:04X}` in string: surrogate code \
-                                             points are not characters"
-                                        ),
-                                    )
-                                }
-                                None => {
-                                    let after: String = self.rest().chars().take(1).collect();
-                                    return error(
-                                        esc_line,
-                                        esc_column,
-                                        format!(
-                                            "bad escape {} in string: expected exactly 4 hex \
-                                             digits after `\\u`",
-                                            quote(&format!("\\u{digits}{after}"))
-                                        ),
-                                    );
-                                }
-                            }
-                        }
+                        Some('u') => self.unicode_escape(esc_line, esc_column)?,
                         Some(other) => {
                             return error(
                                 esc_line,
@@ -880,6 +1255,75 @@ impl<'t> Reader<'t> {
                     text.push(resolved);
                 }
                 c => text.push(c),
+            }
+        }
+    }
+
+    /// A string's `\uXXXX` escape, its `\u` read (the backslash at `line`, `column`): the
+    /// character. A UTF-16 high surrogate (`\uD800` to `\uDBFF`) must be followed by an
+    /// escaped low one (`\uDC00` to `\uDFFF`), and the pair is the one character they encode
+    /// (`\uD83D\uDE00` is 😀), as Java's strings, and so Clojure's and Jepsen's, hold it. A
+    /// surrogate alone is no character (a Rust string cannot hold it): an error.
+    fn unicode_escape(&mut self, line: usize, column: usize) -> Result<char, EdnError> {
+        let high = match self.hex4_escape(line, column)? {
+            Ok(c) => return Ok(c),
+            Err(code) => code,
+        };
+        let lone = |message: String| error(line, column, message);
+        if high >= 0xDC00 {
+            return lone(format!(
+                "bad escape `\\u{high:04X}` in string: a low surrogate must follow a high one \
+                 (`\\uD800` to `\\uDBFF`), as in `\\uD83D\\uDE00`"
+            ));
+        }
+        let low = self
+            .rest()
+            .strip_prefix("\\u")
+            .and_then(|digits| digits.get(..4))
+            .and_then(hex4);
+        match low {
+            Some(Err(low)) if (0xDC00..=0xDFFF).contains(&low) => {
+                for _ in 0..6 {
+                    self.bump();
+                }
+                let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+                // Always a character: a pair encodes U+10000 to U+10FFFF.
+                char::from_u32(code).map_or_else(
+                    || lone(format!("bad escape pair for U+{code:X} in string")),
+                    Ok,
+                )
+            }
+            _ => lone(format!(
+                "bad escape `\\u{high:04X}` in string: a high surrogate must be followed by a \
+                 low one (`\\uDC00` to `\\uDFFF`), as in `\\uD83D\\uDE00`"
+            )),
+        }
+    }
+
+    /// The four hex digits after a string's `\u` (the backslash at `line`, `column`): the
+    /// character, or `Err` with the code of a surrogate.
+    fn hex4_escape(&mut self, line: usize, column: usize) -> Result<Result<char, u32>, EdnError> {
+        // Up to four characters, stopping early at anything not a hex digit.
+        let start = self.pos;
+        for _ in 0..4 {
+            if !self.peek().is_some_and(|h| h.is_ascii_hexdigit()) {
+                break;
+            }
+            self.bump();
+        }
+        let digits = self.text.get(start..self.pos).unwrap_or("");
+        match hex4(digits) {
+            Some(read) => Ok(read),
+            None => {
+                let after: String = self.rest().chars().take(1).collect();
+                error(
+                    line,
+                    column,
+                    format!(
+                        "bad escape {} in string: expected exactly 4 hex digits after `\\u`",
+                        quote(&format!("\\u{digits}{after}"))
+                    ),
+                )
             }
         }
     }
@@ -1090,11 +1534,15 @@ fn push_frame(
             format!("nested deeper than {MAX_DEPTH} levels"),
         );
     }
+    // What a `#_` drops is never compared; a tag's value is wanted as its tagged value is.
+    let hashed = !matches!(open, Open::Discard) && stack.last().is_some_and(wants_hash);
     stack.push(Frame {
         open,
         line,
         column,
         items: Vec::new(),
+        hashes: Vec::new(),
+        hashed,
     });
     Ok(())
 }
@@ -1126,7 +1574,7 @@ fn close(
     closer: char,
     line: usize,
     column: usize,
-) -> Result<Node, EdnError> {
+) -> Result<(Node, Option<u128>), EdnError> {
     let Some(frame) = stack.pop() else {
         return error(
             line,
@@ -1162,11 +1610,28 @@ fn close(
             line,
             column,
             format!(
-                "expected `{expected}` to close the {what} opened at line {}, column {}, found \
-                 `{closer}`",
-                frame.line, frame.column
+                "expected `{expected}` to close the {what} opened at {}, found `{closer}`",
+                opened_at(frame.line, frame.column, line)
             ),
         );
+    }
+    // Clojure's reader refuses a set with equal elements and a map with equal keys (equal by
+    // its `=`: `#{1 1N}` too); so does this one, rather than keep one of them silently.
+    match frame.open {
+        Open::Set => {
+            let items: Vec<&Node> = frame.items.iter().collect();
+            if let Some((earlier, later)) = first_duplicate(&items, &frame.hashes) {
+                return Err(duplicate("element", "set", items[earlier], items[later]));
+            }
+        }
+        Open::Map => {
+            let keys: Vec<&Node> = frame.items.iter().step_by(2).collect();
+            let hashes: Vec<u128> = frame.hashes.iter().step_by(2).copied().collect();
+            if let Some((earlier, later)) = first_duplicate(&keys, &hashes) {
+                return Err(duplicate("key", "map", keys[earlier], keys[later]));
+            }
+        }
+        _ => {}
     }
     let value = match frame.open {
         Open::List => Edn::List(frame.items),
@@ -1182,10 +1647,9 @@ fn close(
                         key.line,
                         key.column,
                         format!(
-                            "map opened at line {}, column {} has an odd number of forms \
-                             ({count}): the key {} has no value",
-                            frame.line,
-                            frame.column,
+                            "the map opened at {} has an odd number of forms ({count}): the key \
+                             {} has no value",
+                            opened_at(frame.line, frame.column, key.line),
                             key.value.brief()
                         ),
                     );
@@ -1195,16 +1659,51 @@ fn close(
             Edn::Map(entries)
         }
     };
-    Ok(Node {
+    // Every item's hash is there when the frame's own is wanted (`wants_hash`).
+    let hash = frame.hashed.then(|| hash_collection(&value, frame.hashes));
+    let node = Node {
         value,
         line: frame.line,
         column: frame.column,
-    })
+    };
+    Ok((node, hash))
+}
+
+/// Where a collection was opened (`line`, `column`), for an error on line `here`: its column
+/// alone on the same line, since the error's own position names the line already.
+fn opened_at(line: usize, column: usize, here: usize) -> String {
+    if line == here {
+        format!("column {column}")
+    } else {
+        format!("line {line}, column {column}")
+    }
+}
+
+/// The error for `later`, which equals `earlier` by Clojure's `=`, both elements of one set
+/// (`what` "element", `within` "set") or keys of one map ("key", "map").
+fn duplicate(what: &str, within: &str, earlier: &Node, later: &Node) -> EdnError {
+    let (first, again) = (earlier.value.brief(), later.value.brief());
+    // Equal values may be written differently (`1` and `1N`): then both are named.
+    let it = if first == again {
+        "it".to_owned()
+    } else {
+        format!("the equal {what} {first}")
+    };
+    let place = if earlier.line == later.line {
+        format!("column {}", earlier.column)
+    } else {
+        format!("line {}, column {}", earlier.line, earlier.column)
+    };
+    EdnError {
+        line: later.line,
+        column: later.column,
+        message: format!("duplicate {what} {again}: the {within} already has {it} at {place}"),
+    }
 }
 
 /// Hands a finished value to the innermost frame: a collection keeps it, a tag wraps it (and
 /// the tagged value is handed on in turn), a `#_` drops it; with no frame it is top-level.
-fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
+fn deliver(mut node: Node, mut hash: Option<u128>, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
     loop {
         let Some(frame) = stack.last_mut() else {
             done.push(node);
@@ -1212,6 +1711,7 @@ fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
         };
         if !matches!(frame.open, Open::Tag(_) | Open::Discard) {
             frame.items.push(node);
+            frame.hashes.push(hash.unwrap_or(0));
             return;
         }
         let Some(frame) = stack.pop() else {
@@ -1219,6 +1719,9 @@ fn deliver(mut node: Node, stack: &mut Vec<Frame>, done: &mut Vec<Node>) {
         };
         match frame.open {
             Open::Tag(tag) => {
+                hash = hash
+                    .filter(|_| frame.hashed)
+                    .map(|inner| hash_tagged(&tag, inner));
                 node = Node {
                     value: Edn::Tagged(tag, Box::new(node)),
                     line: frame.line,
@@ -1345,6 +1848,15 @@ mod tests {
             Edn::Str("a\"b\\c\nd\te\rf\u{8}g\u{c}h/iéA".into())
         );
         assert_eq!(val("\"ƖƖ\nx\""), Edn::Str("ƖƖ\nx".into()));
+        // A UTF-16 surrogate pair is one character, as in a Java string; either case of hex.
+        assert_eq!(val(r#""\ud83d\ude00""#), Edn::Str("😀".into()));
+        assert_eq!(
+            val(r#""a\uD83D\uDE00b\uDBFF\uDFFF""#),
+            Edn::Str("a😀b\u{10FFFF}".into())
+        );
+        assert_eq!(val(r#""\uD800\uDC00""#), Edn::Str("\u{10000}".into()));
+        // Written back, the character is itself, and reads back alike.
+        assert_eq!(written(&val(r#""\ud83d\ude00""#)), "\"😀\"");
         assert_eq!(val("\"\""), Edn::Str(String::new()));
         let chars = [
             ("\\a", 'a'),
@@ -1384,7 +1896,7 @@ mod tests {
     fn collections_comments_discard_tags() {
         assert_eq!(val("[1 2, 3]"), Edn::Vector(vec![int(1), int(2), int(3)]));
         assert_eq!(val("(a)"), Edn::List(vec![n(Edn::Symbol("a".into()))]));
-        assert_eq!(val("#{1 1 2}"), Edn::Set(vec![int(1), int(1), int(2)]));
+        assert_eq!(val("#{1 3 2}"), Edn::Set(vec![int(1), int(3), int(2)]));
         assert_eq!(val("[]"), Edn::Vector(vec![]));
         assert_eq!(val("{}"), Edn::Map(vec![]));
         assert_eq!(
@@ -1468,8 +1980,11 @@ mod tests {
 
     #[test]
     fn get_and_type_names() {
-        let map = one("{:a 1 \"a\" 2 :a 3 :ns/b 4}");
+        let map = one("{:a 1 \"a\" 2 :ns/b 4}");
         assert_eq!(map.get("a").map(|v| &v.value), Some(&Edn::Int(1)));
+        // Equal keys come only from code (the reader refuses them): the first is found.
+        let twice = n(Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(3))]));
+        assert_eq!(twice.get("a").map(|v| &v.value), Some(&Edn::Int(1)));
         assert_eq!(map.get("ns/b").map(|v| &v.value), Some(&Edn::Int(4)));
         assert!(map.get("b").is_none());
         assert!(map.get("missing").is_none());
@@ -1566,7 +2081,7 @@ mod tests {
                 "[(1 2]",
                 1,
                 6,
-                "expected `)` to close the list opened at line 1, column 2",
+                "expected `)` to close the list opened at column 2, found `]`",
             ),
             ("(", 1, 1, "unterminated list"),
             ("#{", 1, 1, "unterminated set"),
@@ -1581,7 +2096,56 @@ mod tests {
             ("\"a\\qb\"", 1, 3, "bad escape `\\q`"),
             ("\"\\u12\"", 1, 2, "exactly 4 hex digits"),
             ("\"\\uƖƖƖƖ\"", 1, 2, "exactly 4 hex digits"),
-            ("\"\\uD800\"", 1, 2, "surrogate"),
+            (
+                "\"\\uD800\"",
+                1,
+                2,
+                "bad escape `\\uD800` in string: a high surrogate must be followed by a low one \
+                 (`\\uDC00` to `\\uDFFF`), as in `\\uD83D\\uDE00`",
+            ),
+            (
+                "\"ab\\udE00\"",
+                1,
+                4,
+                "bad escape `\\uDE00` in string: a low surrogate must follow a high one \
+                 (`\\uD800` to `\\uDBFF`), as in `\\uD83D\\uDE00`",
+            ),
+            (
+                "\"\\uD83Dx\"",
+                1,
+                2,
+                "a high surrogate must be followed by a low one",
+            ),
+            (
+                "\"\\uD83D\\u0041\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D\\uD83D\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D\\uDE\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D \\uDE00\"",
+                1,
+                2,
+                "a high surrogate must be followed",
+            ),
+            (
+                "\"\\uD83D\\uDE00\\uDE00\"",
+                1,
+                14,
+                "a low surrogate must follow a high one",
+            ),
             ("\\uDFFF", 1, 1, "surrogate"),
             ("\\u12", 1, 1, "bad character"),
             ("\\abc", 1, 1, "bad character"),
@@ -1696,9 +2260,29 @@ mod tests {
         let big = format!("\"{}\"", "ƖƖ\\n".repeat(1 << 18));
         assert!(matches!(val(&big), Edn::Str(s) if s.chars().count() == 3 << 18));
         assert!(matches!(val(&"x".repeat(1 << 20)), Edn::Symbol(s) if s.len() == 1 << 20));
+        // Keys inside keys, 255 deep around a megabyte: each level hashes its key from its
+        // children's hashes, never the whole key again, so this stays linear.
+        let keys = format!(
+            "{}\"{}\"{}",
+            "{".repeat(MAX_DEPTH - 1),
+            "k".repeat(1 << 20),
+            " 1}".repeat(MAX_DEPTH - 1)
+        );
+        assert!(matches!(val(&keys), Edn::Map(m) if m.len() == 1));
+        let sets = format!("{}1{}", "#{".repeat(MAX_DEPTH), "}".repeat(MAX_DEPTH));
+        assert!(matches!(val(&sets), Edn::Set(s) if s.len() == 1));
         // Many values at one level are fine.
         let wide = format!("[{}]", "{:a 1} ".repeat(100_000));
         assert!(matches!(val(&wide), Edn::Vector(v) if v.len() == 100_000));
+    }
+
+    /// `nodes` without those equal by Clojure's `=` to an earlier one.
+    fn distinct(nodes: Vec<Node>) -> Vec<Node> {
+        let mut seen = std::collections::BTreeSet::new();
+        nodes
+            .into_iter()
+            .filter(|node| seen.insert(node.value.canonical()))
+            .collect()
     }
 
     fn sample_values() -> Vec<Edn> {
@@ -1764,15 +2348,17 @@ mod tests {
         let scalars: Vec<Node> = values.iter().cloned().map(Node::new).collect();
         values.push(Edn::Vector(scalars.clone()));
         values.push(Edn::List(scalars.clone()));
-        values.push(Edn::Set(scalars.clone()));
+        // Sets and map keys without values Clojure calls equal (`0` and `0N`, `0.0` and
+        // `-0.0`), which the reader refuses.
+        let distinct = distinct(scalars.clone());
+        values.push(Edn::Set(distinct.clone()));
         values.push(Edn::Map(
-            scalars
+            distinct
                 .iter()
                 .cloned()
                 .zip(scalars.iter().rev().cloned())
                 .collect(),
         ));
-        values.push(Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(2))]));
         values.push(Edn::Vector(vec![]));
         values.push(Edn::List(vec![]));
         values.push(Edn::Set(vec![]));
@@ -1831,9 +2417,9 @@ mod tests {
             0 | 1 => scalars[rng.below(scalars.len())].clone(),
             2 => Edn::Vector(items(rng)),
             3 => Edn::List(items(rng)),
-            4 => Edn::Set(items(rng)),
+            4 => Edn::Set(distinct(items(rng))),
             5 => {
-                let keys = items(rng);
+                let keys = distinct(items(rng));
                 let values = items(rng);
                 Edn::Map(keys.into_iter().zip(values).collect())
             }
@@ -1866,6 +2452,12 @@ mod tests {
             assert_eq!(back.len(), 1, "case {case}: {text:?}");
             assert_eq!(back[0].value, value, "case {case}: {text:?}");
             assert_eq!(written(&back[0].value), text, "case {case}");
+            // The canonical text reads back to a value with the same canonical text.
+            let canonical = value.canonical();
+            let again =
+                parse_all(&canonical).unwrap_or_else(|e| panic!("case {case}: {canonical:?}: {e}"));
+            assert_eq!(again[0].value.canonical(), canonical, "case {case}");
+            assert!(again[0].value.equiv(&value), "case {case}");
             let brief = value.brief();
             assert!(brief.chars().count() <= 60);
             if text.chars().count() <= 60 {
@@ -1901,6 +2493,216 @@ mod tests {
             err(&written(&deep)).message,
             "nested deeper than 256 levels"
         );
+    }
+
+    /// Clojure's answers to `(= a b)` (Clojure 1.11), one row each, and the canonical text
+    /// both sides share when equal.
+    #[test]
+    fn equiv_is_clojures_equality() {
+        let table: &[(&str, &str, bool)] = &[
+            // Sets and maps are order-free.
+            ("#{1 2}", "#{2 1}", true),
+            ("{:a 1 :b 2}", "{:b 2 :a 1}", true),
+            ("{:a #{1 2}}", "{:a #{2 1}}", true),
+            ("#{[1 2] #{3 4}}", "#{#{4 3} (1 2)}", true),
+            ("{#{1 2} :x}", "{#{2 1} :x}", true),
+            ("#{1 2}", "#{1 2 3}", false),
+            ("{:a 1}", "{:a 2}", false),
+            ("{:a 1}", "{:b 1}", false),
+            ("#{}", "{}", false),
+            // Lists and vectors are sequential: equal when their elements are, in order.
+            ("(1 2)", "[1 2]", true),
+            ("[1 (2 3)]", "(1 [2 3])", true),
+            ("()", "[]", true),
+            ("[1 2]", "[2 1]", false),
+            ("[1 2]", "#{1 2}", false),
+            ("[]", "#{}", false),
+            ("[nil]", "[]", false),
+            // Integers compare by value, whatever their size or suffix.
+            ("1N", "1", true),
+            ("-0N", "0", true),
+            ("+7N", "7", true),
+            ("9223372036854775808", "9223372036854775808N", true),
+            ("[1N {:a 2N}]", "[1 {:a 2}]", true),
+            ("1N", "2", false),
+            // Decimals compare by value, and never equal an integer or a float.
+            ("1M", "1", false),
+            ("1M", "1.0", false),
+            ("1.50M", "1.5M", true),
+            ("1e2M", "100M", true),
+            ("0.00M", "-0M", true),
+            ("1.5M", "1.6M", false),
+            // Floats are apart from integers; -0.0 equals 0.0 as f64s do.
+            ("1.0", "1", false),
+            ("1.0", "1.00", true),
+            ("1e2", "100.0", true),
+            ("-0.0", "0.0", true),
+            ("##Inf", "1e400", true),
+            // Strings, characters, keywords and symbols are kinds apart.
+            ("\"5\"", "5", false),
+            ("\"a\"", "\\a", false),
+            (":a", "\"a\"", false),
+            (":a", "a", false),
+            ("\"a\"", "\"a\"", true),
+            ("\"\\u0041\"", "\"A\"", true),
+            // nil is only nil.
+            ("nil", "false", false),
+            ("nil", "[]", false),
+            ("nil", "nil", true),
+            // Tagged values: same tag and equal value.
+            ("#inst \"2024\"", "#inst \"2024\"", true),
+            ("#t #{1 2}", "#t #{2 1}", true),
+            ("#t 1", "#u 1", false),
+            ("#t {:a 1}", "{:a 1}", false),
+        ];
+        for &(a, b, equal) in table {
+            let (x, y) = (val(a), val(b));
+            assert_eq!(x.equiv(&y), equal, "(= {a} {b})");
+            assert_eq!(y.equiv(&x), equal, "(= {b} {a})");
+            assert_eq!(x.canonical() == y.canonical(), equal, "{a} vs {b}");
+        }
+        let canonical = [
+            ("#{2 1}", "#{1 2}"),
+            ("{:b 2 :a 1}", "{:a 1, :b 2}"),
+            ("(1 (2 #{:b :a}))", "[1 [2 #{:a :b}]]"),
+            ("1N", "1"),
+            ("-12N", "-12"),
+            ("+5", "5"),
+            ("99999999999999999999", "99999999999999999999"),
+            ("1.50M", "1.5M"),
+            ("1e2M", "100M"),
+            ("-0.050M", "-0.05M"),
+            ("1e25M", "1E25M"),
+            ("1.5e-30M", "1.5E-30M"),
+            ("0M", "0M"),
+            ("-0.0", "0.0"),
+            ("1e300", "1e300"),
+            ("##NaN", "##NaN"),
+            ("\"a\\tb\"", "\"a\\tb\""),
+            ("\\a", "\\a"),
+            (":k", ":k"),
+            ("nil", "nil"),
+            ("#inst \"t\"", "#inst \"t\""),
+        ];
+        for (text, expected) in canonical {
+            assert_eq!(val(text).canonical(), expected, "{text}");
+            // The canonical text reads back to itself.
+            assert_eq!(val(expected).canonical(), expected, "{expected}");
+        }
+        // Values built in code may hold what the reader refuses: equal elements of a set
+        // count once, and of equal map keys the first is kept.
+        let set = Edn::Set(vec![int(2), int(1), n(Edn::BigInt("2".into()))]);
+        assert_eq!(set.canonical(), "#{1 2}");
+        let map = Edn::Map(vec![(kw("a"), int(1)), (kw("a"), int(2))]);
+        assert_eq!(map.canonical(), "{:a 1}");
+        // Deep values are canonical without recursion.
+        let mut deep = Edn::Nil;
+        for _ in 0..1_000 {
+            deep = Edn::List(vec![n(deep)]);
+        }
+        assert_eq!(
+            deep.canonical(),
+            format!("{}nil{}", "[".repeat(1_000), "]".repeat(1_000))
+        );
+    }
+
+    /// Clojure's reader refuses a map with equal keys and a set with equal elements, equal by
+    /// its `=` (`Duplicate key: 1`); so does this one, at the second of them.
+    #[test]
+    fn equal_keys_and_elements_are_refused() {
+        let cases: &[(&str, usize, usize, &str)] = &[
+            (
+                "{:a 1 :a 2}",
+                1,
+                7,
+                "duplicate key :a: the map already has it at column 2",
+            ),
+            (
+                "#{1 1}",
+                1,
+                5,
+                "duplicate element 1: the set already has it at column 3",
+            ),
+            (
+                "#{1 1N}",
+                1,
+                5,
+                "duplicate element 1N: the set already has the equal element 1 at column 3",
+            ),
+            (
+                "{:a 1\n :b 2\n :a 3}",
+                3,
+                2,
+                "duplicate key :a: the map already has it at line 1, column 2",
+            ),
+            (
+                "{[1 2] :x (1 2) :y}",
+                1,
+                11,
+                "duplicate key (1 2): the map already has the equal key [1 2] at column 2",
+            ),
+            (
+                "[{#{1 2} 1 #{2 1} 2}]",
+                1,
+                12,
+                "duplicate key #{2 1}: the map already has the equal key #{1 2} at column 3",
+            ),
+            (
+                "{{:k #{[1 (2)] 3}} 1 {:k #{3 [1 [2]]}} 2}",
+                1,
+                22,
+                "duplicate key {:k #{3 [1 [2]]}}: the map already has the equal key",
+            ),
+            ("#{#t 1 #t 1N}", 1, 8, "duplicate element #t 1N"),
+            ("#{1.50M 1.5M}", 1, 9, "duplicate element 1.5M"),
+            ("#{0.0 -0.0}", 1, 7, "duplicate element -0.0"),
+            // The first duplicate in file order is the one named.
+            (
+                "#{3 2 1 2 3}",
+                1,
+                9,
+                "duplicate element 2: the set already has it at column 5",
+            ),
+        ];
+        for &(text, line, column, message) in cases {
+            let e = err(text);
+            assert!(
+                e.message.starts_with(message),
+                "{text:?}: {e} does not start with {message:?}"
+            );
+            assert_eq!((e.line, e.column), (line, column), "{text:?}: {e}");
+        }
+        // Values Clojure tells apart are not duplicates, nor what `#_` drops, nor equal
+        // values in a vector or a map's values.
+        for text in [
+            "#{1 1.0 1M \"1\" :1 \\1}",
+            "{:a 1 \"a\" 2 a 3 \\a 4}",
+            "#{nil false}",
+            "#{[1 2] [2 1] #{1 2}}",
+            "#{#t 1 #u 1 1}",
+            "#{1 #_ 1}",
+            "[1 1 {:a 1 :b 1}]",
+            "{:a #{1} :b #{1}}",
+        ] {
+            assert!(parse_all(text).is_ok(), "{text}");
+        }
+        // A hash shared by unequal values is a collision, not a duplicate: values whose
+        // hashes match are compared exactly.
+        let (a, b, a_again) = (one("#{1 2}"), one("[1 2]"), one("#{2 1}"));
+        assert_eq!(first_duplicate(&[&a, &b], &[7, 7]), None);
+        assert_eq!(
+            first_duplicate(&[&a, &b, &a_again], &[7, 7, 7]),
+            Some((0, 2))
+        );
+        // The reader's hashes, built one node at a time, agree with Clojure's `=`.
+        let hash = |text: &str| fold(&val(text), hash_scalar, hash_collection);
+        assert_eq!(
+            hash("{:a #{1 2N} :b (1.50M)}"),
+            hash("{:b [1.5M] :a #{2 1}}")
+        );
+        assert_ne!(hash("[1 2]"), hash("#{1 2}"));
+        assert_ne!(hash("5"), hash("\"5\""));
+        assert_ne!(hash("#t 1"), hash("#u 1"));
     }
 
     /// Knuth's MMIX linear congruential generator: deterministic, no crate needed.
@@ -1967,6 +2769,7 @@ mod tests {
             b"nil",
             b"\\u0041",
             b"\\uD800",
+            b"\\uD83D\\uDE00",
             b"\\newline",
             b"##-Inf",
             b"#inst ",

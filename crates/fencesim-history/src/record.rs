@@ -20,7 +20,9 @@ pub type Name = compact_str::CompactString;
 /// exactly as one with them (a test in the checker's `tests/clocks.rs` holds it to that).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
-    /// Position in the history (0-based), the order things happened in.
+    /// Position in the history (0-based), the order things happened in. A history read from
+    /// Jepsen EDN whose operations carry `:index` keeps those instead: increasing, but with
+    /// gaps where the file numbered what fencesim does not read (nemesis operations).
     pub index: u64,
     /// True (simulated) time in ns since the simulation started; the index when the history
     /// recorded none.
@@ -441,7 +443,8 @@ impl Entry {
 pub struct History {
     /// Who recorded what.
     pub header: Header,
-    /// The entries; `entries[i].at().index == i`.
+    /// The entries, in increasing `index` order; `entries[i].at().index == i`, except in a
+    /// history read from Jepsen EDN that keeps its file's `:index` ([`Stamp::index`]).
     pub entries: Vec<Entry>,
 }
 
