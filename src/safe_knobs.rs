@@ -106,6 +106,13 @@ fn pick(knobs: &[SafeKnob], rng: &mut impl Rng) -> Vec<(&'static str, toml::Valu
 /// holders of one lock share one key: a key written under two locks is not fenced by either),
 /// 1 to 3 cycles or the scenario's, work within or past the TTL, renewals or none, and a
 /// cleanup after the write (a token-less one too: the fenced resource refuses it).
+///
+/// A fenced cleanup is drawn without message duplication: fencing compares tokens, and a
+/// duplicate of the holder's own write carries its own, current token, so a copy that lands
+/// after the holder's fenced delete is accepted and brings the deleted value back, which no
+/// order of the client's operations explains (`not-linearizable`, found by this sweep on
+/// random-nemesis-fenced seed 75; `tests/regressions.rs` keeps it). That is the resource's
+/// lack of idempotence, not a defect fencing claims to prevent.
 fn draw_workload(s: &mut Scenario, rng: &mut impl Rng) -> Vec<String> {
     let template = s.clients[0].clone();
     let count = rng.gen_range(1..=4usize);
@@ -115,6 +122,11 @@ fn draw_workload(s: &mut Scenario, rng: &mut impl Rng) -> Vec<String> {
     let work_ms = [template.work_ms, ttl / 2, ttl * 2][rng.gen_range(0..3)];
     let renew_ms = [template.renew_ms, None, Some(ttl / 3)][rng.gen_range(0..3)];
     let cleanup = [Cleanup::None, Cleanup::Fenced, Cleanup::Unfenced][rng.gen_range(0..3)];
+    if cleanup == Cleanup::Fenced {
+        if let Some(nemesis) = s.nemesis.as_mut() {
+            nemesis.kinds.retain(|k| k != "duplicate");
+        }
+    }
     s.resource.keys = (1..=keys).map(|k| format!("key-{k}")).collect();
     s.clients = (0..count)
         .map(|i| {
@@ -176,13 +188,14 @@ fn validate_leaving_out_refused(mut s: Scenario) -> Result<Scenario, ScenarioErr
             Some(("lock_service", knob)) => s.lock_service.knobs.remove(knob).is_some(),
             Some(("resource", knob)) => s.resource.knobs.remove(knob).is_some(),
             // From every client (not stopping at the first that had it).
-            Some(("clients", knob)) => s
-                .clients
-                .iter_mut()
-                .map(|c| c.knobs.remove(knob).is_some())
-                .filter(|removed| *removed)
-                .count()
-                > 0,
+            Some(("clients", knob)) => {
+                s.clients
+                    .iter_mut()
+                    .map(|c| c.knobs.remove(knob).is_some())
+                    .filter(|removed| *removed)
+                    .count()
+                    > 0
+            }
             _ => false,
         };
         if !removed {

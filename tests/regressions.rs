@@ -151,3 +151,21 @@ fn reads_after_either_cleanup_are_judged_as_the_register_ran() {
     assert!(kinds.contains(&"unfenced-mutation"), "{kinds:?}");
     assert!(!kinds.contains(&"not-linearizable"), "{kinds:?}");
 }
+
+/// Found by the safe-knobs sweep (issue 31): a duplicated write that lands after its holder's
+/// own fenced delete is accepted (same token) and brings the deleted value back. A real
+/// non-linearizable history, not a false positive: the resource fences, it does not dedupe.
+#[test]
+fn a_duplicate_write_after_its_holders_fenced_delete_is_not_linearizable() {
+    let scenario = load("duplicate-write-after-fenced-delete");
+    support::assert_met_on_whole_range(&scenario, &opts());
+    let done = evaluate(&scenario, 75, &opts()).unwrap();
+    let accepts_of = |op: u64| {
+        done.records
+            .events()
+            .filter(|e| e.event == EventKind::Accept && e.op == Some(op) && e.detail.is_none())
+            .count()
+    };
+    // client-2's write with token 12 (invoked at index 316) was accepted twice.
+    assert_eq!(accepts_of(316), 2);
+}

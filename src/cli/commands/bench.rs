@@ -192,6 +192,15 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
         for (seed, kinds, draw) in sweep.unsafe_seeds.iter().take(5) {
             say!("  seed {seed}: {}; drawn: {draw}", kinds.join(", "));
         }
+        // The first unsafe seed's scenario, whole: `fencesim run` it to see the violation.
+        if let Some((seed, _, _)) = sweep.unsafe_seeds.first() {
+            if let Ok(drawn) = fencesim::safe_knobs::draw(&base, *seed) {
+                eprintln!(
+                    "# {name}, seed {seed}, as a scenario file (save it and `fencesim run` it):\n{}",
+                    fencesim_scenario::to_toml(&drawn.scenario)
+                );
+            }
+        }
         for (seed, why) in sweep.failed.iter().take(5) {
             say!("  seed {seed} failed: {why}");
         }
