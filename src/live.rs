@@ -87,10 +87,15 @@ impl Servers {
         let mut db =
             fencesim_live::postgres::Client::connect(&conninfo, fencesim_live::postgres::NoTls)
                 .map_err(|e| {
-                    LiveError::Server(format!(
-                        "cannot connect to PostgreSQL: {}",
-                        fencesim_live::describe(&e)
-                    ))
+                    let why = fencesim_live::describe(&e);
+                    match postgres {
+                        // The user's option is wrong (host, port, password): bad input, named.
+                        Some(endpoint) => LiveError::Unsupported(format!(
+                            "--postgres {:?}: cannot connect: {why}",
+                            fencesim_live::secret::shown_capped(&endpoint.shown)
+                        )),
+                        None => LiveError::Server(format!("cannot connect to PostgreSQL: {why}")),
+                    }
                 })?;
         let version: String = db
             .query_one("SHOW server_version", &[])
@@ -145,7 +150,7 @@ fn check_setup(
             )));
         }
         for (i, url) in redis.iter().enumerate() {
-            let shown = &url.shown;
+            let shown = &fencesim_live::secret::shown_capped(&url.shown);
             if redis[..i].contains(url) {
                 return Err(LiveError::Unsupported(format!(
                     "--redis {shown:?} is given twice: each node is a server of its own"
@@ -351,10 +356,9 @@ fn write_trial(dir: &Path, report: &Report, history: &History) -> std::io::Resul
         dir.join("report.json"),
         report_json(&report).map_err(std::io::Error::other)?,
     )?;
-    std::fs::write(
-        dir.join("history.txt"),
-        crate::readable::history_txt(history, &report),
-    )?;
+    let mut txt = std::io::BufWriter::new(std::fs::File::create(dir.join("history.txt"))?);
+    crate::readable::write_history_txt(&mut txt, history, &report)?;
+    drop(txt);
     std::fs::write(
         dir.join("summary.md"),
         crate::readable::summary_md(&report, dir),

@@ -26,30 +26,37 @@ fn run_title(name: &str, seed: u64, report: &Report) -> String {
     }
 }
 
-/// history.txt: one line per entry, in columns (mark, index, true time in seconds, node,
-/// what, details). Entries that are witnesses of a violation are marked `*`.
-pub fn history_txt(history: &History, report: &Report) -> String {
+/// history.txt, written to `out` line by line (a history of millions of records is never
+/// held as one string): one line per entry, in columns (mark, index, true time in seconds,
+/// node, what, details). Entries that are witnesses of a violation are marked `*`.
+///
+/// # Errors
+/// `out`'s.
+pub fn write_history_txt(
+    out: &mut impl std::io::Write,
+    history: &History,
+    report: &Report,
+) -> std::io::Result<()> {
     let witnesses: BTreeSet<u64> = report
         .violations
         .iter()
         .flat_map(|v| v.witnesses.iter().copied())
         .collect();
-    let mut out = String::new();
-    let _ = writeln!(
+    writeln!(
         out,
         "# fencesim history: {}, {} entries. `*` marks a witness of a violation.",
         run_title(&history.header.scenario, history.header.seed, report),
         history.entries.len()
-    );
-    let _ = writeln!(
+    )?;
+    writeln!(
         out,
         "# Columns: mark, index, true time (s), node, what (operation type and function, or event and phase), details (key=value). docs/report-format.md#historytxt"
-    );
-    let _ = writeln!(
+    )?;
+    writeln!(
         out,
         "{:1} {:>7} {:>10}  {:<16} {:<22} details",
         "", "index", "time_s", "node", "what"
-    );
+    )?;
     for entry in &history.entries {
         let at = entry.at();
         let mark = if witnesses.contains(&at.index) {
@@ -61,14 +68,14 @@ pub fn history_txt(history: &History, report: &Report) -> String {
             Entry::Op(op) => (op.node.as_str(), op_what(op), op_details(op)),
             Entry::Event(ev) => (ev.node.as_str(), event_what(ev), event_details(ev)),
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "{mark:1} {:>7} {:>10.3}  {node:<16} {what:<22} {details}",
             at.index,
             at.time_ns as f64 / 1e9
-        );
+        )?;
     }
-    out
+    out.flush()
 }
 
 fn name<T: Serialize>(value: &T) -> String {

@@ -288,19 +288,21 @@ pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
     let report_path = dir.join("report.json");
     let json = serde_json::to_vec_pretty(&done.report).map_err(std::io::Error::other)?;
     fs::write(&report_path, json)?;
-    fs::write(
-        dir.join("history.txt"),
-        readable::history_txt(&done.records, &done.report),
-    )?;
+    // The history's bytes are written: a large history's are freed before history.txt is
+    // made (its timeline, the one other reader, is left out above the page's limit).
+    let timeline = (done.records.entries.len() <= readable::TIMELINE_MAX_RECORDS)
+        .then(|| readable::timeline_html(&done.report, &done.history))
+        .transpose()?;
+    drop(done.history);
+    let mut txt = std::io::BufWriter::new(fs::File::create(dir.join("history.txt"))?);
+    readable::write_history_txt(&mut txt, &done.records, &done.report)?;
+    drop(txt);
     fs::write(
         dir.join("summary.md"),
         readable::summary_md(&done.report, &dir),
     )?;
-    if done.records.entries.len() <= readable::TIMELINE_MAX_RECORDS {
-        fs::write(
-            dir.join("timeline.html"),
-            readable::timeline_html(&done.report, &done.history)?,
-        )?;
+    if let Some(page) = timeline {
+        fs::write(dir.join("timeline.html"), page)?;
     }
     Ok(SeedRun {
         report: done.report,

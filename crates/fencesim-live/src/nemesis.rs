@@ -136,14 +136,19 @@ impl<'p> Running<'p> {
                 return None;
             }
             if self.open == 0 {
+                self.check_servers();
                 self.undo_now();
                 return None;
             }
+            // Cut short: continue what is paused and restart what crashed first, or the
+            // harness would wait on a stopped server for the log it reads next.
             if interrupted() {
+                self.undo_now();
                 return Some("interrupted".to_owned());
             }
             let now = mono_ns();
             if now >= deadline {
+                self.undo_now();
                 return Some(format!(
                     "the clients had not finished after duration_ms = {}",
                     self.plan.scenario.duration_ms
@@ -153,9 +158,53 @@ impl<'p> Running<'p> {
             let wait = next_due.min(deadline).saturating_sub(now).min(100_000_000);
             match rx.recv_timeout(Duration::from_nanos(wait.max(1))) {
                 Ok((i, Some(line))) => self.on_line(i, line),
-                Ok((_, None)) => self.open -= 1,
+                Ok((i, None)) => {
+                    self.open -= 1;
+                    self.check_exit(i);
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Client `i` closed its output: it must have finished its workload and exited 0. One
+    /// killed from outside (a user's `kill`, the OOM killer) fails the trial: its history
+    /// would end its lease at the end of the history, a false violation.
+    fn check_exit(&mut self, i: usize) {
+        let name = self.plan.scenario.clients[i].name.clone();
+        match self.processes.wait(i) {
+            Some(status) if status.success() => {}
+            Some(status) => {
+                self.failure.get_or_insert(LiveError::Server(format!(
+                    "{name}'s process ended outside the scenario ({status}): the trial is not \
+                     judged"
+                )));
+            }
+            None => {}
+        }
+    }
+
+    /// Every Redis node that no fault has down must still run at the trial's end: one that
+    /// died outside the scenario fails the trial (its keys went with it, unrecorded).
+    pub(crate) fn check_servers(&mut self) {
+        let down: Vec<usize> = self
+            .due
+            .values()
+            .filter_map(|d| match d {
+                Due::Restart(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        for (i, node) in self.redis.iter_mut().enumerate() {
+            if down.contains(&i) {
+                continue;
+            }
+            if let Some(status) = node.exited() {
+                let name = self.plan.name(Target::Redis(i));
+                self.failure.get_or_insert(LiveError::Server(format!(
+                    "{name} ended outside the scenario ({status}): the trial is not judged"
+                )));
             }
         }
     }

@@ -365,7 +365,7 @@ fn why_not(kind: &str) -> &'static str {
              meaning on a byte stream"
         }
         "clock-skew" | "clock-drift" | "clock-strobe" => {
-            "has no live form yet (clock-jump on a Redis node does, through libfaketime)"
+            "has no live form yet (clock-jump on a Redis node does, through fencesim's clock shim)"
         }
         _ => "has no live form yet (live mode runs pause, crash, restart and clock-jump)",
     }

@@ -123,6 +123,20 @@ impl Processes {
         Ok(origin)
     }
 
+    /// Client `index`'s exit status, once it has exited (waited for here); `None` while it
+    /// runs or if it cannot be waited for.
+    pub(crate) fn wait(&mut self, index: usize) -> Option<std::process::ExitStatus> {
+        let child = self.children.get_mut(index)?;
+        // Its output closed: it is exiting; give it a moment to be reaped.
+        for _ in 0..50 {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     pub(crate) fn pid(&self, index: usize) -> Pid {
         Pid::from_raw(self.children[index].id() as i32)
     }

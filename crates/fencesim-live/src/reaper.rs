@@ -120,6 +120,30 @@ fn owner_alive(folder: &std::path::Path, pid: u32) -> bool {
     }
 }
 
+/// Kill (continued first) every process whose working folder is inside `folder`: a
+/// PostgreSQL server's backends, which the parent-death signal does not reach (only the
+/// postmaster has it), and which a pause may have left stopped, orphaned for good.
+fn kill_processes_in(folder: &std::path::Path) {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in processes.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let inside =
+            std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(folder));
+        if inside {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
 /// Remove the temporary folders under `base` of live runs that are gone (killed with
 /// SIGKILL, which leaves them: the module's doc), and return them. A folder this user may
 /// not remove is left and not counted.
@@ -140,6 +164,9 @@ pub fn remove_leftovers(base: &std::path::Path) -> Vec<PathBuf> {
             let gone = pid != std::process::id()
                 && entry.file_type().is_ok_and(|t| t.is_dir())
                 && !owner_alive(&path, pid);
+            if gone {
+                kill_processes_in(&path);
+            }
             (gone && std::fs::remove_dir_all(&path).is_ok()).then_some(path)
         })
         .collect();
@@ -243,6 +270,27 @@ mod tests {
         assert_eq!(reused.exists(), !expect_reused);
         assert!(init.exists() && mine.exists() && other.exists());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_stopped_process_working_in_a_leftover_folder_is_killed() {
+        let folder =
+            std::env::temp_dir().join(format!("fencesim-reaper-cwd-{}", std::process::id()));
+        std::fs::create_dir_all(folder.join("data")).unwrap();
+        let mut child = Command::new("sleep")
+            .arg("100")
+            .current_dir(folder.join("data"))
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        kill(pid, Signal::SIGSTOP).unwrap();
+        kill_processes_in(&folder);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9)
+        );
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 
     #[test]

@@ -238,6 +238,14 @@ impl RedisNode {
         }
     }
 
+    /// The node's exit status if its process has ended (it runs otherwise, or was crashed by
+    /// a fault: then there is no process to ask).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
     /// Kill it (SIGKILL). What it keeps is what its persistence put on disk: with
     /// `appendfsync always` every acknowledged write, without persistence nothing.
     pub fn crash(&mut self) {

@@ -75,15 +75,24 @@ impl PasswordSources {
 /// the reason in `warnings`, as libpq ignores it).
 ///
 /// # Errors
-/// The string does not parse; the message shows it masked.
+/// The string does not parse, or names no host. The message does not quote it: a string
+/// that does not parse cannot be told to hold no password (`passwrd=...`).
 pub fn postgres(given: &str, sources: &PasswordSources) -> Result<(Endpoint, Vec<String>), String> {
     let shown = mask_postgres(given);
     let config: postgres::Config = given.parse().map_err(|e| {
         format!(
-            "--postgres {shown:?}: not a libpq connection string or postgres:// URL: {}",
+            "--postgres (not shown: it may hold a password) is not a libpq connection string or \
+             postgres:// URL: {}",
             crate::describe(&e)
         )
     })?;
+    if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+        return Err(format!(
+            "--postgres {:?} names no host: give host=... (or a Unix socket's folder) or \
+             postgresql://USER@HOST:PORT/DATABASE",
+            shown_capped(&shown)
+        ));
+    }
     let mut warnings = Vec::new();
     let (password, from) = match config.get_password() {
         Some(p) => (Some(p.to_vec()), Some("the URL".to_owned())),
@@ -120,13 +129,14 @@ pub fn postgres(given: &str, sources: &PasswordSources) -> Result<(Endpoint, Vec
 /// `redis+unix://`, `unix://`). A password missing from it is taken from `REDISCLI_AUTH`.
 ///
 /// # Errors
-/// The URL does not parse; the message shows it masked.
+/// The URL does not parse. The message does not quote it (a URL that does not parse cannot
+/// be told to hold no password).
 pub fn redis(given: &str, sources: &PasswordSources) -> Result<Endpoint, String> {
     use redis::IntoConnectionInfo;
     let shown = mask_url(given);
-    let info = given
-        .into_connection_info()
-        .map_err(|e| format!("--redis {shown:?}: not a Redis URL: {e}"))?;
+    let info = given.into_connection_info().map_err(|e| {
+        format!("--redis (not shown: it may hold a password) is not a Redis URL: {e}")
+    })?;
     let (connect, from, password) = match (info.redis.password, &sources.redis_auth) {
         (Some(p), _) => (given.to_owned(), Some("the URL".to_owned()), Some(p)),
         (None, Some(auth)) => (
@@ -144,6 +154,19 @@ pub fn redis(given: &str, sources: &PasswordSources) -> Result<Endpoint, String>
         password_from: from,
         password,
     })
+}
+
+/// `shown` (a masked connection string) cut for a message: at most 200 characters, so that a
+/// 100 KB option does not become a 100 KB error line.
+pub fn shown_capped(shown: &str) -> String {
+    match shown.char_indices().nth(200) {
+        None => shown.to_owned(),
+        Some((cut, _)) => format!(
+            "{}… ({} more characters)",
+            &shown[..cut],
+            shown[cut..].chars().count()
+        ),
+    }
 }
 
 /// A PostgreSQL connection string with its password masked, in either form.
@@ -477,9 +500,31 @@ mod tests {
         let sources = PasswordSources::default();
         let err = postgres("postgresql://u:topsecret@[nope", &sources).unwrap_err();
         assert!(!err.contains("topsecret"), "{err}");
-        assert!(err.contains("u:***@"), "{err}");
+        assert!(
+            err.starts_with("--postgres (not shown: it may hold a password) is not"),
+            "{err}"
+        );
+        // A misspelt keyword's value is not known to be a password: not quoted at all.
+        let err = postgres("host=h passwrd=topsecret", &sources).unwrap_err();
+        assert!(
+            !err.contains("topsecret") && err.contains("passwrd"),
+            "{err}"
+        );
         let err = redis("redis://u:topsecret@host:notaport/", &sources).unwrap_err();
         assert!(!err.contains("topsecret"), "{err}");
+        let err = redis(":topsecret@127.0.0.1:1", &sources).unwrap_err();
+        assert!(!err.contains("topsecret"), "{err}");
+        // Parsed, but no host: named, masked and capped.
+        let err = postgres(
+            &format!("user=u password=topsecret dbname={}", "d".repeat(500)),
+            &sources,
+        )
+        .unwrap_err();
+        assert!(
+            !err.contains("topsecret") && err.contains("names no host"),
+            "{err}"
+        );
+        assert!(err.len() < 600, "{err}");
     }
 
     #[test]

@@ -65,6 +65,18 @@ impl Recorder {
             "history limit exceeded: {} records",
             self.limit
         );
+        // Growing the vector doubles it: the one allocation of a run that can ask for
+        // gigabytes. Asked for with `try_reserve`, so that a machine without that much memory
+        // ends the run as a failed simulation with what it recorded (exit 4), not an abort.
+        let len = entries.len();
+        if len == entries.capacity() && entries.try_reserve(len).is_err() {
+            let held_mb = len * std::mem::size_of::<Entry>() / 1_000_000;
+            drop(entries);
+            panic!(
+                "out of memory: the history of {index} records (about {held_mb} MB) could not \
+                 grow; lower max_records or shorten the run"
+            );
+        }
         entries.push(make(Stamp {
             index,
             time_ns,

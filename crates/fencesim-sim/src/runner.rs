@@ -33,7 +33,8 @@ pub enum FailureKind {
     Deadlock,
     /// Two runs of the same scenario and seed recorded different histories.
     Nondeterministic,
-    /// The run recorded more than the scenario's `max_records` records.
+    /// The run recorded more than the scenario's `max_records` records, or its history
+    /// could not grow in the memory there is.
     HistoryLimit,
 }
 
@@ -156,7 +157,7 @@ fn classify(message: String) -> SimFailure {
         FailureKind::TimeLimit
     } else if message.contains("all tasks will block forever") {
         FailureKind::Deadlock
-    } else if message.contains("history limit exceeded") {
+    } else if message.contains("history limit exceeded") || message.starts_with("out of memory") {
         FailureKind::HistoryLimit
     } else {
         FailureKind::Panic
