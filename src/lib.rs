@@ -286,7 +286,7 @@ pub fn check_scenario(
             seeds_run,
         }),
         Some(done) => {
-            let written = run::write(&opts.out, done.serialize()?)?;
+            let written = done.write(&opts.out)?;
             Err(ScenarioCheckError::Counterexample {
                 seed: written.report.seed,
                 summary: written.explain(true),

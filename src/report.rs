@@ -250,10 +250,50 @@ pub fn tool() -> Tool {
 
 /// Hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A writer that hashes (SHA-256) what it passes on: history.jsonl written to its file as it
+/// is serialized, its hash for report.json taken on the way, without the whole file in memory
+/// (a history of millions of records is a gigabyte of JSON).
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: std::io::Write> HashingWriter<W> {
+    /// Hash what goes to `inner`.
+    pub fn new(inner: W) -> Self {
+        HashingWriter {
+            inner,
+            hasher: Sha256::new(),
+        }
+    }
+
+    /// The hex SHA-256 of everything written, and the writer, flushed.
+    ///
+    /// # Errors
+    /// Flushing `inner`.
+    pub fn finish(mut self) -> std::io::Result<(String, W)> {
+        self.inner.flush()?;
+        Ok((hex(&self.hasher.finalize()), self.inner))
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Count the history's records by kind.

@@ -224,6 +224,34 @@ impl Judged {
     }
 }
 
+impl Judged {
+    /// Write the seed's files as [`write`] does, serializing history.jsonl straight into its
+    /// file and hashing it on the way: the history is never held as bytes as well as records
+    /// (a run at its `max_records` would need a gigabyte more for them). Only a history small
+    /// enough for timeline.html is serialized to memory again, for the page.
+    ///
+    /// # Errors
+    /// The folder or a file cannot be written.
+    pub fn write(self, out: &Path) -> std::io::Result<SeedRun> {
+        let dir = seed_dir(out, &self.report.scenario, self.report.seed);
+        fs::create_dir_all(&dir)?;
+        let file = fs::File::create(dir.join("history.jsonl"))?;
+        let mut hashing = report::HashingWriter::new(std::io::BufWriter::new(file));
+        write_jsonl(&self.records, &mut hashing)?;
+        let (sha256, _) = hashing.finish()?;
+        let mut report = self.report;
+        report.history.sha256 = sha256;
+        let timeline_bytes = if self.records.entries.len() <= readable::TIMELINE_MAX_RECORDS {
+            let mut bytes = Vec::new();
+            write_jsonl(&self.records, &mut bytes)?;
+            Some(bytes)
+        } else {
+            None
+        };
+        write_after_history(&dir, report, &self.records, timeline_bytes.as_deref())
+    }
+}
+
 /// One seed simulated, checked and serialized, not yet written.
 #[derive(Clone, Debug)]
 pub struct Evaluated {
@@ -285,27 +313,34 @@ pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
     // The history and the report first: they are what replay, shrink and check need, so they
     // are on disk whatever happens to the readable files after them.
     fs::write(dir.join("history.jsonl"), &done.history)?;
+    let small = done.records.entries.len() <= readable::TIMELINE_MAX_RECORDS;
+    let bytes = small.then_some(done.history.as_slice());
+    write_after_history(&dir, done.report, &done.records, bytes)
+}
+
+/// The files after history.jsonl: report.json, then history.txt (line by line), summary.md and,
+/// given the history's bytes (a history small enough for the page), timeline.html.
+fn write_after_history(
+    dir: &Path,
+    report: Report,
+    records: &fencesim_history::History,
+    timeline_bytes: Option<&[u8]>,
+) -> std::io::Result<SeedRun> {
     let report_path = dir.join("report.json");
-    let json = serde_json::to_vec_pretty(&done.report).map_err(std::io::Error::other)?;
+    let json = serde_json::to_vec_pretty(&report).map_err(std::io::Error::other)?;
     fs::write(&report_path, json)?;
-    // The history's bytes are written: a large history's are freed before history.txt is
-    // made (its timeline, the one other reader, is left out above the page's limit).
-    let timeline = (done.records.entries.len() <= readable::TIMELINE_MAX_RECORDS)
-        .then(|| readable::timeline_html(&done.report, &done.history))
-        .transpose()?;
-    drop(done.history);
     let mut txt = std::io::BufWriter::new(fs::File::create(dir.join("history.txt"))?);
-    readable::write_history_txt(&mut txt, &done.records, &done.report)?;
+    readable::write_history_txt(&mut txt, records, &report)?;
     drop(txt);
-    fs::write(
-        dir.join("summary.md"),
-        readable::summary_md(&done.report, &dir),
-    )?;
-    if let Some(page) = timeline {
-        fs::write(dir.join("timeline.html"), page)?;
+    fs::write(dir.join("summary.md"), readable::summary_md(&report, dir))?;
+    if let Some(bytes) = timeline_bytes {
+        fs::write(
+            dir.join("timeline.html"),
+            readable::timeline_html(&report, bytes)?,
+        )?;
     }
     Ok(SeedRun {
-        report: done.report,
+        report,
         report_path,
     })
 }
@@ -313,7 +348,7 @@ pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
 /// Simulate, check and write one seed. I/O errors (an unwritable output directory) are
 /// returned; everything else is in the report.
 pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<SeedRun> {
-    write(&opts.out, evaluate(scenario, seed, opts)?)
+    judge(scenario, seed, opts).write(&opts.out)
 }
 
 /// Simulate and check every seed of `seeds` on `jobs` threads (each seed still gets its own

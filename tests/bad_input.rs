@@ -1388,3 +1388,71 @@ fn a_bench_defect_filter_that_matches_nothing_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--defect narrows the `search` part"));
 }
+
+/// From the adversarial run of issue 38 (generated histories): each input that crashed,
+/// passed where it should not, or printed what it should not, with what it gives now.
+#[test]
+fn adversarial_histories_get_their_right_answers() {
+    let check = |file: &str, edn: bool| {
+        let path = format!("tests/fixtures/histories/{file}");
+        let mut args = vec!["check", path.as_str()];
+        if edn {
+            args.extend(["--format", "jepsen-edn"]);
+        }
+        let out = fencesim(&args);
+        let (stdout, stderr) = text(&out);
+        (out.status.code(), stdout, stderr)
+    };
+    // TTLs and times past u64 nanoseconds panicked (attempt to multiply with overflow); a
+    // lease that ends past the end of time covers the rest of the history.
+    for (file, edn) in [
+        ("ttl-past-u64-nanoseconds.jsonl", false),
+        ("renewal-ttl-past-u64-nanoseconds.jsonl", false),
+        ("acquire-at-the-end-of-time.jsonl", false),
+        ("edn-ttl-past-u64-nanoseconds.edn", true),
+    ] {
+        let (code, stdout, stderr) = check(file, edn);
+        assert_eq!(code, Some(0), "{file}: {stdout}{stderr}");
+    }
+    // Invocations alone (a file cut short) judged nothing: unknown, not valid.
+    for (file, edn) in [
+        ("only-a-pending-write.jsonl", false),
+        ("edn-only-a-pending-read.edn", true),
+    ] {
+        let (code, stdout, _) = check(file, edn);
+        assert_eq!(code, Some(3), "{file}: {stdout}");
+        assert!(stdout.contains("nothing to judge"), "{stdout}");
+    }
+    // A release event that says it answers an acquire is refused, both lines named.
+    let (code, _, stderr) = check("refused-release-answers-an-acquire.jsonl", false);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "line 2: field `op`: a release answers release, found 2, which is an invoke of an \
+             acquire at line 3"
+        ),
+        "{stderr}"
+    );
+    // Line and paragraph separators and bidirectional overrides in names are escaped.
+    let (code, stdout, _) = check("names-with-invisible-formatting.jsonl", false);
+    assert_eq!(code, Some(1));
+    assert!(stdout.contains("b\\u{2028}FAKE2\\u{202e}evil"), "{stdout}");
+    assert!(
+        !stdout.contains('\u{2028}') && !stdout.contains('\u{202e}'),
+        "{stdout}"
+    );
+}
+
+/// From the same run: a file name that holds an escape sequence reached stderr raw in error
+/// lines; every message is escaped now.
+#[test]
+fn an_escape_sequence_in_a_file_name_is_escaped_in_errors() {
+    let dir = out_dir("bad-esc-file-name");
+    let file = dir.join("bad\u{1b}[2Jname.jsonl");
+    std::fs::write(&file, "{\"record\":\"op\"}\n").unwrap();
+    let out = fencesim(&["check", file.to_str().unwrap()]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains("bad\\u{1b}[2Jname.jsonl"), "{stderr}");
+}

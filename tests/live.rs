@@ -14,6 +14,16 @@ use std::process::Command;
 
 use support::{json, out_dir, root, text};
 
+/// The binary under test: this build's, or the one `FENCESIM_BIN` names (to run these tests
+/// against a copy that a rebuild cannot replace mid-run, as the 20-runs-under-load trial of
+/// issue 31 does, or against an installed fencesim).
+fn bin() -> std::path::PathBuf {
+    std::env::var_os("FENCESIM_BIN").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_BIN_EXE_fencesim")),
+        std::path::PathBuf::from,
+    )
+}
+
 /// Held by each test that runs trials: one at a time, so that the trials' timings (margins of
 /// a few hundred ms) do not depend on how many servers the other tests start beside them.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -46,7 +56,7 @@ fn postgres_installed(test: &str) -> bool {
 fn live(args: &[&str]) -> std::process::Output {
     // A test that failed while holding the lock poisons it; the others still run.
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    Command::new(bin())
         .arg("live")
         .args(args)
         .current_dir(root())
@@ -396,7 +406,7 @@ fn an_event_trigger_counted_from_a_time_strikes_after_that_time() {
 #[test]
 fn a_missing_server_names_the_package_to_install() {
     let empty = out_dir("live-no-server");
-    let run = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let run = Command::new(bin())
         .args(["live", "scenarios/live/pg-pause-fenced.toml", "--out"])
         .arg(&empty)
         .env("FENCESIM_PG_BINDIR", &empty)
@@ -672,7 +682,7 @@ fn quitting_at_once_still_removes_every_server_and_folder() {
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("live-quit");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let mut child = Command::new(bin())
         .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
         .arg(&out)
         .current_dir(root())
@@ -722,7 +732,7 @@ fn k03_a_redis_node_whose_clock_jumps_lets_two_clients_hold_the_lock() {
     // (issue 31, item 6), not beside it in the target folder.
     let installed = out.join("bin");
     std::fs::create_dir_all(&installed).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_fencesim"), installed.join("fencesim")).unwrap();
+    std::fs::copy(bin(), installed.join("fencesim")).unwrap();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let run = settled("k03", || {
         Command::new(installed.join("fencesim"))
@@ -1056,7 +1066,7 @@ fn live_keeps_secret(
 ) -> (String, Vec<(std::path::PathBuf, String)>) {
     let out = out_dir(test);
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fencesim"));
+    let mut command = Command::new(bin());
     command
         .arg("live")
         .args(args)
@@ -1189,7 +1199,7 @@ fn the_folders_of_a_killed_run_are_removed_by_the_next_run() {
     }
     let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("live-killed");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let mut child = Command::new(bin())
         .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
         .arg(&out)
         .current_dir(root())
@@ -1228,7 +1238,7 @@ fn the_folders_of_a_killed_run_are_removed_by_the_next_run() {
     assert!(!left.0.is_empty(), "a SIGKILL leaves the folders");
     // The next run (here one whose server cannot be reached) removes them first. The turn
     // is still held: another test's run would remove them before it.
-    let next = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let next = Command::new(bin())
         .args(["live", "pg-pause-fenced", "--postgres"])
         .arg("postgresql://fencesim@127.0.0.1:1/postgres?connect_timeout=2")
         .current_dir(root())
@@ -1269,7 +1279,7 @@ fn a_ctrl_c_during_a_pause_of_postgresql_ends_the_trial_and_continues_the_server
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("live-ctrl-c-pause");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let mut child = Command::new(bin())
         .args(["live", "tests/fixtures/live-pg-server-pause.toml", "--out"])
         .arg(&out)
         .current_dir(root())
@@ -1336,7 +1346,7 @@ fn a_client_killed_from_outside_fails_the_trial_instead_of_being_judged() {
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out = out_dir("live-client-killed");
-    let child = Command::new(env!("CARGO_BIN_EXE_fencesim"))
+    let child = Command::new(bin())
         .args(["live", "pg-pause-unfenced", "--out"])
         .arg(&out)
         .current_dir(root())

@@ -28,18 +28,31 @@ macro_rules! say {
     }};
 }
 
-/// A line for stdout with every control character but the line breaks escaped: what fencesim
-/// prints quotes its inputs (a path, a name from a history), and none of it may reach the
-/// terminal as an escape sequence. The checkers escape what they quote, line breaks included;
-/// this is the last guard for everything else.
+/// `eprintln!` for fencesim's messages on stderr, escaped as [`say!`]'s lines are: an error
+/// quotes a path or a value of the user's, which may hold an escape sequence.
+macro_rules! complain {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{}", $crate::cli::terminal_safe(&format!($($arg)*)));
+    }};
+}
+
+/// A line for stdout or stderr with every control and invisible formatting character but the
+/// line breaks escaped ([`fencesim_history::escape_controls`]): what fencesim prints quotes
+/// its inputs (a path, a name from a history), and none of it may reach the terminal as an
+/// escape sequence or reorder what is shown. The checkers escape what they quote, line breaks
+/// included; this is the last guard for everything else.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n') {
-        return std::borrow::Cow::Borrowed(text);
-    }
     let lines: Vec<_> = text
         .split('\n')
         .map(fencesim_history::escape_controls)
         .collect();
+    if lines
+        .iter()
+        .all(|l| matches!(l, std::borrow::Cow::Borrowed(_)))
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
     std::borrow::Cow::Owned(lines.join("\n"))
 }
 
@@ -328,6 +341,18 @@ pub fn main() -> ExitCode {
             failed_cas,
             model,
         } => {
+            // An EDN history's values are compared by their canonical text (Clojure's `=`):
+            // the initial value is read as EDN and written the same way.
+            let initial_value = match (format, initial_value) {
+                (HistoryFormat::JepsenEdn, Some(v)) => match commands::check::edn_value(&v) {
+                    Ok(canonical) => Some(canonical),
+                    Err(why) => {
+                        complain!("error: --initial-value {v:?}: {why}");
+                        return ExitCode::from(fencesim::exit::BAD_INPUT);
+                    }
+                },
+                (_, v) => v,
+            };
             let options = fencesim_checker::CheckOptions {
                 linearizability_steps,
                 linearizability_total_steps,
@@ -366,7 +391,7 @@ pub fn main() -> ExitCode {
                 safe_knobs: if quick { 10 } else { safe_knob_seeds },
             };
             if defect.is_some() && only.is_some_and(|o| o != BenchPart::Search) {
-                eprintln!(
+                complain!(
                     "error: --defect narrows the `search` part; give --only search (or no --only)"
                 );
                 return ExitCode::from(fencesim::exit::BAD_INPUT);
@@ -408,7 +433,7 @@ fn stop_sweeps_on_ctrl_c() {
             std::process::exit(i32::from(exit::INTERRUPTED));
         }
         fencesim::run::interrupt();
-        eprintln!(
+        complain!(
             "\ninterrupted: finishing the work in progress (the seeds or simulations, or the live trial), then \
              writing what was found so far (Ctrl-C again to quit at once)"
         );

@@ -79,7 +79,7 @@ impl Progress {
                 let mut last = last_line_s.lock().expect("progress clock");
                 if now - *last >= PLAIN_EVERY_S {
                     *last = now;
-                    eprintln!(
+                    complain!(
                         "explore: {done}/{} seeds, {found} counterexample{}, {:.0} seeds/s",
                         self.total,
                         plural(found),

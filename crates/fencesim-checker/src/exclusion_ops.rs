@@ -68,7 +68,13 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
                 continue;
             };
             let holder = &a.invoke.node;
-            let mut until_ns = a.invoke.at.time_ns + ttl_ms * 1_000_000;
+            // Saturating: a history may give any u64 (a TTL of 10^13 ms reaches past u64 ns);
+            // a lease that ends past the end of time covers the rest of the history.
+            let mut until_ns = a
+                .invoke
+                .at
+                .time_ns
+                .saturating_add(ttl_ms.saturating_mul(1_000_000));
             // A's own later operations on the lock, in invoke order: renewals extend the
             // window, the first release (or new acquire) ends it.
             for later in ops[i + 1..].iter().filter(|p| p.invoke.node == *holder) {
@@ -78,7 +84,8 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
                 }
                 match (later.invoke.f, ok(later), later.invoke.ttl_ms) {
                     (OpFn::Renew, Some(done), Some(ttl)) if done < until_ns => {
-                        until_ns = until_ns.max(invoked + ttl * 1_000_000);
+                        until_ns =
+                            until_ns.max(invoked.saturating_add(ttl.saturating_mul(1_000_000)));
                     }
                     (OpFn::Renew, _, _) => {}
                     _ => {

@@ -108,17 +108,24 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
     // Acquires that carry their TTL are judged as leases from the operations alone
     // (`exclusion_ops`): looked for in the same pass.
     let (mut tokened_writes, mut tokened_acquires, mut ttl_acquires) = (false, false, false);
-    // An operation counts only on the key or lock it names, as the checks take it.
+    // An operation counts only on the key or lock it names, as the checks take it, and only
+    // once it completed `ok`: one that failed never happened, and one pending or unknown
+    // constrains nothing by itself (a history of invocations alone, a file cut short, has
+    // nothing to judge).
     let placed = |o: &Op| match o.f {
         OpFn::Acquire | OpFn::Renew | OpFn::Release => o.lock.is_some(),
         OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => o.key.is_some(),
     };
-    history.ops().filter(|o| placed(o)).for_each(|o| {
-        fns[o.f as usize] = true;
-        tokened_writes |= matches!(o.f, OpFn::Write | OpFn::Delete) && o.token.is_some();
-        tokened_acquires |= o.f == OpFn::Acquire && o.token.is_some();
-        ttl_acquires |= o.f == OpFn::Acquire && o.ttl_ms.is_some();
-    });
+    let completed = |o: &Op| o.op_type == fencesim_history::OpType::Ok;
+    history
+        .ops()
+        .filter(|o| placed(o) && completed(o))
+        .for_each(|o| {
+            fns[o.f as usize] = true;
+            tokened_writes |= matches!(o.f, OpFn::Write | OpFn::Delete) && o.token.is_some();
+            tokened_acquires |= o.f == OpFn::Acquire && o.token.is_some();
+            ttl_acquires |= o.f == OpFn::Acquire && o.ttl_ms.is_some();
+        });
     let has = |kinds: &[K]| kinds.iter().any(|k| events[*k as usize]);
     let has_op = |fs: &[OpFn]| fs.iter().any(|f| fns[*f as usize]);
     let needs: [(ViolationKind, bool, &str); NEEDS] = [
@@ -397,7 +404,12 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     // history against that model, and an empty history satisfies any model: Knossos calls it
     // linearizable, and so does this.
     let model_named = options.initial_value.is_some() || options.lock_model.is_some();
-    if lacking == NEEDS && !model_named {
+    // A final heal with its window gives the progress check something to judge: whether the
+    // demand after it was met.
+    let progress_judged = history
+        .events()
+        .any(|e| e.event == fencesim_history::EventKind::FinalHeal && e.window_ms.is_some());
+    if lacking == NEEDS && !model_named && !progress_judged {
         // A header and nothing any check can judge (no operations, no service events, or
         // only records without what their kind needs): to call that valid would pass an
         // empty or truncated file for a correct system.

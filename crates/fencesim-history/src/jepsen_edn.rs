@@ -61,7 +61,10 @@ fn map(entries: Vec<(&str, Node)>) -> Edn {
     Edn::Map(entries.into_iter().map(|(k, v)| (kw(k), v)).collect())
 }
 
-fn op_map(op: &Op) -> Edn {
+/// `op` as Jepsen's map. `fences`: whether its tokens are fencing tokens (a history whose
+/// tokens are opaque lock values, ordered by acquisition, leaves them out: Jepsen's form has
+/// no header to say so, and read back they would be judged as fences).
+fn op_map(op: &Op, fences: bool) -> Edn {
     let value = match op.f {
         // A read of a register never written is `nil` too: Jepsen has no other way to say
         // "no value", and read back it matches any value (weaker, never wrong).
@@ -78,7 +81,7 @@ fn op_map(op: &Op) -> Edn {
         ]),
         _ => Edn::Vector(vec![
             string_or_nil(op.lock.as_deref()),
-            int_or_nil(op.token),
+            int_or_nil(op.token.filter(|_| fences)),
         ]),
     };
     let mut entries = vec![
@@ -90,7 +93,9 @@ fn op_map(op: &Op) -> Edn {
         ("value", Node::new(value)),
         ("node", Node::new(Edn::Str(op.node.to_string()))),
     ];
-    if let (Some(token), OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete) = (op.token, op.f) {
+    if let (Some(token), OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete, true) =
+        (op.token, op.f, fences)
+    {
         entries.push(("token", int(token)));
     }
     if let Some(ttl_ms) = op.ttl_ms {
@@ -126,6 +131,9 @@ pub struct EdnExport {
     pub written: u64,
     /// Events dropped, because Jepsen's form has no place for them.
     pub dropped_events: u64,
+    /// Tokens left out, because they are opaque lock values (a history whose header says
+    /// `token_order: acquisition`), which Jepsen's form would present as fencing tokens.
+    pub dropped_tokens: u64,
 }
 
 /// Write `history` in Jepsen's EDN form, one map per line. Returns what was written and what
@@ -133,9 +141,13 @@ pub struct EdnExport {
 pub fn write_jepsen_edn(history: &History, mut out: impl Write) -> io::Result<EdnExport> {
     let mut export = EdnExport::default();
     let mut line = String::new();
+    let fences = history.header.token_order.is_value();
     for entry in &history.entries {
+        if let (Entry::Op(op), false) = (entry, fences) {
+            export.dropped_tokens += u64::from(op.token.is_some());
+        }
         let value = match entry {
-            Entry::Op(op) => Some(op_map(op)),
+            Entry::Op(op) => Some(op_map(op, fences)),
             Entry::Event(e) if e.event.is_nemesis() => nemesis_map(e),
             Entry::Event(_) => None,
         };

@@ -6,11 +6,6 @@
 /// TOML value) must not become a line as long as the input.
 pub const MAX_QUOTE_CHARS: usize = 80;
 
-/// The most characters of an error message [`cap_message`] keeps, quotes of the input already
-/// cut: only a message whose own words run past it (none of fencesim's do; the longest, a list
-/// of every accepted name, is a few hundred characters) is cut at the end.
-pub const MAX_MESSAGE_CHARS: usize = 2000;
-
 /// `message` with each quote of the input in it (between backticks or double quotes) cut to
 /// at most [`MAX_QUOTE_CHARS`] characters, ending in `… (N more characters)`, and control
 /// characters escaped (`\n`, `\u{1b}`): quoted input must not make an error as long as the
@@ -18,14 +13,7 @@ pub const MAX_MESSAGE_CHARS: usize = 2000;
 /// is accepted (`expected one of pause, hold, ...`) is never cut. Every error a reader of
 /// fencesim's formats returns goes through it.
 pub fn cap_message(message: impl Into<String>) -> String {
-    let message = cap_quotes(&escape_controls(&message.into()));
-    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
-        None => message,
-        Some((cut, _)) => {
-            let more = message[cut..].chars().count();
-            format!("{}… ({more} more characters)", &message[..cut])
-        }
-    }
+    cap_quotes(&escape_controls(&message.into()))
 }
 
 /// `text` with its control characters escaped as Rust escapes them (`\n`, `\t`, `\u{1b}`):
@@ -33,12 +21,12 @@ pub fn cap_message(message: impl Into<String>) -> String {
 /// lines to what fencesim prints or writes, or reach a terminal as an escape sequence. Text
 /// without control characters comes back as it is, unallocated.
 pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(needs_escape) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() {
+        if needs_escape(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -47,10 +35,26 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Whether `c` may not reach a reader as it is: a control character (C0, DEL, C1), a line or
+/// paragraph separator (a line break to some terminals and editors), or an invisible
+/// formatting character that reorders or hides text (bidirectional overrides and isolates,
+/// marks, zero-width characters, the byte-order mark: a name could display as another).
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}'                    // line and paragraph separators
+                | '\u{200B}'..='\u{200F}'              // zero-width, LRM, RLM
+                | '\u{202A}'..='\u{202E}'              // bidirectional embeddings, overrides
+                | '\u{2060}'..='\u{2069}'              // word joiner .. bidirectional isolates
+                | '\u{061C}' | '\u{FEFF}'              // Arabic letter mark, byte-order mark
+        )
+}
+
 /// `text` with every quoted run (`` `...` `` or `"..."`, a backslash escaping the next
 /// character) longer than [`MAX_QUOTE_CHARS`] cut, its closing quote kept.
 fn cap_quotes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(4 * MAX_MESSAGE_CHARS));
+    let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         out.push(c);
@@ -155,6 +159,11 @@ mod tests {
         assert_eq!(
             cap_message("line\nbreak\u{1b}[2J"),
             "line\\nbreak\\u{1b}[2J"
+        );
+        // Invisible reorderings and separators too; ordinary non-ASCII text stays.
+        assert_eq!(
+            escape_controls("b\u{2028}FAKE\u{202e}evil\u{feff} é 😀"),
+            "b\\u{2028}FAKE\\u{202e}evil\\u{feff} é 😀"
         );
     }
 

@@ -144,7 +144,21 @@ fn answers(e: &Event, history: &History, line: impl Fn(usize) -> usize) -> Resul
         .binary_search_by_key(&op, |entry| entry.at().index)
         .ok();
     match found.map(|i| (i, &history.entries[i])) {
-        Some((_, Entry::Op(invoke))) if invoke.op_type == OpType::Invoke => Ok(()),
+        Some((i, Entry::Op(invoke))) if invoke.op_type == OpType::Invoke => {
+            match answered_by(e.event) {
+                Some(fns) if !fns.contains(&invoke.f) => Err(format!(
+                    "field `op`: a {} answers {}, found {op}, which is {} at line {}",
+                    e.event.as_str(),
+                    fns.iter()
+                        .map(|f| f_name(*f))
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    describe(&history.entries[i]),
+                    line(i)
+                )),
+                _ => Ok(()),
+            }
+        }
         Some((i, other)) => Err(format!(
             "field `op`: expected the index of the invoke this {} answers, found {op}, which is \
              {} at line {}",
@@ -158,6 +172,19 @@ fn answers(e: &Event, history: &History, line: impl Fn(usize) -> usize) -> Resul
             e.event.as_str(),
             history.entries.len()
         )),
+    }
+}
+
+/// The operations an event of `kind` may answer (a grant an acquire, an accept a write), or
+/// `None` for a kind that answers none in particular.
+fn answered_by(kind: crate::EventKind) -> Option<&'static [OpFn]> {
+    use crate::EventKind as K;
+    match kind {
+        K::Grant => Some(&[OpFn::Acquire]),
+        K::Renew => Some(&[OpFn::Renew]),
+        K::Release => Some(&[OpFn::Release]),
+        K::Accept | K::Reject => Some(&[OpFn::Write, OpFn::Cas, OpFn::Delete]),
+        _ => None,
     }
 }
 

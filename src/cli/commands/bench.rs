@@ -74,7 +74,7 @@ pub(crate) fn bench(
         };
         if fencesim::run::interrupted() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
-            eprintln!("interrupted: the figures of the part in progress are partial");
+            complain!("interrupted: the figures of the part in progress are partial");
             return exit::INTERRUPTED;
         }
         if code != exit::VALID {
@@ -115,7 +115,7 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
         });
         let seconds = clock.seconds();
         let Ok(measured) = measured else {
-            eprintln!("error: {file}: a seed could not be measured");
+            complain!("error: {file}: a seed could not be measured");
             return exit::SIM_FAILED;
         };
         if fencesim::run::interrupted() {
@@ -163,7 +163,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
     let mut broken = false;
     for name in fencesim::safe_knobs::SAFE_BASES {
         let Some((file, text)) = bundled::find(name) else {
-            eprintln!("error: {name} is not bundled");
+            complain!("error: {name} is not bundled");
             return exit::SIM_FAILED;
         };
         let Some(base) = parse_bundled(file, text) else {
@@ -173,7 +173,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
         let sweep = match fencesim::safe_knobs::sweep(&base, 0..seeds, default_jobs()) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error: {name}: a drawn configuration does not validate: {e}");
+                complain!("error: {name}: a drawn configuration does not validate: {e}");
                 return exit::SIM_FAILED;
             }
         };
@@ -195,7 +195,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
         // The first unsafe seed's scenario, whole: `fencesim run` it to see the violation.
         if let Some((seed, _, _)) = sweep.unsafe_seeds.first() {
             if let Ok(drawn) = fencesim::safe_knobs::draw(&base, *seed) {
-                eprintln!(
+                complain!(
                     "# {name}, seed {seed}, as a scenario file (save it and `fencesim run` it):\n{}",
                     fencesim_scenario::to_toml(&drawn.scenario)
                 );
@@ -207,7 +207,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
         broken |= !sweep.unsafe_seeds.is_empty() || !sweep.failed.is_empty();
     }
     if broken {
-        eprintln!(
+        complain!(
             "error: a safe configuration showed a safety violation or failed (above): a false \
              positive of a check, or a design's safety claim broken"
         );
@@ -249,7 +249,7 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
             Vec::new(),
             fold,
         ) else {
-            eprintln!("error: {file}: a seed could not be judged");
+            complain!("error: {file}: a seed could not be judged");
             return exit::SIM_FAILED;
         };
         if fencesim::run::interrupted() {
@@ -275,7 +275,7 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
         );
     }
     if missed_any {
-        eprintln!("error: a bundled scenario misses its expectation on some seeds (above)");
+        complain!("error: a bundled scenario misses its expectation on some seeds (above)");
         return exit::VIOLATION;
     }
     exit::VALID
@@ -285,7 +285,7 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
 /// tests parse every one, so this is a broken build).
 fn parse_bundled(file: &str, text: &str) -> Option<fencesim::Scenario> {
     fencesim::parse_scenario(text, file)
-        .map_err(|e| eprintln!("error: bundled scenario is invalid: {e}"))
+        .map_err(|e| complain!("error: bundled scenario is invalid: {e}"))
         .ok()
 }
 
@@ -398,7 +398,7 @@ pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
             // A raw run that stopped part way would still count its time, and make madsim
             // look slower than it is.
             if raw_sent != sent / 6 * 6 {
-                eprintln!(
+                complain!(
                     "error: raw madsim seed {seed} carried {raw_sent} messages, not {}",
                     sent / 6 * 6
                 );
@@ -415,7 +415,7 @@ pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
         match fencesim::bench::phases(&scenario, seeds) {
             Ok(p) => phases.push(p),
             Err(e) => {
-                eprintln!("error: bench-reference: {e}");
+                complain!("error: bench-reference: {e}");
                 return exit::SIM_FAILED;
             }
         }
@@ -464,7 +464,7 @@ pub(crate) fn bench_checker(quick: bool) -> u8 {
     if result.verdict == fencesim::Verdict::Valid {
         exit::VALID
     } else {
-        eprintln!(
+        complain!(
             "error: a synthetic history that is correct by construction was judged {:?}",
             result.verdict
         );
@@ -496,7 +496,7 @@ pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8
             .flat_map(|d| [(d, true), (d, false)]),
     );
     if text.as_deref() == Some("") {
-        eprintln!("error: --defect is blank: give part of a defect or case (`K04`, `fsync`)");
+        complain!("error: --defect is blank: give part of a defect or case (`K04`, `fsync`)");
         return exit::BAD_INPUT;
     }
     if rows.is_empty() {
@@ -505,7 +505,7 @@ pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8
             .chain(MASKED)
             .map(|d| format!("{} ({})", d.name, d.case))
             .collect();
-        eprintln!(
+        complain!(
             "error: --defect {:?} matches no row of the mutation table; its rows: {}",
             defect.unwrap_or_default(),
             names.join(", ")
@@ -541,7 +541,7 @@ pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8
         let guided = guided_counts(&scenario(Placement::Uniform), starts, cap, jobs);
         let guided_s = clock.seconds();
         let (Ok(uniform), Ok(targeted), Ok(guided)) = (uniform, targeted, guided) else {
-            eprintln!("error: a sweep of {} failed", defect.name);
+            complain!("error: a sweep of {} failed", defect.name);
             return exit::SIM_FAILED;
         };
         let name = if alone {

@@ -60,7 +60,7 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
             } else {
                 format!("cannot open history: {e}")
             };
-            eprintln!("error: {}: {why}", path.display());
+            complain!("error: {}: {why}", path.display());
             return None;
         }
     };
@@ -78,8 +78,19 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
         (HistoryFormat::Jsonl, Some("edn")) => " (an .edn file: add --format jepsen-edn)",
         _ => "",
     };
-    read.map_err(|e| eprintln!("error: {}: {e}{hint}", path.display()))
+    read.map_err(|e| complain!("error: {}: {e}{hint}", path.display()))
         .ok()
+}
+
+/// `text` read as one EDN value, in the canonical text an EDN history's values are compared
+/// by (`#{2 1}` reads as `#{1 2}`), or why not.
+pub(crate) fn edn_value(text: &str) -> Result<String, String> {
+    let nodes =
+        fencesim_history::edn::parse_all(text).map_err(|e| format!("not EDN: {}", e.message))?;
+    match <[fencesim_history::edn::Node; 1]>::try_from(nodes) {
+        Ok([one]) => Ok(one.value.canonical()),
+        Err(nodes) => Err(format!("expected one EDN value, found {}", nodes.len())),
+    }
 }
 
 pub(crate) fn check(

@@ -32,7 +32,7 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
     let shard = match args.shard.as_deref().map(env_shard).transpose() {
         Ok(shard) => shard,
         Err(e) => {
-            eprintln!("error: {e}");
+            complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
@@ -51,7 +51,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
     let seeds = match select_seeds(&args.seeds, args.shard.as_deref()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
@@ -112,7 +112,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
     for written in kept {
         let done = match written {
             Written::Done(run) => *run,
-            Written::Pending(done) => match done.serialize().and_then(|e| write(&opts.out, e)) {
+            Written::Pending(done) => match done.write(&opts.out) {
                 Ok(run) => run,
                 Err(e) => return unwritable(&opts.out, &e),
             },
@@ -166,7 +166,7 @@ pub(crate) fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
         match ExploreSummary::read(path) {
             Ok(s) => parts.push((path.display().to_string(), s)),
             Err(e) => {
-                eprintln!("error: {e}");
+                complain!("error: {e}");
                 return exit::BAD_INPUT;
             }
         }
@@ -174,14 +174,14 @@ pub(crate) fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
     let merged = match ExploreSummary::merge(&parts) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("error: {e}");
+            complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
     let missing = merged.missing_shards();
     if !missing.is_empty() {
         // A lost shard must not pass for a whole sweep in CI, nor look like one: no summary.
-        eprintln!(
+        complain!(
             "error: the merge lacks shards {} of the sweep",
             missing.join(", ")
         );
@@ -214,7 +214,7 @@ fn env_shard(arg: &str) -> Result<String, String> {
     let var = |name: &str| std::env::var(name).ok();
     match fencesim::shard_env::resolve(arg, &var)? {
         Some(found) => {
-            eprintln!("shard {} from {}", found.label, found.source);
+            complain!("shard {} from {}", found.label, found.source);
             Ok(found.label)
         }
         None => Ok(arg.to_owned()),

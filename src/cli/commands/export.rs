@@ -29,7 +29,7 @@ pub(crate) fn export(path: &Path, out: Option<&Path>) -> u8 {
         }
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::VALID,
         Err(e) => {
-            eprintln!("error: cannot write the export: {e}");
+            complain!("error: cannot write the export: {e}");
             exit::BAD_INPUT
         }
     }
@@ -42,6 +42,13 @@ pub(crate) fn warn_of_lost_checks(
     history: &fencesim::History,
     export: &fencesim_history::EdnExport,
 ) {
+    if export.dropped_tokens > 0 {
+        complain!(
+            "note: the history's tokens are opaque lock values (token_order: acquisition), which \
+             the EDN would present as fencing tokens: its {} tokens are left out",
+            export.dropped_tokens
+        );
+    }
     if export.dropped_events == 0 {
         return;
     }
@@ -62,18 +69,19 @@ pub(crate) fn warn_of_lost_checks(
         .into_iter()
         .filter(|kind| !before.contains(kind))
         .collect();
-    eprintln!(
+    complain!(
         "note: the EDN keeps {} operations and leaves out {} service and resource events \
          (grants, expiries, accepts, rejects, beliefs)",
-        export.written, export.dropped_events
+        export.written,
+        export.dropped_events
     );
     if !lost.is_empty() {
-        eprintln!(
+        complain!(
             "note: checks the history supports and the EDN cannot (check the history.jsonl for \
              the run's verdict):"
         );
         for kind in lost {
-            eprintln!("  {kind}");
+            complain!("  {kind}");
         }
     }
 }

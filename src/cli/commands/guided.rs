@@ -42,7 +42,7 @@ fn search(
     by_default: bool,
 ) -> u8 {
     if scenario.nemesis.is_none() {
-        eprintln!(
+        complain!(
             "error: {}: --guided mutates the random nemesis's schedules, and this scenario has \
              no [nemesis] section",
             target.scenario
@@ -52,13 +52,13 @@ fn search(
     let (root, end) = match parse_range(&args.seeds) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
     let budget = u64::try_from(end - u128::from(root)).unwrap_or(u64::MAX);
     if budget > fencesim::run::MAX_SWEEP_SEEDS {
-        eprintln!(
+        complain!(
             "error: --seeds: a guided search of {budget} simulations; at most {} per search",
             fencesim::run::MAX_SWEEP_SEEDS
         );
@@ -78,7 +78,7 @@ fn search(
         return unwritable(&opts.out, &e);
     }
     if by_default && !args.quiet {
-        eprintln!(
+        complain!(
             "{}: a guided search from root seed {root}, at most {budget} simulation{} (the \
              default for a scenario with a [nemesis]; --sweep runs each seed's own draw instead)",
             scenario.name,
@@ -215,7 +215,7 @@ fn write_and_run(
     let parsed = match fencesim::load_scenario(file) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: the counterexample's file does not parse back: {e}");
+            complain!("error: the counterexample's file does not parse back: {e}");
             return Ok((exit::SIM_FAILED, None));
         }
     };
@@ -231,7 +231,7 @@ fn write_and_run(
     print_seed(&done, true);
     let code = seed_exit_code(&done.report, true);
     if code == exit::VALID {
-        eprintln!(
+        complain!(
             "error: {} met its expectation when run from its file: the search's run did not \
              reproduce",
             file.display()

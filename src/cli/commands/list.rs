@@ -23,7 +23,7 @@ pub(crate) fn list() -> u8 {
                 );
             }
             Err(e) => {
-                eprintln!("error: bundled scenario is invalid: {e}");
+                complain!("error: bundled scenario is invalid: {e}");
                 return exit::SIM_FAILED;
             }
         }

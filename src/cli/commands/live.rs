@@ -47,28 +47,28 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     let scenario = match load(&args.scenario) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
     let plan = match fencesim_live::plan::plan(&scenario, fencesim::registry::active().live()) {
         Ok(plan) => plan,
         Err(why) => {
-            eprintln!("error: {}: {why}", args.scenario);
+            complain!("error: {}: {why}", args.scenario);
             return exit::BAD_INPUT;
         }
     };
     let program = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: cannot find the running binary to start client processes: {e}");
+            complain!("error: cannot find the running binary to start client processes: {e}");
             return exit::SIM_FAILED;
         }
     };
     let (postgres, redis) = match endpoints(args) {
         Ok(found) => found,
         Err(e) => {
-            eprintln!("error: {e}");
+            complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
@@ -89,7 +89,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     let leftovers = fencesim_live::reaper::remove_leftovers(&std::env::temp_dir());
     if !leftovers.is_empty() {
         let names: Vec<String> = leftovers.iter().map(|p| p.display().to_string()).collect();
-        eprintln!(
+        complain!(
             "note: removed {} folder{} left by live runs that were killed: {}",
             names.len(),
             if names.len() == 1 { "" } else { "s" },
@@ -215,7 +215,7 @@ fn endpoints(args: &LiveArgs) -> Result<(Option<Endpoint>, Vec<Endpoint>), Strin
         Some(given) => {
             let (endpoint, warnings) = secret::postgres(given, &sources)?;
             for warning in warnings {
-                eprintln!("warning: {warning}");
+                complain!("warning: {warning}");
             }
             Some(endpoint)
         }
@@ -236,7 +236,7 @@ fn live_error(e: &LiveError, opts: &LiveOptions) -> u8 {
     for endpoint in opts.postgres.iter().chain(&opts.redis) {
         message = endpoint.scrub(&message);
     }
-    eprintln!("error: {message}");
+    complain!("error: {message}");
     // A server that fails while the user quits was stopped by the quitting.
     if fencesim::run::interrupted() {
         return exit::INTERRUPTED;

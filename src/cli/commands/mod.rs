@@ -42,12 +42,12 @@ pub(crate) fn load(arg: &str) -> Result<Scenario, String> {
 /// run options; on bad input, the exit code.
 pub(crate) fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
     let mut scenario = load(&t.scenario).map_err(|e| {
-        eprintln!("error: {e}");
+        complain!("error: {e}");
         exit::BAD_INPUT
     })?;
     if t.swarm {
         let Some(nemesis) = scenario.nemesis.as_mut() else {
-            eprintln!(
+            complain!(
                 "error: {}: --swarm needs a scenario with a [nemesis] section",
                 t.scenario
             );
@@ -76,7 +76,7 @@ pub(crate) fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
 }
 
 pub(crate) fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
-    eprintln!(
+    complain!(
         "error: cannot write the run's output under {}: {e}",
         out.display()
     );

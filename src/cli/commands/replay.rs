@@ -22,7 +22,7 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
     {
         Ok(done) => done,
         Err(e) => {
-            eprintln!(
+            complain!(
                 "error: cannot write the replay under {}: {e}",
                 opts.out.display()
             );
@@ -57,7 +57,7 @@ fn not_a_report(path: &Path, e: &serde_json::Error) -> u8 {
         0 => String::new(),
         line => format!(":{line}:{}", e.column()),
     };
-    eprintln!(
+    complain!(
         "error: {}{at}: not a fencesim report: {what}",
         path.display()
     );
@@ -93,13 +93,13 @@ fn json_words(message: &str) -> String {
 /// not and return the exit code.
 pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     let bytes = std::fs::read(path).map_err(|e| {
-        eprintln!("error: {}: cannot read: {e}", path.display());
+        complain!("error: {}: cannot read: {e}", path.display());
         exit::BAD_INPUT
     })?;
     let mut json: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?;
     if json.get("mode").and_then(|m| m.as_str()) == Some("live") {
-        eprintln!(
+        complain!(
             "error: {}: a live trial's report: a live trial has no seed and cannot be replayed or \
              shrunk; run it again with `fencesim live` (its `reproduce` line)",
             path.display()
@@ -113,7 +113,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
         serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?
     } else {
         if let Err(why) = fencesim::report::upgrade(&mut json, fencesim::registry::active()) {
-            eprintln!(
+            complain!(
                 "error: {}: not a report this fencesim reads: {why}",
                 path.display()
             );
@@ -136,7 +136,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
                 }
                 other => other.to_string(),
             };
-            eprintln!(
+            complain!(
                 "error: {}: its scenario is not valid: {what}",
                 path.display()
             );

@@ -1,6 +1,6 @@
 //! `fencesim run`: one seed, or with `--expect` every seed of the scenario's range.
 
-use fencesim::run::{default_jobs, sweep_fold, write, Judged, RunOptions, SeedRun};
+use fencesim::run::{default_jobs, sweep_fold, Judged, RunOptions, SeedRun};
 use fencesim::{exit, Scenario};
 
 use super::{
@@ -15,7 +15,7 @@ pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, sweep: &Rang
     };
     let range = &scenario.seeds;
     if seed.is_none() && expect && range.end - range.start > fencesim::run::MAX_SWEEP_SEEDS {
-        eprintln!(
+        complain!(
             "error: {}: seeds {}..{} are {} seeds; run --expect takes at most {} (use explore \
              with --shard to split a larger sweep)",
             target.scenario,
@@ -93,7 +93,7 @@ pub(crate) fn run_range(
         let kept = if met && !range.write_all {
             None
         } else {
-            Some(write(&opts.out, done.serialize()?)?)
+            Some(done.write(&opts.out)?)
         };
         Ok((met, determinism, kept))
     };

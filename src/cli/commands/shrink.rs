@@ -26,7 +26,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
                     .iter()
                     .map(|k| k.as_str())
                     .collect();
-                eprintln!(
+                complain!(
                     "error: --kind: expected one of {}, found {k:?}",
                     all.join(", ")
                 );
@@ -36,7 +36,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         None => match stored.violations.first() {
             Some(v) => v.kind,
             None => {
-                eprintln!(
+                complain!(
                     "error: {}: seed {} of {} has no violation to shrink (verdict {})",
                     path.display(),
                     stored.seed,
@@ -54,7 +54,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
     let shrunk = match fencesim::shrink::shrink_report(&stored, kind) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {}: {e}", path.display());
+            complain!("error: {}: {e}", path.display());
             return exit::BAD_INPUT;
         }
     };
