@@ -675,14 +675,11 @@ fn leftovers(pid: u32) -> (Vec<String>, Vec<String>) {
     (folders, processes)
 }
 
-#[test]
-fn quitting_at_once_still_removes_every_server_and_folder() {
-    if !redis_installed("quit at once") {
-        return;
-    }
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let out = out_dir("live-quit");
-    let mut child = Command::new(bin())
+/// `fencesim live redis-crash-no-fsync --trials 5` into a fresh folder for `test`, once the
+/// first trial's Redis nodes run (their folders carry the run's pid): the child process.
+fn a_redis_run_under_way(test: &str) -> std::process::Child {
+    let out = out_dir(test);
+    let child = Command::new(bin())
         .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
         .arg(&out)
         .current_dir(root())
@@ -690,20 +687,28 @@ fn quitting_at_once_still_removes_every_server_and_folder() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Wait until the first trial's Redis nodes run (their folders carry the run's pid).
-    let mut running = false;
-    for _ in 0..200 {
+    for _ in 0..400 {
         std::thread::sleep(std::time::Duration::from_millis(50));
-        if leftovers(pid)
+        let redis_folders = leftovers(pid)
             .0
             .iter()
-            .any(|f| f.starts_with("fencesim-live-redis"))
-        {
-            running = true;
-            break;
+            .filter(|f| f.starts_with("fencesim-live-redis"))
+            .count();
+        if redis_folders >= 2 {
+            return child;
         }
     }
-    assert!(running, "the run never started its Redis nodes");
+    panic!("{test}: the run never started its Redis nodes");
+}
+
+#[test]
+fn quitting_at_once_still_removes_every_server_and_folder() {
+    if !redis_installed("quit at once") {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut child = a_redis_run_under_way("live-quit");
+    let pid = child.id();
     // Ctrl-C, then SIGTERM at once: the second quits without finishing the trial.
     let signal = |name: &str| {
         Command::new("kill")
@@ -1198,31 +1203,8 @@ fn the_folders_of_a_killed_run_are_removed_by_the_next_run() {
         return;
     }
     let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let out = out_dir("live-killed");
-    let mut child = Command::new(bin())
-        .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
-        .arg(&out)
-        .current_dir(root())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = a_redis_run_under_way("live-killed");
     let pid = child.id();
-    // Wait until the first trial's Redis nodes run.
-    let mut running = false;
-    for _ in 0..400 {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        if leftovers(pid)
-            .0
-            .iter()
-            .filter(|f| f.starts_with("fencesim-live-redis"))
-            .count()
-            >= 2
-        {
-            running = true;
-            break;
-        }
-    }
-    assert!(running, "the run never started its Redis nodes");
     child.kill().unwrap();
     child.wait().unwrap();
     // The servers follow their parent (the kernel's parent-death signal); the folders stay.

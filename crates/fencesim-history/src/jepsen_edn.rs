@@ -36,27 +36,6 @@ fn int_or_nil(n: Option<u64>) -> Node {
     n.map_or(Node::new(Edn::Nil), int)
 }
 
-fn type_name(t: OpType) -> &'static str {
-    match t {
-        OpType::Invoke => "invoke",
-        OpType::Ok => "ok",
-        OpType::Fail => "fail",
-        OpType::Info => "info",
-    }
-}
-
-fn f_name(f: OpFn) -> &'static str {
-    match f {
-        OpFn::Acquire => "acquire",
-        OpFn::Renew => "renew",
-        OpFn::Release => "release",
-        OpFn::Read => "read",
-        OpFn::Write => "write",
-        OpFn::Cas => "cas",
-        OpFn::Delete => "delete",
-    }
-}
-
 fn map(entries: Vec<(&str, Node)>) -> Edn {
     Edn::Map(entries.into_iter().map(|(k, v)| (kw(k), v)).collect())
 }
@@ -88,8 +67,8 @@ fn op_map(op: &Op, fences: bool) -> Edn {
         ("index", int(op.at.index)),
         ("time", int(op.at.time_ns)),
         ("process", int(op.process)),
-        ("type", kw(type_name(op.op_type))),
-        ("f", kw(f_name(op.f))),
+        ("type", kw(op.op_type.as_str())),
+        ("f", kw(op.f.as_str())),
         ("value", Node::new(value)),
         ("node", Node::new(Edn::Str(op.node.to_string()))),
     ];

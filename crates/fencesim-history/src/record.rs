@@ -102,6 +102,18 @@ pub enum OpType {
     Info,
 }
 
+impl OpType {
+    /// The name used in files (`invoke`, `ok`, `fail`, `info`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpType::Invoke => "invoke",
+            OpType::Ok => "ok",
+            OpType::Fail => "fail",
+            OpType::Info => "info",
+        }
+    }
+}
+
 /// The operation a client performs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -122,6 +134,21 @@ pub enum OpFn {
     /// Delete the resource's key, with a fencing token or (a cleanup path that bypasses the
     /// fence) without one: the register is then as if never written (history format 3).
     Delete,
+}
+
+impl OpFn {
+    /// The name used in files (`acquire`, `write`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpFn::Acquire => "acquire",
+            OpFn::Renew => "renew",
+            OpFn::Release => "release",
+            OpFn::Read => "read",
+            OpFn::Write => "write",
+            OpFn::Cas => "cas",
+            OpFn::Delete => "delete",
+        }
+    }
 }
 
 /// A client operation record (an invocation or a completion).

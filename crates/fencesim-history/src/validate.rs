@@ -150,7 +150,7 @@ fn answers(e: &Event, history: &History, line: impl Fn(usize) -> usize) -> Resul
                     "field `op`: a {} answers {}, found {op}, which is {} at line {}",
                     e.event.as_str(),
                     fns.iter()
-                        .map(|f| f_name(*f))
+                        .map(|f| f.as_str())
                         .collect::<Vec<_>>()
                         .join(" or "),
                     describe(&history.entries[i]),
@@ -196,27 +196,6 @@ fn describe(entry: &Entry) -> String {
     }
 }
 
-fn type_name(t: OpType) -> &'static str {
-    match t {
-        OpType::Invoke => "invoke",
-        OpType::Ok => "ok",
-        OpType::Fail => "fail",
-        OpType::Info => "info",
-    }
-}
-
-fn f_name(f: OpFn) -> &'static str {
-    match f {
-        OpFn::Acquire => "acquire",
-        OpFn::Renew => "renew",
-        OpFn::Release => "release",
-        OpFn::Read => "read",
-        OpFn::Write => "write",
-        OpFn::Cas => "cas",
-        OpFn::Delete => "delete",
-    }
-}
-
 /// "an" before a vowel, "a" otherwise.
 fn article(word: &str) -> &'static str {
     if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
@@ -228,7 +207,7 @@ fn article(word: &str) -> &'static str {
 
 /// "an ok read", "an invoke of a write".
 fn op_words(op: &Op) -> String {
-    let (t, f) = (type_name(op.op_type), f_name(op.f));
+    let (t, f) = (op.op_type.as_str(), op.f.as_str());
     if op.op_type == OpType::Invoke {
         format!("an invoke of {} {f}", article(f))
     } else {
@@ -282,7 +261,7 @@ impl Pairs {
                      runs one operation at a time (Jepsen's rule), so a completion is missing or \
                      two processes share a number",
                     op_words(op),
-                    f_name(op_at(open).f),
+                    op_at(open).f.as_str(),
                     line(open)
                 ));
             }
@@ -293,9 +272,9 @@ impl Pairs {
             let before = match self.done.get(&p) {
                 Some(&(inv, done)) => format!(
                     "process {p}'s {} invoked at line {} was already completed ({}) at line {}",
-                    f_name(op_at(inv).f),
+                    op_at(inv).f.as_str(),
                     line(inv),
-                    type_name(op_at(done).op_type),
+                    op_at(done).op_type.as_str(),
                     line(done)
                 ),
                 None => format!("process {p} invoked nothing before it"),
@@ -308,7 +287,7 @@ impl Pairs {
                 "{} on process {p} completes its {} invoked at line {}: a completion has its \
                  invocation's f",
                 op_words(op),
-                f_name(invoke.f),
+                invoke.f.as_str(),
                 line(invoked)
             ));
         }
@@ -325,7 +304,7 @@ impl Pairs {
                  completion is on its invocation's {word}",
                 op_words(op),
                 name(here),
-                f_name(invoke.f),
+                invoke.f.as_str(),
                 name(there),
                 line(invoked)
             ));
