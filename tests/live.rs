@@ -679,7 +679,7 @@ fn leftovers(pid: u32) -> (Vec<String>, Vec<String>) {
 /// first trial's Redis nodes run (their folders carry the run's pid): the child process.
 fn a_redis_run_under_way(test: &str) -> std::process::Child {
     let out = out_dir(test);
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["live", "redis-crash-no-fsync", "--trials", "5", "--out"])
         .arg(&out)
         .current_dir(root())
@@ -698,6 +698,8 @@ fn a_redis_run_under_way(test: &str) -> std::process::Child {
             return child;
         }
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("{test}: the run never started its Redis nodes");
 }
 
