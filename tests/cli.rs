@@ -874,3 +874,34 @@ fn an_export_leaves_opaque_tokens_out_and_says_so() {
     let back = fencesim(&["check", edn.to_str().unwrap(), "--format", "jepsen-edn"]);
     assert_ne!(back.status.code(), Some(1), "{:?}", text(&back));
 }
+
+/// Issue 38, item 6: a history that outgrows the machine's memory ends the run as a failed
+/// simulation (exit 4) with a message, its files written, instead of aborting in the
+/// allocator (exit 134). Run under a 700 MB address-space limit (`ulimit -v`), where the
+/// history's vector cannot double past about half a million records.
+#[test]
+fn a_history_that_outgrows_memory_is_a_failed_simulation_not_an_abort() {
+    let out = out_dir("history-outgrows-memory");
+    let script = format!(
+        "ulimit -v 700000 && exec {} run tests/fixtures/regressions/history-outgrows-memory.toml --out {}",
+        env!("CARGO_BIN_EXE_fencesim"),
+        out.display()
+    );
+    let run = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(support::root())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(4), "{stdout}{stderr}");
+    // How far it got depends on what else the process holds; that it stopped says the rest.
+    assert!(
+        stdout.contains("simulation failed: out of memory: the history of ")
+            && stdout.contains(" records (about "),
+        "{stdout}"
+    );
+    let seed = out.join("history-outgrows-memory/0");
+    for file in ["history.jsonl", "report.json", "history.txt", "summary.md"] {
+        assert!(seed.join(file).exists(), "{file} missing");
+    }
+}

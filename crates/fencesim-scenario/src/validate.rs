@@ -15,9 +15,12 @@ use fencesim_history::ViolationKind;
 
 /// The largest number any field takes: 10^12 (ms: about 31 years of simulated time).
 pub(crate) const MAX_NUMBER: i64 = fencesim_design::MAX_KNOB_NUMBER;
-/// The default and the largest `max_records` (a record takes a few hundred bytes in memory).
+/// The default and the largest `max_records`. A record takes 264 bytes in the history's
+/// vector, which doubles as it grows: at 4,000,000 records it holds 2^22 (1.1 GB), and a run
+/// at the limit peaked at 1.3 GB resident, writing its files as it goes (issue 38: at
+/// 10,000,000 the vector's next doubling asked for 2.2 GB more and aborted on a 4 GB machine).
 const DEFAULT_MAX_RECORDS: u64 = 2_000_000;
-const MAX_RECORDS: u64 = 10_000_000;
+const MAX_RECORDS: u64 = 4_000_000;
 /// The most clients one scenario may have.
 const MAX_CLIENTS: usize = 1_000;
 /// The longest node or scenario name.
