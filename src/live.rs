@@ -127,9 +127,9 @@ impl Servers {
     }
 }
 
-/// What can be known to fail before anything starts: an unreadable `--postgres`, faults that
-/// need the server fencesim starts, clock faults on a `redis-server` that cannot run under
-/// libfaketime.
+/// What can be known to fail before anything starts: faults that need the servers fencesim
+/// starts (refused before a server of the user's is asked anything), a server of the user's
+/// that does not answer, clock faults on a `redis-server` that cannot run under libfaketime.
 fn check_setup(
     plan: &LivePlan,
     postgres: Option<&Endpoint>,
@@ -149,6 +149,18 @@ fn check_setup(
                 nodes.join(", ")
             )));
         }
+        // What cannot work on servers of the user's is refused before any is asked.
+        let touches_nodes = plan
+            .faults
+            .iter()
+            .any(|f| matches!(f.target, fencesim_live::plan::Target::Redis(_)));
+        if touches_nodes || plan.uses_network() {
+            return Err(LiveError::Unsupported(
+                "faults on Redis nodes and network faults need the nodes fencesim starts; \
+                 leave out --redis"
+                    .to_owned(),
+            ));
+        }
         for (i, url) in redis.iter().enumerate() {
             let shown = &fencesim_live::secret::shown_capped(&url.shown);
             if redis[..i].contains(url) {
@@ -165,17 +177,6 @@ fn check_setup(
                 .map_err(|e| {
                     LiveError::Unsupported(format!("--redis {shown:?}: no answer to PING: {e}"))
                 })?;
-        }
-        let touches_nodes = plan
-            .faults
-            .iter()
-            .any(|f| matches!(f.target, fencesim_live::plan::Target::Redis(_)));
-        if touches_nodes || plan.uses_network() {
-            return Err(LiveError::Unsupported(
-                "faults on Redis nodes and network faults need the nodes fencesim starts; \
-                 leave out --redis"
-                    .to_owned(),
-            ));
         }
     }
     // `--postgres` parsed when its password was looked up (fencesim_live::secret::postgres).

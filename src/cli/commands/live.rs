@@ -165,7 +165,7 @@ fn trial_line(done: &fencesim::live::LiveTrial) -> String {
         live.real_ms as f64 / 1000.0
     );
     if let Some(why) = &live.cut_short {
-        line.push_str(&format!("; cut short: {why}"));
+        line.push_str(&format!("; cut short: {why} (not counted in the tally)"));
     }
     if !live.disturbed.is_empty() {
         line.push_str(&format!(
