@@ -342,12 +342,16 @@ impl ExploreSummary {
 
     /// Read a summary written by [`ExploreSummary::write`]; errors name the file.
     pub fn read(path: &Path) -> Result<ExploreSummary, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "{}: cannot read: {e}",
+                fencesim_history::display_path(path)
+            )
+        })?;
         let summary: ExploreSummary = serde_json::from_str(&text).map_err(|e| {
             format!(
                 "{}: line {} column {}: not an explore summary: {e}",
-                path.display(),
+                fencesim_history::display_path(path),
                 e.line(),
                 e.column()
             )
@@ -355,7 +359,7 @@ impl ExploreSummary {
         if summary.schema_version != SUMMARY_SCHEMA_VERSION {
             return Err(format!(
                 "{}: schema_version {} is not the supported {SUMMARY_SCHEMA_VERSION}",
-                path.display(),
+                fencesim_history::display_path(path),
                 summary.schema_version
             ));
         }

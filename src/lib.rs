@@ -290,7 +290,7 @@ pub fn check_scenario(
             Err(ScenarioCheckError::Counterexample {
                 seed: written.report.seed,
                 summary: written.explain(true),
-                report: written.report_path.display().to_string(),
+                report: fencesim_history::display_path(&written.report_path),
                 reproduce: written.report.reproduce.clone(),
             })
         }

@@ -249,8 +249,9 @@ pub fn trial(
         || (opts.expect && !report.expectation.met);
     let dir = if keep {
         let dir = trial_dir(&opts.out, &plan.scenario, trial);
-        write_trial(&dir, &report, &record.history)
-            .map_err(|e| LiveError::Server(format!("{}: {e}", dir.display())))?;
+        write_trial(&dir, &report, &record.history).map_err(|e| {
+            LiveError::Server(format!("{}: {e}", fencesim_history::display_path(&dir)))
+        })?;
         Some(dir)
     } else {
         None
@@ -289,14 +290,14 @@ fn live_report(
 }
 
 /// The command that runs a trial of the same kind again: the scenario and the servers, with
-/// their passwords masked (the user gives them again, or from the environment: docs/live.md).
+/// their passwords left out (the rerun takes them from the environment: docs/live.md).
 fn reproduce(opts: &LiveOptions) -> String {
     let mut line = format!("{} live {} --trials 1", crate::program(), opts.scenario_arg);
     if let Some(url) = &opts.postgres {
-        line.push_str(&format!(" --postgres {:?}", url.shown));
+        line.push_str(&format!(" --postgres {:?}", url.rerun));
     }
     for url in &opts.redis {
-        line.push_str(&format!(" --redis {:?}", url.shown));
+        line.push_str(&format!(" --redis {:?}", url.rerun));
     }
     line
 }
@@ -313,7 +314,9 @@ struct LiveReportJson<'a> {
     scenario: &'a Scenario,
     verdict: report::RunVerdict,
     violations: &'a [fencesim_checker::Violation],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
     unknown: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
     not_checked: &'a [String],
     unsafe_exposure: &'a fencesim_checker::UnsafeExposure,
     expectation: &'a ExpectationResult,

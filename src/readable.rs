@@ -203,9 +203,19 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     let report_json = dir.join("report.json");
     // A live trial has no seed: it is run again, not replayed or shrunk.
     if report.live.is_none() {
-        let _ = writeln!(md, "{} replay {}", crate::program(), report_json.display());
+        let _ = writeln!(
+            md,
+            "{} replay {}",
+            crate::program(),
+            fencesim_history::display_path(&report_json)
+        );
         if !report.violations.is_empty() {
-            let _ = writeln!(md, "{} shrink {}", crate::program(), report_json.display());
+            let _ = writeln!(
+                md,
+                "{} shrink {}",
+                crate::program(),
+                fencesim_history::display_path(&report_json)
+            );
         }
     }
     let timeline = if report.history.entries as usize <= TIMELINE_MAX_RECORDS {

@@ -1455,4 +1455,13 @@ fn an_escape_sequence_in_a_file_name_is_escaped_in_errors() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
     assert!(stderr.contains("bad\\u{1b}[2Jname.jsonl"), "{stderr}");
+    // A newline in a file name would start a line fencesim did not write ("verdict: valid").
+    let file = dir.join("bad\nverdict: valid.jsonl");
+    std::fs::write(&file, "{\"record\":\"op\"}\n").unwrap();
+    let out = fencesim(&["check", file.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("bad\\nverdict: valid.jsonl"), "{stderr}");
+    assert!(!stdout.contains("verdict: valid"), "{stdout}");
 }

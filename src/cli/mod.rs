@@ -237,9 +237,9 @@ enum Command {
     /// Measure fencesim itself: seeds per second, records per seed and simulated latencies of
     /// every bundled scenario (release builds give the meaningful figures).
     Bench {
-        /// Seeds per scenario.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-        seeds: u64,
+        /// Seeds per scenario (default 20; 1 with --quick).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        seeds: Option<u64>,
         /// Worker threads (default: 1, so that seeds/s is per core).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
         jobs: u64,
@@ -250,14 +250,14 @@ enum Command {
         /// Run only this part (default: every part, in this order).
         #[arg(long, value_enum)]
         only: Option<BenchPart>,
-        /// Seeds per scenario for the `expectations` part (from each scenario's first seed;
-        /// --quick makes it 20).
-        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-        expectation_seeds: u64,
+        /// Seeds per scenario for the `expectations` part, from each scenario's first seed
+        /// (default 1000; 20 with --quick).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        expectation_seeds: Option<u64>,
         /// Seeds per design for the `safe-knobs` part, each its own drawn safe configuration
-        /// (--quick makes it 10).
-        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-        safe_knob_seeds: u64,
+        /// (default 10,000; 10 with --quick).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+        safe_knob_seeds: Option<u64>,
         /// With the `checker` part: also judge Knossos's test histories in DIR (its `data`
         /// folder: cas-register/good, cas-register/bad) and compare with Knossos's verdicts.
         #[arg(long, value_name = "DIR")]
@@ -385,10 +385,14 @@ pub fn main() -> ExitCode {
             peers,
             defect,
         } => {
+            // A count given on the command line holds with --quick too.
+            let or_default = |given: Option<u64>, full: u64, quick_count: u64| {
+                given.unwrap_or(if quick { quick_count } else { full })
+            };
             let counts = BenchSeeds {
-                scenarios: if quick { 1 } else { seeds },
-                expectations: if quick { 20 } else { expectation_seeds },
-                safe_knobs: if quick { 10 } else { safe_knob_seeds },
+                scenarios: or_default(seeds, 20, 1),
+                expectations: or_default(expectation_seeds, 1000, 20),
+                safe_knobs: or_default(safe_knob_seeds, 10_000, 10),
             };
             if defect.is_some() && only.is_some_and(|o| o != BenchPart::Search) {
                 complain!(

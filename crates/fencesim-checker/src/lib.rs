@@ -172,7 +172,7 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
             ViolationKind::NotLinearizable,
             has_op(&[OpFn::Read, OpFn::Write, OpFn::Cas, OpFn::Delete])
                 || (options.lock_model.is_some() && has_op(&[OpFn::Acquire, OpFn::Release])),
-            "no read, write, cas or delete operations",
+            "no read, write, cas or delete operation completed ok",
         ),
     ];
     let mut lacking: Vec<String> = needs
@@ -415,12 +415,12 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
         // empty or truncated file for a correct system.
         unknown.push(match history.entries.len() {
             0 => "nothing to judge: the history has no entries".to_owned(),
-            1 => "nothing to judge: the history's one entry is no operation or event any check \
-                  can judge"
+            1 => "nothing to judge: the history's one entry is no completed operation or event \
+                  any check can judge"
                 .to_owned(),
             n => format!(
-                "nothing to judge: none of the history's {n} entries is an operation or event \
-                 any check can judge"
+                "nothing to judge: none of the history's {n} entries is a completed operation \
+                 or an event any check can judge"
             ),
         });
     }

@@ -540,7 +540,7 @@ fn bare_records_give_nothing_to_judge() {
             (
                 Verdict::Unknown,
                 vec![
-                    "nothing to judge: the history's one entry is no operation or event any \
+                    "nothing to judge: the history's one entry is no completed operation or event any \
                       check can judge"
                         .to_owned()
                 ]
@@ -562,8 +562,8 @@ fn bare_records_give_nothing_to_judge() {
     assert_eq!(
         result.unknown,
         [
-            "nothing to judge: none of the history's 2 entries is an operation or event any check \
-          can judge"
+            "nothing to judge: none of the history's 2 entries is a completed operation or an \
+             event any check can judge"
         ]
     );
     // A whole grant is judged (one lease, nothing overlaps it): valid. A whole renewal alone

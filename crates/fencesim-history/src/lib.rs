@@ -21,7 +21,9 @@ pub use jsonl::{read_jsonl, write_jsonl, HistoryError};
 pub use record::{
     Entry, Event, EventKind, Header, History, Name, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
 };
-pub use text::{cap_message, edit_distance, escape_controls, nearest, MAX_QUOTE_CHARS};
+pub use text::{
+    cap_message, display_path, edit_distance, escape_controls, nearest, MAX_QUOTE_CHARS,
+};
 pub use violation::ViolationKind;
 
 /// The history format version written into every header. Bump on incompatible changes.

@@ -35,6 +35,15 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A path as fencesim prints it: [`Path::display`] with its control characters escaped, line
+/// breaks included (a file name may hold a newline, which would otherwise start a line of
+/// output that fencesim did not write).
+///
+/// [`Path::display`]: std::path::Path::display
+pub fn display_path(path: &std::path::Path) -> String {
+    escape_controls(&path.display().to_string()).into_owned()
+}
+
 /// Whether `c` may not reach a reader as it is: a control character (C0, DEL, C1), a line or
 /// paragraph separator (a line break to some terminals and editors), or an invisible
 /// formatting character that reorders or hides text (bidirectional overrides and isolates,

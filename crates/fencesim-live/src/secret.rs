@@ -22,6 +22,10 @@ pub struct Endpoint {
     connect: String,
     /// What every message and report shows: `postgresql://USER:***@HOST/DB`.
     pub shown: String,
+    /// What a reproduce line gives, to be run again: the string with its password left out
+    /// (`postgresql://USER@HOST/DB`), so that the rerun takes it from the environment as
+    /// this run may have (a `***` would be sent as the password itself).
+    pub rerun: String,
     /// Where the password came from (`the URL`, `PGPASSWORD`, `/home/u/.pgpass`), if there
     /// is one.
     pub password_from: Option<String>,
@@ -78,7 +82,7 @@ impl PasswordSources {
 /// The string does not parse, or names no host. The message does not quote it: a string
 /// that does not parse cannot be told to hold no password (`passwrd=...`).
 pub fn postgres(given: &str, sources: &PasswordSources) -> Result<(Endpoint, Vec<String>), String> {
-    let shown = mask_postgres(given);
+    let shown = hide_postgres(given, Hide::Mask);
     let config: postgres::Config = given.parse().map_err(|e| {
         format!(
             "--postgres (not shown: it may hold a password) is not a libpq connection string or \
@@ -114,10 +118,12 @@ pub fn postgres(given: &str, sources: &PasswordSources) -> Result<(Endpoint, Vec
         _ => given.to_owned(),
     };
     let shown = scrub(&shown, password.as_deref());
+    let rerun = scrub(&hide_postgres(given, Hide::Drop), password.as_deref());
     Ok((
         Endpoint {
             connect,
             shown,
+            rerun,
             password_from: from,
             password,
         },
@@ -133,7 +139,7 @@ pub fn postgres(given: &str, sources: &PasswordSources) -> Result<(Endpoint, Vec
 /// be told to hold no password).
 pub fn redis(given: &str, sources: &PasswordSources) -> Result<Endpoint, String> {
     use redis::IntoConnectionInfo;
-    let shown = mask_url(given);
+    let shown = hide_url(given, Hide::Mask);
     let info = given.into_connection_info().map_err(|e| {
         format!("--redis (not shown: it may hold a password) is not a Redis URL: {e}")
     })?;
@@ -148,9 +154,11 @@ pub fn redis(given: &str, sources: &PasswordSources) -> Result<Endpoint, String>
     };
     let password = password.map(String::into_bytes);
     let shown = scrub(&shown, password.as_deref());
+    let rerun = scrub(&hide_url(given, Hide::Drop), password.as_deref());
     Ok(Endpoint {
         connect,
         shown,
+        rerun,
         password_from: from,
         password,
     })
@@ -169,18 +177,35 @@ pub fn shown_capped(shown: &str) -> String {
     }
 }
 
+/// What becomes of a password in a connection string that is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hide {
+    /// It reads [`MASK`]: for messages, which should say that there was one.
+    Mask,
+    /// It is left out, with its key: for a line to run again.
+    Drop,
+}
+
 /// A PostgreSQL connection string with its password masked, in either form.
 pub fn mask_postgres(conn: &str) -> String {
+    hide_postgres(conn, Hide::Mask)
+}
+
+fn hide_postgres(conn: &str, hide: Hide) -> String {
     if conn.contains("://") {
-        mask_url(conn)
+        hide_url(conn, hide)
     } else {
-        mask_keyword_value(conn)
+        hide_keyword_value(conn, hide).trim().to_owned()
     }
 }
 
 /// A URL with the password of its user info (`scheme://user:PASSWORD@host`) and of its query
 /// (`?password=...`, `?pass=...`) masked.
 pub fn mask_url(url: &str) -> String {
+    hide_url(url, Hide::Mask)
+}
+
+fn hide_url(url: &str, hide: Hide) -> String {
     let Some(start) = url.find("://").map(|i| i + 3) else {
         return url.to_owned();
     };
@@ -194,29 +219,41 @@ pub fn mask_url(url: &str) -> String {
     let authority_end = match rest[..query].rfind('@') {
         Some(at) => {
             let userinfo = &rest[..at];
-            match userinfo.find(':') {
-                Some(colon) => {
+            match (userinfo.find(':'), hide) {
+                (Some(colon), Hide::Mask) => {
                     out.push_str(&userinfo[..=colon]);
                     out.push_str(MASK);
                 }
-                None => out.push_str(userinfo),
+                (Some(colon), Hide::Drop) => out.push_str(&userinfo[..colon]),
+                (None, _) => out.push_str(userinfo),
             }
-            at
+            // `redis://:PASSWORD@host` without its password has no user info left.
+            if out.len() == start {
+                at + 1
+            } else {
+                at
+            }
         }
         None => 0,
     };
     let tail = &rest[authority_end..];
     match tail.find('?') {
         Some(q) => {
-            out.push_str(&tail[..=q]);
             let params: Vec<String> = tail[q + 1..]
                 .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((key, _)) if is_password_key(key) => format!("{key}={MASK}"),
-                    _ => pair.to_owned(),
+                .filter_map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if is_password_key(key) => match hide {
+                        Hide::Mask => Some(format!("{key}={MASK}")),
+                        Hide::Drop => None,
+                    },
+                    _ => Some(pair.to_owned()),
                 })
                 .collect();
-            out.push_str(&params.join("&"));
+            out.push_str(&tail[..q]);
+            if !params.is_empty() {
+                out.push('?');
+                out.push_str(&params.join("&"));
+            }
         }
         None => out.push_str(tail),
     }
@@ -230,9 +267,9 @@ fn is_password_key(key: &str) -> bool {
     )
 }
 
-/// A libpq `keyword = value` string with the value of `password` masked (quoted values with
-/// `\'` and `\\` escapes, as libpq reads them).
-fn mask_keyword_value(conn: &str) -> String {
+/// A libpq `keyword = value` string with the value of `password` masked or dropped (quoted
+/// values with `\'` and `\\` escapes, as libpq reads them).
+fn hide_keyword_value(conn: &str, hide: Hide) -> String {
     let mut out = String::with_capacity(conn.len());
     let mut rest = conn;
     loop {
@@ -255,11 +292,18 @@ fn mask_keyword_value(conn: &str) -> String {
         let value_start = after_eq.len() - after_eq.trim_start().len();
         let value_text = &after_eq[value_start..];
         let value_len = value_length(value_text);
-        out.push_str(&rest[..rest.len() - value_text.len()]);
-        if key.eq_ignore_ascii_case("password") {
-            out.push_str(MASK);
+        let is_password = key.eq_ignore_ascii_case("password");
+        if is_password && hide == Hide::Drop {
+            // The pair goes, and the blank before it: what follows keeps its own.
+            let kept = out.trim_end().len();
+            out.truncate(kept);
         } else {
-            out.push_str(&value_text[..value_len]);
+            out.push_str(&rest[..rest.len() - value_text.len()]);
+            if is_password {
+                out.push_str(MASK);
+            } else {
+                out.push_str(&value_text[..value_len]);
+            }
         }
         rest = &value_text[value_len..];
     }
@@ -463,6 +507,41 @@ mod tests {
         );
         assert_eq!(mask_postgres("PASSWORD=x host=h"), "PASSWORD=*** host=h");
         assert_eq!(mask_postgres("host=h user=u"), "host=h user=u");
+    }
+
+    #[test]
+    fn a_line_to_run_again_leaves_the_password_out() {
+        let drop = |conn: &str| hide_postgres(conn, Hide::Drop);
+        assert_eq!(
+            drop("postgresql://alice:s3cret@127.0.0.1:5433/postgres"),
+            "postgresql://alice@127.0.0.1:5433/postgres"
+        );
+        assert_eq!(
+            drop("postgres://alice@db/x?password=two&sslmode=disable"),
+            "postgres://alice@db/x?sslmode=disable"
+        );
+        assert_eq!(
+            drop("postgres://alice@db/x?pass=two"),
+            "postgres://alice@db/x"
+        );
+        assert_eq!(
+            hide_url("redis://:hunter22@10.0.0.1:6379/0", Hide::Drop),
+            "redis://10.0.0.1:6379/0"
+        );
+        assert_eq!(
+            drop("host=127.0.0.1 user=u password='it\\'s' dbname=postgres"),
+            "host=127.0.0.1 user=u dbname=postgres"
+        );
+        assert_eq!(drop("password=x host=h"), "host=h");
+        let sources = PasswordSources::default();
+        let (e, _) = postgres("host=h user=u password=s3cret", &sources).unwrap();
+        assert_eq!(e.rerun, "host=h user=u");
+        assert_eq!(e.shown, "host=h user=u password=***");
+        let e = redis("redis://bob:pw22@h:1/", &sources).unwrap();
+        assert_eq!(
+            (e.rerun.as_str(), e.shown.as_str()),
+            ("redis://bob@h:1/", "redis://bob:***@h:1/")
+        );
     }
 
     #[test]

@@ -161,6 +161,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
         "seeds/s"
     );
     let mut broken = false;
+    let mut total = 0;
     for name in fencesim::safe_knobs::SAFE_BASES {
         let Some((file, text)) = bundled::find(name) else {
             complain!("error: {name} is not bundled");
@@ -205,7 +206,12 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
             say!("  seed {seed} failed: {why}");
         }
         broken |= !sweep.unsafe_seeds.is_empty() || !sweep.failed.is_empty();
+        total += sweep.seeds;
     }
+    say!(
+        "unsafe: seeds with a safety violation; no-progress: seeds whose only violation is \
+         no-progress-after-heal (liveness; a workload may end before the heal)"
+    );
     if broken {
         complain!(
             "error: a safe configuration showed a safety violation or failed (above): a false \
@@ -213,6 +219,10 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
         );
         return exit::VIOLATION;
     }
+    say!(
+        "safe-knobs: no safety violation in {total} seeds over {} designs",
+        fencesim::safe_knobs::SAFE_BASES.len()
+    );
     exit::VALID
 }
 
@@ -572,7 +582,7 @@ pub(crate) fn bench_peers(dir: &std::path::Path) -> u8 {
     let Some(folders) = fencesim::bench::knossos_peers(dir) else {
         say!(
             "peers: {} has no cas-register/ folder (Knossos's data/ folder has): skipped",
-            dir.display()
+            fencesim_history::display_path(dir)
         );
         return exit::VALID;
     };

@@ -60,7 +60,7 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
             } else {
                 format!("cannot open history: {e}")
             };
-            complain!("error: {}: {why}", path.display());
+            complain!("error: {}: {why}", fencesim_history::display_path(path));
             return None;
         }
     };
@@ -78,8 +78,13 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
         (HistoryFormat::Jsonl, Some("edn")) => " (an .edn file: add --format jepsen-edn)",
         _ => "",
     };
-    read.map_err(|e| complain!("error: {}: {e}{hint}", path.display()))
-        .ok()
+    read.map_err(|e| {
+        complain!(
+            "error: {}: {e}{hint}",
+            fencesim_history::display_path(path)
+        )
+    })
+    .ok()
 }
 
 /// `text` read as one EDN value, in the canonical text an EDN history's values are compared
@@ -106,7 +111,7 @@ pub(crate) fn check(
     let verdict = fencesim::report::verdict(&result, None);
     if json {
         let out = serde_json::json!({
-            "history": path.display().to_string(),
+            "history": fencesim_history::display_path(path),
             "verdict": verdict,
             "violations": result.violations,
             "unknown": result.unknown,
@@ -139,7 +144,7 @@ pub(crate) fn print_check(
     };
     say!(
         "{}: {:?} ({n} violation{}{skipped})",
-        path.display(),
+        fencesim_history::display_path(path),
         verdict,
         if n == 1 { "" } else { "s" }
     );

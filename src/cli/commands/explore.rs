@@ -134,7 +134,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
     if let Err(e) = summary.write(&path) {
         return unwritable(&opts.out, &at_path(&path, &e));
     }
-    say!("summary: {}", path.display());
+    say!("summary: {}", fencesim_history::display_path(&path));
     if interrupted {
         say!(
             "interrupted after {} of {} seeds: the summary is partial (explore --merge refuses it)",
@@ -164,7 +164,7 @@ pub(crate) fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
     let mut parts = Vec::new();
     for path in paths {
         match ExploreSummary::read(path) {
-            Ok(s) => parts.push((path.display().to_string(), s)),
+            Ok(s) => parts.push((fencesim_history::display_path(path), s)),
             Err(e) => {
                 complain!("error: {e}");
                 return exit::BAD_INPUT;
@@ -198,7 +198,7 @@ pub(crate) fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
     if let Err(e) = merged.write(&path) {
         return unwritable(out, &e);
     }
-    say!("summary: {}", path.display());
+    say!("summary: {}", fencesim_history::display_path(&path));
     if merged.failed > 0 {
         exit::SIM_FAILED
     } else if merged.counterexample_count > 0 {

@@ -73,7 +73,10 @@ fn search(
     if guided_dir.exists() && !guided_dir.is_dir() {
         let e = std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
-            format!("{} is in the way of a folder", guided_dir.display()),
+            format!(
+                "{} is in the way of a folder",
+                fencesim_history::display_path(&guided_dir)
+            ),
         );
         return unwritable(&opts.out, &e);
     }
@@ -124,7 +127,7 @@ fn search(
             start: found.seed,
             end: found.seed.saturating_add(1),
         };
-        written_file = Some(file.display().to_string());
+        written_file = Some(fencesim_history::display_path(&file));
         match write_and_run(&written, &file, found.seed, opts) {
             Ok((c, path)) => (code, report) = (c, path),
             Err(e) => failed = Some(e),
@@ -186,7 +189,7 @@ fn search(
     if let Err(e) = std::fs::write(&path, json) {
         return unwritable(&opts.out, &at_path(&path, &e));
     }
-    say!("summary: {}", path.display());
+    say!("summary: {}", fencesim_history::display_path(&path));
     if let Some(e) = failed {
         return unwritable(&opts.out, &e);
     }
@@ -222,7 +225,7 @@ fn write_and_run(
     // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act on
     // there, and in the reproduce line it would be refused.
     let run_opts = RunOptions {
-        scenario_arg: file.display().to_string(),
+        scenario_arg: fencesim_history::display_path(file),
         swarm: false,
         ..opts.clone()
     };
@@ -234,7 +237,7 @@ fn write_and_run(
         complain!(
             "error: {} met its expectation when run from its file: the search's run did not \
              reproduce",
-            file.display()
+            fencesim_history::display_path(file)
         );
         return Ok((exit::SIM_FAILED, Some(done.report_path)));
     }

@@ -88,7 +88,10 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     // What an earlier run killed with SIGKILL left behind (its servers died with it).
     let leftovers = fencesim_live::reaper::remove_leftovers(&std::env::temp_dir());
     if !leftovers.is_empty() {
-        let names: Vec<String> = leftovers.iter().map(|p| p.display().to_string()).collect();
+        let names: Vec<String> = leftovers
+            .iter()
+            .map(|p| fencesim_history::display_path(p))
+            .collect();
         complain!(
             "note: removed {} folder{} left by live runs that were killed: {}",
             names.len(),
@@ -174,7 +177,10 @@ fn trial_line(done: &fencesim::live::LiveTrial) -> String {
         ));
     }
     if let Some(dir) = &done.dir {
-        line.push_str(&format!("; {}", dir.join("report.json").display()));
+        line.push_str(&format!(
+            "; {}",
+            fencesim_history::display_path(&dir.join("report.json"))
+        ));
     }
     line
 }

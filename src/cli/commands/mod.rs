@@ -78,20 +78,26 @@ pub(crate) fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
 pub(crate) fn unwritable(out: &Path, e: &std::io::Error) -> u8 {
     complain!(
         "error: cannot write the run's output under {}: {e}",
-        out.display()
+        fencesim_history::display_path(out)
     );
     exit::BAD_INPUT
 }
 
 /// `e` with the path it happened at in its text (`std::fs`'s errors leave it out).
 pub(crate) fn at_path(path: &Path, e: &std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+    std::io::Error::new(
+        e.kind(),
+        format!("{}: {e}", fencesim_history::display_path(path)),
+    )
 }
 
 pub(crate) fn print_seed(done: &SeedRun, expect: bool) {
     // The expectation line only where it is judged: --expect and explore.
     say!("{}", done.explain(expect));
-    say!("report: {}", done.report_path.display());
+    say!(
+        "report: {}",
+        fencesim_history::display_path(&done.report_path)
+    );
     if seed_exit_code(&done.report, expect) != exit::VALID {
         say!("reproduce: {}", done.report.reproduce);
     }

@@ -13,7 +13,7 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
     };
     let opts = RunOptions {
         out,
-        scenario_arg: path.display().to_string(),
+        scenario_arg: fencesim_history::display_path(path),
         check_determinism: false,
         swarm: false,
     };
@@ -24,13 +24,16 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
         Err(e) => {
             complain!(
                 "error: cannot write the replay under {}: {e}",
-                opts.out.display()
+                fencesim_history::display_path(&opts.out)
             );
             return exit::BAD_INPUT;
         }
     };
     say!("{}", done.verdict_line());
-    say!("report: {}", done.report_path.display());
+    say!(
+        "report: {}",
+        fencesim_history::display_path(&done.report_path)
+    );
     if done.report.history.sha256 == stored.history.sha256 {
         say!("replay identical: history sha256 {}", stored.history.sha256);
         exit::VALID
@@ -59,7 +62,7 @@ fn not_a_report(path: &Path, e: &serde_json::Error) -> u8 {
     };
     complain!(
         "error: {}{at}: not a fencesim report: {what}",
-        path.display()
+        fencesim_history::display_path(path)
     );
     exit::BAD_INPUT
 }
@@ -93,7 +96,10 @@ fn json_words(message: &str) -> String {
 /// not and return the exit code.
 pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     let bytes = std::fs::read(path).map_err(|e| {
-        complain!("error: {}: cannot read: {e}", path.display());
+        complain!(
+            "error: {}: cannot read: {e}",
+            fencesim_history::display_path(path)
+        );
         exit::BAD_INPUT
     })?;
     let mut json: serde_json::Value =
@@ -102,7 +108,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
         complain!(
             "error: {}: a live trial's report: a live trial has no seed and cannot be replayed or \
              shrunk; run it again with `fencesim live` (its `reproduce` line)",
-            path.display()
+            fencesim_history::display_path(path)
         );
         return Err(exit::BAD_INPUT);
     }
@@ -115,7 +121,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
         if let Err(why) = fencesim::report::upgrade(&mut json, fencesim::registry::active()) {
             complain!(
                 "error: {}: not a report this fencesim reads: {why}",
-                path.display()
+                fencesim_history::display_path(path)
             );
             return Err(exit::BAD_INPUT);
         }
@@ -138,7 +144,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
             };
             complain!(
                 "error: {}: its scenario is not valid: {what}",
-                path.display()
+                fencesim_history::display_path(path)
             );
             Err(exit::BAD_INPUT)
         }

@@ -141,7 +141,7 @@ pub(crate) fn run_range(
         last + 1,
         tally.written,
         if tally.written == 1 { "" } else { "s" },
-        opts.out.join(&scenario.name).display(),
+        fencesim_history::display_path(&opts.out.join(&scenario.name)),
         if range.write_all {
             ""
         } else {

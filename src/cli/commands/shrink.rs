@@ -38,7 +38,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
             None => {
                 complain!(
                     "error: {}: seed {} of {} has no violation to shrink (verdict {})",
-                    path.display(),
+                    fencesim_history::display_path(path),
                     stored.seed,
                     stored.scenario.name,
                     serde_json::to_value(stored.verdict)
@@ -54,7 +54,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
     let shrunk = match fencesim::shrink::shrink_report(&stored, kind) {
         Ok(s) => s,
         Err(e) => {
-            complain!("error: {}: {e}", path.display());
+            complain!("error: {}: {e}", fencesim_history::display_path(path));
             return exit::BAD_INPUT;
         }
     };
@@ -80,8 +80,11 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         moved(shrunk.sooner_ms),
         shrunk.runs
     );
-    say!("minimal scenario: {}", file.display());
-    let file_arg = file.display().to_string();
+    say!(
+        "minimal scenario: {}",
+        fencesim_history::display_path(&file)
+    );
+    let file_arg = fencesim_history::display_path(&file);
     let opts = RunOptions {
         out: out.to_path_buf(),
         scenario_arg: file_arg.clone(),
@@ -91,7 +94,10 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
     match fencesim::run::run_seed(&shrunk.scenario, shrunk.seed, &opts) {
         Ok(done) => {
             say!("{}", done.verdict_line());
-            say!("report: {}", done.report_path.display());
+            say!(
+                "report: {}",
+                fencesim_history::display_path(&done.report_path)
+            );
         }
         Err(e) => return unwritable(out, &e),
     }
