@@ -342,12 +342,8 @@ impl ExploreSummary {
 
     /// Read a summary written by [`ExploreSummary::write`]; errors name the file.
     pub fn read(path: &Path) -> Result<ExploreSummary, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "{}: cannot read: {e}",
-                fencesim_history::display_path(path)
-            )
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", fencesim_history::display_path(path)))?;
         let summary: ExploreSummary = serde_json::from_str(&text).map_err(|e| {
             format!(
                 "{}: line {} column {}: not an explore summary: {e}",

@@ -124,7 +124,9 @@ fn draw_workload(s: &mut Scenario, rng: &mut impl Rng) -> Vec<String> {
     let cleanup = [Cleanup::None, Cleanup::Fenced, Cleanup::Unfenced][rng.gen_range(0..3)];
     if cleanup == Cleanup::Fenced {
         if let Some(nemesis) = s.nemesis.as_mut() {
-            nemesis.kinds.retain(|k| k != "duplicate");
+            nemesis
+                .kinds
+                .retain(|&k| k != fencesim_scenario::FaultKind::Duplicate);
         }
     }
     s.resource.keys = (1..=keys).map(|k| format!("key-{k}")).collect();

@@ -49,7 +49,7 @@ fn known_failure_schedules_stay_fixed() {
 #[test]
 fn swarm_mode_varies_the_kinds_between_seeds_and_records_them() {
     let scenario = scenario();
-    let kinds: Vec<Vec<String>> = (0..8)
+    let kinds: Vec<Vec<fencesim::scenario::FaultKind>> = (0..8)
         .map(|seed| {
             evaluate(&scenario, seed, &opts())
                 .unwrap()

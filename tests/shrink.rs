@@ -78,7 +78,7 @@ fn assert_one_minimal(scenario: &fencesim::Scenario, seed: u64, kind: fencesim::
     };
     assert!(shows(scenario), "the shrunk scenario keeps the violation");
     for (i, fault) in scenario.faults.iter().enumerate() {
-        if fault.action.kind() == "final-heal" {
+        if fault.action.kind() == fencesim_scenario::FaultKind::FinalHeal {
             continue;
         }
         let mut fewer = scenario.clone();

@@ -38,8 +38,8 @@
 //! ranges, so a probe run is a schedule the nemesis could have drawn.
 
 use fencesim_scenario::{
-    Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent, NodeRole,
-    Scenario, Trigger, LEADER,
+    Action, Cut, Fault, FaultKind, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent,
+    NodeRole, Scenario, Trigger, LEADER,
 };
 use rand::seq::SliceRandom;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -132,7 +132,7 @@ impl Prober<'_> {
         let targets = self.targets(rng);
         let mut singles: Vec<Vec<Probe>> = Vec::new();
         let mut by_node: Vec<Vec<Vec<Probe>>> = vec![Vec::new(); targets.len()];
-        for kind in &self.spec.kinds {
+        for &kind in &self.spec.kinds {
             for ((node, role), kinds) in targets.iter().zip(&mut by_node) {
                 let probes = self.node_probes(kind, node, *role);
                 singles.extend(probes.iter().map(|p| vec![p.clone()]));
@@ -302,7 +302,7 @@ impl Prober<'_> {
     }
 
     /// The probes of a node-bound `kind` on `node`, a node of `role`.
-    fn node_probes(&self, kind: &str, node: &str, role: NodeRole) -> Vec<Probe> {
+    fn node_probes(&self, kind: FaultKind, node: &str, role: NodeRole) -> Vec<Probe> {
         use Length::{Long, Medium, Short};
         use NodeEvent::{Accept, Grant, Renew, Write};
         let spec = self.spec;
@@ -313,7 +313,7 @@ impl Prober<'_> {
         // renewal, and is cut off or has its clock moved just after its grant; a lease node
         // has just granted; the resource has just accepted. The leader is whichever node leads
         // when the fault starts, which no event count names: it is struck at a time.
-        let stalls = matches!(kind, "pause" | "crash");
+        let stalls = matches!(kind, FaultKind::Pause | FaultKind::Crash);
         let aims: &[(NodeEvent, bool)] = match role {
             _ if node == LEADER => &[],
             NodeRole::Client if stalls => &[(Write, false), (Renew, false)],
@@ -338,37 +338,37 @@ impl Prober<'_> {
         let far = |r: fencesim_scenario::Range64| [r.max, r.min].into_iter().filter(|v| *v != 0);
         let lease_holder_side = role != NodeRole::Resource;
         match kind {
-            "pause" => aimed(Action::Pause { node }, Some(Long)),
+            FaultKind::Pause => aimed(Action::Pause { node }, Some(Long)),
             // Back at once, back while its lease could still be live, and back after it.
-            "crash" => [Short, Medium, Long]
+            FaultKind::Crash => [Short, Medium, Long]
                 .into_iter()
                 .flat_map(|l| aimed(Action::Crash { node: node.clone() }, Some(l)))
                 .collect(),
-            "partition" => aimed(
+            FaultKind::Partition => aimed(
                 Action::Partition {
                     cut: Cut::Isolate(node),
                 },
                 Some(Long),
             ),
-            "clock-jump" if lease_holder_side => far(spec.clock_jump_ms)
+            FaultKind::ClockJump if lease_holder_side => far(spec.clock_jump_ms)
                 .flat_map(|delta_ms| {
                     let node = node.clone();
                     aimed(Action::ClockJump { node, delta_ms }, None)
                 })
                 .collect(),
-            "clock-skew" if lease_holder_side => far(spec.clock_offset_ms)
+            FaultKind::ClockSkew if lease_holder_side => far(spec.clock_offset_ms)
                 .flat_map(|offset_ms| {
                     let node = node.clone();
                     aimed(Action::ClockSkew { node, offset_ms }, Some(Long))
                 })
                 .collect(),
-            "clock-drift" if lease_holder_side => far(spec.drift_ppm)
+            FaultKind::ClockDrift if lease_holder_side => far(spec.drift_ppm)
                 .flat_map(|ppm| {
                     let node = node.clone();
                     aimed(Action::ClockDrift { node, ppm }, Some(Long))
                 })
                 .collect(),
-            "clock-strobe" if lease_holder_side => far(spec.clock_offset_ms)
+            FaultKind::ClockStrobe if lease_holder_side => far(spec.clock_offset_ms)
                 .flat_map(|offset_ms| {
                     let node = node.clone();
                     let period_ms = (self.length(Long) / 4).max(1);
@@ -380,14 +380,33 @@ impl Prober<'_> {
                     aimed(strobe, Some(Long))
                 })
                 .collect(),
-            _ => Vec::new(),
+            // A clock fault on the resource: it keeps no lease, so its clock decides
+            // nothing a probe could aim at.
+            FaultKind::ClockJump
+            | FaultKind::ClockSkew
+            | FaultKind::ClockDrift
+            | FaultKind::ClockStrobe => Vec::new(),
+            // Network-wide kinds: [`Prober::network_probes`].
+            FaultKind::Loss
+            | FaultKind::Duplicate
+            | FaultKind::Reorder
+            | FaultKind::Latency
+            | FaultKind::HoldAll => Vec::new(),
+            // Never in `[nemesis] kinds` ([`FaultKind::is_drawable`]).
+            FaultKind::Hold
+            | FaultKind::Heal
+            | FaultKind::Restart
+            | FaultKind::StallRenewals
+            | FaultKind::Deregister
+            | FaultKind::Restore
+            | FaultKind::FinalHeal => Vec::new(),
         }
     }
 
     /// The probes of a network-wide `kind`, at its strongest for a long window; a `hold-all`
     /// becomes a hold of one message of each kind that carries a lease (a grant or renewal
     /// reply from a lease node, a client's write), as targeted placement's holds do.
-    fn network_probes(&self, kind: &str, targets: &[(String, NodeRole)]) -> Vec<Probe> {
+    fn network_probes(&self, kind: FaultKind, targets: &[(String, NodeRole)]) -> Vec<Probe> {
         let spec = self.spec;
         let long = Some(self.length(Length::Long));
         let timed = |action| Probe {
@@ -398,29 +417,44 @@ impl Prober<'_> {
         };
         let rate = spec.rate[1];
         match kind {
-            "loss" => vec![timed(Action::Loss {
+            FaultKind::Loss => vec![timed(Action::Loss {
                 link: LinkSel::default(),
                 rate,
             })],
-            "duplicate" => vec![timed(Action::Duplicate {
+            FaultKind::Duplicate => vec![timed(Action::Duplicate {
                 link: LinkSel::default(),
                 rate,
             })],
-            "reorder" => vec![timed(Action::Reorder {
+            FaultKind::Reorder => vec![timed(Action::Reorder {
                 window_ms: spec.reorder_window_ms.max_ms,
             })],
-            "latency" => vec![timed(Action::Latency {
+            FaultKind::Latency => vec![timed(Action::Latency {
                 link: LinkSel::default(),
                 latency_ms: LatencyRange {
                     min_ms: spec.latency_ms.max_ms,
                     max_ms: spec.latency_ms.max_ms,
                 },
             })],
-            "hold-all" => targets
+            FaultKind::HoldAll => targets
                 .iter()
                 .flat_map(|(node, role)| self.holds(node, *role))
                 .collect(),
-            _ => Vec::new(),
+            // Node-bound kinds: [`Prober::node_probes`].
+            FaultKind::Pause
+            | FaultKind::Crash
+            | FaultKind::Partition
+            | FaultKind::ClockJump
+            | FaultKind::ClockSkew
+            | FaultKind::ClockDrift
+            | FaultKind::ClockStrobe => Vec::new(),
+            // Never in `[nemesis] kinds` ([`FaultKind::is_drawable`]).
+            FaultKind::Hold
+            | FaultKind::Heal
+            | FaultKind::Restart
+            | FaultKind::StallRenewals
+            | FaultKind::Deregister
+            | FaultKind::Restore
+            | FaultKind::FinalHeal => Vec::new(),
         }
     }
 
@@ -492,7 +526,7 @@ fn pairs(by_node: &[Vec<Vec<Probe>>], rng: &mut Xoshiro256PlusPlus) -> Vec<Vec<P
 }
 
 fn is_clock(action: &Action) -> bool {
-    action.kind().starts_with("clock-")
+    action.kind().is_clock()
 }
 
 #[cfg(test)]
@@ -546,8 +580,13 @@ mod tests {
         let s = scenario("random-nemesis-fenced");
         let all: Vec<Fault> = runs(&s, 1).into_iter().flatten().collect();
         let kind = |f: &Fault| f.action.kind();
-        for k in &s.nemesis.as_ref().unwrap().kinds {
-            let k = if k == "hold-all" { "hold" } else { k.as_str() };
+        for &k in &s.nemesis.as_ref().unwrap().kinds {
+            // A hold-all is probed as holds of single messages.
+            let k = if k == FaultKind::HoldAll {
+                FaultKind::Hold
+            } else {
+                k
+            };
             assert!(all.iter().any(|f| kind(f) == k), "no {k} probe");
         }
         // A client paused for longer than a lease just before its write (Kleppmann 2016).
@@ -576,7 +615,7 @@ mod tests {
                 if aimed_at(&f.action).is_some_and(|t| t.starts_with("client")) {
                     slots.entry((i, start)).or_default().push(f.clone());
                 }
-                losses += usize::from(f.action.kind() == "loss");
+                losses += usize::from(f.action.kind() == FaultKind::Loss);
             }
         }
         // (faults, clients struck) of each slot.

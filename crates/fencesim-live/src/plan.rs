@@ -1,7 +1,9 @@
 //! What a scenario asks for, in live terms: which of its parts have a live form, and a clear
 //! refusal for each one that has none (never a silent drop).
 
-use fencesim_scenario::{Action, Cut, Fault, LinkSel, NodeEvent, NodeRole, Scenario, Trigger};
+use fencesim_scenario::{
+    Action, Cut, Fault, FaultKind, LinkSel, NodeEvent, NodeRole, Scenario, Trigger,
+};
 
 use crate::form::{LiveForms, Needs};
 use crate::wire::Armed;
@@ -212,11 +214,8 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
 /// A fault's live form, or why it has none.
 fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, String> {
     let at = format!("[[faults]] #{}", n + 1);
-    let kind = serde_json::to_value(&fault.action)
-        .ok()
-        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
-        .unwrap_or_default();
-    let refused = || format!("{at}: kind = {kind:?} {}", why_not(&kind));
+    let kind = fault.action.kind();
+    let refused = || format!("{at}: kind = \"{kind}\" {}", why_not(kind));
     if let Some(action) = network_action(&fault.action, fault.duration_ms) {
         let at_point = at_ms(fault.trigger)
             .ok_or_else(|| format!("{at}: a network fault fires at at_ms in live mode"))?;
@@ -257,13 +256,13 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
         (Target::Postgres, LiveAction::Crash { .. } | LiveAction::Restart) => {}
         (Target::Postgres, _) => {
             return Err(format!(
-                "{at}: kind = {kind:?} of {node:?} (PostgreSQL) has no live form (its clock is \
+                "{at}: kind = \"{kind}\" of {node:?} (PostgreSQL) has no live form (its clock is \
                  the machine's); pauses, crashes and restarts of its process group do"
             ))
         }
         (Target::Client(_), _) => {
             return Err(format!(
-                "{at}: kind = {kind:?} of a client has no live form yet; pauses of client \
+                "{at}: kind = \"{kind}\" of a client has no live form yet; pauses of client \
                  processes do"
             ))
         }
@@ -358,15 +357,31 @@ fn target(plan: &LivePlan, node: &str) -> Option<Target> {
     on_postgres.then_some(Target::Postgres)
 }
 
-fn why_not(kind: &str) -> &'static str {
+fn why_not(kind: FaultKind) -> &'static str {
     match kind {
-        "hold" | "hold-all" | "duplicate" | "reorder" => {
+        FaultKind::Hold | FaultKind::HoldAll | FaultKind::Duplicate | FaultKind::Reorder => {
             "has no live form: holding, duplicating or reordering a named message has no \
              meaning on a byte stream"
         }
-        "clock-skew" | "clock-drift" | "clock-strobe" => {
+        FaultKind::ClockSkew | FaultKind::ClockDrift | FaultKind::ClockStrobe => {
             "has no live form yet (clock-jump on a Redis node does, through fencesim's clock shim)"
         }
-        _ => "has no live form yet (live mode runs pause, crash, restart and clock-jump)",
+        // Pauses, crashes, restarts and clock jumps have live forms, and so do partitions,
+        // heals, latency and loss of the network ([`network_action`]) where their fields
+        // allow one.
+        FaultKind::StallRenewals
+        | FaultKind::Deregister
+        | FaultKind::Restore
+        | FaultKind::FinalHeal
+        | FaultKind::Pause
+        | FaultKind::Crash
+        | FaultKind::Restart
+        | FaultKind::ClockJump
+        | FaultKind::Partition
+        | FaultKind::Heal
+        | FaultKind::Latency
+        | FaultKind::Loss => {
+            "has no live form yet (live mode runs pause, crash, restart and clock-jump)"
+        }
     }
 }

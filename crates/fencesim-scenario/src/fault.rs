@@ -97,6 +97,148 @@ impl Cut {
     }
 }
 
+/// A fault's kind: the `kind` of a `[[faults]]` entry, of an [`Action`], and what a random
+/// nemesis draws from (`[nemesis] kinds`). Every place that must decide something per kind
+/// (what a kind requires, whether a random nemesis draws it, how it is drawn and probed, its
+/// live form) matches on it without a wildcard, so a new kind is a compile error at each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// A process pause (GC, VM migration, `SIGSTOP`): [`Action::Pause`].
+    Pause,
+    /// One message held back: [`Action::Hold`].
+    Hold,
+    /// Every message of a kind held back: [`Action::HoldAll`].
+    HoldAll,
+    /// Extra delay on links: [`Action::Latency`].
+    Latency,
+    /// Messages dropped: [`Action::Loss`].
+    Loss,
+    /// Messages delivered twice: [`Action::Duplicate`].
+    Duplicate,
+    /// Messages delivered out of order: [`Action::Reorder`].
+    Reorder,
+    /// Links cut: [`Action::Partition`].
+    Partition,
+    /// Every partition ended: [`Action::Heal`].
+    Heal,
+    /// A wall clock stepped: [`Action::ClockJump`].
+    ClockJump,
+    /// A wall clock offset for a while: [`Action::ClockSkew`].
+    ClockSkew,
+    /// A clock running fast or slow: [`Action::ClockDrift`].
+    ClockDrift,
+    /// A wall clock flipping between two offsets: [`Action::ClockStrobe`].
+    ClockStrobe,
+    /// A process killed (and restarted after `duration_ms`): [`Action::Crash`].
+    Crash,
+    /// A crashed process started again: [`Action::Restart`].
+    Restart,
+    /// A client's renewals held back: [`Action::StallRenewals`].
+    StallRenewals,
+    /// A client's session taken away at the service: [`Action::Deregister`].
+    Deregister,
+    /// The lease service restored from an old backup: [`Action::Restore`].
+    Restore,
+    /// The random nemesis's last act: [`Action::FinalHeal`].
+    FinalHeal,
+}
+
+impl FaultKind {
+    /// Every kind, in the order the scenario format's documentation lists them.
+    pub const ALL: [FaultKind; 19] = [
+        FaultKind::Pause,
+        FaultKind::Hold,
+        FaultKind::HoldAll,
+        FaultKind::Latency,
+        FaultKind::Loss,
+        FaultKind::Duplicate,
+        FaultKind::Reorder,
+        FaultKind::Partition,
+        FaultKind::Heal,
+        FaultKind::ClockJump,
+        FaultKind::ClockSkew,
+        FaultKind::ClockDrift,
+        FaultKind::ClockStrobe,
+        FaultKind::Crash,
+        FaultKind::Restart,
+        FaultKind::StallRenewals,
+        FaultKind::Deregister,
+        FaultKind::Restore,
+        FaultKind::FinalHeal,
+    ];
+
+    /// The name used in files (`clock-jump`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+            FaultKind::Hold => "hold",
+            FaultKind::HoldAll => "hold-all",
+            FaultKind::Latency => "latency",
+            FaultKind::Loss => "loss",
+            FaultKind::Duplicate => "duplicate",
+            FaultKind::Reorder => "reorder",
+            FaultKind::Partition => "partition",
+            FaultKind::Heal => "heal",
+            FaultKind::ClockJump => "clock-jump",
+            FaultKind::ClockSkew => "clock-skew",
+            FaultKind::ClockDrift => "clock-drift",
+            FaultKind::ClockStrobe => "clock-strobe",
+            FaultKind::Crash => "crash",
+            FaultKind::Restart => "restart",
+            FaultKind::StallRenewals => "stall-renewals",
+            FaultKind::Deregister => "deregister",
+            FaultKind::Restore => "restore",
+            FaultKind::FinalHeal => "final-heal",
+        }
+    }
+
+    /// Whether a random nemesis may draw it (`[nemesis] kinds`): every timed fault that
+    /// undoes itself and needs nothing the nemesis cannot choose. Targeted faults (a held
+    /// message, a stalled renewal, a deregistered session, a restore) and the heals are
+    /// scripted only.
+    pub fn is_drawable(self) -> bool {
+        match self {
+            FaultKind::Pause
+            | FaultKind::Partition
+            | FaultKind::Crash
+            | FaultKind::ClockJump
+            | FaultKind::ClockSkew
+            | FaultKind::ClockDrift
+            | FaultKind::ClockStrobe
+            | FaultKind::Loss
+            | FaultKind::Duplicate
+            | FaultKind::Reorder
+            | FaultKind::Latency
+            | FaultKind::HoldAll => true,
+            FaultKind::Hold
+            | FaultKind::Heal
+            | FaultKind::Restart
+            | FaultKind::StallRenewals
+            | FaultKind::Deregister
+            | FaultKind::Restore
+            | FaultKind::FinalHeal => false,
+        }
+    }
+
+    /// Whether it moves a node's clock (`clock-*`).
+    pub fn is_clock(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ClockJump
+                | FaultKind::ClockSkew
+                | FaultKind::ClockDrift
+                | FaultKind::ClockStrobe
+        )
+    }
+}
+
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a fault does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -238,28 +380,28 @@ pub enum Action {
 }
 
 impl Action {
-    /// The `kind` name used in files.
-    pub fn kind(&self) -> &'static str {
+    /// Its kind.
+    pub fn kind(&self) -> FaultKind {
         match self {
-            Action::Pause { .. } => "pause",
-            Action::Hold { .. } => "hold",
-            Action::HoldAll { .. } => "hold-all",
-            Action::Latency { .. } => "latency",
-            Action::Loss { .. } => "loss",
-            Action::Duplicate { .. } => "duplicate",
-            Action::Reorder { .. } => "reorder",
-            Action::Partition { .. } => "partition",
-            Action::Heal => "heal",
-            Action::ClockJump { .. } => "clock-jump",
-            Action::ClockSkew { .. } => "clock-skew",
-            Action::ClockDrift { .. } => "clock-drift",
-            Action::ClockStrobe { .. } => "clock-strobe",
-            Action::Crash { .. } => "crash",
-            Action::Restart { .. } => "restart",
-            Action::StallRenewals { .. } => "stall-renewals",
-            Action::Deregister { .. } => "deregister",
-            Action::Restore { .. } => "restore",
-            Action::FinalHeal { .. } => "final-heal",
+            Action::Pause { .. } => FaultKind::Pause,
+            Action::Hold { .. } => FaultKind::Hold,
+            Action::HoldAll { .. } => FaultKind::HoldAll,
+            Action::Latency { .. } => FaultKind::Latency,
+            Action::Loss { .. } => FaultKind::Loss,
+            Action::Duplicate { .. } => FaultKind::Duplicate,
+            Action::Reorder { .. } => FaultKind::Reorder,
+            Action::Partition { .. } => FaultKind::Partition,
+            Action::Heal => FaultKind::Heal,
+            Action::ClockJump { .. } => FaultKind::ClockJump,
+            Action::ClockSkew { .. } => FaultKind::ClockSkew,
+            Action::ClockDrift { .. } => FaultKind::ClockDrift,
+            Action::ClockStrobe { .. } => FaultKind::ClockStrobe,
+            Action::Crash { .. } => FaultKind::Crash,
+            Action::Restart { .. } => FaultKind::Restart,
+            Action::StallRenewals { .. } => FaultKind::StallRenewals,
+            Action::Deregister { .. } => FaultKind::Deregister,
+            Action::Restore { .. } => FaultKind::Restore,
+            Action::FinalHeal { .. } => FaultKind::FinalHeal,
         }
     }
 

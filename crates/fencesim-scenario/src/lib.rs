@@ -24,7 +24,7 @@ use fencesim_history::ViolationKind;
 pub mod strategies;
 
 pub use error::ScenarioError;
-pub use fault::{Action, Cut, Fault, LinkSel, Trigger};
+pub use fault::{Action, Cut, Fault, FaultKind, LinkSel, Trigger};
 pub use fencesim_design::{
     Catalog, ClientWorkload, DesignSpec, Designs, ResourceModeSpec, ServiceShape,
 };

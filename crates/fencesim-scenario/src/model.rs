@@ -58,8 +58,10 @@ pub struct Scenario {
 /// testing (Groce et al. 2012): each seed may switch on only a subset of the fault kinds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NemesisSpec {
-    /// Fault kinds to draw from (`kind` names of `[[faults]]`).
-    pub kinds: Vec<String>,
+    /// Fault kinds to draw from, each [`FaultKind::is_drawable`], none twice.
+    ///
+    /// [`FaultKind::is_drawable`]: crate::FaultKind::is_drawable
+    pub kinds: Vec<crate::FaultKind>,
     /// Swarm mode: each seed uses a random non-empty subset of `kinds` and narrows the ranges.
     pub swarm: bool,
     /// Where node-bound faults land: at uniformly drawn times, or in hazard windows.

@@ -37,7 +37,7 @@ pub(crate) struct RawScenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawNemesis {
-    pub kinds: Spanned<Vec<Spanned<RawFaultKind>>>,
+    pub kinds: Spanned<Vec<Spanned<crate::fault::FaultKind>>>,
     pub swarm: Option<bool>,
     pub placement: Option<Placement>,
     pub targets: Option<Spanned<Vec<Spanned<String>>>>,
@@ -139,35 +139,11 @@ pub(crate) struct RawClient {
     pub cleanup: Option<crate::model::Cleanup>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum RawFaultKind {
-    Pause,
-    Hold,
-    HoldAll,
-    Latency,
-    Loss,
-    Duplicate,
-    Reorder,
-    Partition,
-    Heal,
-    ClockJump,
-    ClockSkew,
-    ClockDrift,
-    ClockStrobe,
-    Crash,
-    Restart,
-    StallRenewals,
-    Deregister,
-    Restore,
-    FinalHeal,
-}
-
 /// Every field any fault kind uses; which kind takes which is in `validate_fault.rs`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFault {
-    pub kind: Spanned<RawFaultKind>,
+    pub kind: Spanned<crate::fault::FaultKind>,
     pub node: Option<Spanned<String>>,
     pub at_ms: Option<Num>,
     pub after: Option<Spanned<NodeEvent>>,

@@ -8,8 +8,9 @@ use crate::error::ScenarioError;
 use crate::fault::{Action, Cut, Fault, LinkSel, Trigger};
 use std::fmt::Write as _;
 
+use crate::fault::FaultKind;
 use crate::model::{MessageKind, NodeEvent, NodeRole, LEADER};
-use crate::raw::{RawFault, RawFaultKind};
+use crate::raw::RawFault;
 use crate::validate::Ctx;
 
 /// How a kind is triggered.
@@ -25,14 +26,14 @@ enum When {
 
 /// (required fields, optional fields, trigger style, duration: required?) per kind.
 fn shape(
-    kind: RawFaultKind,
+    kind: FaultKind,
 ) -> (
     &'static [&'static str],
     &'static [&'static str],
     When,
     Option<bool>,
 ) {
-    use RawFaultKind::*;
+    use FaultKind::*;
     use When::*;
     match kind {
         Pause => (&["node"], &[], NodeTrigger, Some(true)),
@@ -127,13 +128,13 @@ pub(crate) fn resolve(
             if !at_only
                 || !matches!(
                     kind,
-                    RawFaultKind::Pause
-                        | RawFaultKind::Crash
-                        | RawFaultKind::Partition
-                        | RawFaultKind::ClockJump
-                        | RawFaultKind::ClockSkew
-                        | RawFaultKind::ClockDrift
-                        | RawFaultKind::ClockStrobe
+                    FaultKind::Pause
+                        | FaultKind::Crash
+                        | FaultKind::Partition
+                        | FaultKind::ClockJump
+                        | FaultKind::ClockSkew
+                        | FaultKind::ClockDrift
+                        | FaultKind::ClockStrobe
                 )
             {
                 return Err(cx.err(n.span(), "faults.node", "\"leader\" is resolved when the fault starts: use it with `at_ms` on a pause, crash, partition or clock fault"));
@@ -168,45 +169,45 @@ pub(crate) fn resolve(
     let from = node(&f.from, "faults.from")?;
     let to = node(&f.to, "faults.to")?;
     let action = match kind {
-        RawFaultKind::Pause => Action::Pause {
+        FaultKind::Pause => Action::Pause {
             node: target.expect("required"),
         },
-        RawFaultKind::Hold => hold(cx, f, from.expect("required"))?,
-        RawFaultKind::HoldAll => Action::HoldAll {
+        FaultKind::Hold => hold(cx, f, from.expect("required"))?,
+        FaultKind::HoldAll => Action::HoldAll {
             message: sent_message(cx, f, from.as_deref())?,
             from,
         },
-        RawFaultKind::Latency => Action::Latency {
+        FaultKind::Latency => Action::Latency {
             link: LinkSel { from, to },
             latency_ms: cx.range(
                 f.latency_ms.as_ref().expect("required"),
                 "faults.latency_ms",
             )?,
         },
-        RawFaultKind::Loss => Action::Loss {
+        FaultKind::Loss => Action::Loss {
             link: LinkSel { from, to },
             rate: rate(cx, f)?,
         },
-        RawFaultKind::Duplicate => Action::Duplicate {
+        FaultKind::Duplicate => Action::Duplicate {
             link: LinkSel { from, to },
             rate: rate(cx, f)?,
         },
-        RawFaultKind::Reorder => Action::Reorder {
+        FaultKind::Reorder => Action::Reorder {
             window_ms: cx.positive(f.window_ms.as_ref().expect("required"), "faults.window_ms")?,
         },
-        RawFaultKind::Partition => Action::Partition {
+        FaultKind::Partition => Action::Partition {
             cut: cut(cx, f, target, from, to, &trigger, nodes)?,
         },
-        RawFaultKind::Heal => Action::Heal,
-        RawFaultKind::ClockJump => Action::ClockJump {
+        FaultKind::Heal => Action::Heal,
+        FaultKind::ClockJump => Action::ClockJump {
             node: target.expect("required"),
             delta_ms: cx.signed(f.delta_ms.as_ref().expect("required"), "faults.delta_ms")?,
         },
-        RawFaultKind::ClockSkew => Action::ClockSkew {
+        FaultKind::ClockSkew => Action::ClockSkew {
             node: target.expect("required"),
             offset_ms: cx.signed(f.offset_ms.as_ref().expect("required"), "faults.offset_ms")?,
         },
-        RawFaultKind::ClockDrift => {
+        FaultKind::ClockDrift => {
             let ppm = cx.signed(f.ppm.as_ref().expect("required"), "faults.ppm")?;
             if !(-1_000_000 < ppm && ppm <= 1_000_000) {
                 return Err(cx.err(
@@ -220,18 +221,18 @@ pub(crate) fn resolve(
                 ppm,
             }
         }
-        RawFaultKind::ClockStrobe => Action::ClockStrobe {
+        FaultKind::ClockStrobe => Action::ClockStrobe {
             node: target.expect("required"),
             offset_ms: cx.signed(f.offset_ms.as_ref().expect("required"), "faults.offset_ms")?,
             period_ms: cx.positive(f.period_ms.as_ref().expect("required"), "faults.period_ms")?,
         },
-        RawFaultKind::Crash => Action::Crash {
+        FaultKind::Crash => Action::Crash {
             node: target.expect("required"),
         },
-        RawFaultKind::Restart => Action::Restart {
+        FaultKind::Restart => Action::Restart {
             node: target.expect("required"),
         },
-        RawFaultKind::Deregister => {
+        FaultKind::Deregister => {
             let span = f.node.as_ref().expect("required").span();
             let node = target.expect("required");
             if cx.role(&node) != NodeRole::Client {
@@ -250,7 +251,7 @@ pub(crate) fn resolve(
             }
             Action::Deregister { node }
         }
-        RawFaultKind::StallRenewals => {
+        FaultKind::StallRenewals => {
             let node = target.expect("required");
             if cx.role(&node) != NodeRole::Client {
                 return Err(cx.err(
@@ -261,8 +262,8 @@ pub(crate) fn resolve(
             }
             Action::StallRenewals { node }
         }
-        RawFaultKind::FinalHeal => final_heal(cx, f, &trigger, run_ms)?,
-        RawFaultKind::Restore => {
+        FaultKind::FinalHeal => final_heal(cx, f, &trigger, run_ms)?,
+        FaultKind::Restore => {
             let node = target.expect("required");
             if !cx.shape.backups.contains(&node) {
                 let m = match &cx.shape.backups[..] {
@@ -328,7 +329,7 @@ pub(crate) fn refuse_extra_final_heals(
     let mut heals = faults
         .iter()
         .map(|f| &f.get_ref().kind)
-        .filter(|k| *k.get_ref() == RawFaultKind::FinalHeal);
+        .filter(|k| *k.get_ref() == FaultKind::FinalHeal);
     if let (Some(first), true) = (heals.clone().next(), has_nemesis) {
         let m = "a [nemesis] draws its own final heal at heal_at_ms; keep either this fault or the [nemesis] table";
         return Err(cx.err(first.span(), "faults.kind", m));
@@ -343,7 +344,7 @@ pub(crate) fn refuse_extra_final_heals(
     }
 }
 
-fn kind_name(kind: RawFaultKind) -> String {
+fn kind_name(kind: FaultKind) -> String {
     let debug = format!("{kind:?}");
     let mut out = String::new();
     for (i, c) in debug.chars().enumerate() {

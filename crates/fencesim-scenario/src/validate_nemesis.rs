@@ -3,25 +3,10 @@
 use toml::Spanned;
 
 use crate::error::ScenarioError;
+use crate::fault::FaultKind;
 use crate::model::{LatencyRange, NemesisSpec, Range64, LEADER};
-use crate::raw::{Pair, RawFaultKind, RawNemesis};
+use crate::raw::{Pair, RawNemesis};
 use crate::validate::{Ctx, MAX_NUMBER};
-
-/// The kinds a random nemesis can draw: every timed fault that undoes itself.
-const DRAWABLE: &[(RawFaultKind, &str)] = &[
-    (RawFaultKind::Pause, "pause"),
-    (RawFaultKind::Partition, "partition"),
-    (RawFaultKind::Crash, "crash"),
-    (RawFaultKind::ClockJump, "clock-jump"),
-    (RawFaultKind::ClockSkew, "clock-skew"),
-    (RawFaultKind::ClockDrift, "clock-drift"),
-    (RawFaultKind::ClockStrobe, "clock-strobe"),
-    (RawFaultKind::Loss, "loss"),
-    (RawFaultKind::Duplicate, "duplicate"),
-    (RawFaultKind::Reorder, "reorder"),
-    (RawFaultKind::Latency, "latency"),
-    (RawFaultKind::HoldAll, "hold-all"),
-];
 
 /// The most faults a random nemesis may draw for one seed (the drawn plan is held in memory
 /// whole, and every fault is a task and records of the run).
@@ -42,18 +27,23 @@ pub(crate) fn resolve(
             "expected at least one fault kind",
         ));
     }
-    let mut kinds = Vec::new();
+    let mut kinds: Vec<FaultKind> = Vec::new();
     for k in n.kinds.get_ref() {
-        let Some((_, name)) = DRAWABLE.iter().find(|(kind, _)| kind == k.get_ref()) else {
-            let names: Vec<_> = DRAWABLE.iter().map(|(_, n)| *n).collect();
+        let kind = *k.get_ref();
+        if !kind.is_drawable() {
+            let names: Vec<&str> = FaultKind::ALL
+                .iter()
+                .filter(|k| k.is_drawable())
+                .map(|k| k.as_str())
+                .collect();
             return Err(cx.err(
                 k.span(),
                 "nemesis.kinds",
                 format!("a random nemesis draws only {}", names.join(", ")),
             ));
-        };
-        if !kinds.contains(&name.to_string()) {
-            kinds.push(name.to_string());
+        }
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
         }
     }
     let targets = match &n.targets {

@@ -232,7 +232,7 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
 /// One `[[faults]]` table: `kind`, what the action needs, the trigger, `duration_ms`.
 fn fault(doc: &mut Doc, f: &Fault) {
     doc.table("[[faults]]");
-    doc.key("kind", string(f.action.kind()));
+    doc.key("kind", string(f.action.kind().as_str()));
     action(doc, &f.action);
     // A hold picks its message by count and takes no trigger (its resolved one is unused).
     if !matches!(f.action, Action::Hold { .. }) {
@@ -359,7 +359,7 @@ fn count_from(doc: &mut Doc, count_from_ms: u64) {
 
 fn nemesis(doc: &mut Doc, n: &NemesisSpec) {
     doc.table("[nemesis]");
-    doc.key("kinds", strings(&n.kinds));
+    doc.key("kinds", array(n.kinds.iter().map(|k| string(k.as_str()))));
     doc.key("swarm", boolean(n.swarm));
     if !n.placement.is_uniform() {
         doc.key("placement", name(&n.placement));

@@ -333,7 +333,11 @@ absent = ["not-linearizable"]
 fn every_fault_form_round_trips() {
     let written = round_trip(EVERY_FAULT, "every-fault.toml");
     let scenario = parse(EVERY_FAULT, "every-fault.toml", None, &support::DESIGNS).unwrap();
-    let kinds: Vec<&str> = scenario.faults.iter().map(|f| f.action.kind()).collect();
+    let kinds: Vec<&str> = scenario
+        .faults
+        .iter()
+        .map(|f| f.action.kind().as_str())
+        .collect();
     for kind in [
         "pause",
         "hold",

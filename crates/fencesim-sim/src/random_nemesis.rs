@@ -7,8 +7,8 @@
 //! final heal), so they go through the same mechanics, and the plan is part of the report.
 
 use fencesim_scenario::{
-    Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent, NodeRole,
-    Placement, Range64, Scenario, Trigger, LEADER,
+    Action, Cut, Fault, FaultKind, LatencyRange, LinkSel, MessageKind, NemesisSpec, NodeEvent,
+    NodeRole, Placement, Range64, Scenario, Trigger, LEADER,
 };
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -23,7 +23,7 @@ pub struct NemesisPlan {
     /// Whether swarm mode chose the kinds and ranges below.
     pub swarm: bool,
     /// The fault kinds switched on for this seed.
-    pub kinds: Vec<String>,
+    pub kinds: Vec<FaultKind>,
     /// Gap between fault starts for this seed, ms.
     pub interval_ms: LatencyRange,
     /// Fault durations for this seed, ms.
@@ -62,9 +62,9 @@ pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64, has_leader: bool
         // Every fault ends strictly before the final heal, which undoes whatever remains.
         let room = spec.heal_at_ms - t - 1;
         let length = draw(&mut rng, duration_ms).min(room);
-        let kind = kinds.choose(&mut rng).expect("at least one kind").clone();
+        let kind = *kinds.choose(&mut rng).expect("at least one kind");
         if length > 0 {
-            let drawn = fault(&kind, t, length, spec, &nodes, &mut rng);
+            let drawn = fault(kind, t, length, spec, &nodes, &mut rng);
             faults.push(match spec.placement {
                 Placement::Uniform => drawn,
                 Placement::Targeted => aim(drawn, scenario, has_leader, &mut rng),
@@ -99,15 +99,15 @@ pub fn final_heal(spec: &NemesisSpec, scenario: &Scenario) -> Fault {
 fn swarm(
     spec: &NemesisSpec,
     rng: &mut Xoshiro256PlusPlus,
-) -> (Vec<String>, LatencyRange, LatencyRange) {
-    let mut kinds: Vec<String> = spec
+) -> (Vec<FaultKind>, LatencyRange, LatencyRange) {
+    let mut kinds: Vec<FaultKind> = spec
         .kinds
         .iter()
         .filter(|_| rng.gen_bool(0.5))
-        .cloned()
+        .copied()
         .collect();
     if kinds.is_empty() {
-        kinds.push(spec.kinds.choose(rng).expect("validated non-empty").clone());
+        kinds.push(*spec.kinds.choose(rng).expect("validated non-empty"));
     }
     let mut narrow = |r: LatencyRange| {
         let min_ms = rng.gen_range(r.min_ms..=r.max_ms);
@@ -131,7 +131,7 @@ fn signed(rng: &mut Xoshiro256PlusPlus, r: Range64) -> i64 {
 
 /// One fault of `kind` at `at_ms` lasting `duration_ms`.
 fn fault(
-    kind: &str,
+    kind: FaultKind,
     at_ms: u64,
     duration_ms: u64,
     spec: &NemesisSpec,
@@ -146,27 +146,27 @@ fn fault(
     let rate = rng.gen_range(spec.rate[0]..=spec.rate[1]);
     let mut duration = Some(duration_ms);
     let action = match kind {
-        "pause" => Action::Pause { node },
-        "crash" => Action::Crash { node },
-        "partition" => Action::Partition {
+        FaultKind::Pause => Action::Pause { node },
+        FaultKind::Crash => Action::Crash { node },
+        FaultKind::Partition => Action::Partition {
             cut: partition(nodes, &node, rng),
         },
-        "clock-jump" => {
+        FaultKind::ClockJump => {
             duration = None;
             Action::ClockJump {
                 node,
                 delta_ms: signed(rng, spec.clock_jump_ms),
             }
         }
-        "clock-skew" => Action::ClockSkew {
+        FaultKind::ClockSkew => Action::ClockSkew {
             node,
             offset_ms: signed(rng, spec.clock_offset_ms),
         },
-        "clock-drift" => Action::ClockDrift {
+        FaultKind::ClockDrift => Action::ClockDrift {
             node,
             ppm: signed(rng, spec.drift_ppm),
         },
-        "clock-strobe" => {
+        FaultKind::ClockStrobe => {
             let period_ms = (duration_ms / rng.gen_range(2..=10)).max(1);
             Action::ClockStrobe {
                 node,
@@ -174,18 +174,18 @@ fn fault(
                 period_ms,
             }
         }
-        "loss" => Action::Loss {
+        FaultKind::Loss => Action::Loss {
             link: LinkSel::default(),
             rate,
         },
-        "duplicate" => Action::Duplicate {
+        FaultKind::Duplicate => Action::Duplicate {
             link: LinkSel::default(),
             rate,
         },
-        "reorder" => Action::Reorder {
+        FaultKind::Reorder => Action::Reorder {
             window_ms: draw(rng, spec.reorder_window_ms),
         },
-        "latency" => {
+        FaultKind::Latency => {
             let min_ms = draw(rng, spec.latency_ms);
             let max_ms = rng.gen_range(min_ms..=spec.latency_ms.max_ms.max(min_ms));
             Action::Latency {
@@ -193,11 +193,19 @@ fn fault(
                 latency_ms: LatencyRange { min_ms, max_ms },
             }
         }
-        "hold-all" => Action::HoldAll {
+        FaultKind::HoldAll => Action::HoldAll {
             message: *MESSAGE_KINDS.choose(rng).expect("non-empty"),
             from: None,
         },
-        other => unreachable!("validation admits no fault kind {other:?} for the random nemesis"),
+        // `[nemesis] kinds` holds drawable kinds only (FaultKind::is_drawable, checked when
+        // the scenario is validated).
+        FaultKind::Hold
+        | FaultKind::Heal
+        | FaultKind::Restart
+        | FaultKind::StallRenewals
+        | FaultKind::Deregister
+        | FaultKind::Restore
+        | FaultKind::FinalHeal => unreachable!("a random nemesis does not draw {kind}"),
     };
     Fault {
         action,

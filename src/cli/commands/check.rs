@@ -78,13 +78,8 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
         (HistoryFormat::Jsonl, Some("edn")) => " (an .edn file: add --format jepsen-edn)",
         _ => "",
     };
-    read.map_err(|e| {
-        complain!(
-            "error: {}: {e}{hint}",
-            fencesim_history::display_path(path)
-        )
-    })
-    .ok()
+    read.map_err(|e| complain!("error: {}: {e}{hint}", fencesim_history::display_path(path)))
+        .ok()
 }
 
 /// `text` read as one EDN value, in the canonical text an EDN history's values are compared
