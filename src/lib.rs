@@ -28,9 +28,10 @@ pub mod shrink;
 pub use fencesim_design as design;
 /// The scenario format (`fencesim-scenario`).
 pub use fencesim_scenario as scenario;
-/// How the simulator runs a design or a resource: register yours with
-/// [`registry::Registry::with_design`] as a [`NodeDesign`] of its node type and client protocol.
-pub use fencesim_sim::{NodeDesign, ResourceDesign, SimDesign, SimResource};
+/// How the simulator runs a design or a resource: every [`design::Design`] is a
+/// [`SimDesign`] and every [`design::ResourceDesign`] a [`SimResource`]; register yours with
+/// [`registry::Registry::with_design`] or [`registry::Registry::with_resource`].
+pub use fencesim_sim::{SimDesign, SimResource};
 
 pub use fencesim_checker::{check, CheckResult, Verdict, Violation};
 pub use fencesim_history::{History, ViolationKind};

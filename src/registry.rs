@@ -1,29 +1,24 @@
 //! The design registry: which design a scenario's `[lock_service] kind` names, what the
 //! scenario parser asks of it, and how the simulator runs it.
 //!
-//! Each design is registered once, as a [`Registered`] pair: its [`DesignSpec`] (its kind, its
-//! knobs read with located errors, the shape of its service), which the scenario parser asks,
-//! and its [`SimDesign`] (its node type and client protocol, with the functions that build
-//! their settings from the scenario's resolved knobs), which [`simulate`] hands the simulator.
-//! Both sides read the knobs through the design's own `settings` function, so what a file says
-//! and what the nodes do cannot drift apart. The simulator (`fencesim-sim`) and the scenario
-//! crate depend on no design; this file and the design crates are the only places that name
-//! one.
+//! Each design is registered once, as one value: a [`Design`] (or a [`ResourceDesign`]),
+//! which is both what the scenario parser asks ([`DesignSpec`]: its kind, its knobs read with
+//! located errors into typed settings, the shape of its service) and what the simulator runs
+//! ([`SimDesign`]: its node type and client protocol, built from those settings). The
+//! simulator (`fencesim-sim`) and the scenario crate depend on no design; the built-in list
+//! below and the design crates are the only places that name one.
 
 use std::sync::OnceLock;
 
 use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
 
-use fencesim_design::{ClientInfo, DesignSpec, Designs, Knobs, ResourceModeSpec};
-use fencesim_lease::{
-    lease_client_settings, LeaseClient, LeaseNode, LeaseNodeConfig, PrimaryBackupDesign,
-    PrimaryBackupNode, PrimaryBackupNodeConfig, RaftDesign, RaftNode, RaftNodeConfig, SingleDesign,
-};
-use fencesim_lease_record::{record_client_settings, LeaseRecordDesign, RecordClient, StoreNode};
-use fencesim_redlock::{RedisConfig, RedisServer, RedlockClient, RedlockDesign, RedlockSettings};
-use fencesim_resource::{FencedStore, StoreConfig, StoreSpec, EQUALITY, FENCED, UNFENCED};
-use fencesim_scenario::{ClientSpec, Scenario};
-use fencesim_sim::{NodeDesign, ResourceDesign, RunOutcome, SimDesign, SimResource};
+use fencesim_design::{Design, DesignSpec, Designs, ResourceDesign, ResourceModeSpec};
+use fencesim_lease::{PrimaryBackupDesign, RaftDesign, SingleDesign};
+use fencesim_lease_record::LeaseRecordDesign;
+use fencesim_redlock::RedlockDesign;
+use fencesim_resource::{EQUALITY, FENCED, UNFENCED};
+use fencesim_scenario::Scenario;
+use fencesim_sim::{RunOutcome, SimDesign, SimResource};
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
 #[derive(Clone, Copy)]
@@ -56,58 +51,39 @@ impl Registry {
     /// The five built-in designs: `single` (the default), `raft`, `redlock`,
     /// `primary-backup` and `lease-record`, in that order.
     pub fn built_in() -> Self {
-        let designs = vec![
-            Registered {
-                spec: &SingleDesign,
-                sim: &SINGLE,
-            },
-            Registered {
-                spec: &RaftDesign,
-                sim: &RAFT,
-            },
-            Registered {
-                spec: &RedlockDesign,
-                sim: &REDLOCK,
-            },
-            Registered {
-                spec: &PrimaryBackupDesign,
-                sim: &PRIMARY_BACKUP,
-            },
-            Registered {
-                spec: &LeaseRecordDesign,
-                sim: &LEASE_RECORD,
-            },
-        ];
-        let resources = vec![
-            RegisteredResource {
-                spec: &FENCED,
-                sim: &FENCED_STORE,
-            },
-            RegisteredResource {
-                spec: &UNFENCED,
-                sim: &UNFENCED_STORE,
-            },
-            RegisteredResource {
-                spec: &EQUALITY,
-                sim: &EQUALITY_STORE,
-            },
-        ];
+        let registry = Registry::default()
+            .with_design(&SingleDesign)
+            .with_design(&RaftDesign)
+            .with_design(&RedlockDesign)
+            .with_design(&PrimaryBackupDesign)
+            .with_design(&LeaseRecordDesign)
+            .with_resource(&FENCED)
+            .with_resource(&UNFENCED)
+            .with_resource(&EQUALITY);
         // Each filed under its design's own kind and its resource's own mode.
         let live = LiveForms {
             lock_services: vec![
-                (SingleDesign.kind(), fencesim_lease::live::SINGLE_LIVE),
-                (RedlockDesign.kind(), fencesim_redlock::live::REDLOCK_LIVE),
+                (
+                    Design::kind(&SingleDesign),
+                    fencesim_lease::live::SINGLE_LIVE,
+                ),
+                (
+                    Design::kind(&RedlockDesign),
+                    fencesim_redlock::live::REDLOCK_LIVE,
+                ),
             ],
             resources: vec![
-                (FENCED.mode(), fencesim_resource::live::FENCED_LIVE),
-                (UNFENCED.mode(), fencesim_resource::live::UNFENCED_LIVE),
+                (
+                    ResourceDesign::mode(&FENCED),
+                    fencesim_resource::live::FENCED_LIVE,
+                ),
+                (
+                    ResourceDesign::mode(&UNFENCED),
+                    fencesim_resource::live::UNFENCED_LIVE,
+                ),
             ],
         };
-        Registry {
-            designs,
-            resources,
-            live,
-        }
+        Registry { live, ..registry }
     }
 
     /// Add the live form of design `spec` (replacing one for the same kind): how `fencesim
@@ -140,28 +116,28 @@ impl Registry {
             .map(|r| r.sim)
     }
 
-    /// Add lock design `spec`, run by `sim` (a [`NodeDesign`] of its node type and client
-    /// protocol), replacing a design of the same kind. Statics serve as the `'static`
-    /// references (as the built-in designs' do), or `Box::leak` of values made at run time.
-    pub fn with_design(
-        mut self,
-        spec: &'static dyn DesignSpec,
-        sim: &'static dyn SimDesign,
-    ) -> Self {
-        self.designs.retain(|d| d.spec.kind() != spec.kind());
-        self.designs.push(Registered { spec, sim });
+    /// Add lock design `design`, replacing a design of the same kind: one value, which the
+    /// scenario parser asks and the simulator runs. A unit struct's `&MyDesign` or a static
+    /// serves as the `'static` reference (as the built-in designs' do), or `Box::leak` of a
+    /// value made at run time.
+    pub fn with_design<D: Design>(mut self, design: &'static D) -> Self {
+        let kind = Design::kind(design);
+        self.designs.retain(|d| d.spec.kind() != kind);
+        self.designs.push(Registered {
+            spec: design,
+            sim: design,
+        });
         self
     }
 
-    /// Add resource `spec`, run by `sim` (a [`ResourceDesign`] of its state machine),
-    /// replacing a resource of the same mode.
-    pub fn with_resource(
-        mut self,
-        spec: &'static dyn ResourceModeSpec,
-        sim: &'static dyn SimResource,
-    ) -> Self {
-        self.resources.retain(|r| r.spec.mode() != spec.mode());
-        self.resources.push(RegisteredResource { spec, sim });
+    /// Add resource `resource`, replacing a resource of the same mode.
+    pub fn with_resource<R: ResourceDesign>(mut self, resource: &'static R) -> Self {
+        let mode = ResourceDesign::mode(resource);
+        self.resources.retain(|r| r.spec.mode() != mode);
+        self.resources.push(RegisteredResource {
+            spec: resource,
+            sim: resource,
+        });
         self
     }
 
@@ -244,130 +220,4 @@ pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
         .resource_sim(mode)
         .unwrap_or_else(|| panic!("no resource of mode {mode:?}: the scenario was not parsed"));
     fencesim_sim::run(scenario, seed, design, resource)
-}
-
-/// The store fenced by token (`mode = "fenced"`).
-static FENCED_STORE: ResourceDesign<FencedStore> = ResourceDesign {
-    config: |s| store_config(&FENCED, s),
-};
-/// The store that accepts every write (`mode = "unfenced"`).
-static UNFENCED_STORE: ResourceDesign<FencedStore> = ResourceDesign {
-    config: |s| store_config(&UNFENCED, s),
-};
-/// The store that compares opaque values (`mode = "equality"`).
-static EQUALITY_STORE: ResourceDesign<FencedStore> = ResourceDesign {
-    config: |s| store_config(&EQUALITY, s),
-};
-
-/// A store's settings from the scenario's resolved `[resource]` knobs.
-fn store_config(spec: &StoreSpec, scenario: &Scenario) -> StoreConfig {
-    let read = spec.settings(&mut Knobs::from_resolved(&scenario.resource.knobs));
-    accepted(scenario, read)
-}
-
-/// The single lease service (`kind = "single"`).
-static SINGLE: NodeDesign<LeaseNode, LeaseClient> = NodeDesign {
-    node_config: lease_node_config,
-    client: lease_client,
-};
-/// Raft replicas (`kind = "raft"`).
-static RAFT: NodeDesign<RaftNode, LeaseClient> = NodeDesign {
-    node_config: raft_node_config,
-    client: lease_client,
-};
-/// A primary and its backup (`kind = "primary-backup"`).
-static PRIMARY_BACKUP: NodeDesign<PrimaryBackupNode, LeaseClient> = NodeDesign {
-    node_config: primary_backup_config,
-    client: lease_client,
-};
-/// Redlock over independent Redis nodes (`kind = "redlock"`).
-static REDLOCK: NodeDesign<RedisServer, RedlockClient> = NodeDesign {
-    node_config: redis_config,
-    client: redlock_client,
-};
-/// A lease record in a compare-and-swap store (`kind = "lease-record"`).
-static LEASE_RECORD: NodeDesign<StoreNode, RecordClient> = NodeDesign {
-    node_config: no_config,
-    client: record_client,
-};
-
-/// The scenario's resolved knobs, read again by a design's `settings`. Parsing accepted them,
-/// so reading them cannot fail unless the scenario was built by hand around the parser.
-fn knobs(scenario: &Scenario) -> Knobs {
-    Knobs::from_resolved(&scenario.lock_service.knobs)
-}
-
-/// A design's settings from knobs the parser accepted.
-fn accepted<T>(scenario: &Scenario, read: Result<T, fencesim_design::KnobError>) -> T {
-    read.unwrap_or_else(|e| {
-        panic!(
-            "scenario {:?}: knob `{}`: {} (the knobs were not parsed)",
-            scenario.name, e.field, e.message
-        )
-    })
-}
-
-/// The single lease service's node.
-fn lease_node_config(scenario: &Scenario) -> LeaseNodeConfig {
-    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
-    accepted(
-        scenario,
-        SingleDesign::settings(&mut knobs(scenario), max_ttl_ms),
-    )
-}
-
-/// A Raft scenario's `lease-N` replicas.
-fn raft_node_config(scenario: &Scenario) -> RaftNodeConfig {
-    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
-    accepted(
-        scenario,
-        RaftDesign::settings(&mut knobs(scenario), max_ttl_ms),
-    )
-    .0
-}
-
-/// A primary-backup scenario's `lease-1` and `lease-2`.
-fn primary_backup_config(scenario: &Scenario) -> PrimaryBackupNodeConfig {
-    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
-    accepted(
-        scenario,
-        PrimaryBackupDesign::settings(&mut knobs(scenario), max_ttl_ms),
-    )
-}
-
-/// A Redlock scenario's settings.
-fn redlock_settings(scenario: &Scenario) -> RedlockSettings {
-    accepted(scenario, RedlockDesign::settings(&mut knobs(scenario)))
-}
-
-/// A Redlock scenario's `redis-N` nodes.
-fn redis_config(scenario: &Scenario) -> RedisConfig {
-    redlock_settings(scenario).node
-}
-
-/// The lease-record store has no settings of its own.
-fn no_config(_: &Scenario) {}
-
-/// A lease-record candidate.
-fn record_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> RecordClient {
-    let judgement = accepted(scenario, LeaseRecordDesign::settings(&mut knobs(scenario)));
-    let takeover = accepted(scenario, record_client_settings(&mut client_knobs(spec)));
-    RecordClient::new(info, judgement, takeover)
-}
-
-/// A Redlock client.
-fn redlock_client(scenario: &Scenario, _: &ClientSpec, info: ClientInfo) -> RedlockClient {
-    RedlockClient::new(info, redlock_settings(scenario).client)
-}
-
-/// A client of a lease service (single, primary-backup, Raft).
-fn lease_client(scenario: &Scenario, spec: &ClientSpec, info: ClientInfo) -> LeaseClient {
-    let max_ttl_ms = scenario.lock_service.max_ttl_ms;
-    let read = lease_client_settings(&mut client_knobs(spec), &spec.workload(), max_ttl_ms);
-    LeaseClient::new(info, accepted(scenario, read))
-}
-
-/// A client's resolved knobs, read again by its design's client settings.
-fn client_knobs(spec: &ClientSpec) -> Knobs {
-    Knobs::from_resolved(&spec.knobs)
 }

@@ -1,5 +1,5 @@
 //! A lock design of a user's own, written against the public API only (`fencesim::design`,
-//! `fencesim::NodeDesign`, `fencesim::registry`), registered beside the built-in designs and
+//! `fencesim::registry`), one value registered beside the built-in designs and
 //! run by `check_scenario` as the built-ins are: its knobs parsed and refused with located
 //! errors, its service events in the history, the checkers judging it. The design is a single
 //! lease server (`toy-1`) that expires leases by its monotonic clock, with one defect knob,
@@ -10,15 +10,13 @@ mod support;
 use std::collections::BTreeMap;
 
 use fencesim::design::{
-    ClientCtx, ClientInfo, ClientProtocol, Clock, Deadline, DesignMessage, DesignSpec, Durability,
-    FencedResource, KnobError, Knobs, LockNode, LockOp, MessageKind, NodeCtx, NodeStart, OpResult,
-    Origin, ReadValue, RequestId, ResourceModeSpec, ServiceEvent, ServiceEventKind, ServiceShape,
-    TimerId, WriteDecision, WriteOutcome,
+    ClientCtx, ClientInfo, ClientProtocol, ClientWorkload, Clock, Deadline, Design, DesignMessage,
+    Durability, FencedResource, KnobError, Knobs, LockNode, LockOp, MessageKind, NodeCtx,
+    NodeStart, OpResult, Origin, ReadValue, RequestId, ResourceDesign, ServiceEvent,
+    ServiceEventKind, ServiceShape, TimerId, WriteDecision, WriteOutcome,
 };
 use fencesim::registry::{self, Registry};
-use fencesim::scenario::ClientSpec;
-use fencesim::ResourceDesign;
-use fencesim::{NodeDesign, Scenario, ScenarioCheckError};
+use fencesim::ScenarioCheckError;
 
 #[derive(Clone, Debug)]
 enum ToyMsg {
@@ -234,18 +232,15 @@ impl ClientProtocol for ToyClient {
     }
 }
 
-/// What the scenario parser asks of the toy.
+/// The toy as one value: its kind and knob, its server and its client.
 struct ToyDesign;
 
-impl ToyDesign {
-    fn settings(knobs: &mut Knobs) -> Result<ToyConfig, KnobError> {
-        Ok(ToyConfig {
-            grant_while_held: knobs.boolean("grant_while_held", false)?,
-        })
-    }
-}
+impl Design for ToyDesign {
+    type Node = ToyNode;
+    type Client = ToyClient;
+    type Settings = ToyConfig;
+    type ClientSettings = ();
 
-impl DesignSpec for ToyDesign {
     fn kind(&self) -> &'static str {
         "toy-lease"
     }
@@ -258,37 +253,38 @@ impl DesignSpec for ToyDesign {
         &["grant_while_held"]
     }
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        Self::settings(knobs)?;
-        Ok(ServiceShape {
+    fn settings(&self, knobs: &mut Knobs, _: u64) -> Result<(ToyConfig, ServiceShape), KnobError> {
+        let config = ToyConfig {
+            grant_while_held: knobs.boolean("grant_while_held", false)?,
+        };
+        let shape = ServiceShape {
             node_expires: true,
             ..ServiceShape::single("toy-1")
-        })
+        };
+        Ok((config, shape))
+    }
+
+    fn client_settings(&self, _: &mut Knobs, _: &ClientWorkload, _: u64) -> Result<(), KnobError> {
+        Ok(())
+    }
+
+    fn node_config(settings: &ToyConfig) -> ToyConfig {
+        *settings
+    }
+
+    fn client(_: &ToyConfig, _: &(), info: ClientInfo) -> ToyClient {
+        ToyClient {
+            info,
+            waiting: None,
+        }
     }
 }
-
-fn toy_config(scenario: &Scenario) -> ToyConfig {
-    ToyDesign::settings(&mut Knobs::from_resolved(&scenario.lock_service.knobs))
-        .expect("the parser accepted the knobs")
-}
-
-fn toy_client(_: &Scenario, _: &ClientSpec, info: ClientInfo) -> ToyClient {
-    ToyClient {
-        info,
-        waiting: None,
-    }
-}
-
-static TOY: NodeDesign<ToyNode, ToyClient> = NodeDesign {
-    node_config: toy_config,
-    client: toy_client,
-};
 
 /// The built-in designs and the toy, active for this test process.
 fn install() {
     let registry = Registry::built_in()
-        .with_design(&ToyDesign, &TOY)
-        .with_resource(&StrictSpec, &STRICT);
+        .with_design(&ToyDesign)
+        .with_resource(&StrictSpec);
     let _ = registry::install(registry);
 }
 
@@ -353,7 +349,9 @@ impl FencedResource for StrictStore {
 /// `[resource] mode = "strict"`, with no knobs.
 struct StrictSpec;
 
-impl ResourceModeSpec for StrictSpec {
+impl ResourceDesign for StrictSpec {
+    type State = StrictStore;
+
     fn mode(&self) -> &'static str {
         "strict"
     }
@@ -366,12 +364,10 @@ impl ResourceModeSpec for StrictSpec {
         &[]
     }
 
-    fn resolve(&self, _: &mut Knobs) -> Result<(), KnobError> {
+    fn config(&self, _: &mut Knobs) -> Result<(), KnobError> {
         Ok(())
     }
 }
-
-static STRICT: ResourceDesign<StrictStore> = ResourceDesign { config: |_| () };
 
 /// The toy's scenario with `knobs` in its `[lock_service]` and `expect` as its `[expect]`.
 fn scenario_file(test: &str, knobs: &str, expect: &str) -> String {

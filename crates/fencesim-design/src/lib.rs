@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod design;
 pub mod event;
 pub mod knobs;
 pub mod message;
@@ -64,6 +65,7 @@ pub mod time;
 pub use client::{
     ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, LockOp, OpResult,
 };
+pub use design::{Design, ResourceDesign, Settings};
 pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
 pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};

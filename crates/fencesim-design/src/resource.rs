@@ -84,22 +84,22 @@ pub trait FencedResource: Send + 'static {
     fn read(&self, key: &str) -> ReadValue;
 }
 
-/// A resource as the scenario parser sees it. Object-safe, as [`DesignSpec`](crate::DesignSpec)
-/// is.
+/// A resource as the scenario parser sees it: every [`ResourceDesign`](crate::ResourceDesign)
+/// is one (a resource implements `ResourceDesign`, never this). Object-safe, as
+/// [`DesignSpec`](crate::DesignSpec) is.
 pub trait ResourceModeSpec: Send + Sync {
     /// The `[resource] mode` that selects it (`"fenced"`).
     fn mode(&self) -> &'static str;
     /// One line on what it does.
     fn about(&self) -> &'static str;
-    /// Every knob it may read (besides `mode` and `keys`), so that a knob of another resource
-    /// is refused with the modes that take it; a knob listed by no resource is refused as
-    /// unknown before [`resolve`](ResourceModeSpec::resolve) runs.
+    /// Every knob it may read (besides `mode` and `keys`).
     fn knob_names(&self) -> &'static [&'static str];
-    /// Read its knobs with located errors, keeping each value read (default or given).
-    fn resolve(&self, knobs: &mut Knobs) -> Result<(), KnobError>;
-    /// The knob values it claims safe ([`crate::safe`]); none by default (no claim: an
-    /// unfenced resource makes none).
-    fn safe_knobs(&self) -> &'static [crate::safe::SafeKnob] {
-        &[]
-    }
+    /// Read its knobs with located errors, keeping each value read (default or given), into
+    /// its typed configuration.
+    ///
+    /// # Errors
+    /// A knob's value is refused.
+    fn resolve(&self, knobs: &mut Knobs) -> Result<crate::Settings, KnobError>;
+    /// The knob values it claims safe ([`crate::safe`]).
+    fn safe_knobs(&self) -> &'static [crate::safe::SafeKnob];
 }

@@ -16,51 +16,46 @@ use crate::node::FsyncPolicy;
 use crate::resource::ResourceModeSpec;
 use crate::safe::SafeKnob;
 use crate::time::Clock;
+use crate::Settings;
 
-/// A lock design as the scenario parser sees it. Object-safe: a catalog holds `&dyn
-/// DesignSpec`s, the built-in designs and a user's alike.
+/// A lock design as the scenario parser sees it: every [`Design`](crate::Design) is one (the
+/// implementation is in `design.rs`; a design implements `Design`, never this). Object-safe: a
+/// catalog holds `&dyn DesignSpec`s, the built-in designs and a user's alike.
 pub trait DesignSpec: Send + Sync {
-    /// The `[lock_service] kind` that selects this design (`"raft"`): lower case, words
-    /// joined by `-`.
+    /// The `[lock_service] kind` that selects this design (`"raft"`).
     fn kind(&self) -> &'static str;
     /// One line on what the design is, for listings and error messages.
     fn about(&self) -> &'static str;
-    /// Every knob the design may read, so that a knob written for another design is refused
-    /// with the designs that do take it. A knob listed by no design is refused as unknown
-    /// before [`resolve`](DesignSpec::resolve) runs, so list every knob `resolve` reads.
+    /// Every `[lock_service]` knob the design may read.
     fn knob_names(&self) -> &'static [&'static str];
-    /// The `[[clients]]` knobs the design's client protocol takes (its defect knobs, such as
-    /// `reclaim` or `takeover`), so that a client knob of another design's protocol is refused
-    /// with the designs that do take it. None by default.
-    fn client_knob_names(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// Read one `[[clients]]` table's knobs for the design's client protocol, with located
-    /// errors, as [`resolve`](DesignSpec::resolve) does for `[lock_service]`: `knobs` holds the
-    /// table's fields other than the workload's (`name`, `ttl_ms`, `renew_ms`, ...), and
-    /// `workload` what the workload does, for knobs that mean something only with it. Knobs it
-    /// never reads are refused. Reads nothing by default.
+    /// The `[[clients]]` knobs its client protocol takes.
+    fn client_knob_names(&self) -> &'static [&'static str];
+    /// Read the `[lock_service]` knobs, with located errors, into the service's shape and the
+    /// design's typed settings; every knob read (default or given) is kept in `knobs`'s
+    /// resolved table. `max_ttl_ms` is `[lock_service] max_ttl_ms`.
+    ///
+    /// # Errors
+    /// A knob's value is refused.
+    fn resolve(
+        &self,
+        knobs: &mut Knobs,
+        max_ttl_ms: u64,
+    ) -> Result<(ServiceShape, Settings), KnobError>;
+    /// Read one `[[clients]]` table's knobs (its fields other than the workload's) into the
+    /// client protocol's typed settings; `workload` says what the client does.
+    ///
+    /// # Errors
+    /// A knob's value is refused, or means nothing with this workload.
     fn resolve_client(
         &self,
         knobs: &mut Knobs,
         workload: &ClientWorkload,
-    ) -> Result<(), KnobError> {
-        let _ = (knobs, workload);
-        Ok(())
-    }
-    /// Read the design's knobs, with located errors; every knob read (default or given) is
-    /// kept in `knobs`'s resolved table. Knobs it never reads are refused by the parser.
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError>;
-    /// The `[lock_service]` knob values the design claims safe under its random nemesis
-    /// ([`crate::safe`]); none by default (no claim).
-    fn safe_knobs(&self) -> &'static [SafeKnob] {
-        &[]
-    }
-    /// The `[[clients]]` knob values of its client protocol that it claims safe, as
-    /// [`safe_knobs`](DesignSpec::safe_knobs); none by default.
-    fn safe_client_knobs(&self) -> &'static [SafeKnob] {
-        &[]
-    }
+        max_ttl_ms: u64,
+    ) -> Result<Settings, KnobError>;
+    /// The `[lock_service]` knob values the design claims safe ([`crate::safe`]).
+    fn safe_knobs(&self) -> &'static [SafeKnob];
+    /// The `[[clients]]` knob values of its client protocol that it claims safe.
+    fn safe_client_knobs(&self) -> &'static [SafeKnob];
 }
 
 /// The designs and resources a scenario may name, by `[lock_service] kind` and `[resource]
@@ -263,9 +258,31 @@ mod tests {
         );
     }
 
+    /// A resource that keeps nothing.
+    struct Null;
+    impl crate::FencedResource for Null {
+        type Config = ();
+        fn new(_: &()) -> Self {
+            Null
+        }
+        fn write(&mut self, _: &str, _: u64, _: &str) -> crate::WriteDecision {
+            crate::WriteDecision::Now(crate::WriteOutcome::Accepted { highest: 0 })
+        }
+        fn apply_due(&mut self, _: &str, _: u64, _: &str) -> crate::WriteOutcome {
+            crate::WriteOutcome::Accepted { highest: 0 }
+        }
+        fn delete(&mut self, _: &str, _: Option<u64>) -> crate::WriteOutcome {
+            crate::WriteOutcome::Accepted { highest: 0 }
+        }
+        fn read(&self, _: &str) -> crate::ReadValue {
+            crate::ReadValue::default()
+        }
+    }
+
     struct Toy;
-    impl DesignSpec for Toy {
-        fn kind(&self) -> &'static str {
+    impl crate::ResourceDesign for Toy {
+        type State = Null;
+        fn mode(&self) -> &'static str {
             "toy"
         }
         fn about(&self) -> &'static str {
@@ -274,20 +291,23 @@ mod tests {
         fn knob_names(&self) -> &'static [&'static str] {
             &[]
         }
-        fn resolve(&self, _: &mut Knobs) -> Result<ServiceShape, KnobError> {
-            Ok(ServiceShape::single("toy-1"))
+        fn config(&self, _: &mut Knobs) -> Result<(), KnobError> {
+            Ok(())
         }
     }
 
     #[test]
-    fn a_catalog_finds_designs_by_kind() {
+    fn a_catalog_finds_resources_by_mode() {
         let catalog = Catalog {
-            designs: &[&Toy],
-            resources: &[],
+            designs: &[],
+            resources: &[&Toy],
         };
         let designs: &dyn Designs = &catalog;
-        assert_eq!(designs.find("toy").map(|d| d.about()), Some("a toy"));
-        assert!(designs.find("raft").is_none());
+        assert_eq!(
+            designs.find_resource("toy").map(|d| d.about()),
+            Some("a toy")
+        );
+        assert!(designs.find_resource("raft").is_none());
         assert_eq!(
             ServiceShape::numbered("lease", 3),
             ["lease-1", "lease-2", "lease-3"]

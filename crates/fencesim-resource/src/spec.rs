@@ -1,7 +1,7 @@
 //! The resource on the design API: [`FencedStore`] and its three `[resource] mode`s.
 
 use fencesim_design::{
-    FencedResource, KnobError, Knobs, ReadValue, ResourceModeSpec, SafeKnob, SafeValue,
+    FencedResource, KnobError, Knobs, ReadValue, ResourceDesign, SafeKnob, SafeValue,
     WriteDecision, WriteOutcome,
 };
 
@@ -168,7 +168,9 @@ impl StoreSpec {
     }
 }
 
-impl ResourceModeSpec for StoreSpec {
+impl ResourceDesign for StoreSpec {
+    type State = FencedStore;
+
     fn mode(&self) -> &'static str {
         self.name
     }
@@ -181,8 +183,8 @@ impl ResourceModeSpec for StoreSpec {
         Self::KNOBS
     }
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<(), KnobError> {
-        self.settings(knobs).map(drop)
+    fn config(&self, knobs: &mut Knobs) -> Result<StoreConfig, KnobError> {
+        self.settings(knobs)
     }
 
     /// The fenced store with an atomic check and token-less mutations refused; the other

@@ -106,8 +106,13 @@ mod tests {
     /// A design whose shape names a node the harness owns is refused at `[lock_service]`.
     #[test]
     fn a_design_may_not_name_a_node_the_harness_owns() {
+        /// A design of no node type of its own: only its shape is parsed.
         struct Clash;
-        impl DesignSpec for Clash {
+        impl fencesim_design::Design for Clash {
+            type Node = fencesim_lease::LeaseNode;
+            type Client = fencesim_lease::LeaseClient;
+            type Settings = ();
+            type ClientSettings = ();
             fn kind(&self) -> &'static str {
                 "clash"
             }
@@ -117,11 +122,30 @@ mod tests {
             fn knob_names(&self) -> &'static [&'static str] {
                 &[]
             }
-            fn resolve(
+            fn settings(
                 &self,
                 _: &mut fencesim_design::Knobs,
-            ) -> Result<ServiceShape, fencesim_design::KnobError> {
-                Ok(ServiceShape::single(RESOURCE_NODE))
+                _: u64,
+            ) -> Result<((), ServiceShape), fencesim_design::KnobError> {
+                Ok(((), ServiceShape::single(RESOURCE_NODE)))
+            }
+            fn client_settings(
+                &self,
+                _: &mut fencesim_design::Knobs,
+                _: &fencesim_design::ClientWorkload,
+                _: u64,
+            ) -> Result<(), fencesim_design::KnobError> {
+                Ok(())
+            }
+            fn node_config(_: &()) -> fencesim_lease::LeaseNodeConfig {
+                unreachable!("never run: the scenario is refused")
+            }
+            fn client(
+                _: &(),
+                _: &(),
+                _: fencesim_design::ClientInfo,
+            ) -> fencesim_lease::LeaseClient {
+                unreachable!("never run: the scenario is refused")
             }
         }
         let designs = Catalog {

@@ -192,6 +192,11 @@ pub struct LockServiceSpec {
     /// resolved again (`to_toml`, then `parse`) before it runs.
     #[serde(skip)]
     pub shape: ServiceShape,
+    /// The design's typed settings, read from `knobs` when the scenario was parsed
+    /// (`fencesim_design::Design::Settings`): what every node and client is built from. Not
+    /// serialized, as `shape`.
+    #[serde(skip)]
+    pub settings: fencesim_design::Settings,
 }
 
 impl LockServiceSpec {
@@ -214,6 +219,10 @@ pub struct ResourceSpec {
     /// `check = "check-then-apply"`), by name.
     #[serde(flatten)]
     pub knobs: toml::Table,
+    /// The resource's typed configuration, read from `knobs` when the scenario was parsed
+    /// (`fencesim_design::ResourceDesign::config`). Not serialized.
+    #[serde(skip)]
+    pub settings: fencesim_design::Settings,
 }
 
 /// One client, after expanding `count`.
@@ -254,6 +263,10 @@ pub struct ClientSpec {
     /// lease-record) as the design resolved them, defaults filled in, by name.
     #[serde(flatten)]
     pub knobs: toml::Table,
+    /// Its client protocol's typed settings, read from `knobs` when the scenario was parsed
+    /// (`fencesim_design::Design::ClientSettings`). Not serialized.
+    #[serde(skip)]
+    pub settings: fencesim_design::Settings,
 }
 
 /// A client's cleanup after its write: whether it deletes its key, and with what.

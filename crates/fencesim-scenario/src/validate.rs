@@ -96,7 +96,10 @@ impl Ctx<'_> {
             .designs
             .all()
             .iter()
-            .filter(|d| d.resolve(&mut Knobs::default()).is_ok_and(|s| s.has_leader))
+            .filter(|d| {
+                d.resolve(&mut Knobs::default(), DEFAULT_MAX_TTL_MS)
+                    .is_ok_and(|(shape, _)| shape.has_leader)
+            })
             .map(|d| d.kind().to_owned())
             .collect();
         either(&kinds)
@@ -380,13 +383,15 @@ fn resolve_lock_service(
         own: &own,
         only: |owners, knob| format!("only a kind = {owners} lock service uses `{knob}`"),
     };
-    let (shape, knobs) = reader.read(cx, given, header.clone(), |k| design.resolve(k))?;
+    let ((shape, settings), knobs) =
+        reader.read(cx, given, header.clone(), |k| design.resolve(k, max_ttl_ms))?;
     refuse_bad_shape(cx, design.kind(), &shape, header)?;
     Ok(LockServiceSpec {
         kind: design.kind().to_owned(),
         max_ttl_ms,
         knobs,
         shape,
+        settings,
     })
 }
 
@@ -540,11 +545,12 @@ fn resolve_resource(
         own: &own,
         only: |owners, knob| format!("only a mode = {owners} resource uses `{knob}`"),
     };
-    let ((), resolved) = reader.read(cx, given, header, |k| resource.resolve(k))?;
+    let (settings, resolved) = reader.read(cx, given, header, |k| resource.resolve(k))?;
     Ok(ResourceSpec {
         mode: resource.mode().to_owned(),
         keys,
         knobs: resolved,
+        settings,
     })
 }
 
@@ -711,6 +717,7 @@ fn resolve_client_template(
             None => Ok(default),
         }
     };
+    let (settings, knobs) = resolve_client_knobs(cx, c, fields, lock_service)?;
     Ok(ClientSpec {
         name: String::new(),
         lock: c.lock.clone().unwrap_or_else(|| DEFAULT_LOCK.to_owned()),
@@ -737,7 +744,8 @@ fn resolve_client_template(
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
         cleanup: c.cleanup.unwrap_or_default(),
-        knobs: resolve_client_knobs(cx, c, fields, lock_service)?,
+        knobs,
+        settings,
     })
 }
 
@@ -749,7 +757,7 @@ fn resolve_client_knobs(
     c: &RawClient,
     mut fields: RawLockService,
     lock_service: &LockServiceSpec,
-) -> Result<toml::Table, ScenarioError> {
+) -> Result<(fencesim_design::Settings, toml::Table), ScenarioError> {
     fields.retain(|name, _| !CLIENT_FIELDS.contains(&name.as_str()));
     let design = cx
         .designs
@@ -773,10 +781,9 @@ fn resolve_client_knobs(
         own: &own,
         only: |owners, knob| format!("only clients of a kind = {owners} lock service use `{knob}`"),
     };
-    let ((), resolved) = reader.read(cx, fields, c.ttl_ms.span(), |k| {
-        design.resolve_client(k, &workload)
-    })?;
-    Ok(resolved)
+    reader.read(cx, fields, c.ttl_ms.span(), |k| {
+        design.resolve_client(k, &workload, lock_service.max_ttl_ms)
+    })
 }
 
 /// Refuse a `[[clients]]` field that is neither the workload's nor a client knob of any design,

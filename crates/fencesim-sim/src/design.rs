@@ -2,17 +2,18 @@
 //! nodes and the clients of one run. The sim depends on no design; whoever maps a scenario's
 //! `kind` to a design (the `fencesim` crate's registry) hands [`crate::run`] one.
 //!
-//! [`NodeDesign`] is the one implementation a design on the design API needs: its node type
-//! (a [`LockNode`]), its client protocol (a [`ClientProtocol`]), and two functions that make
-//! their settings from the scenario. Both are monomorphised into the node loop and the client,
-//! so a message costs no dynamic dispatch; only starting a node goes through the trait.
+//! Every [`Design`] is a `SimDesign`, and every [`ResourceDesign`] a [`SimResource`]: the
+//! nodes and clients are built from the typed settings the scenario parser kept
+//! ([`fencesim_design::Settings`]), and the node type and client protocol are monomorphised
+//! into the node loop and the client, so a message costs no dynamic dispatch; only starting a
+//! node goes through the trait.
 
 use std::sync::Arc;
 
 use std::sync::Mutex;
 
-use fencesim_design::{ClientInfo, ClientProtocol, FencedResource, LockNode};
-use fencesim_scenario::{ClientSpec, Scenario, RESOURCE_NODE};
+use fencesim_design::{Design, FencedResource, ResourceDesign};
+use fencesim_scenario::{Scenario, RESOURCE_NODE};
 
 use crate::world::World;
 use crate::{client, design_node, resource_node, runner};
@@ -43,34 +44,34 @@ pub trait SimDesign: Send + Sync {
     fn start_client(&self, cluster: &Cluster<'_>, name: &str, index: usize);
 }
 
-/// A design on the design API: node type `N`, client protocol `P`, and how their settings
-/// come from the scenario.
-pub struct NodeDesign<N: LockNode, P: ClientProtocol> {
-    /// The nodes' settings (the same for every node and every start).
-    pub node_config: fn(&Scenario) -> N::Config,
-    /// A client's protocol, made at each start of the client.
-    pub client: fn(&Scenario, &ClientSpec, ClientInfo) -> P,
+/// The typed settings `T` the parser kept in `settings` for `what`.
+///
+/// # Panics
+/// The scenario was not parsed (built by hand or read back from JSON): it has no settings,
+/// which only parsing makes.
+pub(crate) fn parsed<'a, T: 'static>(settings: &'a fencesim_design::Settings, what: &str) -> &'a T {
+    settings.get::<T>().unwrap_or_else(|| {
+        panic!("{what} has no settings of its design: the scenario was not parsed")
+    })
 }
 
-impl<N, P> SimDesign for NodeDesign<N, P>
-where
-    N: LockNode,
-    P: ClientProtocol + 'static,
-{
+impl<D: Design> SimDesign for D {
     fn start_service(&self, cluster: &Cluster<'_>) {
         let world = cluster.world;
-        let config = (self.node_config)(&world.scenario);
+        let settings =
+            parsed::<D::Settings>(&world.scenario.lock_service.settings, "[lock_service]");
+        let config = D::node_config(settings);
         for (index, name) in world.lease_nodes().into_iter().enumerate() {
             let (w, n, config) = (Arc::clone(world), name.clone(), config.clone());
             runner::start_node(&name, move || {
-                design_node::run::<N>(Arc::clone(&w), n.clone(), index, config.clone())
+                design_node::run::<D::Node>(Arc::clone(&w), n.clone(), index, config.clone())
             });
         }
     }
 
     fn start_client(&self, cluster: &Cluster<'_>, name: &str, index: usize) {
-        let (w, make) = (Arc::clone(cluster.world), self.client);
-        runner::start_node(name, move || client::run(Arc::clone(&w), index, make));
+        let w = Arc::clone(cluster.world);
+        runner::start_node(name, move || client::run::<D>(Arc::clone(&w), index));
     }
 }
 
@@ -80,18 +81,15 @@ pub trait SimResource: Send + Sync {
     fn start(&self, cluster: &Cluster<'_>);
 }
 
-/// A resource on the design API: its state machine `R` and how its settings come from the
-/// scenario.
-pub struct ResourceDesign<R: FencedResource> {
-    /// The resource's settings.
-    pub config: fn(&Scenario) -> R::Config,
-}
-
-impl<R: FencedResource> SimResource for ResourceDesign<R> {
+impl<R: ResourceDesign> SimResource for R {
     fn start(&self, cluster: &Cluster<'_>) {
         let world = Arc::clone(cluster.world);
+        let config = parsed::<<R::State as FencedResource>::Config>(
+            &world.scenario.resource.settings,
+            "[resource]",
+        );
         // One instance for the whole run: a crash of the node loses nothing of it.
-        let store = Arc::new(Mutex::new(R::new(&(self.config)(&world.scenario))));
+        let store = Arc::new(Mutex::new(R::State::new(config)));
         runner::start_node(RESOURCE_NODE, move || {
             resource_node::run(Arc::clone(&world), Arc::clone(&store))
         });

@@ -37,7 +37,7 @@ mod timer;
 pub mod transport;
 mod world;
 
-pub use design::{Cluster, NodeDesign, ResourceDesign, SimDesign, SimResource};
+pub use design::{Cluster, SimDesign, SimResource};
 pub use fencesim_scenario::Scenario;
 pub use message::Message;
 pub use runner::{run, FailureKind, RunOutcome, SimFailure};

@@ -1,9 +1,7 @@
-//! The design as fencesim's scenario parser sees it: its kind, its knobs (read with located
-//! errors), the shape of its service, and the glue that builds its server and clients.
+//! The design as one value ([`Design`]): its kind, its knobs (read with located errors, once,
+//! when a scenario is parsed), the shape of its service, and its server and clients.
 
-use fencesim::design::{ClientInfo, ClientWorkload, DesignSpec, KnobError, Knobs, ServiceShape};
-use fencesim::scenario::ClientSpec;
-use fencesim::{NodeDesign, Scenario};
+use fencesim::design::{ClientInfo, ClientWorkload, Design, KnobError, Knobs, ServiceShape};
 
 use crate::client::{ClientConfig, OnPredecessorGone, ZkClient};
 use crate::server::{ServerConfig, ZkServer};
@@ -36,7 +34,7 @@ impl ZookeeperDesign {
 
     /// A client's settings from its `[[clients]]` table: `predecessor_gone` (`"recheck"`, the
     /// default, or the defect `"take"`) and `acquire_wait_ms` (default 10000).
-    pub fn client_settings(knobs: &mut Knobs) -> Result<ClientConfig, KnobError> {
+    pub fn client_config(knobs: &mut Knobs) -> Result<ClientConfig, KnobError> {
         let options = [
             ("recheck", OnPredecessorGone::Recheck),
             ("take", OnPredecessorGone::Take),
@@ -52,7 +50,12 @@ impl ZookeeperDesign {
     }
 }
 
-impl DesignSpec for ZookeeperDesign {
+impl Design for ZookeeperDesign {
+    type Node = ZkServer;
+    type Client = ZkClient;
+    type Settings = ServerConfig;
+    type ClientSettings = ClientConfig;
+
     fn kind(&self) -> &'static str {
         KIND
     }
@@ -70,34 +73,33 @@ impl DesignSpec for ZookeeperDesign {
         CLIENT_KNOBS
     }
 
-    fn resolve_client(&self, knobs: &mut Knobs, _: &ClientWorkload) -> Result<(), KnobError> {
-        Self::client_settings(knobs).map(drop)
-    }
-
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        Self::server_settings(knobs)?;
-        Ok(ServiceShape {
+    fn settings(
+        &self,
+        knobs: &mut Knobs,
+        _: u64,
+    ) -> Result<(ServerConfig, ServiceShape), KnobError> {
+        let shape = ServiceShape {
             // Sessions expire on the server, recorded as `expire`.
             node_expires: true,
             ..ServiceShape::single(SERVER_NODE)
-        })
+        };
+        Ok((Self::server_settings(knobs)?, shape))
+    }
+
+    fn client_settings(
+        &self,
+        knobs: &mut Knobs,
+        _: &ClientWorkload,
+        _: u64,
+    ) -> Result<ClientConfig, KnobError> {
+        Self::client_config(knobs)
+    }
+
+    fn node_config(settings: &ServerConfig) -> ServerConfig {
+        *settings
+    }
+
+    fn client(_: &ServerConfig, client: &ClientConfig, info: ClientInfo) -> ZkClient {
+        ZkClient::new(*client, info)
     }
 }
-
-fn server_config(scenario: &Scenario) -> ServerConfig {
-    let mut knobs = Knobs::from_resolved(&scenario.lock_service.knobs);
-    ZookeeperDesign::server_settings(&mut knobs).expect("the parser accepted these knobs")
-}
-
-fn client(_: &Scenario, spec: &ClientSpec, info: ClientInfo) -> ZkClient {
-    let mut knobs = Knobs::from_resolved(&spec.knobs);
-    let config =
-        ZookeeperDesign::client_settings(&mut knobs).expect("the parser accepted these knobs");
-    ZkClient::new(config, info)
-}
-
-/// The server and client, as the simulator runs them.
-pub static SIM: NodeDesign<ZkServer, ZkClient> = NodeDesign {
-    node_config: server_config,
-    client,
-};

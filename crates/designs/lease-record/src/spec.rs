@@ -1,11 +1,11 @@
-//! The lease-record design as the scenario parser sees it: `kind = "lease-record"`, its one
-//! knob and the shape of its service.
+//! The lease-record design ([`Design`]): `kind = "lease-record"`, its knobs, the shape of its
+//! service, its store node and its candidates.
 
 use fencesim_design::{
-    ClientWorkload, DesignSpec, KnobError, Knobs, SafeKnob, SafeValue, ServiceShape,
+    ClientInfo, ClientWorkload, Design, KnobError, Knobs, SafeKnob, SafeValue, ServiceShape,
 };
 
-use crate::{ExpiryJudgement, Takeover};
+use crate::{ExpiryJudgement, RecordClient, StoreNode, Takeover};
 
 /// The store's node.
 pub const STORE_NODE: &str = "lease-service";
@@ -21,7 +21,7 @@ impl LeaseRecordDesign {
     pub const KNOBS: &'static [&'static str] = &["expiry_judged_by"];
 
     /// How the candidates judge a silent holder gone, from the knobs.
-    pub fn settings(knobs: &mut Knobs) -> Result<ExpiryJudgement, KnobError> {
+    pub fn judgement(knobs: &mut Knobs) -> Result<ExpiryJudgement, KnobError> {
         knobs.one_node()?;
         let options = [
             ("recorded-duration", ExpiryJudgement::RecordedDuration),
@@ -45,7 +45,12 @@ pub fn record_client_settings(knobs: &mut Knobs) -> Result<Takeover, KnobError> 
     knobs.choice("takeover", &options, Takeover::CompareAndSwap)
 }
 
-impl DesignSpec for LeaseRecordDesign {
+impl Design for LeaseRecordDesign {
+    type Node = StoreNode;
+    type Client = RecordClient;
+    type Settings = ExpiryJudgement;
+    type ClientSettings = Takeover;
+
     fn kind(&self) -> &'static str {
         "lease-record"
     }
@@ -79,14 +84,29 @@ impl DesignSpec for LeaseRecordDesign {
         }]
     }
 
-    fn resolve_client(&self, knobs: &mut Knobs, _: &ClientWorkload) -> Result<(), KnobError> {
-        record_client_settings(knobs).map(drop)
+    fn settings(
+        &self,
+        knobs: &mut Knobs,
+        _: u64,
+    ) -> Result<(ExpiryJudgement, ServiceShape), KnobError> {
+        // The store never expires anything: the candidates judge expiry.
+        Ok((Self::judgement(knobs)?, ServiceShape::single(STORE_NODE)))
     }
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        Self::settings(knobs)?;
-        // The store never expires anything: the candidates judge expiry.
-        Ok(ServiceShape::single(STORE_NODE))
+    fn client_settings(
+        &self,
+        knobs: &mut Knobs,
+        _: &ClientWorkload,
+        _: u64,
+    ) -> Result<Takeover, KnobError> {
+        record_client_settings(knobs)
+    }
+
+    /// The store has no settings of its own.
+    fn node_config(_: &ExpiryJudgement) {}
+
+    fn client(judgement: &ExpiryJudgement, takeover: &Takeover, info: ClientInfo) -> RecordClient {
+        RecordClient::new(info, *judgement, *takeover)
     }
 }
 
@@ -98,12 +118,12 @@ mod tests {
     fn candidates_judge_by_the_recorded_duration_unless_told_otherwise() {
         let mut knobs = Knobs::default();
         assert_eq!(
-            LeaseRecordDesign::settings(&mut knobs),
+            LeaseRecordDesign::judgement(&mut knobs),
             Ok(ExpiryJudgement::RecordedDuration)
         );
         let mut knobs = Knobs::from_toml("expiry_judged_by = \"own-duration\"").unwrap();
         assert_eq!(
-            LeaseRecordDesign::settings(&mut knobs),
+            LeaseRecordDesign::judgement(&mut knobs),
             Ok(ExpiryJudgement::OwnDuration)
         );
     }

@@ -1,21 +1,17 @@
-//! The three lease services as the scenario parser sees them: their `kind`, their knobs (read
-//! from `[lock_service]` with located errors) and the shape of their service.
-//!
-//! Each design reads its knobs into the settings its nodes run with ([`SingleDesign::settings`]
-//! and the like); the scenario parser calls the same function through
-//! [`DesignSpec::resolve`], so what a scenario file says and what the nodes do cannot drift
-//! apart.
+//! The three lease services as designs ([`Design`]): their `kind`, their knobs (read from
+//! `[lock_service]` and `[[clients]]` with located errors, once, when a scenario is parsed),
+//! the shape of their service, and the node type and client protocol those settings build.
 
 use fencesim_design::{
-    ClientWorkload, Clock, DesignSpec, KnobError, Knobs, MessageKind, SafeKnob, SafeValue,
+    ClientInfo, ClientWorkload, Clock, Design, KnobError, Knobs, MessageKind, SafeKnob, SafeValue,
     ServiceShape,
 };
 
 use crate::primary_backup::{PrimaryBackupConfig, Replication};
 use crate::replicated::{LeaderChange, ReplicationPolicy};
 use crate::{
-    AcquireMode, LeaseClientConfig, LeaseNodeConfig, PrimaryBackupNodeConfig, RaftNodeConfig,
-    Reaper, ReleaseMode, TokenCounter,
+    AcquireMode, LeaseClient, LeaseClientConfig, LeaseNode, LeaseNodeConfig, PrimaryBackupNode,
+    PrimaryBackupNodeConfig, RaftNode, RaftNodeConfig, Reaper, ReleaseMode, TokenCounter,
 };
 
 /// The single lease service's one node.
@@ -99,10 +95,13 @@ pub fn lease_client_settings(
     })
 }
 
-/// The client side of `DesignSpec` the three lease services share: their one client protocol's
-/// knobs ([`LEASE_CLIENT_KNOBS`], read by [`lease_client_settings`]).
+/// The client side of [`Design`] the three lease services share: their one client protocol
+/// ([`LeaseClient`]) and its knobs ([`LEASE_CLIENT_KNOBS`], read by [`lease_client_settings`]).
 macro_rules! lease_client_side {
     () => {
+        type Client = LeaseClient;
+        type ClientSettings = LeaseClientConfig;
+
         fn client_knob_names(&self) -> &'static [&'static str] {
             LEASE_CLIENT_KNOBS
         }
@@ -111,12 +110,17 @@ macro_rules! lease_client_side {
             LEASE_CLIENT_SAFE
         }
 
-        fn resolve_client(
+        fn client_settings(
             &self,
             knobs: &mut Knobs,
             workload: &ClientWorkload,
-        ) -> Result<(), KnobError> {
-            lease_client_settings(knobs, workload, 0).map(drop)
+            max_ttl_ms: u64,
+        ) -> Result<LeaseClientConfig, KnobError> {
+            lease_client_settings(knobs, workload, max_ttl_ms)
+        }
+
+        fn client(_: &Self::Settings, client: &LeaseClientConfig, info: ClientInfo) -> LeaseClient {
+            LeaseClient::new(info, client.clone())
         }
     };
 }
@@ -166,7 +170,7 @@ impl SingleDesign {
     ];
 
     /// The node's settings from the knobs; `max_ttl_ms` is `[lock_service]`'s.
-    pub fn settings(knobs: &mut Knobs, max_ttl_ms: u64) -> Result<LeaseNodeConfig, KnobError> {
+    fn node_settings(knobs: &mut Knobs, max_ttl_ms: u64) -> Result<LeaseNodeConfig, KnobError> {
         knobs.one_node()?;
         let fsync = knobs.fsync()?;
         let expiry_clock = knobs.expiry_clock(Clock::Monotonic)?;
@@ -204,7 +208,10 @@ impl SingleDesign {
     }
 }
 
-impl DesignSpec for SingleDesign {
+impl Design for SingleDesign {
+    type Node = LeaseNode;
+    type Settings = LeaseNodeConfig;
+
     fn kind(&self) -> &'static str {
         "single"
     }
@@ -251,14 +258,22 @@ impl DesignSpec for SingleDesign {
 
     lease_client_side!();
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        Self::settings(knobs, 0)?;
-        Ok(ServiceShape {
+    fn settings(
+        &self,
+        knobs: &mut Knobs,
+        max_ttl_ms: u64,
+    ) -> Result<(LeaseNodeConfig, ServiceShape), KnobError> {
+        let shape = ServiceShape {
             node_expires: true,
             reaps: true,
             backups: vec![LEASE_SERVICE_NODE.to_owned()],
             ..ServiceShape::single(LEASE_SERVICE_NODE)
-        })
+        };
+        Ok((Self::node_settings(knobs, max_ttl_ms)?, shape))
+    }
+
+    fn node_config(settings: &LeaseNodeConfig) -> LeaseNodeConfig {
+        *settings
     }
 }
 
@@ -277,7 +292,7 @@ impl RaftDesign {
     ];
 
     /// The replicas' settings and their number.
-    pub fn settings(
+    fn node_settings(
         knobs: &mut Knobs,
         max_ttl_ms: u64,
     ) -> Result<(RaftNodeConfig, u64), KnobError> {
@@ -307,7 +322,10 @@ impl RaftDesign {
     }
 }
 
-impl DesignSpec for RaftDesign {
+impl Design for RaftDesign {
+    type Node = RaftNode;
+    type Settings = RaftNodeConfig;
+
     fn kind(&self) -> &'static str {
         "raft"
     }
@@ -345,15 +363,24 @@ impl DesignSpec for RaftDesign {
 
     lease_client_side!();
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        let (_, replicas) = Self::settings(knobs, 0)?;
-        Ok(ServiceShape {
+    fn settings(
+        &self,
+        knobs: &mut Knobs,
+        max_ttl_ms: u64,
+    ) -> Result<(RaftNodeConfig, ServiceShape), KnobError> {
+        let (config, replicas) = Self::node_settings(knobs, max_ttl_ms)?;
+        let shape = ServiceShape {
             nodes: ServiceShape::numbered("lease", replicas),
             has_leader: true,
             node_messages: vec![MessageKind::Raft, MessageKind::Redirect],
             node_expires: true,
             ..ServiceShape::single("")
-        })
+        };
+        Ok((config, shape))
+    }
+
+    fn node_config(settings: &RaftNodeConfig) -> RaftNodeConfig {
+        *settings
     }
 }
 
@@ -374,7 +401,7 @@ impl PrimaryBackupDesign {
     ];
 
     /// The pair's settings.
-    pub fn settings(
+    fn node_settings(
         knobs: &mut Knobs,
         max_ttl_ms: u64,
     ) -> Result<PrimaryBackupNodeConfig, KnobError> {
@@ -415,7 +442,10 @@ impl PrimaryBackupDesign {
     }
 }
 
-impl DesignSpec for PrimaryBackupDesign {
+impl Design for PrimaryBackupDesign {
+    type Node = PrimaryBackupNode;
+    type Settings = PrimaryBackupNodeConfig;
+
     fn kind(&self) -> &'static str {
         "primary-backup"
     }
@@ -430,15 +460,23 @@ impl DesignSpec for PrimaryBackupDesign {
 
     lease_client_side!();
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        Self::settings(knobs, 0)?;
-        Ok(ServiceShape {
+    fn settings(
+        &self,
+        knobs: &mut Knobs,
+        max_ttl_ms: u64,
+    ) -> Result<(PrimaryBackupNodeConfig, ServiceShape), KnobError> {
+        let shape = ServiceShape {
             nodes: ServiceShape::numbered("lease", 2),
             has_leader: true,
             node_messages: vec![MessageKind::Replicate, MessageKind::Redirect],
             node_expires: true,
             ..ServiceShape::single("")
-        })
+        };
+        Ok((Self::node_settings(knobs, max_ttl_ms)?, shape))
+    }
+
+    fn node_config(settings: &PrimaryBackupNodeConfig) -> PrimaryBackupNodeConfig {
+        *settings
     }
 }
 
@@ -453,13 +491,13 @@ mod tests {
     #[test]
     fn the_single_service_reads_its_defect_knobs() {
         let mut k = knobs("token_counter = \"memory\"\nacquire = \"queue\"\nfsync = \"never\"");
-        let config = SingleDesign::settings(&mut k, 20_000).unwrap();
+        let config = SingleDesign::node_settings(&mut k, 20_000).unwrap();
         assert_eq!(config.token_counter, TokenCounter::Memory);
         assert_eq!(config.acquire, AcquireMode::Queue);
         assert_eq!(config.fsync, fencesim_design::FsyncPolicy::Never);
         assert_eq!(config.max_ttl_ms, 20_000);
         assert_eq!(config.reaper, Reaper::RespectsLeases);
-        let e = SingleDesign::settings(&mut knobs("replicas = 3"), 1).unwrap_err();
+        let e = SingleDesign::node_settings(&mut knobs("replicas = 3"), 1).unwrap_err();
         assert_eq!(
             e.message,
             "this lock service has one node; leave `replicas` out"
@@ -489,17 +527,21 @@ mod tests {
 
     #[test]
     fn raft_has_three_or_five_replicas_and_a_leader() {
-        let shape = RaftDesign.resolve(&mut knobs("replicas = 5")).unwrap();
+        let (_, shape) = RaftDesign.settings(&mut knobs("replicas = 5"), 1).unwrap();
         assert_eq!(shape.nodes.len(), 5);
         assert!(shape.has_leader);
-        let e = RaftDesign.resolve(&mut knobs("replicas = 4")).unwrap_err();
+        let e = RaftDesign
+            .settings(&mut knobs("replicas = 4"), 1)
+            .unwrap_err();
         assert_eq!(e.message, "expected 3 or 5 replicas, found 4");
     }
 
     #[test]
     fn a_backup_must_not_promote_itself_between_shipments() {
         let source = "replication_lag_ms = 5000";
-        let e = PrimaryBackupDesign.resolve(&mut knobs(source)).unwrap_err();
+        let e = PrimaryBackupDesign
+            .settings(&mut knobs(source), 1)
+            .unwrap_err();
         assert_eq!(e.field, "failover_after_ms");
         assert_eq!(
             &source[e.span.clone()],

@@ -1,12 +1,13 @@
-//! Redlock as the scenario parser sees it: `kind = "redlock"`, its knobs (read from
-//! `[lock_service]` with located errors, with the Redlock documentation's defaults) and the
-//! shape of its service.
+//! Redlock as a design ([`Design`]): `kind = "redlock"`, its knobs (read from
+//! `[lock_service]` with located errors, with the Redlock documentation's defaults), the shape
+//! of its service, its Redis nodes and its client.
 
 use fencesim_design::{
-    Clock, DesignSpec, KnobError, Knobs, SafeKnob, SafeValue, ServiceShape, TokenKind,
+    ClientInfo, ClientWorkload, Clock, Design, KnobError, Knobs, SafeKnob, SafeValue, ServiceShape,
+    TokenKind,
 };
 
-use crate::{RedisConfig, RedlockClientConfig, TokenSource};
+use crate::{RedisConfig, RedisServer, RedlockClient, RedlockClientConfig, TokenSource};
 
 /// Independent Redis-like nodes `redis-1`..`redis-N`, locked by the clients with the Redlock
 /// algorithm (antirez; critiqued by Kleppmann 2016).
@@ -39,7 +40,7 @@ impl RedlockDesign {
     ];
 
     /// The settings from the knobs.
-    pub fn settings(knobs: &mut Knobs) -> Result<RedlockSettings, KnobError> {
+    pub fn read_settings(knobs: &mut Knobs) -> Result<RedlockSettings, KnobError> {
         let replicas = knobs.one_of("replicas", &[1, 3, 5, 7], 5, |n| {
             format!("expected 1, 3, 5 or 7 Redlock nodes, found {n}")
         })?;
@@ -87,7 +88,12 @@ impl RedlockDesign {
     }
 }
 
-impl DesignSpec for RedlockDesign {
+impl Design for RedlockDesign {
+    type Node = RedisServer;
+    type Client = RedlockClient;
+    type Settings = RedlockSettings;
+    type ClientSettings = ();
+
     fn kind(&self) -> &'static str {
         "redlock"
     }
@@ -133,18 +139,36 @@ impl DesignSpec for RedlockDesign {
         ]
     }
 
-    fn resolve(&self, knobs: &mut Knobs) -> Result<ServiceShape, KnobError> {
-        let settings = Self::settings(knobs)?;
+    fn settings(
+        &self,
+        knobs: &mut Knobs,
+        _: u64,
+    ) -> Result<(RedlockSettings, ServiceShape), KnobError> {
+        let settings = Self::read_settings(knobs)?;
         // A lock's random value is opaque; a counter token is a fencing token.
         let tokens = match settings.client.token_source {
             TokenSource::Random => TokenKind::Opaque,
             TokenSource::Counter => TokenKind::Fencing,
         };
-        Ok(ServiceShape {
+        let shape = ServiceShape {
             nodes: ServiceShape::numbered("redis", settings.replicas),
             tokens,
             ..ServiceShape::single("")
-        })
+        };
+        Ok((settings, shape))
+    }
+
+    /// The client's knobs are `[lock_service]`'s (Redlock has one algorithm for every client).
+    fn client_settings(&self, _: &mut Knobs, _: &ClientWorkload, _: u64) -> Result<(), KnobError> {
+        Ok(())
+    }
+
+    fn node_config(settings: &RedlockSettings) -> RedisConfig {
+        settings.node
+    }
+
+    fn client(settings: &RedlockSettings, _: &(), info: ClientInfo) -> RedlockClient {
+        RedlockClient::new(info, settings.client)
     }
 }
 
@@ -154,12 +178,12 @@ mod tests {
 
     #[test]
     fn defaults_are_the_redlock_documentations() {
-        let settings = RedlockDesign::settings(&mut Knobs::default()).unwrap();
+        let settings = RedlockDesign::read_settings(&mut Knobs::default()).unwrap();
         assert_eq!(settings.replicas, 5);
         assert_eq!(settings.client.drift_ppm, 10_000);
         assert_eq!(settings.client.node_timeout_ms, 50);
         assert_eq!(settings.node.expiry_clock, Clock::Wall);
-        let shape = RedlockDesign.resolve(&mut Knobs::default()).unwrap();
+        let (_, shape) = RedlockDesign.settings(&mut Knobs::default(), 1).unwrap();
         assert_eq!(shape.tokens, TokenKind::Opaque);
         assert_eq!(shape.nodes.last().map(String::as_str), Some("redis-5"));
     }
@@ -167,7 +191,7 @@ mod tests {
     #[test]
     fn a_drift_allowance_of_the_whole_ttl_is_refused() {
         let mut knobs = Knobs::from_toml("drift_ppm = 1000000").unwrap();
-        let e = RedlockDesign::settings(&mut knobs).unwrap_err();
+        let e = RedlockDesign::read_settings(&mut knobs).unwrap_err();
         assert_eq!(e.field, "drift_ppm");
         assert!(
             e.message.starts_with("expected less than 1000000 ppm"),

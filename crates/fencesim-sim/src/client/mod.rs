@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fencesim_design::WriteOutcome;
-use fencesim_design::{ClientInfo, ClientProtocol};
+use fencesim_design::{ClientInfo, ClientProtocol, Design};
 use fencesim_history::{Name, Op, OpFn, OpType};
 use fencesim_scenario::{Cleanup, ClientSpec, NodeEvent, RESOURCE_NODE};
 use rand::Rng;
@@ -37,13 +37,9 @@ use crate::world::{OpTemplate, World};
 mod protocol;
 
 /// Client `index`'s main task; madsim runs it again (from cycle 1, as a new process) on every
-/// restart. `protocol` makes its design's client protocol (monomorphised: the client loop pays
-/// no dynamic dispatch for its protocol).
-pub(crate) async fn run<P: ClientProtocol>(
-    world: Arc<World>,
-    index: usize,
-    protocol: MakeProtocol<P>,
-) {
+/// restart. Its protocol is design `D`'s, made from the settings the parser kept
+/// (monomorphised: the client loop pays no dynamic dispatch for its protocol).
+pub(crate) async fn run<D: Design>(world: Arc<World>, index: usize) {
     let spec = world.scenario.clients[index].clone();
     let incarnation = world.start(&spec.name);
     let rng = seeds::rng(
@@ -58,7 +54,14 @@ pub(crate) async fn run<P: ClientProtocol>(
     let process = world.new_process();
     let service_nodes = world.lease_nodes();
     let info = client_info(&spec, incarnation, &service_nodes);
-    let protocol = protocol(&world.scenario, &spec, info);
+    let protocol = D::client(
+        crate::design::parsed::<D::Settings>(
+            &world.scenario.lock_service.settings,
+            "[lock_service]",
+        ),
+        crate::design::parsed::<D::ClientSettings>(&spec.settings, &spec.name),
+        info,
+    );
     let names = Names {
         node: spec.name.as_str().into(),
         lock: spec.lock.as_str().into(),
@@ -84,8 +87,6 @@ pub(crate) async fn run<P: ClientProtocol>(
     client.world.client_done(&client.spec.name);
 }
 
-/// How a design makes a client's protocol: from the scenario, the client's entry, and what the
-/// protocol is told about its client.
 /// What a client protocol is told about its client.
 fn client_info(spec: &ClientSpec, incarnation: u64, service_nodes: &[String]) -> ClientInfo {
     ClientInfo {
@@ -98,8 +99,6 @@ fn client_info(spec: &ClientSpec, incarnation: u64, service_nodes: &[String]) ->
         service_nodes: service_nodes.to_vec(),
     }
 }
-
-pub(crate) type MakeProtocol<P> = fn(&fencesim_scenario::Scenario, &ClientSpec, ClientInfo) -> P;
 
 struct Client<P: ClientProtocol> {
     world: Arc<World>,
