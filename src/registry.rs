@@ -6,17 +6,17 @@
 //! located errors into typed settings, the shape of its service) and what the simulator runs
 //! ([`SimDesign`]: its node type and client protocol, built from those settings). The
 //! simulator (`fencesim-sim`) and the scenario crate depend on no design; the built-in list
-//! below and the design crates are the only places that name one.
+//! (`fencesim_builtin::register`, the same list every parser-only catalog is built from) and
+//! the design crates are the only places that name one.
 
 use std::sync::OnceLock;
 
 use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
 
-use fencesim_design::{Design, DesignSpec, Designs, ResourceDesign, ResourceModeSpec};
-use fencesim_lease::{PrimaryBackupDesign, RaftDesign, SingleDesign};
-use fencesim_lease_record::LeaseRecordDesign;
+use fencesim_design::{Design, DesignSpec, Designs, Register, ResourceDesign, ResourceModeSpec};
+use fencesim_lease::SingleDesign;
 use fencesim_redlock::RedlockDesign;
-use fencesim_resource::{EQUALITY, FENCED, UNFENCED};
+use fencesim_resource::{FENCED, UNFENCED};
 use fencesim_scenario::Scenario;
 use fencesim_sim::{RunOutcome, SimDesign, SimResource};
 
@@ -51,15 +51,7 @@ impl Registry {
     /// The five built-in designs: `single` (the default), `raft`, `redlock`,
     /// `primary-backup` and `lease-record`, in that order.
     pub fn built_in() -> Self {
-        let registry = Registry::default()
-            .with_design(&SingleDesign)
-            .with_design(&RaftDesign)
-            .with_design(&RedlockDesign)
-            .with_design(&PrimaryBackupDesign)
-            .with_design(&LeaseRecordDesign)
-            .with_resource(&FENCED)
-            .with_resource(&UNFENCED)
-            .with_resource(&EQUALITY);
+        let registry = fencesim_builtin::register(Registry::default());
         // Each filed under its design's own kind and its resource's own mode.
         let live = LiveForms {
             lock_services: vec![
@@ -147,6 +139,16 @@ impl Registry {
             .iter()
             .find(|d| d.spec.kind() == kind)
             .map(|d| d.sim)
+    }
+}
+
+impl Register for Registry {
+    fn with_design<D: Design>(self, design: &'static D) -> Self {
+        Registry::with_design(self, design)
+    }
+
+    fn with_resource<R: ResourceDesign>(self, resource: &'static R) -> Self {
+        Registry::with_resource(self, resource)
     }
 }
 

@@ -21,22 +21,13 @@ const OPTIONS: CheckOptions = CheckOptions {
     ..CheckOptions::DEFAULT
 };
 
-/// The built-in designs and resources a scenario may name (the `fencesim` crate's registry
-/// lists the same, with their simulators, which the fuzz workspace does not build).
-static DESIGNS: fencesim_scenario::Catalog<'static> = fencesim_scenario::Catalog {
-    designs: &[
-        &fencesim_lease::SingleDesign,
-        &fencesim_lease::RaftDesign,
-        &fencesim_redlock::RedlockDesign,
-        &fencesim_lease::PrimaryBackupDesign,
-        &fencesim_lease_record::LeaseRecordDesign,
-    ],
-    resources: &[
-        &fencesim_resource::FENCED,
-        &fencesim_resource::UNFENCED,
-        &fencesim_resource::EQUALITY,
-    ],
-};
+/// The built-in designs and resources a scenario may name: the one list the `fencesim`
+/// crate's registry is built from (`fencesim_builtin`), without the simulators, which the fuzz
+/// workspace does not build.
+fn designs() -> &'static fencesim_scenario::Catalog {
+    static DESIGNS: std::sync::OnceLock<fencesim_scenario::Catalog> = std::sync::OnceLock::new();
+    DESIGNS.get_or_init(fencesim_builtin::catalog)
+}
 
 /// A scenario file: validated, and if valid, written back with `to_toml` (what `shrink` does)
 /// and read again to the same scenario.
@@ -44,11 +35,11 @@ pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(scenario) = fencesim_scenario::parse(text, "fuzz.toml", None, &DESIGNS) else {
+    let Ok(scenario) = fencesim_scenario::parse(text, "fuzz.toml", None, designs()) else {
         return;
     };
     let written = fencesim_scenario::to_toml(&scenario);
-    match fencesim_scenario::parse(&written, "written.toml", None, &DESIGNS) {
+    match fencesim_scenario::parse(&written, "written.toml", None, designs()) {
         Ok(back) => assert_eq!(back, scenario, "to_toml changed the scenario:\n{written}"),
         Err(e) => panic!("to_toml wrote a file that does not parse: {e}\n{written}"),
     }

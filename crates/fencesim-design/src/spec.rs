@@ -16,7 +16,7 @@ use crate::node::FsyncPolicy;
 use crate::resource::ResourceModeSpec;
 use crate::safe::SafeKnob;
 use crate::time::Clock;
-use crate::Settings;
+use crate::{Design, ResourceDesign, Settings};
 
 /// A lock design as the scenario parser sees it: every [`Design`](crate::Design) is one (the
 /// implementation is in `design.rs`; a design implements `Design`, never this). Object-safe: a
@@ -73,16 +73,42 @@ pub trait Designs {
     fn all_resources(&self) -> Vec<&dyn ResourceModeSpec>;
 }
 
-/// A catalog of designs and resources held in two slices.
-#[derive(Clone, Copy)]
-pub struct Catalog<'a> {
-    /// The designs.
-    pub designs: &'a [&'a dyn DesignSpec],
-    /// The resources.
-    pub resources: &'a [&'a dyn ResourceModeSpec],
+/// Where designs and resources are registered: a parser's [`Catalog`], or the `fencesim`
+/// crate's registry, which also keeps how each runs. The built-in designs are one list
+/// (`fencesim_builtin::register`), which registers them with either.
+pub trait Register: Sized {
+    /// Add lock design `design`, replacing one of the same kind.
+    fn with_design<D: Design>(self, design: &'static D) -> Self;
+    /// Add resource `resource`, replacing one of the same mode.
+    fn with_resource<R: ResourceDesign>(self, resource: &'static R) -> Self;
 }
 
-impl Designs for Catalog<'_> {
+/// The designs and resources a scenario may name, as the parser alone needs them (the
+/// scenario crate's tests and the fuzz targets parse with one; the `fencesim` crate's registry
+/// is the catalog that also runs them). Listing order is registration order.
+#[derive(Clone, Default)]
+pub struct Catalog {
+    designs: Vec<&'static dyn DesignSpec>,
+    resources: Vec<&'static dyn ResourceModeSpec>,
+}
+
+impl Register for Catalog {
+    fn with_design<D: Design>(mut self, design: &'static D) -> Self {
+        let kind = Design::kind(design);
+        self.designs.retain(|d| d.kind() != kind);
+        self.designs.push(design);
+        self
+    }
+
+    fn with_resource<R: ResourceDesign>(mut self, resource: &'static R) -> Self {
+        let mode = ResourceDesign::mode(resource);
+        self.resources.retain(|r| r.mode() != mode);
+        self.resources.push(resource);
+        self
+    }
+}
+
+impl Designs for Catalog {
     fn find(&self, kind: &str) -> Option<&dyn DesignSpec> {
         self.designs.iter().copied().find(|d| d.kind() == kind)
     }
@@ -298,10 +324,7 @@ mod tests {
 
     #[test]
     fn a_catalog_finds_resources_by_mode() {
-        let catalog = Catalog {
-            designs: &[],
-            resources: &[&Toy],
-        };
+        let catalog = Catalog::default().with_resource(&Toy);
         let designs: &dyn Designs = &catalog;
         assert_eq!(
             designs.find_resource("toy").map(|d| d.about()),

@@ -26,7 +26,7 @@ pub mod strategies;
 pub use error::ScenarioError;
 pub use fault::{Action, Cut, Fault, FaultKind, LinkSel, Trigger};
 pub use fencesim_design::{
-    Catalog, ClientWorkload, DesignSpec, Designs, ResourceModeSpec, ServiceShape,
+    Catalog, ClientWorkload, DesignSpec, Designs, Register, ResourceModeSpec, ServiceShape,
 };
 pub use model::{
     Cleanup, ClientSpec, Expectation, ExpectedVerdict, LatencyRange, LinkLatency, LockServiceSpec,
@@ -88,10 +88,9 @@ mod tests {
         let source = "name = \"s\"\nduration_ms = 1000\n[[clients]]\nname = \"c\"\nttl_ms = 100\n\
                       [expect]\nverdict = \"invalid\"\nviolations = [\"not-linearizable\"]\n";
         let only = [ViolationKind::StaleWriteAccepted];
-        let designs = Catalog {
-            designs: &[&fencesim_lease::SingleDesign],
-            resources: &[&fencesim_resource::FENCED],
-        };
+        let designs = Catalog::default()
+            .with_design(&fencesim_lease::SingleDesign)
+            .with_resource(&fencesim_resource::FENCED);
         let err = parse(source, "s.toml", Some(&only), &designs)
             .unwrap_err()
             .to_string();
@@ -148,10 +147,9 @@ mod tests {
                 unreachable!("never run: the scenario is refused")
             }
         }
-        let designs = Catalog {
-            designs: &[&Clash],
-            resources: &[&fencesim_resource::FENCED],
-        };
+        let designs = Catalog::default()
+            .with_design(&Clash)
+            .with_resource(&fencesim_resource::FENCED);
         let source = "name = \"s\"\nduration_ms = 1000\n[lock_service]\nkind = \"clash\"\n\
                       [[clients]]\nttl_ms = 100\n";
         let err = parse(source, "s.toml", None, &designs)

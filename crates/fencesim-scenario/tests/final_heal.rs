@@ -11,15 +11,26 @@ const BASE: &str = "name = \"fh\"\nduration_ms = 200000\n[[clients]]\ncount = 2\
 
 /// The error line for `BASE` followed by `tail`.
 fn error(tail: &str) -> String {
-    parse(&format!("{BASE}{tail}"), "fh.toml", None, &support::DESIGNS)
-        .expect_err("the scenario is refused")
-        .to_string()
+    parse(
+        &format!("{BASE}{tail}"),
+        "fh.toml",
+        None,
+        &support::designs(),
+    )
+    .expect_err("the scenario is refused")
+    .to_string()
 }
 
 #[test]
 fn a_final_heal_resolves_to_the_nemesis_action() {
     let tail = "[[faults]]\nkind = \"final-heal\"\nat_ms = 40000\nwindow_ms = 15000\n";
-    let scenario = parse(&format!("{BASE}{tail}"), "fh.toml", None, &support::DESIGNS).unwrap();
+    let scenario = parse(
+        &format!("{BASE}{tail}"),
+        "fh.toml",
+        None,
+        &support::designs(),
+    )
+    .unwrap();
     assert_eq!(
         scenario.faults,
         vec![Fault {

@@ -15,13 +15,13 @@ use proptest::prelude::*;
 /// fixed point of writing. Returns the written text.
 fn round_trip(source: &str, file: &str) -> String {
     let first =
-        parse(source, file, None, &support::DESIGNS).unwrap_or_else(|e| panic!("{file}: {e}"));
+        parse(source, file, None, &support::designs()).unwrap_or_else(|e| panic!("{file}: {e}"));
     assert_round_trips(&first, file)
 }
 
 fn assert_round_trips(scenario: &Scenario, file: &str) -> String {
     let written = to_toml(scenario);
-    let again = parse(&written, "written.toml", None, &support::DESIGNS)
+    let again = parse(&written, "written.toml", None, &support::designs())
         .unwrap_or_else(|e| panic!("{file}: the written scenario does not parse: {e}\n{written}"));
     assert_eq!(
         &again, scenario,
@@ -332,7 +332,7 @@ absent = ["not-linearizable"]
 #[test]
 fn every_fault_form_round_trips() {
     let written = round_trip(EVERY_FAULT, "every-fault.toml");
-    let scenario = parse(EVERY_FAULT, "every-fault.toml", None, &support::DESIGNS).unwrap();
+    let scenario = parse(EVERY_FAULT, "every-fault.toml", None, &support::designs()).unwrap();
     let kinds: Vec<&str> = scenario
         .faults
         .iter()
@@ -581,7 +581,7 @@ fn base(raft: bool) -> Scenario {
          [[clients]]\nname = \"alice\"\nttl_ms = 1000\n[[clients]]\ncount = 2\nttl_ms = 1000\n\
          [expect]\nverdict = \"valid\"\n"
     );
-    parse(&source, "generated.toml", None, &support::DESIGNS).unwrap()
+    parse(&source, "generated.toml", None, &support::designs()).unwrap()
 }
 
 const MESSAGES: [MessageKind; 13] = [
