@@ -594,17 +594,29 @@ fn a_replicate_hold_on_the_single_service() {
 }
 
 #[test]
-fn a_client_named_like_a_redis_node() {
+fn a_client_named_like_a_node_of_its_design() {
     let (code, stderr, file) = run_variant(
-        "bad-redis-name",
+        "bad-service-name",
         "name = \"client-1\"",
-        "name = \"redis-1\"",
+        "name = \"lease-service\"",
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.starts_with(&format!("error: {file}:6:")) && stderr.contains("clients.name"),
+        stderr.starts_with(&format!("error: {file}:6:"))
+            && stderr.contains("clients.name")
+            && stderr.contains("\"lease-service\" is reserved or already taken"),
         "{stderr}"
     );
+    // Another design's node name is a name like any other: the harness knows only the
+    // scenario's own design's nodes.
+    let (code, stderr, _) = run_edited(
+        "other-design-name",
+        &[
+            ("name = \"client-1\"", "name = \"redis-1\""),
+            ("node = \"client-1\"", "node = \"redis-1\""),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[test]

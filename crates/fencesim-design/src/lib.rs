@@ -29,9 +29,10 @@
 //! # Where it stands
 //!
 //! All five built-in designs (the single lease service, primary-backup, Raft, Redlock and the
-//! lease record) and the built-in resource run on this API, nodes, clients and knobs; the
-//! simulator and the scenario parser name no design. A design of your own plugs in the same
-//! way: the `fencesim` crate's `Registry::with_design` adds it beside the built-ins
+//! lease record) and the built-in resource run on this API, each one value ([`Design`],
+//! [`ResourceDesign`]); the simulator and the scenario parser name no design and none of a
+//! design's nodes. A design of your own plugs in the same way: the `fencesim` crate's
+//! `Registry::with_design` adds it beside the built-ins
 //! (docs/designs.md in the repository walks through one, and docs/design-api.md says what is
 //! left).
 //!
@@ -47,8 +48,9 @@
 //! - A message that answers no request arrives through `on_message` only while an operation
 //!   is in progress; one that arrives between operations is read at the next one, unless the
 //!   workload's own read or write of the resource skips past it first (it is then dropped).
-//! - Clients may not take the names the built-in designs give their nodes (`lease-service`,
-//!   `lease-N`, `redis-N`), whatever design runs.
+//! - Clients may not take a name of the scenario's design's nodes (its `ServiceShape::nodes`),
+//!   nor `resource`, `leader`, `nemesis` or `network`; the harness knows no other design's
+//!   node names.
 #![deny(missing_docs)]
 
 pub mod client;

@@ -2,7 +2,7 @@
 //! refusal for each one that has none (never a silent drop).
 
 use fencesim_scenario::{
-    Action, Cut, Fault, FaultKind, LinkSel, NodeEvent, NodeRole, Scenario, Trigger,
+    Action, Cut, Fault, FaultKind, LinkSel, NodeEvent, NodeRole, Scenario, Trigger, RESOURCE_NODE,
 };
 
 use crate::form::{LiveForms, Needs};
@@ -136,15 +136,28 @@ impl LivePlan {
         self.faults.iter().any(|f| f.target == Target::Network)
     }
 
-    /// The servers a client talks to, by the names faults give them: `lease-service` (on
-    /// PostgreSQL) or the Redis nodes, and `resource`.
+    /// The servers a client talks to, by the names faults give them: the design's lock
+    /// service node on PostgreSQL (its shape's one node: `lease-service` for the single
+    /// service) or its Redis nodes, and `resource`.
     pub fn servers(&self) -> Vec<String> {
         let mut servers: Vec<String> = match self.needs.redis {
             Some(_) => self.redis_nodes().to_vec(),
-            None => vec!["lease-service".to_owned()],
+            None => self.scenario.lock_service.nodes(),
         };
-        servers.push("resource".to_owned());
+        servers.push(RESOURCE_NODE.to_owned());
         servers
+    }
+
+    /// The node name of a lock service that keeps its leases on PostgreSQL (the design's
+    /// one node), if it does.
+    pub fn postgres_service_node(&self) -> Option<String> {
+        match (
+            &self.needs.postgres_schema,
+            self.scenario.lock_service.nodes().as_slice(),
+        ) {
+            (Some(_), [node]) => Some(node.clone()),
+            _ => None,
+        }
     }
 
     /// The Redis nodes' names (none if the design does not run on Redis).
@@ -353,7 +366,7 @@ fn target(plan: &LivePlan, node: &str) -> Option<Target> {
         return Some(Target::Redis(i));
     }
     let on_postgres =
-        node == "resource" || (node == "lease-service" && plan.needs.postgres_schema.is_some());
+        node == RESOURCE_NODE || plan.postgres_service_node().is_some_and(|n| n == node);
     on_postgres.then_some(Target::Postgres)
 }
 

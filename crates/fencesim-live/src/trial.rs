@@ -256,8 +256,9 @@ fn endpoints(
         None => conninfo.to_owned(),
     };
     Endpoints {
-        postgres: postgres("lease-service"),
-        resource: postgres("resource"),
+        // A design on Redis has no lock service node on PostgreSQL; its sessions never use it.
+        postgres: postgres(&plan.postgres_service_node().unwrap_or_default()),
+        resource: postgres(fencesim_scenario::RESOURCE_NODE),
         redis: plan
             .redis_nodes()
             .iter()

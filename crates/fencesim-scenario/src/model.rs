@@ -9,20 +9,13 @@ use fencesim_design::{ClientWorkload, ServiceShape};
 use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
 
-/// Node name of the lock (lease) service.
-pub const LEASE_SERVICE_NODE: &str = "lease-service";
 /// In a fault's `node`, the Raft replica that leads when the fault starts.
 pub const LEADER: &str = "leader";
 /// Node name of the fenced resource.
 pub const RESOURCE_NODE: &str = "resource";
-/// Names clients may not take: the servers and the simulation's own helper nodes.
-pub const RESERVED_NODE_NAMES: [&str; 5] = [
-    LEASE_SERVICE_NODE,
-    RESOURCE_NODE,
-    LEADER,
-    "nemesis",
-    "network",
-];
+/// Names clients may not take: the resource, `leader` and the simulation's own helper nodes.
+/// (Nor may they take a node name of the scenario's design: its `ServiceShape::nodes`.)
+pub const RESERVED_NODE_NAMES: [&str; 4] = [RESOURCE_NODE, LEADER, "nemesis", "network"];
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -393,23 +386,6 @@ impl NodeRole {
             NodeRole::Resource
         } else {
             NodeRole::Client
-        }
-    }
-
-    /// The role a node named `name` would have in any built-in design: `lease-service`,
-    /// `lease-N` and `redis-N` serve leases, `resource` is the resource, anything else a
-    /// client. Clients may not take such names, whichever design runs.
-    pub fn of(name: &str) -> NodeRole {
-        let numbered = |prefix: &str| {
-            name.strip_prefix(prefix)
-                .is_some_and(|n| n.parse::<u64>().is_ok())
-        };
-        let replica = numbered("lease-") || numbered("redis-");
-        match name {
-            LEASE_SERVICE_NODE => NodeRole::LeaseService,
-            RESOURCE_NODE => NodeRole::Resource,
-            _ if replica => NodeRole::LeaseService,
-            _ => NodeRole::Client,
         }
     }
 }

@@ -599,9 +599,8 @@ fn resolve_clients(
         }
         let names = client_names(cx, group, out.len())?;
         for (name, span) in names {
-            let reserved = RESERVED_NODE_NAMES.contains(&name.as_str())
-                || NodeRole::of(&name) != NodeRole::Client
-                || cx.role(&name) != NodeRole::Client;
+            let reserved =
+                RESERVED_NODE_NAMES.contains(&name.as_str()) || cx.role(&name) != NodeRole::Client;
             if reserved || !seen.insert(name.clone()) {
                 return Err(cx.err(
                     span,

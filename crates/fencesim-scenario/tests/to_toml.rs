@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use fencesim_scenario::{
     parse, to_toml, Action, Cut, Fault, LatencyRange, LinkSel, MessageKind, NodeEvent, NodeRole,
-    Scenario, Trigger, LEADER, LEASE_SERVICE_NODE,
+    Scenario, Trigger, LEADER,
 };
 use proptest::prelude::*;
 
@@ -600,10 +600,26 @@ const MESSAGES: [MessageKind; 13] = [
     MessageKind::Replicate,
 ];
 
+/// The single service's one node (the generated scenarios are single or Raft ones).
+const LEASE_SERVICE_NODE: &str = "lease-service";
+
+/// The role of `node` in a generated single or Raft scenario.
+fn role(node: &str) -> NodeRole {
+    let replica = node
+        .strip_prefix("lease-")
+        .is_some_and(|n| n.parse::<u64>().is_ok());
+    match node {
+        LEASE_SERVICE_NODE => NodeRole::LeaseService,
+        "resource" => NodeRole::Resource,
+        _ if replica => NodeRole::LeaseService,
+        _ => NodeRole::Client,
+    }
+}
+
 /// Whether `from` sends `message` in a single or Raft scenario (validate_fault.rs refuses a
 /// hold that could never match).
 fn sends(raft: bool, from: &str, message: MessageKind) -> bool {
-    let role = NodeRole::of(from);
+    let role = role(from);
     role.sends(message)
         && match message {
             MessageKind::Raft | MessageKind::Redirect => raft && role == NodeRole::LeaseService,
@@ -627,7 +643,7 @@ fn at() -> impl Strategy<Value = Trigger> {
 
 /// `at_ms`, or an event `node` reaches (before or after it), with any `nth`.
 fn node_trigger(node: &str) -> BoxedStrategy<Trigger> {
-    let (before, after) = NodeEvent::safepoints(NodeRole::of(node));
+    let (before, after) = NodeEvent::safepoints(role(node));
     // Events counted from the start (the default, left out of the file) or from a time.
     let event = |events: &'static [NodeEvent]| {
         (

@@ -15,9 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fencesim_history::{Event, EventKind, Phase};
-use fencesim_scenario::{
-    Action, Cut, Fault, LatencyRange, NodeEvent, Trigger, LEADER, LEASE_SERVICE_NODE,
-};
+use fencesim_scenario::{Action, Cut, Fault, LatencyRange, NodeEvent, Trigger, LEADER};
 
 use crate::message::Message;
 use crate::recorder::true_ns;
@@ -494,15 +492,19 @@ fn apply(world: &Arc<World>, id: u64, fault: &Fault, activation: u64) -> Option<
             Some(Undo::Unstall(node.clone(), id))
         }
         Action::Deregister { node } => {
-            // The maintenance job's request travels the network like any other.
-            let holder = node.clone();
-            net.send(
-                NEMESIS_NODE,
-                LEASE_SERVICE_NODE,
-                None,
-                None,
-                Message::Deregister { holder },
-            );
+            // The maintenance job's request travels the network like any other, to each node
+            // of the service (a design that reaps has one: the parser refuses `deregister`
+            // without `ServiceShape::reaps`).
+            for service_node in world.lease_nodes() {
+                let holder = node.clone();
+                net.send(
+                    NEMESIS_NODE,
+                    &service_node,
+                    None,
+                    None,
+                    Message::Deregister { holder },
+                );
+            }
             None
         }
         Action::Restart { node } => {
