@@ -1,5 +1,5 @@
 //! The mutation table: each defect of the incident library switched on alone in an otherwise
-//! safe built-in design under the random nemesis. `tests/mutation_score.rs` requires every
+//! safe built-in design under the random nemesis. `tests/it/mutation_score.rs` requires every
 //! row to be caught within a budget, and `fencesim bench --only search` counts how many
 //! simulations uniform, targeted and guided exploration take to catch each.
 //!

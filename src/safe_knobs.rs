@@ -111,7 +111,7 @@ fn pick(knobs: &[SafeKnob], rng: &mut impl Rng) -> Vec<(&'static str, toml::Valu
 /// duplicate of the holder's own write carries its own, current token, so a copy that lands
 /// after the holder's fenced delete is accepted and brings the deleted value back, which no
 /// order of the client's operations explains (`not-linearizable`, found by this sweep on
-/// random-nemesis-fenced seed 75; `tests/regressions.rs` keeps it). That is the resource's
+/// random-nemesis-fenced seed 75; `tests/it/regressions.rs` keeps it). That is the resource's
 /// lack of idempotence, not a defect fencing claims to prevent.
 fn draw_workload(s: &mut Scenario, rng: &mut impl Rng) -> Vec<String> {
     let template = s.clients[0].clone();

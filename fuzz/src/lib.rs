@@ -1,7 +1,7 @@
 //! What each fuzz target does with one input: parse it, and where it parses, check the
 //! properties that must hold for every input (a written form reads back the same; the checker
 //! judges it without panicking and within its budgets). The fuzz targets call these, and so
-//! does `tests/fuzz_corpus.rs` in the main workspace (it includes this file), replaying the
+//! does `tests/it/fuzz_corpus.rs` in the main workspace (it includes this file), replaying the
 //! seed corpus and every crash input ever found with a plain `cargo test`.
 //!
 //! Whatever the input, these functions must return: a panic, an abort, a hang or a stack

@@ -10,8 +10,28 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A fresh, empty output directory for one test.
+/// The output folder of runs that write nothing (`fencesim::run::evaluate` keeps the report
+/// and history in memory), shared by the tests of `area`: made once, never emptied.
+pub fn unwritten_dir(area: &str) -> PathBuf {
+    let dir = root().join("target").join("test-runs").join(area);
+    std::fs::create_dir_all(&dir).expect("create test output dir");
+    dir
+}
+
+/// A fresh, empty output directory for one test. Each name may be asked for once per test
+/// binary: tests of one binary run at once, and two that shared a folder would remove each
+/// other's files (a second call panics, naming it).
 pub fn out_dir(test: &str) -> PathBuf {
+    static TAKEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let fresh = TAKEN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(test.to_owned());
+    assert!(
+        fresh,
+        "out_dir({test:?}) was already given to a test of this binary"
+    );
     let dir = root().join("target").join("test-runs").join(test);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create test output dir");

@@ -2,9 +2,9 @@
 //! ../shared/cases): every scenario meets its `[expect]` on every seed of its range, the unsafe
 //! variants with the violation their case names, the corrected ones valid. One test per
 //! scenario, so a failure names the case. pause-unfenced, pause-fenced and the delayed-write
-//! pair are run through the binary by tests/scenarios.rs instead.
+//! pair are run through the binary by tests/it/scenarios.rs instead.
 
-mod support;
+use crate::support;
 
 use fencesim::run::RunOptions;
 
@@ -27,7 +27,7 @@ macro_rules! incidents {
             }
         )*
 
-        /// The scenarios with a test here or in tests/scenarios.rs.
+        /// The scenarios with a test here or in tests/it/scenarios.rs.
         const TESTED: &[&str] = &[$($name,)* "pause-unfenced", "pause-fenced",
             "delayed-write-unfenced", "delayed-write-fenced"];
     };

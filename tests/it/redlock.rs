@@ -1,7 +1,7 @@
 //! Issue 5's Redlock scenarios: each unsafe variant fails with its violation on every seed of
 //! its range and its corrected counterpart stays valid, for the reasons the cases give.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 use fencesim::Scenario;
@@ -14,7 +14,7 @@ fn load(name: &str) -> Scenario {
 
 fn opts() -> RunOptions {
     RunOptions {
-        out: support::out_dir("redlock"),
+        out: support::unwritten_dir("redlock"),
         scenario_arg: "redlock".into(),
         check_determinism: false,
         swarm: false,
@@ -41,7 +41,7 @@ fn acquires(h: &History) -> Vec<(u64, String, OpType, Option<String>)> {
         .collect()
 }
 
-// Every Redlock scenario meets its expectation over its seed range: tests/incidents.rs.
+// Every Redlock scenario meets its expectation over its seed range: tests/it/incidents.rs.
 
 #[test]
 fn k05_the_recheck_refuses_the_late_majority_and_its_absence_accepts_it() {

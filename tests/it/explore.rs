@@ -1,12 +1,12 @@
 //! `explore`: stopping at the first counterexample, the summary, shards and `--merge`, and
 //! how many seeds targeted fault placement saves (counts, not timings).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 
+use crate::support::{fencesim, json, out_dir, text};
 use fencesim::run::{default_jobs, sweep, RunOptions};
-use support::{fencesim, json, out_dir, text};
 
 fn fixture(name: &str) -> String {
     format!("tests/fixtures/explore/{name}.toml")

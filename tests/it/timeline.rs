@@ -4,7 +4,7 @@
 //! The browser is Debian's `chromium` (or the one named by `FENCESIM_CHROMIUM`); `.ci/run`
 //! installs it. Without one, each test prints that it was skipped and passes.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,9 +4,7 @@
 //! holder's data (`unfenced-mutation`); a fenced cleanup, or a resource that refuses token-less
 //! mutations, stops it.
 
-mod support;
-
-use support::{out_dir, root};
+use crate::support::{out_dir, root};
 
 const FIXTURE: &str = "tests/fixtures/cleanup/late-cleanup-tokenless.toml";
 

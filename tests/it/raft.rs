@@ -1,7 +1,7 @@
 //! The consensus-backed lease service: failover keeps tokens growing, histories are
 //! deterministic, and the random nemesis finds nothing over its whole seed range.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 use fencesim_history::{EventKind, History};
@@ -13,7 +13,7 @@ fn load(name: &str) -> fencesim::Scenario {
 
 fn opts() -> RunOptions {
     RunOptions {
-        out: support::out_dir("raft"),
+        out: support::unwritten_dir("raft"),
         scenario_arg: "raft".into(),
         check_determinism: false,
         swarm: false,

@@ -1,7 +1,7 @@
 //! The curated examples in reports/examples/ still come out the same: same verdict, same
 //! violations, byte-identical history.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 
@@ -25,7 +25,7 @@ fn every_curated_example_replays_to_the_same_verdict_and_history() {
                 fencesim::bundled::find(name).expect("examples come from bundled scenarios");
             let scenario = fencesim::parse_scenario(text, name).unwrap();
             let opts = RunOptions {
-                out: support::out_dir("examples"),
+                out: support::unwritten_dir("examples"),
                 scenario_arg: name.into(),
                 check_determinism: false,
                 swarm: false,

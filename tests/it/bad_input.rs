@@ -1,8 +1,8 @@
 //! Bad input: one clear line naming file, line:column and field, exit code 2, never a panic.
 
-mod support;
+use crate::support;
 
-use support::{fencesim, out_dir, text};
+use crate::support::{fencesim, out_dir, text};
 
 const GOOD: &str = r#"name = "bad"
 duration_ms = 10000

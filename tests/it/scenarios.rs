@@ -1,9 +1,9 @@
 //! The bundled scenarios meet their expectations on every seed of their range, through the
 //! built binary, and their reports name the right tokens.
 
-mod support;
+use crate::support;
 
-use support::{fencesim, json, out_dir, text};
+use crate::support::{fencesim, json, out_dir, text};
 
 fn expect_met_on_range(file: &str) {
     let out = out_dir(&format!("expect-{file}"));

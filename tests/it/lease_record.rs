@@ -2,7 +2,7 @@
 //! duration takes over a healthy holder; one that reads the holder's duration waits. And the
 //! design used safely stays safe under the random nemesis.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 use fencesim::Scenario;
@@ -15,7 +15,7 @@ fn load(name: &str) -> Scenario {
 
 fn opts() -> RunOptions {
     RunOptions {
-        out: support::out_dir("lease-record"),
+        out: support::unwritten_dir("lease-record"),
         scenario_arg: "lease-record".into(),
         check_determinism: false,
         swarm: false,

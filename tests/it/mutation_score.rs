@@ -7,8 +7,6 @@
 //! that seed) with `cargo test --test mutation_score -- --nocapture`. Counts, not timings:
 //! deterministic.
 
-mod support;
-
 use fencesim::mutation_table::CAUGHT;
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;

@@ -1,7 +1,7 @@
 //! Regressions found by review, each a scenario under tests/fixtures/regressions/ that meets
 //! its expectation on every seed of its range, plus what its history must show.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 use fencesim_history::EventKind;

@@ -1,9 +1,9 @@
 //! Same scenario + seed + binary => byte-identical history, in one process and across two.
 
-mod support;
+use crate::support;
 
+use crate::support::{fencesim, out_dir, text};
 use fencesim_history::write_jsonl;
-use support::{fencesim, out_dir, text};
 
 fn history_bytes(file: &str, seed: u64) -> Vec<u8> {
     let (path, _) = fencesim::bundled::find(file).expect("a bundled scenario");

@@ -7,7 +7,7 @@
 //! FENCESIM_BLESS=1 cargo test --test history_hashes
 //! ```
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 

@@ -1,7 +1,7 @@
 //! The all-kinds random nemesis against the safe design: valid on every seed of 0..1000, and
 //! the seeds that once exposed harness bugs stay fixed.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 
@@ -11,7 +11,7 @@ fn scenario() -> fencesim::Scenario {
 
 fn opts() -> RunOptions {
     RunOptions {
-        out: support::out_dir("random-nemesis"),
+        out: support::unwritten_dir("random-nemesis"),
         scenario_arg: "random-nemesis-fenced".into(),
         check_determinism: false,
         swarm: false,

@@ -1,8 +1,6 @@
 //! The library entry points for users' own test suites: `check_scenario`, and the proptest
 //! strategies for fault schedules (`fencesim::strategies`, feature `proptest`).
 
-mod support;
-
 use fencesim::{check_scenario, ScenarioCheckError};
 use fencesim_scenario::strategies::{fault_schedule, with_fault_schedule};
 use proptest::prelude::*;

@@ -3,10 +3,10 @@
 //! what once crashed the tool stays fixed, and the seeds stay valid inputs.
 
 #[allow(dead_code)]
-#[path = "../fuzz/src/lib.rs"]
+#[path = "../../fuzz/src/lib.rs"]
 mod fuzz;
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,9 +2,9 @@
 //! scenario file of fewer faults that `fencesim run` reproduces, from which no single fault can
 //! be removed without losing the violation (delta debugging's 1-minimality).
 
-mod support;
+use crate::support;
 
-use support::{fencesim, out_dir, text};
+use crate::support::{fencesim, out_dir, text};
 
 /// Explore the unfenced random-nemesis fixture, shrink its first counterexample, and return
 /// the explore output and the shrunk file's path.

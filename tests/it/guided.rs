@@ -2,13 +2,13 @@
 //! scripted scenario file that `run` reproduces, and the simulations it needs on rows of the
 //! mutation table do not grow (counts, not times: deterministic).
 
-mod support;
+use crate::support;
 
+use crate::support::{fencesim, out_dir, text};
 use fencesim::guided::search;
 use fencesim::mutation_table::CAUGHT;
 use fencesim::run::RunOptions;
 use fencesim_scenario::Placement;
-use support::{fencesim, out_dir, text};
 
 fn row(name: &str) -> &'static fencesim::mutation_table::Defect {
     CAUGHT

@@ -1,8 +1,8 @@
 //! The rest of the CLI contract: bundled scenarios, list, check.
 
-mod support;
+use crate::support;
 
-use support::{fencesim, out_dir, text};
+use crate::support::{fencesim, out_dir, text};
 
 #[test]
 fn every_scenario_file_is_bundled_and_parses() {

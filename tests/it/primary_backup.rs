@@ -1,7 +1,7 @@
 //! Case K06 on the primary-backup lock service: asynchronous replication loses a grant at
 //! failover (token reused, two holders); synchronous replication keeps it.
 
-mod support;
+use crate::support;
 
 use fencesim::run::{evaluate, RunOptions};
 use fencesim::Scenario;
@@ -14,7 +14,7 @@ fn load(name: &str) -> Scenario {
 
 fn opts() -> RunOptions {
     RunOptions {
-        out: support::out_dir("primary-backup"),
+        out: support::unwritten_dir("primary-backup"),
         scenario_arg: "primary-backup".into(),
         check_determinism: false,
         swarm: false,
