@@ -181,16 +181,29 @@ fn check_setup(
     }
     // `--postgres` parsed when its password was looked up (fencesim_live::secret::postgres).
     if postgres.is_some() {
-        let pauses_postgres = plan
-            .faults
-            .iter()
-            .any(|f| f.target == fencesim_live::plan::Target::Postgres);
-        if pauses_postgres || plan.uses_network() {
-            return Err(LiveError::Unsupported(
-                "pauses of PostgreSQL and network faults need the server fencesim starts; \
-                 leave out --postgres"
-                    .to_owned(),
-            ));
+        // Name the scenario's own faults that need fencesim's server, each kind once, in the
+        // scenario's order: "a crash of PostgreSQL" is the fault the user wrote.
+        let mut needing: Vec<String> = Vec::new();
+        for fault in &plan.faults {
+            let what = match fault.target {
+                fencesim_live::plan::Target::Postgres => {
+                    format!("the {} of PostgreSQL", fault.action.name())
+                }
+                fencesim_live::plan::Target::Network => format!("the {}", fault.action.name()),
+                fencesim_live::plan::Target::Client(_) | fencesim_live::plan::Target::Redis(_) => {
+                    continue
+                }
+            };
+            if !needing.contains(&what) {
+                needing.push(what);
+            }
+        }
+        if !needing.is_empty() {
+            return Err(LiveError::Unsupported(format!(
+                "{} in the scenario need{} the server fencesim starts; leave out --postgres",
+                needing.join(", "),
+                if needing.len() == 1 { "s" } else { "" }
+            )));
         }
     }
     if !plan.faked_clocks.is_empty() {
@@ -290,14 +303,20 @@ fn live_report(
 }
 
 /// The command that runs a trial of the same kind again: the scenario and the servers, with
-/// their passwords left out (the rerun takes them from the environment: docs/live.md).
+/// their passwords left out (the rerun takes them from the environment: docs/live.md), each
+/// word quoted for a shell.
 fn reproduce(opts: &LiveOptions) -> String {
-    let mut line = format!("{} live {} --trials 1", crate::program(), opts.scenario_arg);
+    use fencesim_history::shell_word;
+    let mut line = format!(
+        "{} live {} --trials 1",
+        shell_word(crate::program()),
+        shell_word(&opts.scenario_arg)
+    );
     if let Some(url) = &opts.postgres {
-        line.push_str(&format!(" --postgres {:?}", url.rerun));
+        line.push_str(&format!(" --postgres {}", shell_word(&url.rerun)));
     }
     for url in &opts.redis {
-        line.push_str(&format!(" --redis {:?}", url.rerun));
+        line.push_str(&format!(" --redis {}", shell_word(&url.rerun)));
     }
     line
 }

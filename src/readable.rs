@@ -203,19 +203,13 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     let report_json = dir.join("report.json");
     // A live trial has no seed: it is run again, not replayed or shrunk.
     if report.live.is_none() {
-        let _ = writeln!(
-            md,
-            "{} replay {}",
-            crate::program(),
-            fencesim_history::display_path(&report_json)
-        );
+        // Commands to paste into a shell: each word quoted for one, as the reproduce line is.
+        let program = fencesim_history::shell_word(crate::program());
+        let report_json = report_json.to_string_lossy();
+        let report_json = fencesim_history::shell_word(&report_json);
+        let _ = writeln!(md, "{program} replay {report_json}");
         if !report.violations.is_empty() {
-            let _ = writeln!(
-                md,
-                "{} shrink {}",
-                crate::program(),
-                fencesim_history::display_path(&report_json)
-            );
+            let _ = writeln!(md, "{program} shrink {report_json}");
         }
     }
     let timeline = if report.history.entries as usize <= TIMELINE_MAX_RECORDS {

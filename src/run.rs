@@ -286,23 +286,32 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
             .entries
             .last()
             .map_or(0, |e| e.at().time_ns / 1_000_000),
-        reproduce: format!(
-            "{} run {} --seed {seed}{}{}",
-            crate::program(),
-            opts.scenario_arg,
-            if opts.swarm { " --swarm" } else { "" },
-            if opts.check_determinism {
-                " --check-determinism"
-            } else {
-                ""
-            }
-        ),
+        reproduce: reproduce_command(opts, seed),
         ..Report::judged(scenario, seed, &outcome.history, result, failure)
     };
     Judged {
         report,
         records: outcome.history,
     }
+}
+
+/// The command that runs `seed` of the scenario `opts` names again, with its `--swarm` and
+/// `--check-determinism`: the `reproduce:` line of a run, a shrink and report.json. Each word
+/// that came from the user is quoted for a shell ([`fencesim_history::shell_word`]): a path
+/// with a space, a `$(...)` or a newline in it is one word of the line, run as it was.
+pub fn reproduce_command(opts: &RunOptions, seed: u64) -> String {
+    use fencesim_history::shell_word;
+    format!(
+        "{} run {} --seed {seed}{}{}",
+        shell_word(crate::program()),
+        shell_word(&opts.scenario_arg),
+        if opts.swarm { " --swarm" } else { "" },
+        if opts.check_determinism {
+            " --check-determinism"
+        } else {
+            ""
+        }
+    )
 }
 
 /// Write history.jsonl, report.json and the readable files (history.txt, summary.md,

@@ -653,7 +653,12 @@ fn a_postgres_option_that_cannot_work_is_refused_before_anything_starts() {
             "--postgres",
             "host=127.0.0.1 port=1",
         ],
-        "pauses of PostgreSQL and network faults need the server fencesim starts",
+        "the partition in the scenario needs the server fencesim starts; leave out --postgres",
+    );
+    // The refusal names the scenario's own fault: a crash is not called a pause.
+    refused(
+        &["pg-crash-durable", "--postgres", "host=127.0.0.1 port=1"],
+        "the crash of PostgreSQL in the scenario needs the server fencesim starts",
     );
 }
 
@@ -1137,9 +1142,10 @@ fn no_password_reaches_a_report_or_the_output() {
         needle,
     );
     // The reproduce line leaves the password out (a `***` would be sent as the password):
-    // it is run again with the password in PGPASSWORD or the password file.
+    // it is run again with the password in PGPASSWORD or the password file. The URL needs
+    // no shell quoting, so it has none (the JSON string ends after it).
     let rerun = format!(
-        "--postgres \\\"postgresql://fencesim@127.0.0.1:{}/postgres\\\"",
+        "--postgres postgresql://fencesim@127.0.0.1:{}/postgres\"",
         server.port
     );
     let report = &files

@@ -905,3 +905,73 @@ fn a_history_that_outgrows_memory_is_a_failed_simulation_not_an_abort() {
         assert!(seed.join(file).exists(), "{file} missing");
     }
 }
+
+/// The reproduce line is a command to paste into a shell: a scenario path with a space, a
+/// command substitution, a quote and a newline in it stays one word of one line, and bash runs
+/// the line as printed (the same run, nothing else executed). The scenario's parse errors name
+/// the same path escaped, on one line.
+#[test]
+fn a_reproduce_line_runs_in_a_shell_whatever_the_path_holds() {
+    let dir = out_dir("reproduce-shell-quoted");
+    let folder = dir.join("it's $(touch pwned) `touch pwned`\nverdict: valid");
+    std::fs::create_dir_all(&folder).unwrap();
+    let file = folder.join("k01.toml");
+    std::fs::copy(
+        support::root().join("scenarios/incidents/pause-unfenced.toml"),
+        &file,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--seed",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(!stdout.contains("\nverdict: valid"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("reproduce: fencesim "))
+        .unwrap_or_else(|| panic!("no reproduce line in {stdout}"));
+    assert!(
+        line.starts_with("run $'") && line.ends_with("' --seed 0"),
+        "{line}"
+    );
+    let summary = std::fs::read_to_string(out.join("pause-unfenced/0/summary.md")).unwrap();
+    assert!(summary.contains(&format!("fencesim {line}\n")), "{summary}");
+
+    // Bash runs it from another folder: `fencesim` is this binary, writing into `again`.
+    let bin = env!("CARGO_BIN_EXE_fencesim");
+    let again = dir.join("again");
+    std::fs::create_dir_all(&again).unwrap();
+    let rerun = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "fencesim() {{ \"{bin}\" \"$@\"; }}; fencesim {line} --out out"
+        ))
+        .current_dir(&again)
+        .output()
+        .unwrap();
+    let (rerun_stdout, rerun_stderr) = text(&rerun);
+    assert_eq!(rerun.status.code(), Some(1), "{rerun_stdout}{rerun_stderr}");
+    assert!(
+        rerun_stdout.contains("stale-write-accepted"),
+        "{rerun_stdout}"
+    );
+    assert!(!again.join("pwned").exists() && !support::root().join("pwned").exists());
+
+    // A parse error names the path escaped: the newline in it adds no line.
+    std::fs::write(&file, "name = 5\n").unwrap();
+    let o = fencesim(&["run", file.to_str().unwrap()]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("`touch pwned`\\nverdict: valid/k01.toml:1:"),
+        "{stderr}"
+    );
+}

@@ -22,7 +22,7 @@ pub use record::{
     Entry, Event, EventKind, Header, History, Name, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
 };
 pub use text::{
-    cap_message, display_path, edit_distance, escape_controls, nearest, MAX_QUOTE_CHARS,
+    cap_message, display_path, edit_distance, escape_controls, nearest, shell_word, MAX_QUOTE_CHARS,
 };
 pub use violation::ViolationKind;
 

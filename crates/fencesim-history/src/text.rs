@@ -44,6 +44,38 @@ pub fn display_path(path: &std::path::Path) -> String {
     escape_controls(&path.display().to_string()).into_owned()
 }
 
+/// `word` as one word of a POSIX shell's command line, for the commands fencesim prints to be
+/// run again (`reproduce:` lines): as it is when every character is one no shell gives a
+/// meaning to (letters, digits and `_ - . / : , + = @ %`), between single quotes otherwise
+/// (`'it'\''s'`, so `$(...)`, backticks and spaces are text), and in bash's ANSI-C quoting
+/// (`$'a\nb'`, which bash and zsh read) when it holds a character [`escape_controls`] escapes:
+/// a newline between single quotes would still split the printed line.
+pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,+=@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return std::borrow::Cow::Borrowed(word);
+    }
+    if !word.chars().any(needs_escape) {
+        return std::borrow::Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")));
+    }
+    let mut out = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\\' | '\'' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str(r"\n"),
+            '\t' => out.push_str(r"\t"),
+            c if needs_escape(c) && c.is_ascii() => out.push_str(&format!(r"\x{:02x}", c as u32)),
+            c if needs_escape(c) => out.push_str(&format!(r"\U{:08x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    std::borrow::Cow::Owned(out)
+}
+
 /// Whether `c` may not reach a reader as it is: a control character (C0, DEL, C1), a line or
 /// paragraph separator (a line break to some terminals and editors), or an invisible
 /// formatting character that reorders or hides text (bidirectional overrides and isolates,
@@ -173,6 +205,26 @@ mod tests {
         assert_eq!(
             escape_controls("b\u{2028}FAKE\u{202e}evil\u{feff} é 😀"),
             "b\\u{2028}FAKE\\u{202e}evil\\u{feff} é 😀"
+        );
+    }
+
+    #[test]
+    fn a_shell_word_runs_as_the_text_it_was() {
+        assert_eq!(
+            shell_word("scenarios/incidents/k01.toml"),
+            "scenarios/incidents/k01.toml"
+        );
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("my file.toml"), "'my file.toml'");
+        assert_eq!(shell_word("$(rm -rf ~)`id`"), "'$(rm -rf ~)`id`'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(
+            shell_word("bad\nverdict: valid\u{1b}[2J'\\"),
+            r"$'bad\nverdict: valid\x1b[2J\'\\'"
+        );
+        assert_eq!(
+            shell_word("a\u{202e}b\u{85}é"),
+            r"$'a\U0000202eb\U00000085é'"
         );
     }
 

@@ -71,6 +71,23 @@ pub enum LiveAction {
     },
 }
 
+impl LiveAction {
+    /// What the action is called in messages, as a scenario names its fault kind (`pause`,
+    /// `crash`, `partition`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LiveAction::Pause { .. } => "pause",
+            LiveAction::Crash { .. } => "crash",
+            LiveAction::Restart => "restart",
+            LiveAction::ClockJump { .. } => "clock-jump",
+            LiveAction::Partition { .. } => "partition",
+            LiveAction::Heal => "heal",
+            LiveAction::Latency { .. } => "latency",
+            LiveAction::Loss { .. } => "loss",
+        }
+    }
+}
+
 /// When a live fault fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAt {

@@ -45,7 +45,9 @@ pub fn load(
     checked: Option<&[ViolationKind]>,
     designs: &dyn Designs,
 ) -> Result<Scenario, ScenarioError> {
-    let file = path.display().to_string();
+    // Errors name the file as fencesim prints any path: a newline or an ESC in its name must
+    // not add a line to the message or reach the terminal.
+    let file = fencesim_history::display_path(path);
     let source = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
         file: file.clone(),
         message: e.to_string(),

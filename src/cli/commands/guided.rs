@@ -225,7 +225,7 @@ fn write_and_run(
     // The file scripts the schedule and has no [nemesis]: `--swarm` has nothing to act on
     // there, and in the reproduce line it would be refused.
     let run_opts = RunOptions {
-        scenario_arg: fencesim_history::display_path(file),
+        scenario_arg: file.to_string_lossy().into_owned(),
         swarm: false,
         ..opts.clone()
     };

@@ -242,7 +242,8 @@ fn live_error(e: &LiveError, opts: &LiveOptions) -> u8 {
     for endpoint in opts.postgres.iter().chain(&opts.redis) {
         message = endpoint.scrub(&message);
     }
-    complain!("error: {message}");
+    // Some servers end what they say with a line break (Redis's NOAUTH): the error is one line.
+    complain!("error: {}", message.trim_end());
     // A server that fails while the user quits was stopped by the quitting.
     if fencesim::run::interrupted() {
         return exit::INTERRUPTED;

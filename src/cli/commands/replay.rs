@@ -13,7 +13,7 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
     };
     let opts = RunOptions {
         out,
-        scenario_arg: fencesim_history::display_path(path),
+        scenario_arg: path.to_string_lossy().into_owned(),
         check_determinism: false,
         swarm: false,
     };

@@ -84,10 +84,9 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         "minimal scenario: {}",
         fencesim_history::display_path(&file)
     );
-    let file_arg = fencesim_history::display_path(&file);
     let opts = RunOptions {
         out: out.to_path_buf(),
-        scenario_arg: file_arg.clone(),
+        scenario_arg: file.to_string_lossy().into_owned(),
         check_determinism: false,
         swarm: false,
     };
@@ -102,9 +101,8 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         Err(e) => return unwritable(out, &e),
     }
     say!(
-        "reproduce: {} run {file_arg} --seed {}",
-        fencesim::program(),
-        shrunk.seed
+        "reproduce: {}",
+        fencesim::run::reproduce_command(&opts, shrunk.seed)
     );
     exit::VALID
 }
