@@ -233,7 +233,7 @@ impl ClientInfo {
 /// The client side of a lock protocol: an event-driven state machine with its own timers.
 ///
 /// The workload loop (acquire, read, work while renewing, write with the token, release) is
-/// the harness's. For each lock operation it records the invoke, calls
+/// the harness's (`fencesim-workload`). For each lock operation it records the invoke, calls
 /// [`begin`](ClientProtocol::begin), and then feeds the protocol replies, other messages and
 /// timers until the protocol pushes [`ClientEffect::Complete`] (exactly once per operation).
 /// Replies to requests of an earlier operation are dropped, as a client's connection layer

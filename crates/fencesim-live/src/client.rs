@@ -2,7 +2,7 @@
 //! keepalives, write, release, for `cycles` cycles), run against the design's live forms with
 //! real sleeps, as its own OS process so that a pause fault can really stop it (SIGSTOP).
 //!
-//! It mirrors the simulated client (`fencesim-sim`'s workload loop) step for step, with the
+//! It drives the same workload machine as the simulated client (`fencesim-workload`), with the
 //! same records: operations, and `belief` events for its own view of its lease, deadline
 //! counted from its acquire request. Its one channel to the harness is [`crate::wire`].
 
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use fencesim_history::{Entry, Event, EventKind, Name, Op, OpFn, OpType, Phase, Stamp};
 use fencesim_scenario::NodeEvent;
+use fencesim_workload::{Outcome, Step, Workload, WorkloadSpec};
 use rand::{Rng, SeedableRng};
 
 use crate::clock::{mono_ms, mono_ns, Origin};
@@ -129,32 +130,55 @@ impl LiveClient<'_> {
     fn run(&mut self) {
         let start_ns = self.origin.mono_ns + self.config.client.start_ms * 1_000_000;
         sleep_until(start_ns);
-        for cycle in 1..=self.config.client.cycles {
-            self.cycle(cycle);
+        let client = &self.config.client;
+        // A client process starts once: its first start is its only one.
+        let mut workload = Workload::new(WorkloadSpec::from(client), &client.name, 1);
+        let mut outcome = Outcome::Begin;
+        loop {
+            let now = mono_ns();
+            outcome = match workload.step(now, outcome) {
+                Step::Acquire => Outcome::Granted {
+                    token: self.acquire(),
+                },
+                Step::Renew { token } | Step::Keepalive { token } => Outcome::Renewed {
+                    kept: self.renew(token),
+                },
+                Step::Read => {
+                    self.read();
+                    Outcome::Finished
+                }
+                Step::Work { for_ns } => {
+                    sleep_until(now.saturating_add(for_ns));
+                    Outcome::Finished
+                }
+                Step::CheckValidity => {
+                    // By its own clock the lease may have run out: then no write, and
+                    // nothing to release.
+                    self.end_belief_if_elapsed();
+                    Outcome::Validity {
+                        valid: self.belief.is_some(),
+                    }
+                }
+                Step::Write { token, value } => {
+                    self.write(token, value);
+                    Outcome::Finished
+                }
+                Step::Delete { .. } => {
+                    unreachable!("live mode refuses a cleanup before it starts (plan.rs)")
+                }
+                Step::Release { token } => {
+                    self.release(token);
+                    Outcome::Finished
+                }
+                Step::Done => break,
+            };
         }
         self.end_belief_if_elapsed();
-    }
-
-    fn cycle(&mut self, cycle: u64) {
-        let Some(token) = self.acquire() else {
-            return;
-        };
-        self.read();
-        if !self.work(token) {
-            return;
-        }
-        self.end_belief_if_elapsed();
-        if self.config.client.validity_check && self.belief.is_none() {
-            // By its own clock the lease has run out: no write, and nothing to release.
-            return;
-        }
-        self.write(token, cycle);
-        self.release(token);
     }
 
     /// Acquire until granted, backing off after a refusal or an unknown outcome, as the
     /// simulated client does.
-    fn acquire(&mut self) -> Option<u64> {
+    fn acquire(&mut self) -> u64 {
         loop {
             self.safepoint(false, NodeEvent::Acquire);
             let pending = self.invoke(OpFn::Acquire, None, None);
@@ -169,7 +193,7 @@ impl LiveClient<'_> {
                     self.complete(pending, OpType::Ok, |o| o.token = Some(token));
                     self.start_belief(token, valid_until_ms);
                     self.safepoint(true, NodeEvent::Grant);
-                    return Some(token);
+                    return token;
                 }
                 Ok(Err(reason)) => {
                     self.complete(pending, OpType::Fail, |o| o.error = Some(reason));
@@ -194,25 +218,6 @@ impl LiveClient<'_> {
             Err(e) => self.unknown(pending, &e),
         }
         self.safepoint(true, NodeEvent::Read);
-    }
-
-    /// Work for `work_ms`, renewing every `renew_ms`; false if a renewal was refused.
-    fn work(&mut self, token: u64) -> bool {
-        let end_ns = mono_ns() + self.config.client.work_ms * 1_000_000;
-        loop {
-            let now = mono_ns();
-            if now >= end_ns {
-                return true;
-            }
-            let Some(renew_ms) = self.config.client.renew_ms else {
-                sleep_until(end_ns);
-                return true;
-            };
-            sleep_until(end_ns.min(now + renew_ms * 1_000_000));
-            if mono_ns() < end_ns && !self.renew(token) {
-                return false;
-            }
-        }
     }
 
     fn renew(&mut self, token: u64) -> bool {
@@ -241,9 +246,8 @@ impl LiveClient<'_> {
         kept
     }
 
-    fn write(&mut self, token: u64, cycle: u64) {
+    fn write(&mut self, token: u64, value: String) {
         self.safepoint(false, NodeEvent::Write);
-        let value = format!("{}/{cycle}", self.name);
         let pending = self.invoke(OpFn::Write, Some(token), Some(value.clone()));
         let key = self.config.client.key.clone();
         let call = WriteCall {

@@ -12,7 +12,7 @@
 //! - [`plan`]: which parts of a scenario have a live form, and refusals for the rest;
 //! - [`trial`]: one trial; its client processes (`processes.rs`) and the faults applied while
 //!   it runs (`nemesis.rs`: signals, crashes, clock steps, the network through [`proxy`]);
-//! - [`client`]: the client process's workload loop;
+//! - [`client`]: the client process, a driver of `fencesim-workload`'s machine;
 //! - [`assemble`]: one history from the clients' records, the database's log and the
 //!   nemesis's events.
 #![deny(missing_docs)]

@@ -1,7 +1,8 @@
-//! A client node: `cycles` times acquire (retrying with seeded backoff while the lock is held),
-//! read, work for `work_ms` (renewing every `renew_ms`), write with the token, release. How it
-//! acquires, renews and releases is its design's client protocol (`protocol.rs`); the reads
-//! and writes of the resource are the harness's own.
+//! A client node: the simulator's driver of the client workload (`fencesim-workload`: `cycles`
+//! times acquire, read, work for `work_ms` renewing every `renew_ms`, write with the token,
+//! clean up, release; live mode's client process drives the same machine). How it acquires,
+//! renews and releases is its design's client protocol (`protocol.rs`, retrying with seeded
+//! backoff while the lock is held); the reads and writes of the resource are the harness's own.
 //!
 //! Each step is a Jepsen operation: invoke, then ok, fail, or info when no reply came within
 //! `timeout_ms` (the outcome is unknown, so the process is retired and the client continues
@@ -20,7 +21,8 @@ use std::time::Duration;
 use fencesim_design::WriteOutcome;
 use fencesim_design::{ClientInfo, ClientProtocol, Design};
 use fencesim_history::{Name, Op, OpFn, OpType};
-use fencesim_scenario::{Cleanup, ClientSpec, NodeEvent, RESOURCE_NODE};
+use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
+use fencesim_workload::{Outcome, Step, Workload, WorkloadSpec};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -62,6 +64,7 @@ pub(crate) async fn run<D: Design>(world: Arc<World>, index: usize) {
         crate::design::parsed::<D::ClientSettings>(&spec.settings, &spec.name),
         info,
     );
+    let workload = Workload::new(WorkloadSpec::from(&spec), &spec.name, incarnation);
     let names = Names {
         node: spec.name.as_str().into(),
         lock: spec.lock.as_str().into(),
@@ -73,17 +76,13 @@ pub(crate) async fn run<D: Design>(world: Arc<World>, index: usize) {
         inbox,
         rng,
         process,
-        incarnation,
         protocol: protocol::ProtocolState::new(protocol, service_nodes),
-        keepalive_stopped: false,
-        granted_from_queue: false,
+        workload,
         alarm: Alarm::default(),
         clock: ClockCache::default(),
         names,
     };
-    for cycle in 1..=client.spec.cycles {
-        client.cycle(cycle).await;
-    }
+    client.drive().await;
     client.world.client_done(&client.spec.name);
 }
 
@@ -106,14 +105,10 @@ struct Client<P: ClientProtocol> {
     inbox: Inbox<Box<Envelope>>,
     rng: Xoshiro256PlusPlus,
     process: u64,
-    /// Which start of the client this is (1, then one more after each restart).
-    incarnation: u64,
     /// The design's client protocol.
     protocol: protocol::ProtocolState<P>,
-    /// The protocol's keepalive stream ended silently this cycle (K09).
-    keepalive_stopped: bool,
-    /// This cycle's lease came from a queue, so the client renews at once (K07).
-    granted_from_queue: bool,
+    /// What to do next: the workload's state machine.
+    workload: Workload,
     /// The timeouts of its requests (one madsim timer serves many short exchanges).
     alarm: Alarm,
     /// Its clocks as last read, for its readings and records.
@@ -141,35 +136,60 @@ async fn reply_to(inbox: Inbox<Box<Envelope>>, id: u64) -> Option<Message> {
 }
 
 impl<P: ClientProtocol> Client<P> {
-    async fn cycle(&mut self, cycle: u64) {
-        self.keepalive_stopped = false;
-        self.granted_from_queue = false;
-        let token = self.protocol_acquire().await;
-        if self.granted_from_queue
-            && self.spec.renew_ms.is_some()
-            && !self.protocol_renew(token).await
-        {
-            // A client that keeps its lease alive renews as soon as a queued grant reaches it:
-            // its deadline counted from its acquire request, possibly long ago, and now counts
-            // from this renewal. Told the lease is lost, it gives up the cycle.
-            return;
+    /// Run the workload to its end: each step as the machine says, with the true time and
+    /// the step's outcome fed back.
+    async fn drive(&mut self) {
+        let mut outcome = Outcome::Begin;
+        loop {
+            outcome = match self.workload.step(true_ns(), outcome) {
+                Step::Acquire => Outcome::Granted {
+                    token: self.protocol_acquire().await,
+                },
+                Step::Renew { token } => Outcome::Renewed {
+                    kept: self.protocol_renew(token).await,
+                },
+                Step::Read => {
+                    self.read().await;
+                    Outcome::Finished
+                }
+                Step::Work { for_ns } => {
+                    crate::timer::sleep(Duration::from_nanos(for_ns)).await;
+                    Outcome::Finished
+                }
+                // A stalled keepalive (K18) sends nothing; the work goes on regardless.
+                Step::Keepalive { token } => Outcome::Renewed {
+                    kept: self.world.nemesis.keepalive_stalled(&self.spec.name)
+                        || self.protocol_renew(token).await,
+                },
+                Step::CheckValidity => Outcome::Validity {
+                    valid: self.still_valid(),
+                },
+                Step::Write { token, value } => {
+                    self.write(token, value).await;
+                    Outcome::Finished
+                }
+                Step::Delete { token } => {
+                    self.cleanup(token).await;
+                    Outcome::Finished
+                }
+                Step::Release { token } => {
+                    self.protocol_release(token).await;
+                    Outcome::Finished
+                }
+                Step::Done => return,
+            };
         }
-        self.read().await;
-        if !self.work(token).await {
-            // The service said the lease is gone: abandon this cycle's write.
-            return;
-        }
-        if self.spec.validity_check && !self.world.belief_valid(&self.spec.name) {
-            // By its own clock the lease has run out: do not write; nothing to release either.
+    }
+
+    /// Whether the lease is still valid by the client's own clock; if not, its belief ends:
+    /// it will not write, and has nothing to release either.
+    fn still_valid(&self) -> bool {
+        let valid = self.world.belief_valid(&self.spec.name);
+        if !valid {
             self.world
                 .end_belief(&self.spec.name, "validity elapsed before the write");
-            return;
         }
-        self.write(token, cycle).await;
-        if !self.spec.cleanup.is_none() {
-            self.cleanup(token).await;
-        }
-        self.protocol_release(token).await;
+        valid
     }
 
     async fn read(&mut self) {
@@ -189,35 +209,8 @@ impl<P: ClientProtocol> Client<P> {
         self.safepoint(When::After, NodeEvent::Read).await;
     }
 
-    /// Work for `work_ms`, renewing every `renew_ms`; false if a renewal said the lease is lost.
-    async fn work(&mut self, token: u64) -> bool {
-        let end_ns = true_ns() + self.spec.work_ms * 1_000_000;
-        loop {
-            let left_ns = end_ns.saturating_sub(true_ns());
-            if left_ns == 0 {
-                return true;
-            }
-            let Some(renew_ms) = self.spec.renew_ms.filter(|_| !self.keepalive_stopped) else {
-                crate::timer::sleep(Duration::from_nanos(left_ns)).await;
-                return true;
-            };
-            crate::timer::sleep(Duration::from_nanos(left_ns.min(renew_ms * 1_000_000))).await;
-            // A stalled keepalive (K18) sends nothing; the work goes on regardless.
-            let stalled = self.world.nemesis.keepalive_stalled(&self.spec.name);
-            if true_ns() < end_ns && !stalled && !self.protocol_renew(token).await {
-                return false;
-            }
-        }
-    }
-
-    async fn write(&mut self, token: u64, cycle: u64) {
+    async fn write(&mut self, token: u64, value: String) {
         self.safepoint(When::Before, NodeEvent::Write).await;
-        // The value names the unit of work, unique per client run: a restarted client starts
-        // its cycles again, as new work (`duplicate-execution` relies on this).
-        let value = match self.incarnation {
-            1 => format!("{}/{cycle}", self.spec.name),
-            n => format!("{}@{n}/{cycle}", self.spec.name),
-        };
         let op = self.template(OpFn::Write, Some(token), Some(value.clone()));
         let body = Message::Write {
             key: self.spec.key.clone(),
@@ -241,10 +234,8 @@ impl<P: ClientProtocol> Client<P> {
     }
 
     /// A job's cleanup after its write: delete the key, with the lease's token if the cleanup
-    /// is fenced, without one if it goes around the fence. Whatever the write's outcome, as a
-    /// `finally` block runs.
-    async fn cleanup(&mut self, token: u64) {
-        let token = (self.spec.cleanup == Cleanup::Fenced).then_some(token);
+    /// is fenced (`token`), without one if it goes around the fence.
+    async fn cleanup(&mut self, token: Option<u64>) {
         let op = self.template(OpFn::Delete, token, None);
         let body = Message::Delete {
             key: self.spec.key.clone(),

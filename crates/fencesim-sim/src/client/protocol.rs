@@ -275,8 +275,7 @@ impl<P: ClientProtocol> Client<P> {
             rng,
             process,
             protocol: state,
-            keepalive_stopped,
-            granted_from_queue,
+            workload,
             clock,
             ..
         } = self;
@@ -347,8 +346,8 @@ impl<P: ClientProtocol> Client<P> {
                 world.end_belief(name, &reason);
                 ended.lost = true;
             }
-            ClientEffect::RenewNow => *granted_from_queue = true,
-            ClientEffect::StopRenewing => *keepalive_stopped = true,
+            ClientEffect::RenewNow => workload.renew_now(),
+            ClientEffect::StopRenewing => workload.stop_renewing(),
         };
         let mut ctx = ClientCtx::new(&mut apply, last_request, &mut env);
         match input {
