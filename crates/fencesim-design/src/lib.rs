@@ -56,6 +56,7 @@
 pub mod client;
 pub mod design;
 pub mod event;
+pub mod host;
 pub mod knobs;
 pub mod message;
 pub mod node;
@@ -69,6 +70,7 @@ pub use client::{
 };
 pub use design::{Design, ResourceDesign, Settings};
 pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
+pub use host::{Disk, NodeHost};
 pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};

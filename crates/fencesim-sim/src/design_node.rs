@@ -1,5 +1,8 @@
 //! The node loop of a design's lock-service node ([`LockNode`]): the one loop every design's
-//! nodes run, monomorphised per design so a message costs no dynamic dispatch.
+//! nodes run, monomorphised per design so a message costs no dynamic dispatch. Which handler
+//! runs when (due work around every message, messages the node holds back) is
+//! [`NodeHost`]'s, from fencesim-design, which any other driver of a design shares; this loop
+//! is its simulated I/O.
 //!
 //! It starts the node from its disk (what the last synced write left), hands it each message
 //! of its design with `now` from the node's own clocks, and applies its effects in order:
@@ -11,11 +14,10 @@
 //! it (by the request's kind: acquire, renew, release) and after each handler call, once per
 //! decision the call took, in order, once its effects are applied.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use fencesim_design::{
-    Deadline, DesignMessage, LockNode, MessageKind, NodeCtx, NodeEffect, NodeStart, Origin,
+    Deadline, LockNode, MessageKind, NodeCtx, NodeEffect, NodeHost, NodeStart, Origin,
     ServiceEvent, ServiceEventKind,
 };
 use fencesim_history::{Event, EventKind};
@@ -74,19 +76,16 @@ pub(crate) async fn run<N: LockNode>(
         clock: ClockCache::default(),
         watched: world.nemesis.watches(&name),
     };
-    let mut node = run.call(|ctx| N::start(&config, begin, ctx));
+    let mut host = run.call(|ctx| NodeHost::<N>::start(&config, begin, ctx));
     // A start decides nothing a fault could be triggered by.
     run.apply();
-    run.settle(&mut node).await;
+    run.drain(&mut host).await;
     let alarm = Alarm::default();
-    // Messages the node did not take up when they came (`takes_now`), in arrival order.
-    let mut held: VecDeque<(Origin, N::Msg)> = VecDeque::new();
     // Every path through the loop ends with the node settled, so it settles before each wait.
     loop {
-        if held.front().is_some_and(|(_, msg)| node.takes_now(msg)) {
-            if let Some((origin, msg)) = held.pop_front() {
-                run.handle(&mut node, origin, msg).await;
-            }
+        if let Some(kind) = host.take_held() {
+            run.before(kind).await;
+            run.drain(&mut host).await;
             continue;
         }
         run.resolve_timers();
@@ -102,8 +101,8 @@ pub(crate) async fn run<N: LockNode>(
         let env = match wake {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
-                run.step(|ctx| node.on_timer(id, ctx)).await;
-                run.settle(&mut node).await;
+                host.timer(id);
+                run.drain(&mut host).await;
                 continue;
             }
             Wake::Closed => return,
@@ -111,33 +110,25 @@ pub(crate) async fn run<N: LockNode>(
         let Envelope {
             src, id, op, body, ..
         } = *env;
-        let msg = match body {
-            Message::Design(body) => match run.boxes.open(body) {
-                Some(msg) if node.serving() => msg,
-                _ => continue,
-            },
-            Message::Deregister { holder } => {
-                run.step(|ctx| node.on_deregister(&holder, ctx)).await;
-                run.settle(&mut node).await;
-                continue;
+        match body {
+            Message::Design(body) => {
+                let Some(msg) = run.boxes.open(body) else {
+                    continue; // another design's message: not for this node
+                };
+                // Held, or dropped by a node not serving: nothing to do until the next wake.
+                let Some(kind) = host.deliver(Origin::new(src, id, op), msg) else {
+                    continue;
+                };
+                run.before(kind).await;
             }
+            Message::Deregister { holder } => host.deregister(holder),
             // A clock signal: a clock fault may have made something due, and the timers on
             // the node's clocks are resolved again before the next wait.
-            Message::ClockChanged => {
-                run.settle(&mut node).await;
-                continue;
-            }
-            // Another design's message, or the resource's: not for this node.
+            Message::ClockChanged => host.clock_changed(),
+            // The resource's messages: not for this node.
             _ => continue,
-        };
-        let origin = Origin::new(src, id, op);
-        // One the node takes now goes first, even past held ones (the acknowledgement a
-        // synchronous primary waits for); held ones come next, at the top of the loop.
-        if !node.takes_now(&msg) {
-            held.push_back((origin, msg));
-            continue;
         }
-        run.handle(&mut node, origin, msg).await;
+        run.drain(&mut host).await;
     }
 }
 
@@ -190,43 +181,25 @@ impl<N: LockNode> NodeRun<'_, N> {
         handler(&mut NodeCtx::new(&clock, &mut self.effects).with_random(&mut random))
     }
 
-    /// Call a handler, apply its effects, and pass the `after` safepoint of each decision.
-    async fn step<R>(
-        &mut self,
-        handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R,
-    ) -> R {
-        let result = self.call(handler);
-        if self.apply() {
-            self.pass().await;
-        }
-        result
-    }
-
-    /// Hand the node one message of its design, between its safepoints: before it by its
-    /// kind, then due work, the handler, and due work again.
-    async fn handle(&mut self, node: &mut N, origin: Origin, msg: N::Msg) {
-        if self.watched {
-            if let Some(event) = before_event(msg.kind()) {
-                Nemesis::safepoint(self.world, self.name, When::Before, event).await;
-            }
-        }
-        self.settle(node).await;
-        self.step(|ctx| node.on_message(&origin, msg, ctx)).await;
-        self.settle(node).await;
-    }
-
-    /// Run the node's due work ([`LockNode::settle`]) for as long as it asks to go on. (Not
-    /// through `step`: most calls do nothing, and a future per call would cost more than the
-    /// call.)
-    async fn settle(&mut self, node: &mut N) {
-        loop {
-            let more = self.call(|ctx| node.settle(ctx));
+    /// Make every handler call `host` owes, applying each call's effects and passing the
+    /// `after` safepoints of its decisions before the next call.
+    async fn drain(&mut self, host: &mut NodeHost<N>) {
+        while host.busy() {
+            self.call(|ctx| host.call_next(ctx));
             if self.apply() {
                 self.pass().await;
             }
-            if !more {
-                return;
-            }
+        }
+    }
+
+    /// The safepoint before a request of `kind` the node is about to handle, if a fault
+    /// watches the node.
+    async fn before(&self, kind: MessageKind) {
+        if !self.watched {
+            return;
+        }
+        if let Some(event) = before_event(kind) {
+            Nemesis::safepoint(self.world, self.name, When::Before, event).await;
         }
     }
 
