@@ -975,3 +975,27 @@ fn a_reproduce_line_runs_in_a_shell_whatever_the_path_holds() {
         "{stderr}"
     );
 }
+
+/// An export that cannot be written names where it was to go (exit 2).
+#[test]
+fn an_export_into_a_missing_folder_names_the_path() {
+    let source = support::root().join("reports/examples/pause-unfenced/0/history.jsonl");
+    let missing = out_dir("export-missing-folder").join("no-such-folder/history.edn");
+    let o = fencesim(&[
+        "export",
+        source.to_str().unwrap(),
+        "--format",
+        "jepsen-edn",
+        "--out",
+        missing.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write the export into {}: No such file or directory",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+}

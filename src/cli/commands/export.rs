@@ -29,7 +29,11 @@ pub(crate) fn export(path: &Path, out: Option<&Path>) -> u8 {
         }
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit::VALID,
         Err(e) => {
-            complain!("error: cannot write the export: {e}");
+            let into = out.map_or_else(
+                || "to standard output".to_owned(),
+                |file| format!("into {}", fencesim_history::display_path(file)),
+            );
+            complain!("error: cannot write the export {into}: {e}");
             exit::BAD_INPUT
         }
     }
