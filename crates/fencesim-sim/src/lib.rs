@@ -1,11 +1,12 @@
 //! The simulation shell: the one crate that knows madsim.
 //!
-//! It builds a cluster from a [`Scenario`] on madsim's deterministic runtime: a `lease-service`
-//! node and a `resource` node running the sans-IO state machines of `fencesim-lease` and
-//! `fencesim-resource`, one node per client running the acquire-read-work-write-release loop,
-//! and two helper nodes that are never paused: `network`, where messages spend their delay (so
-//! pausing a sender does not delay a message it already sent), and `nemesis`, which fires
-//! scripted faults. Every decision is recorded into a [`fencesim_history::History`]. Everything random comes from
+//! It builds a cluster from a [`Scenario`] on madsim's deterministic runtime: the lock
+//! service's nodes of whichever design it is given ([`SimDesign`]: each a `LockNode` under
+//! fencesim-design's `NodeHost`), a `resource` node ([`SimResource`]), one node per client
+//! driving the workload machine of `fencesim-workload`, and a `nemesis` node, never paused,
+//! which fires the faults. Messages spend their delay in the transport's own queue, delivered
+//! by timers rather than by any node's task, so pausing a sender does not delay a message it
+//! already sent. Every decision is recorded into a [`fencesim_history::History`]. Everything random comes from
 //! the root seed (see [`seeds`]), so a scenario and seed always give the same history.
 #![deny(missing_docs)]
 

@@ -47,7 +47,7 @@ const MESSAGE_KINDS: [MessageKind; 10] = [
 
 /// Draw the plan for `seed`. `has_leader`: the design has one leading node among its lease
 /// nodes (Raft's leader, the primary of primary-backup), which `leader` names
-/// ([`crate::SimDesign::has_leader`]).
+/// (its shape's `has_leader`, [`fencesim_design::ServiceShape`]).
 pub fn plan(spec: &NemesisSpec, scenario: &Scenario, seed: u64, has_leader: bool) -> NemesisPlan {
     let (kinds, interval_ms, duration_ms) = if spec.swarm {
         swarm(spec, &mut seeds::rng(seed, Stream::Swarm))

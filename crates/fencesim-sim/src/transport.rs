@@ -334,8 +334,8 @@ pub struct Network {
 pub type Inboxes = BTreeMap<String, Inbox<Box<Envelope>>>;
 
 impl Network {
-    /// A network connecting `nodes`. Must be called inside the madsim runtime: it creates the
-    /// `network` node that carries messages.
+    /// A network connecting `nodes`. Must be called inside the madsim runtime: its delivery
+    /// timers are madsim's.
     pub fn new(
         nodes: &[&str],
         spec: NetworkSpec,
