@@ -252,7 +252,22 @@ fn involves(fault: &Fault, node: &str) -> bool {
         Action::Partition {
             cut: Cut::OneWay { from, to },
         } => from == node || to == node,
-        action => action.node() == Some(node),
+        Action::Pause { .. }
+        | Action::ClockJump { .. }
+        | Action::ClockSkew { .. }
+        | Action::ClockDrift { .. }
+        | Action::ClockStrobe { .. }
+        | Action::Crash { .. }
+        | Action::Restart { .. }
+        | Action::StallRenewals { .. }
+        | Action::Deregister { .. }
+        | Action::Restore { .. }
+        | Action::Partition {
+            cut: Cut::Isolate(_),
+        }
+        | Action::Reorder { .. }
+        | Action::Heal
+        | Action::FinalHeal { .. } => fault.action.node() == Some(node),
     }
 }
 

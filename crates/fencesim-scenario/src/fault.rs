@@ -422,7 +422,19 @@ impl Action {
             | Action::Partition {
                 cut: Cut::Isolate(n),
             } => *n = node.to_owned(),
-            _ => {}
+            // Aimed at links, messages or the whole network, not at one node: unchanged. Each
+            // kind is named, so that a new one must say which it is.
+            Action::Hold { .. }
+            | Action::HoldAll { .. }
+            | Action::Latency { .. }
+            | Action::Loss { .. }
+            | Action::Duplicate { .. }
+            | Action::Reorder { .. }
+            | Action::Partition {
+                cut: Cut::Groups(_) | Cut::OneWay { .. },
+            }
+            | Action::Heal
+            | Action::FinalHeal { .. } => {}
         }
         action
     }
@@ -443,7 +455,17 @@ impl Action {
             Action::Partition {
                 cut: Cut::Isolate(node),
             } => Some(node),
-            _ => None,
+            Action::Hold { .. }
+            | Action::HoldAll { .. }
+            | Action::Latency { .. }
+            | Action::Loss { .. }
+            | Action::Duplicate { .. }
+            | Action::Reorder { .. }
+            | Action::Partition {
+                cut: Cut::Groups(_) | Cut::OneWay { .. },
+            }
+            | Action::Heal
+            | Action::FinalHeal { .. } => None,
         }
     }
 }
