@@ -10,6 +10,7 @@ extern crate self as fencesim;
 
 pub mod bench;
 pub mod bundled;
+pub mod cancel;
 pub mod cli;
 pub mod expectation;
 pub mod explore;
@@ -212,7 +213,7 @@ pub enum ScenarioCheckError {
         /// The command that reproduces it.
         reproduce: String,
     },
-    /// The sweep was interrupted ([`run::interrupt`], Ctrl-C) before every seed ran, and no
+    /// The sweep was cancelled ([`check_scenario_until`]) before every seed ran, and no
     /// seed run so far missed the expectation: the range was not checked.
     #[error(
         "check_scenario: interrupted after {seeds_run} of {count} seeds; the range was not checked"
@@ -246,6 +247,17 @@ pub fn check_scenario(
     scenario: &str,
     seeds: std::ops::Range<u64>,
 ) -> Result<Checked, ScenarioCheckError> {
+    check_scenario_until(scenario, seeds, &cancel::Cancel::new())
+}
+
+/// [`check_scenario`], stopping early once `cancel` is cancelled (from a Ctrl-C handler of
+/// the caller's, say): the seeds in progress finish, and a range not checked to its end is
+/// [`ScenarioCheckError::Interrupted`], never a pass.
+pub fn check_scenario_until(
+    scenario: &str,
+    seeds: std::ops::Range<u64>,
+    cancel: &cancel::Cancel,
+) -> Result<Checked, ScenarioCheckError> {
     let parsed =
         load_named(scenario).map_err(|e| ScenarioCheckError::BadScenario(e.to_string()))?;
     if seeds.is_empty() {
@@ -264,6 +276,7 @@ pub fn check_scenario(
         scenario_arg: scenario.to_owned(),
         check_determinism: false,
         swarm: false,
+        cancel: cancel.clone(),
     };
     let results = run::sweep_until(
         &parsed,

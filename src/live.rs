@@ -37,6 +37,9 @@ pub struct LiveOptions {
     pub redis: Vec<Endpoint>,
     /// How the user named the scenario, for the reproduce line.
     pub scenario_arg: String,
+    /// Stop early when cancelled (Ctrl-C): the trial in progress continues what it paused,
+    /// ends, and is written, marked `cut_short: interrupted`.
+    pub cancel: crate::cancel::Cancel,
     /// The binary to run the client processes with (the running one).
     pub program: PathBuf,
     /// `--expect`: a trial that misses the scenario's expectation is written too.
@@ -242,7 +245,7 @@ pub fn trial(
         forms: crate::registry::active().live(),
         conninfo: &servers.conninfo,
         tool_version: env!("CARGO_PKG_VERSION"),
-        interrupted: &crate::run::interrupted,
+        interrupted: &|| opts.cancel.is_cancelled(),
         postgres: servers.postgres.as_ref(),
         postgres_port: servers
             .postgres

@@ -12,49 +12,6 @@ use fencesim_sim::{FailureKind, SimFailure};
 use crate::readable;
 use crate::report::{self, Report, RunVerdict};
 
-/// Set once the user asks a sweep to stop (Ctrl-C): workers finish the seeds they are on and
-/// claim no more, so the seeds done so far form a prefix of the sweep that can be summarised.
-/// A process-wide flag because the signal is process-wide; it never reaches a simulation.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Ask every sweep in this process to stop after the seeds in progress (the binary calls it on
-/// Ctrl-C; a library user may call it from a handler of its own).
-pub fn interrupt() {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Whether [`interrupt`] was called: a sweep that returns with this set is partial.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// How many sweeps are running in this process: outside them a Ctrl-C has nothing to let
-/// finish, and the binary quits at once.
-static SWEEPS_RUNNING: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether a sweep is running now (see [`interrupt`]).
-pub fn sweep_running() -> bool {
-    SWEEPS_RUNNING.load(Ordering::SeqCst) > 0
-}
-
-/// Counts a sweep (or a live run) as running while it lives: a Ctrl-C then lets it finish
-/// the work in progress and write what it found, instead of quitting at once.
-pub struct Running;
-
-impl Running {
-    /// Count one more sweep as running, until the value is dropped.
-    pub fn start() -> Self {
-        SWEEPS_RUNNING.fetch_add(1, Ordering::SeqCst);
-        Running
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        SWEEPS_RUNNING.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// What the caller asked for.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -66,6 +23,9 @@ pub struct RunOptions {
     pub check_determinism: bool,
     /// Swarm mode was forced on (so the reproduce line says `--swarm`).
     pub swarm: bool,
+    /// Stop early when cancelled (Ctrl-C): a sweep finishes the seeds in progress and claims
+    /// no more.
+    pub cancel: crate::cancel::Cancel,
 }
 
 impl RunOptions {
@@ -77,6 +37,7 @@ impl RunOptions {
             scenario_arg: String::new(),
             check_determinism: false,
             swarm: false,
+            cancel: crate::cancel::Cancel::new(),
         }
     }
 }
@@ -411,7 +372,7 @@ pub fn sweep_fold<T: Send, A>(
     fold: impl FnMut(A, T) -> A,
 ) -> std::io::Result<A> {
     let run = |i: usize| handle(judge(scenario, seeds[i], opts));
-    fold_in_order(seeds.len(), jobs, run, stop, init, fold)
+    fold_in_order(seeds.len(), jobs, &opts.cancel, run, stop, init, fold)
 }
 
 /// Simulate and check each of `runs` (a scenario and a seed each: the candidates of one
@@ -430,22 +391,25 @@ pub fn sweep_runs<T: Send>(
         all.push(t);
         all
     };
-    fold_in_order(runs.len(), jobs, run, stop, Vec::new(), fold)
+    fold_in_order(runs.len(), jobs, &opts.cancel, run, stop, Vec::new(), fold)
 }
 
 /// Run items `0..count` on `jobs` worker threads (`run(i)` on whichever claims `i`), folding
 /// the results into `init` in item order, up to and including the first that `stop` accepts
 /// or the first error.
+#[allow(clippy::too_many_arguments)]
 fn fold_in_order<T: Send, A>(
     count: usize,
     jobs: usize,
+    cancel: &crate::cancel::Cancel,
     run: impl Fn(usize) -> std::io::Result<T> + Sync,
     stop: impl Fn(&T) -> bool + Sync,
     init: A,
     mut fold: impl FnMut(A, T) -> A,
 ) -> std::io::Result<A> {
+    // A Ctrl-C now lets the workers finish the items in progress.
+    let _running = cancel.running();
     // Taken out for each fold and put back: `fold` owns the accumulator while it runs.
-    let _running = Running::start();
     let mut acc = Some(init);
     let next = AtomicUsize::new(0);
     let stopped = AtomicBool::new(false);
@@ -457,7 +421,7 @@ fn fold_in_order<T: Send, A>(
             let sender = sender.clone();
             let (next, stopped, run, stop) = (&next, &stopped, &run, &stop);
             scope.spawn(move || loop {
-                if stopped.load(Ordering::Relaxed) || interrupted() {
+                if stopped.load(Ordering::Relaxed) || cancel.is_cancelled() {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);

@@ -222,7 +222,7 @@ pub struct SafeSweep {
 }
 
 /// Run `seeds` (each its own drawn configuration) of `base` on `jobs` threads. Stops early,
-/// with what it has, once the run is interrupted.
+/// with what it has, once `cancel` is cancelled.
 ///
 /// # Errors
 /// A draw that does not validate (a defect of the drawing).
@@ -230,6 +230,7 @@ pub fn sweep(
     base: &Scenario,
     seeds: std::ops::Range<u64>,
     jobs: usize,
+    cancel: &crate::cancel::Cancel,
 ) -> Result<SafeSweep, ScenarioError> {
     let next = std::sync::atomic::AtomicU64::new(seeds.start);
     let results = std::sync::Mutex::new(Vec::new());
@@ -238,7 +239,7 @@ pub fn sweep(
         for _ in 0..jobs.max(1) {
             scope.spawn(|| loop {
                 let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if seed >= seeds.end || crate::run::interrupted() {
+                if seed >= seeds.end || cancel.is_cancelled() {
                     return;
                 }
                 let drawn = match draw(base, seed) {

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::cancel::Cancel;
 use crate::exit;
 use crate::run::default_jobs;
 
@@ -277,7 +278,9 @@ pub fn main() -> ExitCode {
     }
     init_tracing();
     quiet_simulation_panics();
-    stop_sweeps_on_ctrl_c();
+    // The one token of this process's commands; the Ctrl-C handler holds a clone.
+    let cancel = Cancel::new();
+    stop_sweeps_on_ctrl_c(cancel.clone());
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run {
@@ -286,7 +289,13 @@ pub fn main() -> ExitCode {
             expect,
             write_all,
             quiet,
-        } => commands::run::run(&target, seed, expect, &RangeArgs { write_all, quiet }),
+        } => commands::run::run(
+            &target,
+            seed,
+            expect,
+            &RangeArgs { write_all, quiet },
+            &cancel,
+        ),
         Command::Explore {
             scenario,
             seeds,
@@ -323,11 +332,11 @@ pub fn main() -> ExitCode {
                 // a sweep does (every seed, shards, running each seed twice).
                 let sweep_only = keep_going || sweep_args.shard.is_some() || check_determinism;
                 if guided {
-                    commands::guided::guided(&target, &sweep_args)
+                    commands::guided::guided(&target, &sweep_args, &cancel)
                 } else if sweep || sweep_only {
-                    commands::explore::explore(&target, &sweep_args)
+                    commands::explore::explore(&target, &sweep_args, &cancel)
                 } else {
-                    commands::guided::guided_or_sweep(&target, &sweep_args)
+                    commands::guided::guided_or_sweep(&target, &sweep_args, &cancel)
                 }
             }
         }
@@ -373,7 +382,7 @@ pub fn main() -> ExitCode {
             commands::shrink::shrink(&report, &out, kind.as_deref())
         }
         Command::Replay { report, out } => commands::replay::replay(&report, out),
-        Command::Live(args) => commands::live::live(&args),
+        Command::Live(args) => commands::live::live(&args, &cancel),
         Command::LiveClient => commands::live::live_client(),
         Command::Bench {
             seeds,
@@ -404,7 +413,7 @@ pub fn main() -> ExitCode {
                 peers: peers.as_deref(),
                 defect: defect.as_deref(),
             };
-            commands::bench::bench(&counts, jobs as usize, quick, only, &filters)
+            commands::bench::bench(&counts, jobs as usize, quick, only, &filters, &cancel)
         }
     };
     ExitCode::from(code)
@@ -426,17 +435,17 @@ fn quiet_simulation_panics() {
     }));
 }
 
-/// The first Ctrl-C lets a sweep finish the seeds in progress and write what it found so far
-/// (a partial summary, exit 130); a second one quits at once.
-fn stop_sweeps_on_ctrl_c() {
-    let result = ctrlc::set_handler(|| {
+/// The first Ctrl-C cancels `cancel`: a sweep finishes the seeds in progress and writes what it
+/// found so far (a partial summary, exit 130); a second one quits at once.
+fn stop_sweeps_on_ctrl_c(cancel: Cancel) {
+    let result = ctrlc::set_handler(move || {
         // Only a sweep has seeds in progress to finish; anything else stops at once.
-        if fencesim::run::interrupted() || !fencesim::run::sweep_running() {
+        if cancel.is_cancelled() || !cancel.is_running() {
             // Quitting at once runs no destructor: stop and remove what a live run started.
             fencesim_live::reaper::reap_all();
             std::process::exit(i32::from(exit::INTERRUPTED));
         }
-        fencesim::run::interrupt();
+        cancel.cancel();
         complain!(
             "\ninterrupted: finishing the work in progress (the seeds or simulations, or the live trial), then \
              writing what was found so far (Ctrl-C again to quit at once)"

@@ -159,7 +159,7 @@ pub fn search(
     // Running for the whole search, not only while a generation's runs are: a Ctrl-C between
     // generations (while the search learns and makes the next) must also end it with its
     // summary rather than quit at once.
-    let _running = crate::run::Running::start();
+    let _running = opts.cancel.running();
     let mut search = Search::new(scenario, spec, root_seed);
     let mut outcome = GuidedOutcome {
         simulations: 0,
@@ -168,7 +168,7 @@ pub fn search(
         features: 0,
         found: None,
     };
-    while outcome.simulations < budget && !crate::run::interrupted() {
+    while outcome.simulations < budget && !opts.cancel.is_cancelled() {
         let size = BATCH.min((budget - outcome.simulations) as usize);
         let candidates = search.generation(size);
         outcome.generations += 1;

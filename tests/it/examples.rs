@@ -29,6 +29,7 @@ fn every_curated_example_replays_to_the_same_verdict_and_history() {
                 scenario_arg: name.into(),
                 check_determinism: false,
                 swarm: false,
+                cancel: Default::default(),
             };
             let fresh = evaluate(&scenario, seed, &opts).unwrap();
             let fresh_json = serde_json::to_value(&fresh.report).unwrap();

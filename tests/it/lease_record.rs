@@ -19,6 +19,7 @@ fn opts() -> RunOptions {
         scenario_arg: "lease-record".into(),
         check_determinism: false,
         swarm: false,
+        cancel: Default::default(),
     }
 }
 

@@ -121,3 +121,28 @@ proptest! {
         );
     }
 }
+
+/// A sweep cancelled in a library user's process (`check_scenario_until` with a token its own
+/// Ctrl-C handler cancels) is never taken for a checked range. A token is the caller's own:
+/// another sweep of the same process, under another token, runs to its end.
+#[test]
+fn a_cancelled_check_scenario_is_an_error_not_a_pass() {
+    let cancel = fencesim::cancel::Cancel::new();
+    cancel.cancel();
+    let err = fencesim::check_scenario_until("pause-fenced", 0..5, &cancel)
+        .expect_err("nothing was checked");
+    match err {
+        fencesim::ScenarioCheckError::Interrupted { seeds_run, count } => {
+            assert_eq!((seeds_run, count), (0, 5));
+        }
+        other => panic!("expected Interrupted, got {other}"),
+    }
+    assert_eq!(
+        fencesim::check_scenario_until("pause-fenced", 0..5, &cancel)
+            .unwrap_err()
+            .to_string(),
+        "check_scenario: interrupted after 0 of 5 seeds; the range was not checked"
+    );
+    let checked = fencesim::check_scenario("pause-fenced", 0..5).expect("another token");
+    assert_eq!(checked.seeds_run, 5);
+}

@@ -1,9 +1,8 @@
 //! fencesim's integration tests, one binary: a module per area (as rust-analyzer's and
 //! turmoil's tests are laid out), so that the simulator is linked once rather than once per
-//! file. Three files stay binaries of their own: tests/live.rs (real servers must not share
-//! the machine's cores with this binary's simulation-heavy tests), tests/user_design.rs (it
-//! installs a process-wide registry) and tests/interrupt.rs (it sets the process-wide
-//! interrupt flag).
+//! file. Two files stay binaries of their own: tests/live.rs (real servers must not share
+//! the machine's cores with this binary's simulation-heavy tests) and tests/user_design.rs
+//! (it installs a process-wide registry).
 
 #[path = "../support/mod.rs"]
 mod support;

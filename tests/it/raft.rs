@@ -17,6 +17,7 @@ fn opts() -> RunOptions {
         scenario_arg: "raft".into(),
         check_determinism: false,
         swarm: false,
+        cancel: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ fn opts() -> RunOptions {
         scenario_arg: "random-nemesis-fenced".into(),
         check_determinism: false,
         swarm: false,
+        cancel: Default::default(),
     }
 }
 

@@ -18,6 +18,7 @@ fn opts() -> RunOptions {
         scenario_arg: "redlock".into(),
         check_determinism: false,
         swarm: false,
+        cancel: Default::default(),
     }
 }
 

@@ -80,6 +80,7 @@ fn evaluated(name: &str) -> fencesim::run::Evaluated {
         scenario_arg: name.into(),
         check_determinism: false,
         swarm: false,
+        cancel: Default::default(),
     };
     evaluate(&scenario, 0, &opts).expect("evaluate")
 }

@@ -1,5 +1,6 @@
 //! `fencesim bench`: fencesim measured, in parts (docs/performance.md).
 
+use fencesim::cancel::Cancel;
 use fencesim::run::{default_jobs, sweep, sweep_fold, Judged, RunOptions};
 use fencesim::{bundled, exit};
 
@@ -50,6 +51,7 @@ pub(crate) fn bench(
     quick: bool,
     only: Option<BenchPart>,
     filters: &BenchFilters<'_>,
+    cancel: &Cancel,
 ) -> u8 {
     use clap::ValueEnum;
     for part in BenchPart::value_variants() {
@@ -57,22 +59,22 @@ pub(crate) fn bench(
             continue;
         }
         let code = match part {
-            BenchPart::Scenarios => bench_scenarios(seeds.scenarios, jobs),
+            BenchPart::Scenarios => bench_scenarios(seeds.scenarios, jobs, cancel),
             BenchPart::Ratio => {
                 let (rounds, seeds) = if quick { (1, 1) } else { (7, 10) };
-                bench_ratio(rounds, seeds)
+                bench_ratio(rounds, seeds, cancel)
             }
-            BenchPart::Explore => bench_explore(quick),
-            BenchPart::Memory => bench_memory(quick),
+            BenchPart::Explore => bench_explore(quick, cancel),
+            BenchPart::Memory => bench_memory(quick, cancel),
             BenchPart::Checker => match bench_checker(quick) {
                 exit::VALID => filters.peers.map_or(exit::VALID, bench_peers),
                 failed => failed,
             },
-            BenchPart::Expectations => bench_expectations(seeds.expectations),
-            BenchPart::Search => bench_search(quick, jobs, filters.defect),
-            BenchPart::SafeKnobs => bench_safe_knobs(seeds.safe_knobs),
+            BenchPart::Expectations => bench_expectations(seeds.expectations, cancel),
+            BenchPart::Search => bench_search(quick, jobs, filters.defect, cancel),
+            BenchPart::SafeKnobs => bench_safe_knobs(seeds.safe_knobs, cancel),
         };
-        if fencesim::run::interrupted() {
+        if cancel.is_cancelled() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
             complain!("interrupted: the figures of the part in progress are partial");
             return exit::INTERRUPTED;
@@ -84,10 +86,18 @@ pub(crate) fn bench(
     exit::VALID
 }
 
+/// Options for seeds whose files are not written, stopping early once `cancel` is cancelled.
+fn in_memory(cancel: &Cancel) -> RunOptions {
+    RunOptions {
+        cancel: cancel.clone(),
+        ..RunOptions::in_memory()
+    }
+}
+
 /// Every bundled scenario over `seeds` seeds on `jobs` threads.
-pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
+pub(crate) fn bench_scenarios(seeds: u64, jobs: usize, cancel: &Cancel) -> u8 {
     use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
-    let opts = RunOptions::in_memory();
+    let opts = in_memory(cancel);
     say!(
         "{:<40} {:>8} {:>10} {:>12} {:>16} {:>16}",
         "scenario",
@@ -118,7 +128,7 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
             complain!("error: {file}: a seed could not be measured");
             return exit::SIM_FAILED;
         };
-        if fencesim::run::interrupted() {
+        if cancel.is_cancelled() {
             return exit::INTERRUPTED;
         }
         let records: u64 = measured.iter().map(|m| m.0).sum();
@@ -150,7 +160,7 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize) -> u8 {
 /// scenario claims to show can be lost on a few seeds in a thousand). Exits 1 if any misses.
 /// The `safe-knobs` part: each design's random-nemesis scenario, `seeds` seeds from 0, each
 /// with its own safe configuration drawn ([`fencesim::safe_knobs`]), on every core.
-pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
+pub(crate) fn bench_safe_knobs(seeds: u64, cancel: &Cancel) -> u8 {
     say!(
         "{:<44} {:>8} {:>8} {:>12} {:>7} {:>8}",
         "design (base)",
@@ -171,14 +181,14 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
             return exit::SIM_FAILED;
         };
         let clock = fencesim::bench::Stopwatch::start();
-        let sweep = match fencesim::safe_knobs::sweep(&base, 0..seeds, default_jobs()) {
+        let sweep = match fencesim::safe_knobs::sweep(&base, 0..seeds, default_jobs(), cancel) {
             Ok(s) => s,
             Err(e) => {
                 complain!("error: {name}: a drawn configuration does not validate: {e}");
                 return exit::SIM_FAILED;
             }
         };
-        if fencesim::run::interrupted() {
+        if cancel.is_cancelled() {
             return exit::INTERRUPTED;
         }
         say!(
@@ -226,7 +236,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64) -> u8 {
     exit::VALID
 }
 
-pub(crate) fn bench_expectations(seeds: u64) -> u8 {
+pub(crate) fn bench_expectations(seeds: u64, cancel: &Cancel) -> u8 {
     say!(
         "{:<40} {:>12} {:>8}  missed seeds",
         "scenario",
@@ -248,7 +258,7 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
             }
             missed
         };
-        let opts = RunOptions::in_memory();
+        let opts = in_memory(cancel);
         let Ok(missed) = sweep_fold(
             &scenario,
             &list,
@@ -262,7 +272,7 @@ pub(crate) fn bench_expectations(seeds: u64) -> u8 {
             complain!("error: {file}: a seed could not be judged");
             return exit::SIM_FAILED;
         };
-        if fencesim::run::interrupted() {
+        if cancel.is_cancelled() {
             return exit::INTERRUPTED;
         }
         missed_any |= !missed.is_empty();
@@ -313,8 +323,8 @@ pub(crate) fn median(mut values: Vec<f64>) -> f64 {
 /// Explore throughput on the random nemesis with 1 and 2 jobs, taken in turns (1, 2, 1, 2...)
 /// so that warm-up and the machine's changing load fall on both alike; the speedup is the
 /// ratio of the medians.
-pub(crate) fn bench_explore(quick: bool) -> u8 {
-    let opts = RunOptions::in_memory();
+pub(crate) fn bench_explore(quick: bool, cancel: &Cancel) -> u8 {
+    let opts = in_memory(cancel);
     let Some(nemesis) = bundled_scenario("random-nemesis-fenced") else {
         return exit::SIM_FAILED;
     };
@@ -343,8 +353,8 @@ pub(crate) fn bench_explore(quick: bool) -> u8 {
 
 /// Peak resident memory along a long sweep of a cheap scenario on 2 threads: it must not grow
 /// with the number of seeds.
-pub(crate) fn bench_memory(quick: bool) -> u8 {
-    let opts = RunOptions::in_memory();
+pub(crate) fn bench_memory(quick: bool, cancel: &Cancel) -> u8 {
+    let opts = in_memory(cancel);
     let Some(cheap) = bundled_scenario("pause-fenced") else {
         return exit::SIM_FAILED;
     };
@@ -374,11 +384,11 @@ pub(crate) fn bench_memory(quick: bool) -> u8 {
 /// by seed in turns, then the same seeds phase by phase (simulate; serialize, hash and check
 /// the history) to show where the time goes.
 /// Prints each round and the line `ratio X`, the median fencesim/raw ratio.
-pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64) -> u8 {
+pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64, cancel: &Cancel) -> u8 {
     let Some(scenario) = bundled_scenario("bench-reference") else {
         return exit::SIM_FAILED;
     };
-    let opts = RunOptions::in_memory();
+    let opts = in_memory(cancel);
     let (mut ratios, mut phases) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let seeds = round * seeds_per_round..(round + 1) * seeds_per_round;
@@ -487,7 +497,7 @@ pub(crate) fn bench_checker(quick: bool) -> u8 {
 /// seeds (2 with `--quick`, on the first chosen row), with the wall time of each column;
 /// only the rows whose defect or case contains `defect` (ignoring case), if given. A `defect`
 /// that is blank or matches no row is refused (exit 2), naming the rows.
-pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8 {
+pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>, cancel: &Cancel) -> u8 {
     use fencesim::bench::{explore_counts, guided_counts, median_count, Stopwatch};
     use fencesim::mutation_table::{Defect, CAUGHT, MASKED};
     use fencesim_scenario::Placement;
@@ -567,7 +577,7 @@ pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>) -> u8
             median_count(&guided, cap),
         );
         say!("{line}");
-        if fencesim::run::interrupted() {
+        if cancel.is_cancelled() {
             break;
         }
     }

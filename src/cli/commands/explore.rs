@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use fencesim::cancel::Cancel;
 use fencesim::exit;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
 use fencesim::run::{sweep_fold, write, Judged, RunOptions, SeedRun};
@@ -27,7 +28,7 @@ pub(crate) struct ExploreArgs {
 
 /// `explore`: many seeds in parallel until the first counterexample (or all of them with
 /// `--keep-going`); files only for counterexamples, and a summary.
-pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
+pub(crate) fn explore(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
     // `--shard env`: the shard the job engine says this job is, as an ordinary `I/N`.
     let shard = match args.shard.as_deref().map(env_shard).transpose() {
         Ok(shard) => shard,
@@ -40,7 +41,7 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs) -> u8 {
         shard,
         ..args.clone()
     };
-    match prepare(target) {
+    match prepare(target, cancel) {
         Ok((scenario, opts)) => sweep(&scenario, &opts, args),
         Err(code) => code,
     }
@@ -103,7 +104,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
         Err(e) => return unwritable(&opts.out, &e),
     };
     // A Ctrl-C that came as the last seeds finished cut nothing: the sweep is whole.
-    let interrupted = fencesim::run::interrupted() && summary.seeds_run < seeds.len() as u64;
+    let interrupted = opts.cancel.is_cancelled() && summary.seeds_run < seeds.len() as u64;
     let stopped_early = summary.seeds_run < seeds.len() as u64 && !interrupted;
     let mut summary = summary.finish(stopped_early, seconds);
     summary.interrupted = interrupted;

@@ -2,6 +2,7 @@
 //! counterexample is written as a scripted scenario file, run once from that file to write
 //! its report, and named in the reproduce line.
 
+use fencesim::cancel::Cancel;
 use fencesim::exit;
 use fencesim::run::RunOptions;
 use std::path::{Path, PathBuf};
@@ -14,8 +15,8 @@ use super::{at_path, ensure_writable, prepare, print_seed, seed_exit_code, unwri
 
 /// `explore` without `--guided` or a sweep's flags: a guided search for a scenario with a
 /// `[nemesis]` (its schedules are what the search mutates), a sweep of the seeds otherwise.
-pub(crate) fn guided_or_sweep(target: &Target, args: &ExploreArgs) -> u8 {
-    match prepare(target) {
+pub(crate) fn guided_or_sweep(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
+    match prepare(target, cancel) {
         Ok((scenario, opts)) if scenario.nemesis.is_some() => {
             search(target, scenario, &opts, args, true)
         }
@@ -25,8 +26,8 @@ pub(crate) fn guided_or_sweep(target: &Target, args: &ExploreArgs) -> u8 {
 }
 
 /// `explore --guided`: search from root seed A for at most B - A simulations.
-pub(crate) fn guided(target: &Target, args: &ExploreArgs) -> u8 {
-    match prepare(target) {
+pub(crate) fn guided(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
+    match prepare(target, cancel) {
         Ok((scenario, opts)) => search(target, scenario, &opts, args, false),
         Err(code) => code,
     }
@@ -89,15 +90,18 @@ fn search(
         );
     }
     let clock = fencesim::bench::Stopwatch::start();
-    let searched =
-        fencesim::guided::search(&scenario, root, budget, args.jobs, &RunOptions::in_memory());
+    let search_opts = RunOptions {
+        cancel: opts.cancel.clone(),
+        ..RunOptions::in_memory()
+    };
+    let searched = fencesim::guided::search(&scenario, root, budget, args.jobs, &search_opts);
     let outcome = match searched {
         Ok(o) => o,
         Err(e) => return unwritable(&opts.out, &e),
     };
     let seconds = clock.seconds();
     // Ctrl-C ends a search between generations: what it did so far is still written.
-    let interrupted = fencesim::run::interrupted() && outcome.found.is_none();
+    let interrupted = opts.cancel.is_cancelled() && outcome.found.is_none();
     let mut code = if interrupted {
         exit::INTERRUPTED
     } else {

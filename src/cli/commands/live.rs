@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use fencesim::cancel::Cancel;
 use fencesim::live::{predicted, KindTally, LiveOptions, Servers};
 use fencesim::report::RunVerdict;
 use fencesim::{exit, Scenario};
@@ -43,7 +44,7 @@ pub(crate) struct LiveArgs {
     pub(crate) redis: Vec<String>,
 }
 
-pub(crate) fn live(args: &LiveArgs) -> u8 {
+pub(crate) fn live(args: &LiveArgs, cancel: &Cancel) -> u8 {
     let scenario = match load(&args.scenario) {
         Ok(s) => s,
         Err(e) => {
@@ -79,6 +80,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
         postgres,
         redis,
         scenario_arg: args.scenario.clone(),
+        cancel: cancel.clone(),
         program,
         expect: args.expect,
     };
@@ -100,7 +102,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
         );
     }
     // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
-    let _running = fencesim::run::Running::start();
+    let _running = opts.cancel.running();
     let servers = match Servers::start(&plan, opts.postgres.as_ref(), &opts.redis) {
         Ok(s) => s,
         Err(e) => return live_error(&e, &opts),
@@ -118,7 +120,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
     let mut tally = KindTally::default();
     let mut worst = exit::VALID;
     for t in 1..=opts.trials {
-        if fencesim::run::interrupted() {
+        if opts.cancel.is_cancelled() {
             // Interrupted before the trial began: nothing to run or write.
             say!("interrupted before trial {t}");
             worst = exit::INTERRUPTED;
@@ -140,7 +142,7 @@ pub(crate) fn live(args: &LiveArgs) -> u8 {
         say!("{}", trial_line(&done));
         // A trial's code as a seed's: its verdict, or with --expect whether it met it.
         worst = super::worse(worst, super::seed_exit_code(&done.report, args.expect));
-        if fencesim::run::interrupted() {
+        if opts.cancel.is_cancelled() {
             say!("interrupted after trial {t}");
             worst = exit::INTERRUPTED;
             break;
@@ -245,7 +247,7 @@ fn live_error(e: &LiveError, opts: &LiveOptions) -> u8 {
     // Some servers end what they say with a line break (Redis's NOAUTH): the error is one line.
     complain!("error: {}", message.trim_end());
     // A server that fails while the user quits was stopped by the quitting.
-    if fencesim::run::interrupted() {
+    if opts.cancel.is_cancelled() {
         return exit::INTERRUPTED;
     }
     match e {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use fencesim::cancel::Cancel;
 use fencesim::run::{RunOptions, SeedRun};
 use fencesim::{exit, report::RunVerdict, Scenario};
 
@@ -39,8 +40,8 @@ pub(crate) fn load(arg: &str) -> Result<Scenario, String> {
 }
 
 /// Load the target's scenario (a file, else a bundled name), apply `--swarm`, and build the
-/// run options; on bad input, the exit code.
-pub(crate) fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
+/// run options (stopping early once `cancel` is cancelled); on bad input, the exit code.
+pub(crate) fn prepare(t: &Target, cancel: &Cancel) -> Result<(Scenario, RunOptions), u8> {
     let mut scenario = load(&t.scenario).map_err(|e| {
         complain!("error: {e}");
         exit::BAD_INPUT
@@ -60,6 +61,7 @@ pub(crate) fn prepare(t: &Target) -> Result<(Scenario, RunOptions), u8> {
         scenario_arg: t.scenario.clone(),
         check_determinism: t.check_determinism,
         swarm: t.swarm,
+        cancel: cancel.clone(),
     };
     Ok((scenario, opts))
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use fencesim::cancel::Cancel;
 use fencesim::exit;
 use fencesim::run::{write, RunOptions};
 
@@ -16,6 +17,8 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
         scenario_arg: path.to_string_lossy().into_owned(),
         check_determinism: false,
         swarm: false,
+        // One run: nothing to cut short.
+        cancel: Cancel::new(),
     };
     let done = match fencesim::run::evaluate(&stored.scenario, stored.seed, &opts)
         .and_then(|e| write(&opts.out, e))

@@ -1,5 +1,6 @@
 //! `fencesim run`: one seed, or with `--expect` every seed of the scenario's range.
 
+use fencesim::cancel::Cancel;
 use fencesim::run::{default_jobs, sweep_fold, Judged, RunOptions, SeedRun};
 use fencesim::{exit, Scenario};
 
@@ -8,8 +9,14 @@ use super::{
 };
 use crate::cli::progress;
 
-pub(crate) fn run(target: &Target, seed: Option<u64>, expect: bool, sweep: &RangeArgs) -> u8 {
-    let (scenario, opts) = match prepare(target) {
+pub(crate) fn run(
+    target: &Target,
+    seed: Option<u64>,
+    expect: bool,
+    sweep: &RangeArgs,
+    cancel: &Cancel,
+) -> u8 {
+    let (scenario, opts) = match prepare(target, cancel) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -148,7 +155,7 @@ pub(crate) fn run_range(
             " (those that missed; --write-all writes every seed's)"
         }
     );
-    if fencesim::run::interrupted() {
+    if opts.cancel.is_cancelled() {
         say!(
             "interrupted after {} of {} seeds: the counts above are partial",
             tally.run,

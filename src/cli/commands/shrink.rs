@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use fencesim::cancel::Cancel;
 use fencesim::exit;
 use fencesim::run::RunOptions;
 
@@ -89,6 +90,8 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         scenario_arg: file.to_string_lossy().into_owned(),
         check_determinism: false,
         swarm: false,
+        // One run: nothing to cut short.
+        cancel: Cancel::new(),
     };
     match fencesim::run::run_seed(&shrunk.scenario, shrunk.seed, &opts) {
         Ok(done) => {
