@@ -313,7 +313,7 @@ fn reproduce(opts: &LiveOptions) -> String {
     let mut line = format!(
         "{} live {} --trials 1",
         shell_word(crate::program()),
-        shell_word(&opts.scenario_arg)
+        crate::run::argument_word(&opts.scenario_arg)
     );
     if let Some(url) = &opts.postgres {
         line.push_str(&format!(" --postgres {}", shell_word(&url.rerun)));

@@ -205,8 +205,7 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     if report.live.is_none() {
         // Commands to paste into a shell: each word quoted for one, as the reproduce line is.
         let program = fencesim_history::shell_word(crate::program());
-        let report_json = report_json.to_string_lossy();
-        let report_json = fencesim_history::shell_word(&report_json);
+        let report_json = crate::run::argument_word(&report_json.to_string_lossy());
         let _ = writeln!(md, "{program} replay {report_json}");
         if !report.violations.is_empty() {
             let _ = writeln!(md, "{program} shrink {report_json}");

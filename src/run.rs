@@ -261,11 +261,10 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
 /// that came from the user is quoted for a shell ([`fencesim_history::shell_word`]): a path
 /// with a space, a `$(...)` or a newline in it is one word of the line, run as it was.
 pub fn reproduce_command(opts: &RunOptions, seed: u64) -> String {
-    use fencesim_history::shell_word;
     format!(
         "{} run {} --seed {seed}{}{}",
-        shell_word(crate::program()),
-        shell_word(&opts.scenario_arg),
+        fencesim_history::shell_word(crate::program()),
+        argument_word(&opts.scenario_arg),
         if opts.swarm { " --swarm" } else { "" },
         if opts.check_determinism {
             " --check-determinism"
@@ -273,6 +272,17 @@ pub fn reproduce_command(opts: &RunOptions, seed: u64) -> String {
             ""
         }
     )
+}
+
+/// `arg`, a path or a name the user gave, as one word of a command fencesim prints to be run
+/// again: quoted for a shell ([`fencesim_history::shell_word`]), and, when it begins with `-`,
+/// written `./-...` (the same file) so that the command's own parser cannot take it for an
+/// option.
+pub fn argument_word(arg: &str) -> String {
+    match arg.starts_with('-') {
+        true => fencesim_history::shell_word(&format!("./{arg}")).into_owned(),
+        false => fencesim_history::shell_word(arg).into_owned(),
+    }
 }
 
 /// Write history.jsonl, report.json and the readable files (history.txt, summary.md,

@@ -999,3 +999,50 @@ fn an_export_into_a_missing_folder_names_the_path() {
         "{stderr}"
     );
 }
+
+/// A path that begins with `-` is written `./-...` in the reproduce line (as it is, the
+/// command would read it as an option), and a replay's report keeps the command of the run it
+/// replays: the report it was given is not a scenario.
+#[test]
+fn a_dash_path_and_a_replay_reproduce_as_they_ran() {
+    let dir = out_dir("reproduce-dash-and-replay");
+    std::fs::copy(
+        support::root().join("scenarios/incidents/pause-unfenced.toml"),
+        dir.join("-x.toml"),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_fencesim");
+    let in_dir = |args: &[&str]| {
+        std::process::Command::new(bin)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let o = in_dir(&["run", "--seed", "0", "--out", "out", "--", "-x.toml"]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("reproduce: fencesim run ./-x.toml --seed 0\n"),
+        "{stdout}"
+    );
+    let rerun = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "fencesim() {{ \"{bin}\" \"$@\"; }}; fencesim run ./-x.toml --seed 0 --out again"
+        ))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(rerun.status.code(), Some(1), "{:?}", text(&rerun));
+
+    let o = in_dir(&[
+        "replay",
+        "out/pause-unfenced/0/report.json",
+        "--out",
+        "replayed",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let report = support::json(&dir.join("replayed/pause-unfenced/0/report.json"));
+    assert_eq!(report["reproduce"], "fencesim run ./-x.toml --seed 0");
+}

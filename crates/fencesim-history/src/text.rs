@@ -44,12 +44,14 @@ pub fn display_path(path: &std::path::Path) -> String {
     escape_controls(&path.display().to_string()).into_owned()
 }
 
-/// `word` as one word of a POSIX shell's command line, for the commands fencesim prints to be
-/// run again (`reproduce:` lines): as it is when every character is one no shell gives a
-/// meaning to (letters, digits and `_ - . / : , + = @ %`), between single quotes otherwise
-/// (`'it'\''s'`, so `$(...)`, backticks and spaces are text), and in bash's ANSI-C quoting
-/// (`$'a\nb'`, which bash and zsh read) when it holds a character [`escape_controls`] escapes:
-/// a newline between single quotes would still split the printed line.
+/// `word` as one word of a shell's command line, for the commands fencesim prints to be run
+/// again (`reproduce:` lines): as it is when every character is one no shell gives a meaning
+/// to (letters, digits and `_ - . / : , + = @ %`), between single quotes otherwise
+/// (`'it'\''s'`, so `$(...)`, backticks and spaces are text, in any POSIX shell), and in bash's
+/// ANSI-C quoting (`$'a\nb'`, which bash and zsh read, a plain POSIX `sh` does not) when it
+/// holds a character [`escape_controls`] escapes: a newline between single quotes would still
+/// split the printed line. A word that begins with `-` is still one the command may read as
+/// an option: a caller that prints a path writes it `./-...`.
 pub fn shell_word(word: &str) -> std::borrow::Cow<'_, str> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,+=@%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {

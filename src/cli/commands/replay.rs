@@ -20,7 +20,14 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
         // One run: nothing to cut short.
         cancel: Cancel::new(),
     };
+    // The command that reproduces the replayed run is the one the stored report names (its
+    // scenario and seed); this report's path is not a scenario.
+    let keep_command = |mut e: fencesim::run::Evaluated| {
+        e.report.reproduce = stored.reproduce.clone();
+        e
+    };
     let done = match fencesim::run::evaluate(&stored.scenario, stored.seed, &opts)
+        .map(keep_command)
         .and_then(|e| write(&opts.out, e))
     {
         Ok(done) => done,
