@@ -1046,3 +1046,30 @@ fn a_dash_path_and_a_replay_reproduce_as_they_ran() {
     let report = support::json(&dir.join("replayed/pause-unfenced/0/report.json"));
     assert_eq!(report["reproduce"], "fencesim run ./-x.toml --seed 0");
 }
+
+/// `export --out` naming the history being exported is refused (exit 2) and the history kept:
+/// the EDN leaves out its service events.
+#[test]
+fn an_export_over_its_own_history_is_refused() {
+    let dir = out_dir("export-over-itself");
+    let history = dir.join("history.jsonl");
+    std::fs::copy(
+        support::root().join("reports/examples/pause-unfenced/0/history.jsonl"),
+        &history,
+    )
+    .unwrap();
+    let before = std::fs::read(&history).unwrap();
+    let same = dir.join(".").join("history.jsonl");
+    let o = fencesim(&[
+        "export",
+        history.to_str().unwrap(),
+        "--format",
+        "jepsen-edn",
+        "--out",
+        same.to_str().unwrap(),
+    ]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is the history being exported"), "{stderr}");
+    assert_eq!(std::fs::read(&history).unwrap(), before);
+}

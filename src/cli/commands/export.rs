@@ -14,6 +14,15 @@ pub(crate) enum ExportFormat {
 }
 
 pub(crate) fn export(path: &Path, out: Option<&Path>) -> u8 {
+    // Writing the EDN over the history it comes from would lose the history (its service
+    // events, which the EDN leaves out): refused before anything is read or written.
+    if let Some(file) = out.filter(|file| same_file(path, file)) {
+        complain!(
+            "error: --out {} is the history being exported; write the EDN to another file",
+            fencesim_history::display_path(file)
+        );
+        return exit::BAD_INPUT;
+    }
     let Some(history) = load_history(path, HistoryFormat::Jsonl) else {
         return exit::BAD_INPUT;
     };
@@ -36,6 +45,14 @@ pub(crate) fn export(path: &Path, out: Option<&Path>) -> u8 {
             complain!("error: cannot write the export {into}: {e}");
             exit::BAD_INPUT
         }
+    }
+}
+
+/// Whether `a` and `b` name one existing file (through links and `..` as well).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }
 
