@@ -190,9 +190,11 @@ fn check_setup(
         for fault in &plan.faults {
             let what = match fault.target {
                 fencesim_live::plan::Target::Postgres => {
-                    format!("the {} of PostgreSQL", fault.action.name())
+                    format!("the {} of PostgreSQL", fault.action.kind().as_str())
                 }
-                fencesim_live::plan::Target::Network => format!("the {}", fault.action.name()),
+                fencesim_live::plan::Target::Network => {
+                    format!("the {}", fault.action.kind().as_str())
+                }
                 fencesim_live::plan::Target::Client(_) | fencesim_live::plan::Target::Redis(_) => {
                     continue
                 }

@@ -944,18 +944,10 @@ fn a_reproduce_line_runs_in_a_shell_whatever_the_path_holds() {
     let summary = std::fs::read_to_string(out.join("pause-unfenced/0/summary.md")).unwrap();
     assert!(summary.contains(&format!("fencesim {line}\n")), "{summary}");
 
-    // Bash runs it from another folder: `fencesim` is this binary, writing into `again`.
-    let bin = env!("CARGO_BIN_EXE_fencesim");
+    // Bash runs it from another folder, writing into `again/out`.
     let again = dir.join("again");
     std::fs::create_dir_all(&again).unwrap();
-    let rerun = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "fencesim() {{ \"{bin}\" \"$@\"; }}; fencesim {line} --out out"
-        ))
-        .current_dir(&again)
-        .output()
-        .unwrap();
+    let rerun = support::in_bash(&again, &format!("fencesim {line} --out out"));
     let (rerun_stdout, rerun_stderr) = text(&rerun);
     assert_eq!(rerun.status.code(), Some(1), "{rerun_stdout}{rerun_stderr}");
     assert!(
@@ -1022,18 +1014,9 @@ fn a_dash_path_and_a_replay_reproduce_as_they_ran() {
     let o = in_dir(&["run", "--seed", "0", "--out", "out", "--", "-x.toml"]);
     let (stdout, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("reproduce: fencesim run ./-x.toml --seed 0\n"),
-        "{stdout}"
-    );
-    let rerun = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(format!(
-            "fencesim() {{ \"{bin}\" \"$@\"; }}; fencesim run ./-x.toml --seed 0 --out again"
-        ))
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let line = "fencesim run ./-x.toml --seed 0";
+    assert!(stdout.contains(&format!("reproduce: {line}\n")), "{stdout}");
+    let rerun = support::in_bash(&dir, &format!("{line} --out again"));
     assert_eq!(rerun.status.code(), Some(1), "{:?}", text(&rerun));
 
     let o = in_dir(&[

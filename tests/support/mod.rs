@@ -47,6 +47,18 @@ pub fn fencesim(args: &[&str]) -> Output {
         .expect("run fencesim")
 }
 
+/// Run `line`, a command fencesim printed (`fencesim run ...`), in bash in `dir`, with
+/// `fencesim` standing for this binary: a reproduce line is run as a user pastes it.
+pub fn in_bash(dir: &Path, line: &str) -> Output {
+    let bin = env!("CARGO_BIN_EXE_fencesim");
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!("fencesim() {{ \"{bin}\" \"$@\"; }}; {line}"))
+        .current_dir(dir)
+        .output()
+        .expect("run bash")
+}
+
 /// `pause-fenced` with a history limit of 40 records, written into `dir`: every seed fails
 /// (exit 4, `history limit exceeded: 40 records`).
 pub fn history_limit_scenario(dir: &Path) -> PathBuf {

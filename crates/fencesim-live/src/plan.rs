@@ -72,18 +72,18 @@ pub enum LiveAction {
 }
 
 impl LiveAction {
-    /// What the action is called in messages, as a scenario names its fault kind (`pause`,
-    /// `crash`, `partition`, ...).
-    pub fn name(&self) -> &'static str {
+    /// The scenario's fault kind this action is the live form of (its name in messages is
+    /// the kind's, [`FaultKind::as_str`]).
+    pub fn kind(&self) -> FaultKind {
         match self {
-            LiveAction::Pause { .. } => "pause",
-            LiveAction::Crash { .. } => "crash",
-            LiveAction::Restart => "restart",
-            LiveAction::ClockJump { .. } => "clock-jump",
-            LiveAction::Partition { .. } => "partition",
-            LiveAction::Heal => "heal",
-            LiveAction::Latency { .. } => "latency",
-            LiveAction::Loss { .. } => "loss",
+            LiveAction::Pause { .. } => FaultKind::Pause,
+            LiveAction::Crash { .. } => FaultKind::Crash,
+            LiveAction::Restart => FaultKind::Restart,
+            LiveAction::ClockJump { .. } => FaultKind::ClockJump,
+            LiveAction::Partition { .. } => FaultKind::Partition,
+            LiveAction::Heal => FaultKind::Heal,
+            LiveAction::Latency { .. } => FaultKind::Latency,
+            LiveAction::Loss { .. } => FaultKind::Loss,
         }
     }
 }
