@@ -34,7 +34,7 @@ pub fn peak_rss() -> Option<u64> {
 /// Where one batch of seeds spends its time, microseconds per simulated message.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Phases {
-    /// Simulating, history recording included ([`crate::registry::simulate`]).
+    /// Simulating, history recording included ([`crate::Engine::simulate`]).
     pub simulate_us: f64,
     /// Writing the history as JSON Lines.
     pub serialize_us: f64,
@@ -47,6 +47,7 @@ pub struct Phases {
 /// Run `seeds` of `scenario` phase by phase, as [`crate::run::evaluate`] does, timing each.
 /// Errors: serializing a history failed.
 pub fn phases(
+    engine: &crate::Engine,
     scenario: &fencesim_scenario::Scenario,
     seeds: std::ops::Range<u64>,
 ) -> std::io::Result<Phases> {
@@ -54,7 +55,7 @@ pub fn phases(
     let mut messages = 0;
     for seed in seeds {
         let clock = Stopwatch::start();
-        let outcome = crate::registry::simulate(scenario, seed);
+        let outcome = engine.simulate(scenario, seed);
         total.simulate_us += clock.seconds();
         messages += outcome.net_stats.sent;
         let clock = Stopwatch::start();
@@ -412,6 +413,7 @@ pub mod synthetic {
 ///
 /// Errors: none in practice (nothing is written); the sweep's error type.
 pub fn explore_counts(
+    engine: &crate::Engine,
     scenario: &fencesim_scenario::Scenario,
     starts: u64,
     cap: u64,
@@ -423,6 +425,7 @@ pub fn explore_counts(
     // Every seed up to the first counterexample at or after the last start: each start's
     // first counterexample is among them.
     let outcomes = crate::run::sweep_until(
+        engine,
         scenario,
         &seeds,
         jobs,
@@ -446,6 +449,7 @@ pub fn explore_counts(
 ///
 /// Errors: the sweep's error type (nothing is written).
 pub fn guided_counts(
+    engine: &crate::Engine,
     scenario: &fencesim_scenario::Scenario,
     starts: u64,
     cap: u64,
@@ -454,7 +458,7 @@ pub fn guided_counts(
     let opts = crate::run::RunOptions::in_memory();
     (0..starts)
         .map(|root| {
-            let outcome = crate::guided::search(scenario, root, cap, jobs, &opts)?;
+            let outcome = crate::guided::search(engine, scenario, root, cap, jobs, &opts)?;
             Ok(outcome.found.map(|_| outcome.simulations))
         })
         .collect()

@@ -445,7 +445,9 @@ mod tests {
 
     fn scenario() -> fencesim_scenario::Scenario {
         let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
-        crate::parse_scenario(text, file).expect("valid")
+        crate::Engine::built_in()
+            .parse_scenario(text, file)
+            .expect("valid")
     }
 
     fn shard(i: u64, outcomes: &[SeedOutcome]) -> (String, ExploreSummary) {

@@ -18,6 +18,7 @@ use fencesim_scenario::Scenario;
 
 use crate::report::{self, ExpectationResult, HistoryRef, LiveRun, Report};
 use crate::run::RunOptions;
+use crate::Engine;
 
 /// What the caller asked for.
 #[derive(Clone, Debug)]
@@ -237,6 +238,7 @@ fn redis_version() -> String {
 /// # Errors
 /// The trial could not run (a server failed), or its files could not be written.
 pub fn trial(
+    engine: &Engine,
     plan: &LivePlan,
     servers: &Servers,
     opts: &LiveOptions,
@@ -244,7 +246,7 @@ pub fn trial(
 ) -> Result<LiveTrial, LiveError> {
     let setup = TrialSetup {
         program: &opts.program,
-        forms: crate::registry::active().live(),
+        forms: engine.registry().live(),
         conninfo: &servers.conninfo,
         tool_version: env!("CARGO_PKG_VERSION"),
         interrupted: &|| opts.cancel.is_cancelled(),
@@ -257,7 +259,7 @@ pub fn trial(
     };
     let record = run_trial(plan, &setup, trial)?;
     let result = fencesim_checker::check(&record.history);
-    let report = live_report(plan, servers, opts, trial, &record, result);
+    let report = live_report(engine, plan, servers, opts, trial, &record, result);
     // A trial cut short (Ctrl-C, past duration_ms) is kept too: nothing recorded is lost.
     // A trial cut short (Ctrl-C, past duration_ms) is kept too: nothing recorded is lost; and
     // under --expect, one that misses the expectation.
@@ -267,7 +269,7 @@ pub fn trial(
         || (opts.expect && !report.expectation.met);
     let dir = if keep {
         let dir = trial_dir(&opts.out, &plan.scenario, trial);
-        write_trial(&dir, &report, &record.history).map_err(|e| {
+        write_trial(engine, &dir, &report, &record.history).map_err(|e| {
             LiveError::Server(format!("{}: {e}", fencesim_history::display_path(&dir)))
         })?;
         Some(dir)
@@ -283,6 +285,7 @@ pub fn trial_dir(out: &Path, scenario: &Scenario, trial: u64) -> PathBuf {
 }
 
 fn live_report(
+    engine: &Engine,
     plan: &LivePlan,
     servers: &Servers,
     opts: &LiveOptions,
@@ -291,7 +294,7 @@ fn live_report(
     result: CheckResult,
 ) -> Report {
     let mut report = Report {
-        reproduce: reproduce(opts),
+        reproduce: reproduce(engine, opts),
         live: Some(LiveRun {
             trial,
             servers: servers.names.clone(),
@@ -310,11 +313,11 @@ fn live_report(
 /// The command that runs a trial of the same kind again: the scenario and the servers, with
 /// their passwords left out (the rerun takes them from the environment: docs/live.md), each
 /// word quoted for a shell.
-fn reproduce(opts: &LiveOptions) -> String {
+fn reproduce(engine: &Engine, opts: &LiveOptions) -> String {
     use fencesim_history::shell_word;
     let mut line = format!(
         "{} live {} --trials 1",
-        shell_word(crate::program()),
+        shell_word(engine.program()),
         crate::run::argument_word(&opts.scenario_arg)
     );
     if let Some(url) = &opts.postgres {
@@ -372,7 +375,12 @@ pub fn report_json(r: &Report) -> serde_json::Result<Vec<u8>> {
     })
 }
 
-fn write_trial(dir: &Path, report: &Report, history: &History) -> std::io::Result<()> {
+fn write_trial(
+    engine: &Engine,
+    dir: &Path,
+    report: &Report,
+    history: &History,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut bytes = Vec::new();
     write_jsonl(history, &mut bytes)?;
@@ -389,7 +397,7 @@ fn write_trial(dir: &Path, report: &Report, history: &History) -> std::io::Resul
     drop(txt);
     std::fs::write(
         dir.join("summary.md"),
-        crate::readable::summary_md(&report, dir),
+        crate::readable::summary_md(engine, &report, dir),
     )?;
     if history.entries.len() <= crate::readable::TIMELINE_MAX_RECORDS {
         std::fs::write(
@@ -430,12 +438,12 @@ impl KindTally {
 
 /// What the simulation predicts for the same file: its first `seeds` seeds, simulated and
 /// tallied as the live trials are.
-pub fn predicted(scenario: &Scenario, seeds: u64) -> KindTally {
+pub fn predicted(engine: &Engine, scenario: &Scenario, seeds: u64) -> KindTally {
     let mut tally = KindTally::default();
     let range = &scenario.seeds;
     let end = range.end.min(range.start.saturating_add(seeds));
     for seed in range.start..end {
-        tally.add(&crate::run::judge(scenario, seed, &RunOptions::in_memory()).report);
+        tally.add(&crate::run::judge(engine, scenario, seed, &RunOptions::in_memory()).report);
     }
     tally
 }

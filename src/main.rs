@@ -10,5 +10,5 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    fencesim::cli::main()
+    fencesim::cli::main(fencesim::registry::Registry::built_in())
 }

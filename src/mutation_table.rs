@@ -4,9 +4,17 @@
 //! simulations uniform, targeted and guided exploration take to catch each.
 //!
 //! Defects are switched on by their knob names, as a scenario file would, through
-//! [`crate::with_knob`] and [`crate::with_client_knob`].
+//! [`crate::Engine::with_knob`] and [`crate::Engine::with_client_knob`]. Every row is a
+//! defect of a built-in design, so the table validates with the built-in designs alone.
 
 use fencesim_scenario::{Action, Fault, Placement, Scenario, Trigger};
+
+use crate::Engine;
+
+/// The engine every row is validated with: its bases and defects are the built-in designs'.
+fn built_in() -> Engine {
+    Engine::built_in()
+}
 
 /// One row: a defect and the safe base it is switched on in.
 #[derive(Clone, Copy)]
@@ -30,7 +38,7 @@ impl Defect {
     /// nemesis placed as `placement`.
     pub fn safe(&self, placement: Placement) -> Scenario {
         let (file, text) = crate::bundled::find(self.base).expect("a bundled base");
-        let mut s = crate::parse_scenario(text, file).expect("a valid base");
+        let mut s = built_in().parse_scenario(text, file).expect("a valid base");
         s.nemesis.as_mut().expect("a random nemesis").placement = placement;
         (self.workload)(&mut s);
         s
@@ -45,11 +53,15 @@ impl Defect {
 }
 
 fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = crate::with_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
+    *s = built_in()
+        .with_knob(s, name, value.into())
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn client_knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = crate::with_client_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
+    *s = built_in()
+        .with_client_knob(s, name, value.into())
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn as_bundled(_: &mut Scenario) {}
@@ -107,7 +119,7 @@ pub const CAUGHT: &[Defect] = &[
             // An unfenced resource takes no `tokenless` (it accepts every mutation); the
             // resolved fenced one carries its default.
             s.resource.knobs.remove("tokenless");
-            *s = crate::revalidate(s).expect("a valid mode");
+            *s = built_in().revalidate(s).expect("a valid mode");
         },
         shows: "stale-write-accepted",
     },
@@ -201,7 +213,7 @@ pub const CAUGHT: &[Defect] = &[
                 .knobs
                 .insert("check".into(), "check-then-apply".into());
             s.resource.knobs.insert("apply_delay_ms".into(), 500.into());
-            *s = crate::revalidate(s).expect("valid knobs");
+            *s = built_in().revalidate(s).expect("valid knobs");
         },
         shows: "stale-write-accepted",
     },
@@ -212,7 +224,7 @@ pub const CAUGHT: &[Defect] = &[
         workload: tokenless_cleanups,
         apply: |s| {
             s.resource.knobs.insert("tokenless".into(), "accept".into());
-            *s = crate::revalidate(s).expect("valid knobs");
+            *s = built_in().revalidate(s).expect("valid knobs");
         },
         shows: "unfenced-mutation",
     },

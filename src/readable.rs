@@ -138,7 +138,7 @@ fn push<T: std::fmt::Display>(d: &mut Vec<String>, key: &str, value: &Option<T>)
 /// summary.md: the verdict, each violation with its explanation and causal chain, what could
 /// not be judged, and the commands that reproduce, replay and shrink the run (`dir` is where
 /// report.json is, as the run's output root names it).
-pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
+pub fn summary_md(engine: &crate::Engine, report: &Report, dir: &std::path::Path) -> String {
     let mut md = String::new();
     let verdict = match report.verdict {
         RunVerdict::Valid => "valid",
@@ -204,7 +204,7 @@ pub fn summary_md(report: &Report, dir: &std::path::Path) -> String {
     // A live trial has no seed: it is run again, not replayed or shrunk.
     if report.live.is_none() {
         // Commands to paste into a shell: each word quoted for one, as the reproduce line is.
-        let program = fencesim_history::shell_word(crate::program());
+        let program = fencesim_history::shell_word(engine.program());
         let report_json = crate::run::argument_word(&report_json.to_string_lossy());
         let _ = writeln!(md, "{program} replay {report_json}");
         if !report.violations.is_empty() {
@@ -295,9 +295,10 @@ mod tests {
     #[test]
     fn markup_in_the_data_stays_inside_the_script() {
         let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
-        let scenario = crate::parse_scenario(text, file).expect("valid");
+        let engine = crate::Engine::built_in();
+        let scenario = engine.parse_scenario(text, file).expect("valid");
         let opts = crate::run::RunOptions::in_memory();
-        let mut done = crate::run::evaluate(&scenario, 0, &opts).expect("evaluate");
+        let mut done = crate::run::evaluate(&engine, &scenario, 0, &opts).expect("evaluate");
         let nasty = "<!-- a </script><script>alert(1)</script> -->";
         done.report.scenario.description = nasty.into();
         let page = timeline_html(&done.report, &done.history).expect("page");

@@ -9,16 +9,13 @@
 //! (`fencesim_builtin::register`, the same list every parser-only catalog is built from) and
 //! the design crates are the only places that name one.
 
-use std::sync::OnceLock;
-
 use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
 
 use fencesim_design::{Design, DesignSpec, Designs, Register, ResourceDesign, ResourceModeSpec};
 use fencesim_lease::SingleDesign;
 use fencesim_redlock::RedlockDesign;
 use fencesim_resource::{FENCED, UNFENCED};
-use fencesim_scenario::Scenario;
-use fencesim_sim::{RunOutcome, SimDesign, SimResource};
+use fencesim_sim::{SimDesign, SimResource};
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
 #[derive(Clone, Copy)]
@@ -174,52 +171,4 @@ impl Designs for Registry {
     fn all_resources(&self) -> Vec<&dyn ResourceModeSpec> {
         self.resources.iter().map(|r| r.spec).collect()
     }
-}
-
-/// The registry every command, [`crate::check_scenario`], [`crate::parse_scenario`] and
-/// [`simulate`] of this process use: set once by [`install`], else the built-in designs.
-static ACTIVE: OnceLock<Registry> = OnceLock::new();
-
-/// Make `registry` the one this process uses ([`active`]), before any scenario is parsed: a
-/// user's `main` adds its designs to the built-ins and then runs [`crate::cli::main`], and a
-/// user's tests call it at the top of each test. The first call wins; a later one (or one
-/// after a scenario was parsed with the built-in designs) changes nothing and hands its
-/// registry back, so every test of a suite should install the same designs.
-///
-/// ```ignore
-/// fencesim::registry::install(
-///     Registry::built_in().with_design(&MyDesign, &MY_SIM),
-/// ).ok();
-/// ```
-///
-/// # Errors
-/// A registry is already active: `registry` is returned unused.
-pub fn install(registry: Registry) -> Result<(), Registry> {
-    let mut given = Some(registry);
-    ACTIVE.get_or_init(|| given.take().expect("taken once"));
-    match given {
-        None => Ok(()),
-        Some(unused) => Err(unused),
-    }
-}
-
-/// The registry in use: the one [`install`]ed, else the built-in designs.
-pub fn active() -> &'static Registry {
-    ACTIVE.get_or_init(Registry::built_in)
-}
-
-/// Simulate `scenario` under root seed `seed` with its design (see [`fencesim_sim::run`]).
-///
-/// # Panics
-/// If no design of the [`active`] registry has the scenario's kind, or no resource its mode:
-/// parsing refuses such a scenario.
-pub fn simulate(scenario: &Scenario, seed: u64) -> RunOutcome {
-    let (kind, mode) = (&scenario.lock_service.kind, &scenario.resource.mode);
-    let design = active()
-        .sim(kind)
-        .unwrap_or_else(|| panic!("no design of kind {kind:?}: the scenario was not parsed"));
-    let resource = active()
-        .resource_sim(mode)
-        .unwrap_or_else(|| panic!("no resource of mode {mode:?}: the scenario was not parsed"));
-    fencesim_sim::run(scenario, seed, design, resource)
 }

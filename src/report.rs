@@ -366,7 +366,7 @@ mod tests {
                 }
             }}
         });
-        upgrade(&mut report, crate::registry::active()).unwrap();
+        upgrade(&mut report, &crate::registry::Registry::built_in()).unwrap();
         assert_eq!(report["schema_version"], 2);
         assert_eq!(
             report["scenario"]["lock_service"],
@@ -381,7 +381,7 @@ mod tests {
             "schema_version": 1, "scenario": { "lock_service": { "kind": "paxos" } }
         });
         assert_eq!(
-            upgrade(&mut unknown, crate::registry::active()),
+            upgrade(&mut unknown, &crate::registry::Registry::built_in()),
             Err("no design of kind \"paxos\"".to_owned())
         );
     }

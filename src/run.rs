@@ -11,6 +11,7 @@ use fencesim_sim::{FailureKind, SimFailure};
 
 use crate::readable;
 use crate::report::{self, Report, RunVerdict};
+use crate::Engine;
 
 /// What the caller asked for.
 #[derive(Clone, Debug)]
@@ -193,7 +194,7 @@ impl Judged {
     ///
     /// # Errors
     /// The folder or a file cannot be written.
-    pub fn write(self, out: &Path) -> std::io::Result<SeedRun> {
+    pub fn write(self, engine: &Engine, out: &Path) -> std::io::Result<SeedRun> {
         let dir = seed_dir(out, &self.report.scenario, self.report.seed);
         fs::create_dir_all(&dir)?;
         let file = fs::File::create(dir.join("history.jsonl"))?;
@@ -209,7 +210,13 @@ impl Judged {
         } else {
             None
         };
-        write_after_history(&dir, report, &self.records, timeline_bytes.as_deref())
+        write_after_history(
+            engine,
+            &dir,
+            report,
+            &self.records,
+            timeline_bytes.as_deref(),
+        )
     }
 }
 
@@ -226,17 +233,22 @@ pub struct Evaluated {
 
 /// Simulate `scenario` with `seed` and check it, serializing the history. Everything,
 /// including a failed simulation, ends up in the report; only serializing can fail.
-pub fn evaluate(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<Evaluated> {
-    judge(scenario, seed, opts).serialize()
+pub fn evaluate(
+    engine: &Engine,
+    scenario: &Scenario,
+    seed: u64,
+    opts: &RunOptions,
+) -> std::io::Result<Evaluated> {
+    judge(engine, scenario, seed, opts).serialize()
 }
 
 /// Simulate `scenario` with `seed` and check it; the history stays as records. Everything,
 /// including a failed simulation, ends up in the report.
-pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
-    let outcome = crate::registry::simulate(scenario, seed);
+pub fn judge(engine: &Engine, scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
+    let outcome = engine.simulate(scenario, seed);
     let mut failure = outcome.failure;
     if opts.check_determinism && failure.is_none() {
-        failure = determinism_failure(scenario, seed, &outcome.history);
+        failure = determinism_failure(engine, scenario, seed, &outcome.history);
     }
     let result = fencesim_checker::check(&outcome.history);
     let report = Report {
@@ -247,7 +259,7 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
             .entries
             .last()
             .map_or(0, |e| e.at().time_ns / 1_000_000),
-        reproduce: reproduce_command(opts, seed),
+        reproduce: reproduce_command(engine, opts, seed),
         ..Report::judged(scenario, seed, &outcome.history, result, failure)
     };
     Judged {
@@ -260,10 +272,10 @@ pub fn judge(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Judged {
 /// `--check-determinism`: the `reproduce:` line of a run, a shrink and report.json. Each word
 /// that came from the user is quoted for a shell ([`fencesim_history::shell_word`]): a path
 /// with a space, a `$(...)` or a newline in it is one word of the line, run as it was.
-pub fn reproduce_command(opts: &RunOptions, seed: u64) -> String {
+pub fn reproduce_command(engine: &Engine, opts: &RunOptions, seed: u64) -> String {
     format!(
         "{} run {} --seed {seed}{}{}",
-        fencesim_history::shell_word(crate::program()),
+        fencesim_history::shell_word(engine.program()),
         argument_word(&opts.scenario_arg),
         if opts.swarm { " --swarm" } else { "" },
         if opts.check_determinism {
@@ -287,7 +299,7 @@ pub fn argument_word(arg: &str) -> String {
 
 /// Write history.jsonl, report.json and the readable files (history.txt, summary.md,
 /// timeline.html) under `out/<name>/<seed>/`.
-pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
+pub fn write(engine: &Engine, out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
     let dir = seed_dir(out, &done.report.scenario, done.report.seed);
     fs::create_dir_all(&dir)?;
     // The history and the report first: they are what replay, shrink and check need, so they
@@ -295,12 +307,13 @@ pub fn write(out: &Path, done: Evaluated) -> std::io::Result<SeedRun> {
     fs::write(dir.join("history.jsonl"), &done.history)?;
     let small = done.records.entries.len() <= readable::TIMELINE_MAX_RECORDS;
     let bytes = small.then_some(done.history.as_slice());
-    write_after_history(&dir, done.report, &done.records, bytes)
+    write_after_history(engine, &dir, done.report, &done.records, bytes)
 }
 
 /// The files after history.jsonl: report.json, then history.txt (line by line), summary.md and,
 /// given the history's bytes (a history small enough for the page), timeline.html.
 fn write_after_history(
+    engine: &Engine,
     dir: &Path,
     report: Report,
     records: &fencesim_history::History,
@@ -312,7 +325,10 @@ fn write_after_history(
     let mut txt = std::io::BufWriter::new(fs::File::create(dir.join("history.txt"))?);
     readable::write_history_txt(&mut txt, records, &report)?;
     drop(txt);
-    fs::write(dir.join("summary.md"), readable::summary_md(&report, dir))?;
+    fs::write(
+        dir.join("summary.md"),
+        readable::summary_md(engine, &report, dir),
+    )?;
     if let Some(bytes) = timeline_bytes {
         fs::write(
             dir.join("timeline.html"),
@@ -327,21 +343,27 @@ fn write_after_history(
 
 /// Simulate, check and write one seed. I/O errors (an unwritable output directory) are
 /// returned; everything else is in the report.
-pub fn run_seed(scenario: &Scenario, seed: u64, opts: &RunOptions) -> std::io::Result<SeedRun> {
-    judge(scenario, seed, opts).write(&opts.out)
+pub fn run_seed(
+    engine: &Engine,
+    scenario: &Scenario,
+    seed: u64,
+    opts: &RunOptions,
+) -> std::io::Result<SeedRun> {
+    judge(engine, scenario, seed, opts).write(engine, &opts.out)
 }
 
 /// Simulate and check every seed of `seeds` on `jobs` threads (each seed still gets its own
 /// simulation thread) and pass each result to `handle` on the worker that made it (so
 /// histories need not pile up in memory; `handle` serializes the ones it keeps). Returns `handle`'s results in seed order, or the first error.
 pub fn sweep<T: Send>(
+    engine: &Engine,
     scenario: &Scenario,
     seeds: &[u64],
     jobs: usize,
     opts: &RunOptions,
     handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
 ) -> std::io::Result<Vec<T>> {
-    sweep_until(scenario, seeds, jobs, opts, handle, |_| false)
+    sweep_until(engine, scenario, seeds, jobs, opts, handle, |_| false)
 }
 
 /// [`sweep`], stopping at the first seed (in `seeds` order) whose result `stop` accepts.
@@ -351,6 +373,7 @@ pub fn sweep<T: Send>(
 /// stopping seed. The returned list is therefore the same whatever `jobs` is: every seed up
 /// to and including the first stopping one, or all of them.
 pub fn sweep_until<T: Send>(
+    engine: &Engine,
     scenario: &Scenario,
     seeds: &[u64],
     jobs: usize,
@@ -362,7 +385,17 @@ pub fn sweep_until<T: Send>(
         all.push(t);
         all
     };
-    sweep_fold(scenario, seeds, jobs, opts, handle, stop, Vec::new(), fold)
+    sweep_fold(
+        engine,
+        scenario,
+        seeds,
+        jobs,
+        opts,
+        handle,
+        stop,
+        Vec::new(),
+        fold,
+    )
 }
 
 /// [`sweep_until`], folding each result into `acc` in seed order as it comes instead of
@@ -372,6 +405,7 @@ pub fn sweep_until<T: Send>(
 /// error in seed order.
 #[allow(clippy::too_many_arguments)]
 pub fn sweep_fold<T: Send, A>(
+    engine: &Engine,
     scenario: &Scenario,
     seeds: &[u64],
     jobs: usize,
@@ -381,7 +415,7 @@ pub fn sweep_fold<T: Send, A>(
     init: A,
     fold: impl FnMut(A, T) -> A,
 ) -> std::io::Result<A> {
-    let run = |i: usize| handle(judge(scenario, seeds[i], opts));
+    let run = |i: usize| handle(judge(engine, scenario, seeds[i], opts));
     fold_in_order(seeds.len(), jobs, &opts.cancel, run, stop, init, fold)
 }
 
@@ -390,13 +424,14 @@ pub fn sweep_fold<T: Send, A>(
 /// and return `handle`'s results in `runs` order up to and including the first that `stop`
 /// accepts: the same list whatever `jobs` is, as [`sweep_until`]'s.
 pub fn sweep_runs<T: Send>(
+    engine: &Engine,
     runs: &[(&Scenario, u64)],
     jobs: usize,
     opts: &RunOptions,
     handle: impl Fn(Judged) -> std::io::Result<T> + Sync,
     stop: impl Fn(&T) -> bool + Sync,
 ) -> std::io::Result<Vec<T>> {
-    let run = |i: usize| handle(judge(runs[i].0, runs[i].1, opts));
+    let run = |i: usize| handle(judge(engine, runs[i].0, runs[i].1, opts));
     let fold = |mut all: Vec<T>, t| {
         all.push(t);
         all
@@ -490,11 +525,12 @@ pub fn default_jobs() -> usize {
 
 /// Run the seed a second time in this process and compare the histories record by record.
 fn determinism_failure(
+    engine: &Engine,
     scenario: &Scenario,
     seed: u64,
     first: &fencesim_history::History,
 ) -> Option<SimFailure> {
-    let again = crate::registry::simulate(scenario, seed);
+    let again = engine.simulate(scenario, seed);
     let line = first_different_line(first, &again.history)?;
     Some(SimFailure {
         kind: FailureKind::Nondeterministic,
@@ -533,7 +569,8 @@ mod tests {
 
     #[test]
     fn a_fold_sees_the_seeds_in_order_up_to_the_first_stop_whatever_the_jobs() {
-        let scenario = crate::load_named("pause-fenced").expect("bundled");
+        let engine = crate::Engine::built_in();
+        let scenario = engine.load_named("pause-fenced").expect("bundled");
         let seeds: Vec<u64> = (0..12).collect();
         let folded = |jobs| {
             let handle = |done: super::Judged| Ok(done.report.seed);
@@ -543,6 +580,7 @@ mod tests {
             };
             let opts = super::RunOptions::in_memory();
             super::sweep_fold(
+                &engine,
                 &scenario,
                 &seeds,
                 jobs,

@@ -8,6 +8,7 @@
 //! every seed is a different safe configuration, and any safety violation is a false positive
 //! of the checker or a broken claim of the design.
 
+use crate::Engine;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -40,9 +41,9 @@ pub struct Drawn {
 /// # Errors
 /// The drawn scenario does not validate even with every drawn knob left out: a workload the
 /// parser refuses, which is a defect of this drawing.
-pub fn draw(base: &Scenario, seed: u64) -> Result<Drawn, ScenarioError> {
+pub fn draw(engine: &Engine, base: &Scenario, seed: u64) -> Result<Drawn, ScenarioError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5afe_5afe);
-    let registry = crate::registry::active();
+    let registry = engine.registry();
     let mut s = base.clone();
     let mut words = draw_workload(&mut s, &mut rng);
     let design = registry
@@ -76,13 +77,13 @@ pub fn draw(base: &Scenario, seed: u64) -> Result<Drawn, ScenarioError> {
     if let Some(n) = s.nemesis.as_mut() {
         n.targets = vec![fencesim_scenario::RESOURCE_NODE.to_owned()];
     }
-    let mut scenario = validate_leaving_out_refused(s)?;
+    let mut scenario = validate_leaving_out_refused(engine, s)?;
     if let Some(aims) = aims {
         let targets = retarget(base, &aims, &scenario.node_names());
         if let Some(n) = scenario.nemesis.as_mut() {
             n.targets = targets;
         }
-        scenario = crate::revalidate(&scenario)?;
+        scenario = engine.revalidate(&scenario)?;
     }
     Ok(Drawn {
         scenario,
@@ -177,9 +178,12 @@ fn retarget(base: &Scenario, aims: &[String], now: &[String]) -> Vec<String> {
 
 /// Validate `s`; while it is refused for a knob (`lock_service.X`, `clients.X`,
 /// `resource.X`), leave that knob out and try again.
-fn validate_leaving_out_refused(mut s: Scenario) -> Result<Scenario, ScenarioError> {
+fn validate_leaving_out_refused(
+    engine: &Engine,
+    mut s: Scenario,
+) -> Result<Scenario, ScenarioError> {
     loop {
-        let error = match crate::revalidate(&s) {
+        let error = match engine.revalidate(&s) {
             Ok(valid) => return Ok(valid),
             Err(e) => e,
         };
@@ -227,6 +231,7 @@ pub struct SafeSweep {
 /// # Errors
 /// A draw that does not validate (a defect of the drawing).
 pub fn sweep(
+    engine: &Engine,
     base: &Scenario,
     seeds: std::ops::Range<u64>,
     jobs: usize,
@@ -242,15 +247,15 @@ pub fn sweep(
                 if seed >= seeds.end || cancel.is_cancelled() {
                     return;
                 }
-                let drawn = match draw(base, seed) {
+                let drawn = match draw(engine, base, seed) {
                     Ok(d) => d,
                     Err(e) => {
                         *error.lock().expect("not poisoned") = Some(e);
                         return;
                     }
                 };
-                let judged =
-                    crate::run::judge(&drawn.scenario, seed, &crate::run::RunOptions::in_memory());
+                let opts = crate::run::RunOptions::in_memory();
+                let judged = crate::run::judge(engine, &drawn.scenario, seed, &opts);
                 let report = judged.report;
                 results.lock().expect("not poisoned").push((
                     seed,
@@ -296,7 +301,9 @@ mod tests {
 
     fn base(name: &str) -> Scenario {
         let (file, text) = crate::bundled::find(name).expect("bundled");
-        crate::parse_scenario(text, file).expect("valid")
+        crate::Engine::built_in()
+            .parse_scenario(text, file)
+            .expect("valid")
     }
 
     #[test]
@@ -305,7 +312,8 @@ mod tests {
             let base = base(name);
             let mut shapes = std::collections::BTreeSet::new();
             for seed in 0..40 {
-                let drawn = draw(&base, seed).unwrap_or_else(|e| panic!("{name} {seed}: {e}"));
+                let drawn = draw(&Engine::built_in(), &base, seed)
+                    .unwrap_or_else(|e| panic!("{name} {seed}: {e}"));
                 let s = &drawn.scenario;
                 assert!((1..=4).contains(&s.clients.len()), "{}", drawn.summary);
                 for c in &s.clients {
@@ -323,10 +331,14 @@ mod tests {
     #[test]
     fn the_draw_is_the_seeds_alone() {
         let base = base("random-nemesis-fenced");
-        assert_eq!(draw(&base, 7).unwrap(), draw(&base, 7).unwrap());
+        let engine = Engine::built_in();
+        assert_eq!(
+            draw(&engine, &base, 7).unwrap(),
+            draw(&engine, &base, 7).unwrap()
+        );
         assert_ne!(
-            draw(&base, 7).unwrap().summary,
-            draw(&base, 8).unwrap().summary
+            draw(&engine, &base, 7).unwrap().summary,
+            draw(&engine, &base, 8).unwrap().summary
         );
     }
 }

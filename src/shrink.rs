@@ -11,6 +11,7 @@ use fencesim_history::ViolationKind;
 use fencesim_scenario::{Action, Cut, ExpectedVerdict, Fault, Scenario, SeedRange, Trigger};
 
 use crate::report::Report;
+use crate::Engine;
 
 /// How a shrink went.
 #[derive(Clone, Debug)]
@@ -397,8 +398,8 @@ fn shorter_faults(mut current: Scenario, test: &mut dyn FnMut(&Scenario) -> bool
 
 /// Simulate `scenario` on `seed`, check it, and say whether `kind` was found in a run that
 /// did not itself fail (a candidate that times out or panics is not a reproduction).
-pub fn shows(scenario: &Scenario, seed: u64, kind: ViolationKind) -> bool {
-    let outcome = crate::registry::simulate(scenario, seed);
+pub fn shows(engine: &Engine, scenario: &Scenario, seed: u64, kind: ViolationKind) -> bool {
+    let outcome = engine.simulate(scenario, seed);
     outcome.failure.is_none()
         && fencesim_checker::check(&outcome.history)
             .violations
@@ -408,20 +409,24 @@ pub fn shows(scenario: &Scenario, seed: u64, kind: ViolationKind) -> bool {
 
 /// Whether `candidate`, written as TOML and read back (so what is run is exactly what the
 /// minimal file will say, and validation would accept it), shows `kind` on `seed`.
-pub fn file_shows(candidate: &Scenario, seed: u64, kind: ViolationKind) -> bool {
+pub fn file_shows(engine: &Engine, candidate: &Scenario, seed: u64, kind: ViolationKind) -> bool {
     let text = fencesim_scenario::to_toml(candidate);
-    match crate::parse_scenario(&text, "candidate.toml") {
-        Ok(parsed) => shows(&parsed, seed, kind),
+    match engine.parse_scenario(&text, "candidate.toml") {
+        Ok(parsed) => shows(engine, &parsed, seed, kind),
         Err(_) => false,
     }
 }
 
 /// Shrink the run a report describes, keeping `kind`.
-pub fn shrink_report(report: &Report, kind: ViolationKind) -> Result<Shrunk, ShrinkError> {
+pub fn shrink_report(
+    engine: &Engine,
+    report: &Report,
+    kind: ViolationKind,
+) -> Result<Shrunk, ShrinkError> {
     let drawn = report.nemesis.as_ref().map_or(&[][..], |p| &p.faults[..]);
     let seed = report.seed;
     shrink(&report.scenario, seed, kind, drawn, &mut |c| {
-        file_shows(c, seed, kind)
+        file_shows(engine, c, seed, kind)
     })
 }
 
@@ -432,7 +437,9 @@ mod tests {
     /// A scenario with `n` pauses, fault `i` at `i` seconds, so a fault is known by its time.
     fn with_pauses(n: u64) -> Scenario {
         let (file, text) = crate::bundled::find("pause-fenced").expect("bundled");
-        let mut s = crate::parse_scenario(text, file).expect("valid");
+        let mut s = crate::Engine::built_in()
+            .parse_scenario(text, file)
+            .expect("valid");
         s.faults = (0..n)
             .map(|i| Fault {
                 action: Action::Pause {

@@ -11,7 +11,9 @@ use clap::{Parser, Subcommand};
 
 use crate::cancel::Cancel;
 use crate::exit;
+use crate::registry::Registry;
 use crate::run::default_jobs;
+use crate::Engine;
 
 use commands::bench::{BenchPart, BenchSeeds};
 use commands::check::{FailedCasArg, HistoryFormat, LockModelArg};
@@ -270,12 +272,15 @@ enum Command {
     },
 }
 
-/// Run the `fencesim` command line on this process's arguments, with the designs of
-/// the registry, and return its exit code (README's table).
-pub fn main() -> ExitCode {
-    if let Some(argv0) = std::env::args_os().next() {
-        crate::set_program(&argv0.to_string_lossy());
-    }
+/// Run the `fencesim` command line on this process's arguments with the designs of
+/// `registry`, and return its exit code (README's table). The engine is named after the
+/// binary (`argv[0]`'s file name), so that the `reproduce:` lines a user's own binary prints
+/// name that binary, which knows its designs.
+pub fn main(registry: Registry) -> ExitCode {
+    let engine = match std::env::args_os().next().as_deref().and_then(program_name) {
+        Some(name) => Engine::new(registry).named(name),
+        None => Engine::new(registry),
+    };
     init_tracing();
     quiet_simulation_panics();
     // The one token of this process's commands; the Ctrl-C handler holds a clone.
@@ -290,6 +295,7 @@ pub fn main() -> ExitCode {
             write_all,
             quiet,
         } => commands::run::run(
+            &engine,
             &target,
             seed,
             expect,
@@ -332,11 +338,11 @@ pub fn main() -> ExitCode {
                 // a sweep does (every seed, shards, running each seed twice).
                 let sweep_only = keep_going || sweep_args.shard.is_some() || check_determinism;
                 if guided {
-                    commands::guided::guided(&target, &sweep_args, &cancel)
+                    commands::guided::guided(&engine, &target, &sweep_args, &cancel)
                 } else if sweep || sweep_only {
-                    commands::explore::explore(&target, &sweep_args, &cancel)
+                    commands::explore::explore(&engine, &target, &sweep_args, &cancel)
                 } else {
-                    commands::guided::guided_or_sweep(&target, &sweep_args, &cancel)
+                    commands::guided::guided_or_sweep(&engine, &target, &sweep_args, &cancel)
                 }
             }
         }
@@ -376,14 +382,14 @@ pub fn main() -> ExitCode {
             format: ExportFormat::JepsenEdn,
             out,
         } => commands::export::export(&history, out.as_deref()),
-        Command::List { designs: false } => commands::list::list(),
-        Command::List { designs: true } => commands::list::designs(),
+        Command::List { designs: false } => commands::list::list(&engine),
+        Command::List { designs: true } => commands::list::designs(&engine),
         Command::Shrink { report, out, kind } => {
-            commands::shrink::shrink(&report, &out, kind.as_deref())
+            commands::shrink::shrink(&engine, &report, &out, kind.as_deref())
         }
-        Command::Replay { report, out } => commands::replay::replay(&report, out),
-        Command::Live(args) => commands::live::live(&args, &cancel),
-        Command::LiveClient => commands::live::live_client(),
+        Command::Replay { report, out } => commands::replay::replay(&engine, &report, out),
+        Command::Live(args) => commands::live::live(&engine, &args, &cancel),
+        Command::LiveClient => commands::live::live_client(&engine),
         Command::Bench {
             seeds,
             jobs,
@@ -413,10 +419,25 @@ pub fn main() -> ExitCode {
                 peers: peers.as_deref(),
                 defect: defect.as_deref(),
             };
-            commands::bench::bench(&counts, jobs as usize, quick, only, &filters, &cancel)
+            commands::bench::bench(
+                &engine,
+                &counts,
+                jobs as usize,
+                quick,
+                only,
+                &filters,
+                &cancel,
+            )
         }
     };
     ExitCode::from(code)
+}
+
+/// The command's name from `argv0`: its file name without an extension (`fencesim`,
+/// `zookeeper-lock`), if it has one.
+fn program_name(argv0: &std::ffi::OsStr) -> Option<String> {
+    let stem = std::path::Path::new(argv0).file_stem()?;
+    Some(stem.to_string_lossy().into_owned()).filter(|n| !n.is_empty())
 }
 
 /// A panic inside a simulation is caught and reported (verdict line, report.json, exit 4), so

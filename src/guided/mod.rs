@@ -29,6 +29,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::run::{sweep_runs, Judged, RunOptions};
+use crate::Engine;
 use signal::Feature;
 
 /// Simulations per generation. Fixed, not the number of workers, so that a search does not
@@ -146,6 +147,7 @@ pub struct GuidedOutcome {
 /// Only writing a counterexample's files could fail, and this writes none: the error type is
 /// [`crate::run::sweep_runs`]'s.
 pub fn search(
+    engine: &Engine,
     scenario: &Scenario,
     root_seed: u64,
     budget: u64,
@@ -160,7 +162,7 @@ pub fn search(
     // generations (while the search learns and makes the next) must also end it with its
     // summary rather than quit at once.
     let _running = opts.cancel.running();
-    let mut search = Search::new(scenario, spec, root_seed);
+    let mut search = Search::new(engine, scenario, spec, root_seed);
     let mut outcome = GuidedOutcome {
         simulations: 0,
         generations: 0,
@@ -175,7 +177,7 @@ pub fn search(
         let runs: Vec<(&Scenario, u64)> =
             candidates.iter().map(|c| (&c.scenario, c.seed)).collect();
         let judge = |done| Ok(judge(done, scenario));
-        let results = sweep_runs(&runs, jobs, opts, judge, |o: &Outcome| !o.met)?;
+        let results = sweep_runs(engine, &runs, jobs, opts, judge, |o: &Outcome| !o.met)?;
         for (candidate, result) in candidates.into_iter().zip(results) {
             outcome.simulations += 1;
             outcome.found = search.learn(candidate, result);
@@ -194,6 +196,8 @@ pub fn search(
 
 /// The search's state between generations.
 struct Search<'a> {
+    /// Validates the candidates' scenarios.
+    engine: &'a Engine,
     scenario: &'a Scenario,
     /// The scenario without its `[nemesis]`: what mutants' scripted schedules are added to.
     base: Scenario,
@@ -213,12 +217,18 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    fn new(scenario: &'a Scenario, spec: &'a NemesisSpec, root_seed: u64) -> Self {
+    fn new(
+        engine: &'a Engine,
+        scenario: &'a Scenario,
+        spec: &'a NemesisSpec,
+        root_seed: u64,
+    ) -> Self {
         let mut base = scenario.clone();
         base.nemesis = None;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(root_seed ^ 0x6775_6964_6564);
-        let probes = probe_runs(scenario, spec, &base, &mut rng);
+        let probes = probe_runs(engine, scenario, spec, &base, &mut rng);
         Search {
+            engine,
             scenario,
             base,
             mutator: mutate::Mutator { spec, scenario },
@@ -300,6 +310,7 @@ impl<'a> Search<'a> {
             _ => rare_parent(&self.corpus, &self.coverage, &mut self.rng),
         };
         mutant(
+            self.engine,
             &self.base,
             &self.corpus,
             parent,
@@ -366,6 +377,7 @@ fn judge(done: Judged, scenario: &Scenario) -> Outcome {
 /// a probe that the scenario's validation refuses (a trigger its nodes have no safepoint for)
 /// is left out.
 fn probe_runs(
+    engine: &Engine,
     scenario: &Scenario,
     spec: &NemesisSpec,
     base: &Scenario,
@@ -373,7 +385,7 @@ fn probe_runs(
 ) -> VecDeque<(Vec<Fault>, Scenario)> {
     let heal = fencesim_sim::random_nemesis::final_heal(spec, scenario);
     let prober = probe::Prober { spec, scenario };
-    let valid = |faults: &[Fault]| crate::revalidate(&scripted(base, faults)).ok();
+    let valid = |faults: &[Fault]| engine.revalidate(&scripted(base, faults)).ok();
     prober
         .runs(&heal, rng)
         .into_iter()
@@ -411,6 +423,7 @@ fn rare_parent(corpus: &[Entry], coverage: &Coverage, rng: &mut Xoshiro256PlusPl
 /// A mutant of corpus schedule `index`. A mutant the scenario's validation refuses is
 /// mutated again, a few times at most.
 fn mutant(
+    engine: &Engine,
     base: &Scenario,
     corpus: &[Entry],
     index: usize,
@@ -426,7 +439,7 @@ fn mutant(
     };
     for _ in 0..8 {
         let faults = mutator.mutate(&parent.faults, &donor.faults, rng);
-        if let Ok(valid) = crate::revalidate(&scripted(base, &faults)) {
+        if let Ok(valid) = engine.revalidate(&scripted(base, &faults)) {
             return Candidate {
                 scenario: valid,
                 seed,

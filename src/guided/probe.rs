@@ -537,7 +537,9 @@ mod tests {
 
     fn scenario(name: &str) -> Scenario {
         let (file, text) = crate::bundled::find(name).expect("bundled");
-        crate::parse_scenario(text, file).expect("valid")
+        crate::Engine::built_in()
+            .parse_scenario(text, file)
+            .expect("valid")
     }
 
     fn runs(s: &Scenario, seed: u64) -> Vec<Vec<Fault>> {

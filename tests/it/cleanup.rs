@@ -29,10 +29,14 @@ const VALID: (&str, &str) = (
 #[test]
 fn a_late_tokenless_cleanup_deletes_the_next_holders_data() {
     let file = root().join(FIXTURE).display().to_string();
-    let checked = fencesim::check_scenario(&file, 0..10).unwrap_or_else(|e| panic!("{e}"));
+    let checked = crate::support::engine()
+        .check_scenario(&file, 0..10)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(checked.seeds_run, 10);
-    let scenario = fencesim::load_scenario(&root().join(FIXTURE)).unwrap();
-    let history = fencesim::registry::simulate(&scenario, 0).history;
+    let scenario = crate::support::engine()
+        .load_scenario(&root().join(FIXTURE))
+        .unwrap();
+    let history = crate::support::engine().simulate(&scenario, 0).history;
     let result = fencesim::check(&history);
     let v = &result.violations[0];
     assert_eq!(v.kind.as_str(), "unfenced-mutation");
@@ -58,9 +62,13 @@ fn a_resource_that_refuses_tokenless_mutations_or_a_fenced_cleanup_keeps_the_dat
         "cleanup-refused",
         &[("tokenless = \"accept\"", "tokenless = \"reject\""), VALID],
     );
-    fencesim::check_scenario(&refused, 0..10).unwrap_or_else(|e| panic!("{e}"));
-    let scenario = fencesim::load_scenario(std::path::Path::new(&refused)).unwrap();
-    let history = fencesim::registry::simulate(&scenario, 0).history;
+    crate::support::engine()
+        .check_scenario(&refused, 0..10)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let scenario = crate::support::engine()
+        .load_scenario(std::path::Path::new(&refused))
+        .unwrap();
+    let history = crate::support::engine().simulate(&scenario, 0).history;
     let failed: Vec<&str> = history
         .ops()
         .filter(|o| format!("{:?}", o.f) == "Delete")
@@ -78,7 +86,9 @@ fn a_resource_that_refuses_tokenless_mutations_or_a_fenced_cleanup_keeps_the_dat
             VALID,
         ],
     );
-    fencesim::check_scenario(&fenced, 0..10).unwrap_or_else(|e| panic!("{e}"));
+    crate::support::engine()
+        .check_scenario(&fenced, 0..10)
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -87,7 +97,8 @@ fn bad_cleanup_and_tokenless_values_are_refused_located() {
         "cleanup-bad",
         &[("cleanup = \"unfenced\"", "cleanup = \"sometimes\"")],
     );
-    let err = fencesim::load_scenario(std::path::Path::new(&bad))
+    let err = crate::support::engine()
+        .load_scenario(std::path::Path::new(&bad))
         .unwrap_err()
         .to_string();
     assert!(
@@ -98,7 +109,8 @@ fn bad_cleanup_and_tokenless_values_are_refused_located() {
         "cleanup-unfenced-mode",
         &[("mode = \"fenced\"", "mode = \"unfenced\"")],
     );
-    let err = fencesim::load_scenario(std::path::Path::new(&unfenced))
+    let err = crate::support::engine()
+        .load_scenario(std::path::Path::new(&unfenced))
         .unwrap_err()
         .to_string();
     assert!(

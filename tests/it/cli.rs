@@ -30,7 +30,7 @@ fn every_scenario_file_is_bundled_and_parses() {
     for (path, text) in fencesim::bundled::SCENARIOS {
         let disk = std::fs::read_to_string(root.join(path)).unwrap();
         assert_eq!(&disk, text);
-        let s = fencesim::parse_scenario(text, path).unwrap();
+        let s = crate::support::engine().parse_scenario(text, path).unwrap();
         let file = path.rsplit('/').next().unwrap();
         assert_eq!(
             format!("{}.toml", s.name),

@@ -7,8 +7,10 @@ use fencesim_history::write_jsonl;
 
 fn history_bytes(file: &str, seed: u64) -> Vec<u8> {
     let (path, _) = fencesim::bundled::find(file).expect("a bundled scenario");
-    let scenario = fencesim::load_scenario(&support::root().join("scenarios").join(path)).unwrap();
-    let outcome = fencesim::registry::simulate(&scenario, seed);
+    let scenario = crate::support::engine()
+        .load_scenario(&support::root().join("scenarios").join(path))
+        .unwrap();
+    let outcome = crate::support::engine().simulate(&scenario, seed);
     assert_eq!(outcome.failure, None);
     let mut bytes = Vec::new();
     write_jsonl(&outcome.history, &mut bytes).unwrap();

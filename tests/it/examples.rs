@@ -23,7 +23,7 @@ fn every_curated_example_replays_to_the_same_verdict_and_history() {
             let seed = stored["seed"].as_u64().unwrap();
             let (_, text) =
                 fencesim::bundled::find(name).expect("examples come from bundled scenarios");
-            let scenario = fencesim::parse_scenario(text, name).unwrap();
+            let scenario = crate::support::engine().parse_scenario(text, name).unwrap();
             let opts = RunOptions {
                 out: support::unwritten_dir("examples"),
                 scenario_arg: name.into(),
@@ -31,7 +31,7 @@ fn every_curated_example_replays_to_the_same_verdict_and_history() {
                 swarm: false,
                 cancel: Default::default(),
             };
-            let fresh = evaluate(&scenario, seed, &opts).unwrap();
+            let fresh = evaluate(crate::support::engine(), &scenario, seed, &opts).unwrap();
             let fresh_json = serde_json::to_value(&fresh.report).unwrap();
             for field in ["verdict", "violations", "unsafe_exposure", "counts"] {
                 assert_eq!(

@@ -16,12 +16,19 @@ fn fixture(name: &str) -> String {
 /// is safe, so these are the refutations).
 fn counterexamples(name: &str, end: u64) -> Vec<u64> {
     let path = support::root().join(fixture(name));
-    let scenario = fencesim::load_scenario(&path).expect("fixture parses");
+    let scenario = crate::support::engine()
+        .load_scenario(&path)
+        .expect("fixture parses");
     let opts = RunOptions::in_memory();
     let seeds: Vec<u64> = (0..end).collect();
-    let found = sweep(&scenario, &seeds, default_jobs(), &opts, |done| {
-        Ok((!done.report.expectation.met).then_some(done.report.seed))
-    })
+    let found = sweep(
+        crate::support::engine(),
+        &scenario,
+        &seeds,
+        default_jobs(),
+        &opts,
+        |done| Ok((!done.report.expectation.met).then_some(done.report.seed)),
+    )
     .expect("sweep");
     found.into_iter().flatten().collect()
 }

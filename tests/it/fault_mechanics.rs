@@ -19,10 +19,14 @@ verdict = "valid"
 
 fn run(faults: &str, seed: u64) -> History {
     let text = format!("{BASE}\n{faults}");
-    let scenario =
-        fencesim_scenario::parse(&text, "mechanics.toml", None, fencesim::registry::active())
-            .expect("valid scenario");
-    let outcome = fencesim::registry::simulate(&scenario, seed);
+    let scenario = fencesim_scenario::parse(
+        &text,
+        "mechanics.toml",
+        None,
+        crate::support::engine().registry(),
+    )
+    .expect("valid scenario");
+    let outcome = crate::support::engine().simulate(&scenario, seed);
     assert_eq!(outcome.failure, None);
     outcome.history
 }
@@ -102,10 +106,14 @@ fn an_event_trigger_counted_from_a_time_strikes_at_the_nth_event_after_it() {
             "{}\n[[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nafter = \"grant\"\nnth = {nth}\ncount_from_ms = 2500\nduration_ms = 300",
             BASE.replace("work_ms = 1000", "work_ms = 1000\ncycles = 10")
         );
-        let scenario =
-            fencesim_scenario::parse(&text, "mechanics.toml", None, fencesim::registry::active())
-                .expect("valid scenario");
-        let h = fencesim::registry::simulate(&scenario, 0).history;
+        let scenario = fencesim_scenario::parse(
+            &text,
+            "mechanics.toml",
+            None,
+            crate::support::engine().registry(),
+        )
+        .expect("valid scenario");
+        let h = crate::support::engine().simulate(&scenario, 0).history;
         let grants: Vec<&Op> = h
             .ops()
             .filter(|o| o.f == OpFn::Acquire && o.op_type == OpType::Ok)
@@ -237,9 +245,14 @@ fn crash_at(at_ms: u64) -> Vec<u64> {
          [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = {at_ms}\nduration_ms = 100\n\
          [expect]\nverdict = \"valid\"\n"
     );
-    let scenario =
-        fencesim_scenario::parse(&text, "crash.toml", None, fencesim::registry::active()).unwrap();
-    let outcome = fencesim::registry::simulate(&scenario, 0);
+    let scenario = fencesim_scenario::parse(
+        &text,
+        "crash.toml",
+        None,
+        crate::support::engine().registry(),
+    )
+    .unwrap();
+    let outcome = crate::support::engine().simulate(&scenario, 0);
     assert_eq!(outcome.failure, None);
     outcome
         .history
@@ -299,9 +312,14 @@ fn a_lease_lost_in_a_crash_is_recorded_and_a_restart_grace_keeps_exclusion() {
                 [[clients]]\nname = \"client-2\"\nttl_ms = 3000\nwork_ms = 100\nstart_ms = 500\n\
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 100\n\
                 [expect]\nverdict = \"valid\"\n";
-    let scenario =
-        fencesim_scenario::parse(text, "grace.toml", None, fencesim::registry::active()).unwrap();
-    let h = fencesim::registry::simulate(&scenario, 0).history;
+    let scenario = fencesim_scenario::parse(
+        text,
+        "grace.toml",
+        None,
+        crate::support::engine().registry(),
+    )
+    .unwrap();
+    let h = crate::support::engine().simulate(&scenario, 0).history;
     let revoke = h
         .events()
         .find(|e| e.event == EventKind::Revoke)
@@ -338,9 +356,14 @@ fn overlapping_crashes_restart_the_node_once() {
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1000\nduration_ms = 4000\n\
                 [[faults]]\nkind = \"crash\"\nnode = \"lease-service\"\nat_ms = 1500\nduration_ms = 500\n\
                 [expect]\nverdict = \"valid\"\n";
-    let scenario =
-        fencesim_scenario::parse(text, "double.toml", None, fencesim::registry::active()).unwrap();
-    let h = fencesim::registry::simulate(&scenario, 0).history;
+    let scenario = fencesim_scenario::parse(
+        text,
+        "double.toml",
+        None,
+        crate::support::engine().registry(),
+    )
+    .unwrap();
+    let h = crate::support::engine().simulate(&scenario, 0).history;
     let ends: Vec<_> = h
         .events()
         .filter(|e| e.event == EventKind::Crash && e.phase == Some(Phase::End))

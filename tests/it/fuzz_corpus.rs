@@ -62,7 +62,7 @@ fn the_seeds_are_valid_inputs() {
     for (file, data) in inputs("seeds", "scenario") {
         let text = String::from_utf8(data).expect("UTF-8");
         if file.starts_with("valid-") {
-            fencesim_scenario::parse(&text, &file, None, fencesim::registry::active())
+            fencesim_scenario::parse(&text, &file, None, crate::support::engine().registry())
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     }

@@ -21,8 +21,8 @@ fn row(name: &str) -> &'static fencesim::mutation_table::Defect {
 fn the_same_root_seed_gives_the_same_search_whatever_the_jobs() {
     let scenario = row("reclaim = by-name").mutant(Placement::Uniform);
     let opts = RunOptions::in_memory();
-    let one = search(&scenario, 0, 100, 1, &opts).unwrap();
-    let three = search(&scenario, 0, 100, 3, &opts).unwrap();
+    let one = search(crate::support::engine(), &scenario, 0, 100, 1, &opts).unwrap();
+    let three = search(crate::support::engine(), &scenario, 0, 100, 3, &opts).unwrap();
     assert_eq!(
         (one.simulations, one.corpus, one.features),
         (three.simulations, three.corpus, three.features)
@@ -65,7 +65,7 @@ fn guided_search_finds_table_defects_within_its_pinned_counts() {
 fn first_found(scenario: &fencesim_scenario::Scenario) -> [Option<u64>; 5] {
     let opts = RunOptions::in_memory();
     [0, 1, 2, 3, 4].map(|root| {
-        let o = search(scenario, root, 100, 2, &opts).unwrap();
+        let o = search(crate::support::engine(), scenario, root, 100, 2, &opts).unwrap();
         o.found.map(|_| o.simulations)
     })
 }
@@ -77,7 +77,11 @@ fn first_found(scenario: &fencesim_scenario::Scenario) -> [Option<u64>; 5] {
 #[test]
 fn guided_search_finds_a_stale_write_when_each_client_writes_once() {
     let file = "tests/fixtures/explore/random-nemesis-unfenced-one-write.toml";
-    let counts = first_found(&fencesim::load_scenario(std::path::Path::new(file)).unwrap());
+    let counts = first_found(
+        &crate::support::engine()
+            .load_scenario(std::path::Path::new(file))
+            .unwrap(),
+    );
     let pinned = [2, 16, 2, 17, 15];
     let worse = counts
         .iter()
@@ -118,7 +122,9 @@ fn a_guided_counterexample_is_a_file_that_run_reproduces() {
         file.contains("/guided/random-nemesis-unfenced-guided-"),
         "{file}"
     );
-    let written = fencesim::load_scenario(std::path::Path::new(file)).unwrap();
+    let written = crate::support::engine()
+        .load_scenario(std::path::Path::new(file))
+        .unwrap();
     assert!(written.nemesis.is_none(), "the schedule is scripted");
     assert!(
         stdout.contains("random-nemesis-unfenced: guided from root seed 0: "),
@@ -315,7 +321,9 @@ fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
     let file = out.join("long.toml");
     std::fs::write(&file, renamed).unwrap();
     let (_, (written, seed)) = counterexample(file.to_str().unwrap(), &out, &[]);
-    let scenario = fencesim::load_scenario(std::path::Path::new(&written)).unwrap();
+    let scenario = crate::support::engine()
+        .load_scenario(std::path::Path::new(&written))
+        .unwrap();
     assert_eq!(scenario.name.len(), 64, "{}", scenario.name);
     assert!(scenario.name.contains("-guided-"), "{}", scenario.name);
     let o = fencesim(&[
@@ -335,11 +343,21 @@ fn a_long_scenario_name_still_gives_a_counterexample_file_that_runs() {
 #[test]
 fn a_guided_counterexample_shrinks_to_a_short_run() {
     let scenario = row("deadline_from = notice").mutant(Placement::Uniform);
-    let o = search(&scenario, 0, 100, 2, &RunOptions::in_memory()).unwrap();
+    let o = search(
+        crate::support::engine(),
+        &scenario,
+        0,
+        100,
+        2,
+        &RunOptions::in_memory(),
+    )
+    .unwrap();
     let found = o.found.expect("K12 from root seed 0");
     let kind = found.judged.report.violations[0].kind;
     let seed = found.seed;
-    let mut fails = |c: &fencesim_scenario::Scenario| fencesim::shrink::file_shows(c, seed, kind);
+    let mut fails = |c: &fencesim_scenario::Scenario| {
+        fencesim::shrink::file_shows(crate::support::engine(), c, seed, kind)
+    };
     let shrunk = fencesim::shrink::shrink(&found.scenario, seed, kind, &[], &mut fails).unwrap();
     assert_eq!(scenario.duration_ms, 80_000);
     assert!(

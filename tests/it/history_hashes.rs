@@ -18,7 +18,9 @@ fn cases() -> Vec<(String, u64)> {
     let mut cases: Vec<(String, u64)> = fencesim::bundled::SCENARIOS
         .iter()
         .map(|(file, text)| {
-            let s = fencesim::parse_scenario(text, file).expect("bundled scenario parses");
+            let s = crate::support::engine()
+                .parse_scenario(text, file)
+                .expect("bundled scenario parses");
             (s.name, 0)
         })
         .collect();
@@ -35,8 +37,11 @@ fn current() -> String {
     cases()
         .into_iter()
         .map(|(name, seed)| {
-            let scenario = fencesim::load_named(&name).expect("bundled scenario");
-            let done = evaluate(&scenario, seed, &opts).expect("serializes");
+            let scenario = crate::support::engine()
+                .load_named(&name)
+                .expect("bundled scenario");
+            let done =
+                evaluate(crate::support::engine(), &scenario, seed, &opts).expect("serializes");
             format!("{name} {seed} {}\n", done.report.history.sha256)
         })
         .collect()

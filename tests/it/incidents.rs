@@ -14,7 +14,9 @@ fn opts() -> RunOptions {
 
 fn met_on_whole_range(name: &str) {
     let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
-    let scenario = fencesim::load_scenario(&path).expect("incident scenario parses");
+    let scenario = crate::support::engine()
+        .load_scenario(&path)
+        .expect("incident scenario parses");
     support::assert_met_on_whole_range(&scenario, &opts());
 }
 
@@ -110,7 +112,7 @@ fn every_incident_scenario_is_tested() {
 fn every_incident_names_its_case() {
     for name in TESTED {
         let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
-        let scenario = fencesim::load_scenario(&path).unwrap();
+        let scenario = crate::support::engine().load_scenario(&path).unwrap();
         let names_case = scenario
             .description
             .split(|c: char| !c.is_ascii_alphanumeric())
@@ -126,8 +128,8 @@ fn every_incident_names_its_case() {
 #[test]
 fn k19s_chain_says_whose_release_ended_which_lease() {
     let path = support::root().join("scenarios/incidents/k19-release-unconditional.toml");
-    let scenario = fencesim::load_scenario(&path).unwrap();
-    let done = fencesim::run::evaluate(&scenario, 0, &opts()).unwrap();
+    let scenario = crate::support::engine().load_scenario(&path).unwrap();
+    let done = fencesim::run::evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
     let release = done
         .report
         .violations

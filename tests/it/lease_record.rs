@@ -10,7 +10,9 @@ use fencesim_history::{EventKind, History};
 
 fn load(name: &str) -> Scenario {
     let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
-    fencesim::load_scenario(&path).expect("bundled scenario loads")
+    crate::support::engine()
+        .load_scenario(&path)
+        .expect("bundled scenario loads")
 }
 
 fn opts() -> RunOptions {
@@ -24,7 +26,9 @@ fn opts() -> RunOptions {
 }
 
 fn history(name: &str, seed: u64) -> History {
-    let bytes = evaluate(&load(name), seed, &opts()).expect("runs").history;
+    let bytes = evaluate(crate::support::engine(), &load(name), seed, &opts())
+        .expect("runs")
+        .history;
     fencesim_history::read_jsonl(&bytes[..]).expect("our own history parses")
 }
 
@@ -88,8 +92,12 @@ fn a_patient_candidate_waits_for_the_release_and_gets_a_higher_token() {
 #[test]
 fn a_restarted_holder_taking_its_own_record_gets_a_new_token() {
     let path = support::root().join("tests/fixtures/lease-record-restarted-holder.toml");
-    let scenario = fencesim::load_scenario(&path).expect("fixture loads");
-    let bytes = evaluate(&scenario, 0, &opts()).unwrap().history;
+    let scenario = crate::support::engine()
+        .load_scenario(&path)
+        .expect("fixture loads");
+    let bytes = evaluate(crate::support::engine(), &scenario, 0, &opts())
+        .unwrap()
+        .history;
     let h = fencesim_history::read_jsonl(&bytes[..]).unwrap();
     let events = store_events(&h);
     assert_eq!(
@@ -112,7 +120,9 @@ fn a_restarted_holder_taking_its_own_record_gets_a_new_token() {
 #[test]
 fn the_random_nemesis_finds_nothing_on_any_seed_of_its_range() {
     let path = support::root().join("scenarios/lease-record-random-nemesis.toml");
-    let scenario = fencesim::load_scenario(&path).expect("bundled scenario loads");
+    let scenario = crate::support::engine()
+        .load_scenario(&path)
+        .expect("bundled scenario loads");
     assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 500));
     support::assert_met_on_whole_range(&scenario, &opts());
 }

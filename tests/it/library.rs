@@ -71,7 +71,9 @@ fn check_scenario_refuses_bad_input_without_panicking() {
 /// random-nemesis-fenced's safe design without its nemesis, over a shorter run.
 fn safe_design() -> fencesim::Scenario {
     let (file, text) = fencesim::bundled::find("random-nemesis-fenced").expect("bundled");
-    let mut s = fencesim::parse_scenario(text, file).expect("valid");
+    let mut s = crate::support::engine()
+        .parse_scenario(text, file)
+        .expect("valid");
     s.nemesis = None;
     s.duration_ms = 20_000;
     s
@@ -85,7 +87,7 @@ proptest! {
     #[test]
     fn generated_schedules_are_valid_scenario_files(s in with_fault_schedule(&safe_design(), 8)) {
         let text = fencesim_scenario::to_toml(&s);
-        let parsed = fencesim::parse_scenario(&text, "generated.toml");
+        let parsed = crate::support::engine().parse_scenario(&text, "generated.toml");
         prop_assert!(parsed.is_ok(), "{:?}\n{text}", parsed.err());
         prop_assert_eq!(parsed.unwrap(), s);
     }
@@ -110,7 +112,7 @@ proptest! {
     /// A failure prints the scenario file that reproduces it, seed 0.
     #[test]
     fn the_safe_design_survives_any_generated_schedule(s in with_fault_schedule(&safe_design(), 6)) {
-        let outcome = fencesim::registry::simulate(&s, 0);
+        let outcome = crate::support::engine().simulate(&s, 0);
         prop_assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
         let result = fencesim::check(&outcome.history);
         prop_assert!(
@@ -129,7 +131,8 @@ proptest! {
 fn a_cancelled_check_scenario_is_an_error_not_a_pass() {
     let cancel = fencesim::cancel::Cancel::new();
     cancel.cancel();
-    let err = fencesim::check_scenario_until("pause-fenced", 0..5, &cancel)
+    let err = crate::support::engine()
+        .check_scenario_until("pause-fenced", 0..5, &cancel)
         .expect_err("nothing was checked");
     match err {
         fencesim::ScenarioCheckError::Interrupted { seeds_run, count } => {
@@ -138,11 +141,14 @@ fn a_cancelled_check_scenario_is_an_error_not_a_pass() {
         other => panic!("expected Interrupted, got {other}"),
     }
     assert_eq!(
-        fencesim::check_scenario_until("pause-fenced", 0..5, &cancel)
+        crate::support::engine()
+            .check_scenario_until("pause-fenced", 0..5, &cancel)
             .unwrap_err()
             .to_string(),
         "check_scenario: interrupted after 0 of 5 seeds; the range was not checked"
     );
-    let checked = fencesim::check_scenario("pause-fenced", 0..5).expect("another token");
+    let checked = crate::support::engine()
+        .check_scenario("pause-fenced", 0..5)
+        .expect("another token");
     assert_eq!(checked.seeds_run, 5);
 }

@@ -1,8 +1,7 @@
 //! fencesim's integration tests, one binary: a module per area (as rust-analyzer's and
 //! turmoil's tests are laid out), so that the simulator is linked once rather than once per
-//! file. Two files stay binaries of their own: tests/live.rs (real servers must not share
-//! the machine's cores with this binary's simulation-heavy tests) and tests/user_design.rs
-//! (it installs a process-wide registry).
+//! file. tests/live.rs stays a binary of its own: real servers must not share the machine's
+//! cores with this binary's simulation-heavy tests.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -29,3 +28,4 @@ mod regressions;
 mod scenarios;
 mod shrink;
 mod timeline;
+mod user_design;

@@ -15,12 +15,16 @@ use fencesim_scenario::Placement;
 
 /// Set the design's knob `name` to `value`, as a scenario file would.
 fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = fencesim::with_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
+    *s = crate::support::engine()
+        .with_knob(s, name, value.into())
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Set the design's client knob `name` to `value` on every client.
 fn client_knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = fencesim::with_client_knob(s, name, value.into()).unwrap_or_else(|e| panic!("{e}"));
+    *s = crate::support::engine()
+        .with_client_knob(s, name, value.into())
+        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Seeds each caught defect may take.
@@ -30,7 +34,9 @@ const MASKED_SEEDS: u64 = 40;
 
 fn base(name: &str) -> Scenario {
     let (file, text) = fencesim::bundled::find(name).expect("bundled");
-    let mut s = fencesim::parse_scenario(text, file).expect("valid");
+    let mut s = crate::support::engine()
+        .parse_scenario(text, file)
+        .expect("valid");
     let nemesis = s.nemesis.as_mut().expect("a random nemesis");
     nemesis.placement = Placement::Targeted;
     s
@@ -57,6 +63,7 @@ fn first_violation(
 ) -> (Option<u64>, Vec<String>) {
     let seeds: Vec<u64> = (0..budget).collect();
     let outcomes = sweep_until(
+        crate::support::engine(),
         scenario,
         &seeds,
         default_jobs(),
@@ -165,9 +172,14 @@ fn k07s_defect_is_masked_by_clients_that_check_their_own_lease() {
 /// The sum of `f` over the histories of seeds `0..seeds`.
 fn count(scenario: &Scenario, seeds: u64, f: fn(&fencesim_history::History) -> usize) -> usize {
     let list: Vec<u64> = (0..seeds).collect();
-    let counts = fencesim::run::sweep(scenario, &list, default_jobs(), &opts(), |done| {
-        Ok(f(&done.records))
-    })
+    let counts = fencesim::run::sweep(
+        crate::support::engine(),
+        scenario,
+        &list,
+        default_jobs(),
+        &opts(),
+        |done| Ok(f(&done.records)),
+    )
     .expect("sweep");
     counts.into_iter().sum()
 }

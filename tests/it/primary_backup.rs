@@ -9,7 +9,9 @@ use fencesim_history::{EventKind, History, OpFn, OpType};
 
 fn load(name: &str) -> Scenario {
     let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
-    fencesim::load_scenario(&path).expect("bundled scenario loads")
+    crate::support::engine()
+        .load_scenario(&path)
+        .expect("bundled scenario loads")
 }
 
 fn opts() -> RunOptions {
@@ -23,7 +25,9 @@ fn opts() -> RunOptions {
 }
 
 fn history(name: &str, seed: u64) -> History {
-    let bytes = evaluate(&load(name), seed, &opts()).expect("runs").history;
+    let bytes = evaluate(crate::support::engine(), &load(name), seed, &opts())
+        .expect("runs")
+        .history;
     fencesim_history::read_jsonl(&bytes[..]).expect("our own history parses")
 }
 

@@ -8,7 +8,9 @@ use fencesim_history::{EventKind, History};
 
 fn load(name: &str) -> fencesim::Scenario {
     let (path, _) = fencesim::bundled::find(name).expect("a bundled scenario");
-    fencesim::load_scenario(&support::root().join("scenarios").join(path)).unwrap()
+    crate::support::engine()
+        .load_scenario(&support::root().join("scenarios").join(path))
+        .unwrap()
 }
 
 fn opts() -> RunOptions {
@@ -22,7 +24,7 @@ fn opts() -> RunOptions {
 }
 
 fn history(name: &str, seed: u64) -> History {
-    let done = evaluate(&load(name), seed, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &load(name), seed, &opts()).unwrap();
     assert!(
         done.report.expectation.met,
         "{name} seed {seed}: {:?}",
@@ -77,10 +79,15 @@ fn a_restarted_replica_rebuilds_its_table_from_the_log_without_repeating_history
 #[test]
 fn a_raft_run_is_byte_identical_when_repeated() {
     let scenario = load("raft-random-nemesis");
-    let a = evaluate(&scenario, 11, &opts()).unwrap();
-    let b = evaluate(&scenario, 11, &opts()).unwrap();
+    let a = evaluate(crate::support::engine(), &scenario, 11, &opts()).unwrap();
+    let b = evaluate(crate::support::engine(), &scenario, 11, &opts()).unwrap();
     assert_eq!(a.history, b.history);
-    assert_ne!(a.history, evaluate(&scenario, 12, &opts()).unwrap().history);
+    assert_ne!(
+        a.history,
+        evaluate(crate::support::engine(), &scenario, 12, &opts())
+            .unwrap()
+            .history
+    );
 }
 
 #[test]

@@ -6,7 +6,9 @@ use crate::support;
 use fencesim::run::{evaluate, RunOptions};
 
 fn scenario() -> fencesim::Scenario {
-    fencesim::load_scenario(&support::root().join("scenarios/random-nemesis-fenced.toml")).unwrap()
+    crate::support::engine()
+        .load_scenario(&support::root().join("scenarios/random-nemesis-fenced.toml"))
+        .unwrap()
 }
 
 fn opts() -> RunOptions {
@@ -33,7 +35,7 @@ fn valid_on_every_seed_of_its_range() {
 fn known_failure_schedules_stay_fixed() {
     let scenario = scenario();
     for seed in [643, 483, 586, 850, 957] {
-        let done = evaluate(&scenario, seed, &opts()).unwrap();
+        let done = evaluate(crate::support::engine(), &scenario, seed, &opts()).unwrap();
         assert!(
             done.report.expectation.met,
             "seed {seed}: {:?}",
@@ -52,7 +54,7 @@ fn swarm_mode_varies_the_kinds_between_seeds_and_records_them() {
     let scenario = scenario();
     let kinds: Vec<Vec<fencesim::scenario::FaultKind>> = (0..8)
         .map(|seed| {
-            evaluate(&scenario, seed, &opts())
+            evaluate(crate::support::engine(), &scenario, seed, &opts())
                 .unwrap()
                 .report
                 .nemesis
@@ -67,7 +69,7 @@ fn swarm_mode_varies_the_kinds_between_seeds_and_records_them() {
 
 #[test]
 fn every_nemesis_action_has_a_start_and_an_end() {
-    let done = evaluate(&scenario(), 7, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &scenario(), 7, &opts()).unwrap();
     let history = fencesim_history::read_jsonl(&done.history[..]).unwrap();
     let mut open = std::collections::BTreeMap::<String, i64>::new();
     for ev in history.events().filter(|e| e.event.is_nemesis()) {

@@ -9,7 +9,9 @@ use fencesim_history::{Entry, History, OpFn, OpType, TokenOrder};
 
 fn load(name: &str) -> Scenario {
     let path = support::root().join(format!("scenarios/incidents/{name}.toml"));
-    fencesim::load_scenario(&path).expect("bundled scenario loads")
+    crate::support::engine()
+        .load_scenario(&path)
+        .expect("bundled scenario loads")
 }
 
 fn opts() -> RunOptions {
@@ -23,7 +25,9 @@ fn opts() -> RunOptions {
 }
 
 fn history(name: &str, seed: u64) -> History {
-    let bytes = evaluate(&load(name), seed, &opts()).expect("runs").history;
+    let bytes = evaluate(crate::support::engine(), &load(name), seed, &opts())
+        .expect("runs")
+        .history;
     fencesim_history::read_jsonl(&bytes[..]).expect("our own history parses")
 }
 
@@ -122,10 +126,15 @@ fn the_counter_crash_hands_out_token_1_twice() {
 #[test]
 fn a_redlock_run_is_byte_identical_when_repeated() {
     let scenario = load("redlock-crash-no-fsync");
-    let a = evaluate(&scenario, 5, &opts()).unwrap();
-    let b = evaluate(&scenario, 5, &opts()).unwrap();
+    let a = evaluate(crate::support::engine(), &scenario, 5, &opts()).unwrap();
+    let b = evaluate(crate::support::engine(), &scenario, 5, &opts()).unwrap();
     assert_eq!(a.history, b.history);
-    assert_ne!(a.history, evaluate(&scenario, 6, &opts()).unwrap().history);
+    assert_ne!(
+        a.history,
+        evaluate(crate::support::engine(), &scenario, 6, &opts())
+            .unwrap()
+            .history
+    );
 }
 
 /// Found by a review: counter tokens on the K05 schedule. client-1 invoked first but took its
@@ -140,8 +149,12 @@ fn k05_with_counter_tokens_is_an_overlap_not_a_token_going_back() {
             "recheck_elapsed = false\ntoken_source = \"counter\"",
         )
         .replace("mode = \"unfenced\"", "mode = \"fenced\"");
-    let scenario = fencesim::parse_scenario(&text, "k05-counter.toml").unwrap();
-    let report = evaluate(&scenario, 0, &opts()).unwrap().report;
+    let scenario = crate::support::engine()
+        .parse_scenario(&text, "k05-counter.toml")
+        .unwrap();
+    let report = evaluate(crate::support::engine(), &scenario, 0, &opts())
+        .unwrap()
+        .report;
     let kinds: Vec<_> = report.violations.iter().map(|v| v.kind).collect();
     assert_eq!(kinds, [fencesim::ViolationKind::MutualExclusionClient]);
 }
@@ -149,7 +162,9 @@ fn k05_with_counter_tokens_is_an_overlap_not_a_token_going_back() {
 #[test]
 fn the_random_nemesis_finds_nothing_on_any_seed_of_its_range() {
     let path = support::root().join("scenarios/redlock-random-nemesis.toml");
-    let scenario = fencesim::load_scenario(&path).expect("bundled scenario loads");
+    let scenario = crate::support::engine()
+        .load_scenario(&path)
+        .expect("bundled scenario loads");
     assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 100));
     support::assert_met_on_whole_range(&scenario, &opts());
 }

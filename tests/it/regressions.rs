@@ -8,7 +8,9 @@ use fencesim_history::EventKind;
 
 fn load(name: &str) -> fencesim::Scenario {
     let path = support::root().join(format!("tests/fixtures/regressions/{name}.toml"));
-    fencesim::load_scenario(&path).expect("regression scenario parses")
+    crate::support::engine()
+        .load_scenario(&path)
+        .expect("regression scenario parses")
 }
 
 fn opts() -> RunOptions {
@@ -24,14 +26,14 @@ fn a_queueing_service_honours_its_restart_grace() {
 fn a_refusal_that_overtakes_the_queued_reply_is_not_taken_for_it() {
     let scenario = load("queue-answer-after-a-held-reply");
     support::assert_met_on_whole_range(&scenario, &opts());
-    let done = evaluate(&scenario, 0, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
     assert!(done.report.failure.is_none(), "{:?}", done.report.failure);
 }
 
 #[test]
 fn a_queue_grant_passes_the_grant_safepoint() {
     let scenario = load("queue-grant-passes-the-grant-safepoint");
-    let done = evaluate(&scenario, 0, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
     let paused = done
         .records
         .events()
@@ -50,9 +52,12 @@ fn a_queue_grant_passes_the_grant_safepoint() {
 #[test]
 fn the_queueing_safe_design_survives_the_random_nemesis() {
     let (file, text) = fencesim::bundled::find("random-nemesis-fenced").expect("bundled");
-    let scenario = fencesim::parse_scenario(text, file).expect("valid");
-    let mut scenario =
-        fencesim::with_knob(&scenario, "acquire", "queue".into()).expect("a knob of single");
+    let scenario = crate::support::engine()
+        .parse_scenario(text, file)
+        .expect("valid");
+    let mut scenario = crate::support::engine()
+        .with_knob(&scenario, "acquire", "queue".into())
+        .expect("a knob of single");
     scenario.seeds.end = 100;
     support::assert_met_on_whole_range(&scenario, &opts());
 }
@@ -69,7 +74,7 @@ fn waiters_a_crash_forgot_give_up_in_time_for_progress() {
 fn a_negative_wall_clock_expires_leases_on_time() {
     let scenario = load("negative-wall-clock-expiry");
     support::assert_met_on_whole_range(&scenario, &opts());
-    let done = evaluate(&scenario, 0, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
     let events: Vec<_> = done.records.events().collect();
     let grant = |holder: &str| {
         events
@@ -105,7 +110,7 @@ fn a_negative_wall_clock_expires_leases_on_time() {
 fn a_read_after_a_fenced_delete_is_linearizable() {
     let scenario = load("cleanup-read-after-delete");
     support::assert_met_on_whole_range(&scenario, &opts());
-    let done = evaluate(&scenario, 0, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
     let reads: Vec<Option<&str>> = done
         .records
         .ops()
@@ -126,8 +131,8 @@ fn reads_after_either_cleanup_are_judged_as_the_register_ran() {
     let base = load("cleanup-read-after-delete");
     let mut unfenced = base.clone();
     unfenced.clients[0].cleanup = fencesim_scenario::Cleanup::Unfenced;
-    let unfenced = fencesim::revalidate(&unfenced).unwrap();
-    let done = evaluate(&unfenced, 0, &opts()).unwrap();
+    let unfenced = crate::support::engine().revalidate(&unfenced).unwrap();
+    let done = evaluate(crate::support::engine(), &unfenced, 0, &opts()).unwrap();
     let kinds: Vec<&str> = done
         .report
         .violations
@@ -140,8 +145,8 @@ fn reads_after_either_cleanup_are_judged_as_the_register_ran() {
         .resource
         .knobs
         .insert("tokenless".into(), "accept".into());
-    let accepting = fencesim::revalidate(&accepting).unwrap();
-    let done = evaluate(&accepting, 0, &opts()).unwrap();
+    let accepting = crate::support::engine().revalidate(&accepting).unwrap();
+    let done = evaluate(crate::support::engine(), &accepting, 0, &opts()).unwrap();
     let kinds: Vec<&str> = done
         .report
         .violations
@@ -159,7 +164,7 @@ fn reads_after_either_cleanup_are_judged_as_the_register_ran() {
 fn a_duplicate_write_after_its_holders_fenced_delete_is_not_linearizable() {
     let scenario = load("duplicate-write-after-fenced-delete");
     support::assert_met_on_whole_range(&scenario, &opts());
-    let done = evaluate(&scenario, 75, &opts()).unwrap();
+    let done = evaluate(crate::support::engine(), &scenario, 75, &opts()).unwrap();
     let accepts_of = |op: u64| {
         done.records
             .events()

@@ -31,7 +31,9 @@ fn explore_and_shrink(test: &str) -> (String, std::path::PathBuf) {
 #[test]
 fn a_random_nemesis_counterexample_shrinks_to_a_file_run_reproduces() {
     let (stdout, file) = explore_and_shrink("shrink-explore");
-    let shrunk = fencesim::load_scenario(&file).expect("the shrunk file is a valid scenario");
+    let shrunk = crate::support::engine()
+        .load_scenario(&file)
+        .expect("the shrunk file is a valid scenario");
     assert!(
         stdout.contains(&format!(
             "shrunk seed 19 of random-nemesis-unfenced keeping stale-write-accepted: faults 18 -> {}, clients 3 -> {}",
@@ -73,7 +75,7 @@ fn a_random_nemesis_counterexample_shrinks_to_a_file_run_reproduces() {
 fn assert_one_minimal(scenario: &fencesim::Scenario, seed: u64, kind: fencesim::ViolationKind) {
     let opts = fencesim::run::RunOptions::in_memory();
     let shows = |s: &fencesim::Scenario| {
-        let done = fencesim::run::judge(s, seed, &opts);
+        let done = fencesim::run::judge(crate::support::engine(), s, seed, &opts);
         done.report.violations.iter().any(|v| v.kind == kind)
     };
     assert!(shows(scenario), "the shrunk scenario keeps the violation");
@@ -173,7 +175,9 @@ fn a_scripted_example_shrinks_to_its_one_pause() {
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("faults 1 -> 1, clients 2 -> 2"), "{stdout}");
-    let shrunk = fencesim::load_scenario(&out.join("pause-unfenced-seed-0-min.toml")).unwrap();
+    let shrunk = crate::support::engine()
+        .load_scenario(&out.join("pause-unfenced-seed-0-min.toml"))
+        .unwrap();
     assert_eq!(shrunk.faults.len(), 1);
     assert!(shrunk.duration_ms < 60_000, "{}", shrunk.duration_ms);
 }

@@ -74,7 +74,9 @@ fn pause_unfenced() -> fencesim::run::Evaluated {
 /// Seed 0 of the bundled scenario `name`, evaluated (nothing written).
 fn evaluated(name: &str) -> fencesim::run::Evaluated {
     let (file, text) = fencesim::bundled::find(name).expect("bundled");
-    let scenario = fencesim::parse_scenario(text, file).expect("valid");
+    let scenario = crate::support::engine()
+        .parse_scenario(text, file)
+        .expect("valid");
     let opts = RunOptions {
         out: PathBuf::new(),
         scenario_arg: name.into(),
@@ -82,13 +84,13 @@ fn evaluated(name: &str) -> fencesim::run::Evaluated {
         swarm: false,
         cancel: Default::default(),
     };
-    evaluate(&scenario, 0, &opts).expect("evaluate")
+    evaluate(crate::support::engine(), &scenario, 0, &opts).expect("evaluate")
 }
 
 /// Write seed 0 of the bundled scenario `name` as a run and return its timeline.html.
 fn run_page(name: &str, test: &str) -> PathBuf {
     let out = support::out_dir(test);
-    let run = fencesim::run::write(&out, evaluated(name)).expect("write");
+    let run = fencesim::run::write(crate::support::engine(), &out, evaluated(name)).expect("write");
     run.report_path.with_file_name("timeline.html")
 }
 
@@ -141,7 +143,8 @@ fn the_timeline_of_a_violation_renders_and_shows_its_witnesses() {
         return;
     };
     let out = support::out_dir("timeline-pause");
-    let run = fencesim::run::write(&out, pause_unfenced()).expect("write");
+    let run =
+        fencesim::run::write(crate::support::engine(), &out, pause_unfenced()).expect("write");
     let page = run.report_path.with_file_name("timeline.html");
     let (dom, stderr) = load(&browser, &page, "timeline-pause");
     assert!(dom.contains("data-status=\"rendered\""), "{}", status(&dom));

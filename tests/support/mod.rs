@@ -121,11 +121,18 @@ pub fn json(path: &Path) -> serde_json::Value {
 pub fn assert_met_on_whole_range(scenario: &fencesim::Scenario, opts: &fencesim::run::RunOptions) {
     use fencesim::run::{default_jobs, sweep};
     let seeds: Vec<u64> = (scenario.seeds.start..scenario.seeds.end).collect();
-    let missed = sweep(scenario, &seeds, default_jobs(), opts, |done| {
+    let missed = sweep(engine(), scenario, &seeds, default_jobs(), opts, |done| {
         Ok((!done.report.expectation.met)
             .then(|| format!("seed {}: {:?}", done.report.seed, done.report.violations)))
     })
     .unwrap();
     let missed: Vec<String> = missed.into_iter().flatten().collect();
     assert!(missed.is_empty(), "{missed:#?}");
+}
+
+/// The engine of the built-in designs, made once per test binary: what the tests parse,
+/// simulate and sweep scenarios with.
+pub fn engine() -> &'static fencesim::Engine {
+    static ENGINE: std::sync::OnceLock<fencesim::Engine> = std::sync::OnceLock::new();
+    ENGINE.get_or_init(fencesim::Engine::built_in)
 }

@@ -1,5 +1,5 @@
 //! ZooKeeper's lock recipe as a fencesim design, written as a user of fencesim writes one:
-//! against its public API only (`fencesim::design`, `fencesim::registry`), in a crate of its
+//! against its public API only (`fencesim::design`, `fencesim::registry`, `fencesim::Engine`), in a crate of its
 //! own.
 //!
 //! - [`server`]: a standalone ZooKeeper server reduced to sessions, ephemeral sequential
@@ -20,14 +20,15 @@ pub mod server;
 pub mod spec;
 
 use fencesim::registry::Registry;
+use fencesim::Engine;
 
-/// The built-in designs and this one.
+/// The built-in designs and this one: what `main.rs` runs the command line with.
 pub fn registry() -> Registry {
     Registry::built_in().with_design(&spec::ZookeeperDesign)
 }
 
-/// Make [`registry`] the one every fencesim entry point of this process uses (the first
-/// call wins; later calls change nothing).
-pub fn install() {
-    let _ = fencesim::registry::install(registry());
+/// A fencesim engine that knows this design, named after this example's binary so that the
+/// `reproduce:` lines it prints run that binary: what the tests check scenarios with.
+pub fn engine() -> Engine {
+    Engine::new(registry()).named("zookeeper-lock")
 }

@@ -4,6 +4,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    zookeeper_lock::install();
-    fencesim::cli::main()
+    fencesim::cli::main(zookeeper_lock::registry())
 }

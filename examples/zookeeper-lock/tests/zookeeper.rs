@@ -1,5 +1,5 @@
 //! The ZooKeeper recipe under fencesim, the two ways a user runs a design of their own: from
-//! their test suite (`check_scenario` with their registry installed) and through their own
+//! their test suite (`check_scenario` of an engine with their design) and through their own
 //! binary, which is fencesim's whole command line with their design added.
 
 use std::path::{Path, PathBuf};
@@ -44,9 +44,10 @@ const SCRIPTED: &str = "examples/zookeeper-lock/scenarios/zk-waiter-expires.toml
 /// seeds; the test suite 200, about 2 s).
 #[test]
 fn the_recipe_is_safe_under_the_random_nemesis() {
-    zookeeper_lock::install();
     let scenario = root().join(RANDOM).display().to_string();
-    let checked = fencesim::check_scenario(&scenario, 0..200).unwrap_or_else(|e| panic!("{e}"));
+    let checked = zookeeper_lock::engine()
+        .check_scenario(&scenario, 0..200)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(checked.seeds_run, 200);
 }
 
@@ -54,10 +55,10 @@ fn the_recipe_is_safe_under_the_random_nemesis() {
 /// expires although client-1 still holds it; with the recipe, it waits for client-1.
 #[test]
 fn a_waiter_that_takes_the_lock_when_its_predecessor_expires_breaks_it() {
-    zookeeper_lock::install();
+    let engine = zookeeper_lock::engine();
     let path = root().join(SCRIPTED);
-    let defect = fencesim::load_scenario(&path).unwrap();
-    let run = fencesim::registry::simulate(&defect, 0);
+    let defect = engine.load_scenario(&path).unwrap();
+    let run = engine.simulate(&defect, 0);
     let result = fencesim::check(&run.history);
     let kinds: Vec<&str> = result.violations.iter().map(|v| v.kind.as_str()).collect();
     assert_eq!(
@@ -95,10 +96,12 @@ fn a_waiter_that_takes_the_lock_when_its_predecessor_expires_breaks_it() {
     let dir = out_dir("recipe");
     let file = dir.join("zk-waiter-recheck.toml");
     std::fs::write(&file, recipe).unwrap();
-    fencesim::check_scenario(&file.display().to_string(), 0..10).unwrap_or_else(|e| panic!("{e}"));
+    engine
+        .check_scenario(&file.display().to_string(), 0..10)
+        .unwrap_or_else(|e| panic!("{e}"));
     // client-3 got the lock from client-1, after its release, with the next czxid.
-    let scenario = fencesim::load_scenario(&file).unwrap();
-    let history = fencesim::registry::simulate(&scenario, 0).history;
+    let scenario = engine.load_scenario(&file).unwrap();
+    let history = engine.simulate(&scenario, 0).history;
     let grants: Vec<(String, Option<u64>)> = history
         .events()
         .filter(|e| e.event.as_str() == "grant")

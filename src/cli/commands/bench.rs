@@ -2,7 +2,7 @@
 
 use fencesim::cancel::Cancel;
 use fencesim::run::{default_jobs, sweep, sweep_fold, Judged, RunOptions};
-use fencesim::{bundled, exit};
+use fencesim::{bundled, exit, Engine};
 
 /// The parts of `fencesim bench`, in the order a full run takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -46,6 +46,7 @@ pub(crate) struct BenchFilters<'a> {
 
 /// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
 pub(crate) fn bench(
+    engine: &Engine,
     seeds: &BenchSeeds,
     jobs: usize,
     quick: bool,
@@ -59,20 +60,20 @@ pub(crate) fn bench(
             continue;
         }
         let code = match part {
-            BenchPart::Scenarios => bench_scenarios(seeds.scenarios, jobs, cancel),
+            BenchPart::Scenarios => bench_scenarios(engine, seeds.scenarios, jobs, cancel),
             BenchPart::Ratio => {
                 let (rounds, seeds) = if quick { (1, 1) } else { (7, 10) };
-                bench_ratio(rounds, seeds, cancel)
+                bench_ratio(engine, rounds, seeds, cancel)
             }
-            BenchPart::Explore => bench_explore(quick, cancel),
-            BenchPart::Memory => bench_memory(quick, cancel),
+            BenchPart::Explore => bench_explore(engine, quick, cancel),
+            BenchPart::Memory => bench_memory(engine, quick, cancel),
             BenchPart::Checker => match bench_checker(quick) {
                 exit::VALID => filters.peers.map_or(exit::VALID, bench_peers),
                 failed => failed,
             },
-            BenchPart::Expectations => bench_expectations(seeds.expectations, cancel),
-            BenchPart::Search => bench_search(quick, jobs, filters.defect, cancel),
-            BenchPart::SafeKnobs => bench_safe_knobs(seeds.safe_knobs, cancel),
+            BenchPart::Expectations => bench_expectations(engine, seeds.expectations, cancel),
+            BenchPart::Search => bench_search(engine, quick, jobs, filters.defect, cancel),
+            BenchPart::SafeKnobs => bench_safe_knobs(engine, seeds.safe_knobs, cancel),
         };
         if cancel.is_cancelled() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
@@ -95,7 +96,7 @@ fn in_memory(cancel: &Cancel) -> RunOptions {
 }
 
 /// Every bundled scenario over `seeds` seeds on `jobs` threads.
-pub(crate) fn bench_scenarios(seeds: u64, jobs: usize, cancel: &Cancel) -> u8 {
+pub(crate) fn bench_scenarios(engine: &Engine, seeds: u64, jobs: usize, cancel: &Cancel) -> u8 {
     use fencesim_checker::latency::{acquire_latencies, election_latencies, Summary};
     let opts = in_memory(cancel);
     say!(
@@ -108,13 +109,13 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize, cancel: &Cancel) -> u8 {
         "election ms p50/p99"
     );
     for (file, text) in bundled::SCENARIOS {
-        let Some(scenario) = parse_bundled(file, text) else {
+        let Some(scenario) = parse_bundled(engine, file, text) else {
             return exit::SIM_FAILED;
         };
         let list: Vec<u64> =
             (scenario.seeds.start..scenario.seeds.start.saturating_add(seeds)).collect();
         let clock = fencesim::bench::Stopwatch::start();
-        let measured = sweep(&scenario, &list, jobs, &opts, |done| {
+        let measured = sweep(engine, &scenario, &list, jobs, &opts, |done| {
             let history = done.records;
             Ok((
                 done.report.history.entries,
@@ -160,7 +161,7 @@ pub(crate) fn bench_scenarios(seeds: u64, jobs: usize, cancel: &Cancel) -> u8 {
 /// scenario claims to show can be lost on a few seeds in a thousand). Exits 1 if any misses.
 /// The `safe-knobs` part: each design's random-nemesis scenario, `seeds` seeds from 0, each
 /// with its own safe configuration drawn ([`fencesim::safe_knobs`]), on every core.
-pub(crate) fn bench_safe_knobs(seeds: u64, cancel: &Cancel) -> u8 {
+pub(crate) fn bench_safe_knobs(engine: &Engine, seeds: u64, cancel: &Cancel) -> u8 {
     say!(
         "{:<44} {:>8} {:>8} {:>12} {:>7} {:>8}",
         "design (base)",
@@ -177,17 +178,18 @@ pub(crate) fn bench_safe_knobs(seeds: u64, cancel: &Cancel) -> u8 {
             complain!("error: {name} is not bundled");
             return exit::SIM_FAILED;
         };
-        let Some(base) = parse_bundled(file, text) else {
+        let Some(base) = parse_bundled(engine, file, text) else {
             return exit::SIM_FAILED;
         };
         let clock = fencesim::bench::Stopwatch::start();
-        let sweep = match fencesim::safe_knobs::sweep(&base, 0..seeds, default_jobs(), cancel) {
-            Ok(s) => s,
-            Err(e) => {
-                complain!("error: {name}: a drawn configuration does not validate: {e}");
-                return exit::SIM_FAILED;
-            }
-        };
+        let sweep =
+            match fencesim::safe_knobs::sweep(engine, &base, 0..seeds, default_jobs(), cancel) {
+                Ok(s) => s,
+                Err(e) => {
+                    complain!("error: {name}: a drawn configuration does not validate: {e}");
+                    return exit::SIM_FAILED;
+                }
+            };
         if cancel.is_cancelled() {
             return exit::INTERRUPTED;
         }
@@ -205,7 +207,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64, cancel: &Cancel) -> u8 {
         }
         // The first unsafe seed's scenario, whole: `fencesim run` it to see the violation.
         if let Some((seed, _, _)) = sweep.unsafe_seeds.first() {
-            if let Ok(drawn) = fencesim::safe_knobs::draw(&base, *seed) {
+            if let Ok(drawn) = fencesim::safe_knobs::draw(engine, &base, *seed) {
                 complain!(
                     "# {name}, seed {seed}, as a scenario file (save it and `fencesim run` it):\n{}",
                     fencesim_scenario::to_toml(&drawn.scenario)
@@ -236,7 +238,7 @@ pub(crate) fn bench_safe_knobs(seeds: u64, cancel: &Cancel) -> u8 {
     exit::VALID
 }
 
-pub(crate) fn bench_expectations(seeds: u64, cancel: &Cancel) -> u8 {
+pub(crate) fn bench_expectations(engine: &Engine, seeds: u64, cancel: &Cancel) -> u8 {
     say!(
         "{:<40} {:>12} {:>8}  missed seeds",
         "scenario",
@@ -245,7 +247,7 @@ pub(crate) fn bench_expectations(seeds: u64, cancel: &Cancel) -> u8 {
     );
     let mut missed_any = false;
     for (file, text) in bundled::SCENARIOS {
-        let Some(scenario) = parse_bundled(file, text) else {
+        let Some(scenario) = parse_bundled(engine, file, text) else {
             return exit::SIM_FAILED;
         };
         let first = scenario.seeds.start;
@@ -260,6 +262,7 @@ pub(crate) fn bench_expectations(seeds: u64, cancel: &Cancel) -> u8 {
         };
         let opts = in_memory(cancel);
         let Ok(missed) = sweep_fold(
+            engine,
             &scenario,
             &list,
             default_jobs(),
@@ -303,15 +306,16 @@ pub(crate) fn bench_expectations(seeds: u64, cancel: &Cancel) -> u8 {
 
 /// A bundled scenario's text parsed, or `None` after saying why (bundled files are valid:
 /// tests parse every one, so this is a broken build).
-fn parse_bundled(file: &str, text: &str) -> Option<fencesim::Scenario> {
-    fencesim::parse_scenario(text, file)
+fn parse_bundled(engine: &Engine, file: &str, text: &str) -> Option<fencesim::Scenario> {
+    engine
+        .parse_scenario(text, file)
         .map_err(|e| complain!("error: bundled scenario is invalid: {e}"))
         .ok()
 }
 
 /// A bundled scenario by name, parsed (bundled files are valid: tests parse every one).
-pub(crate) fn bundled_scenario(name: &str) -> Option<fencesim::Scenario> {
-    bundled::find(name).and_then(|(file, text)| parse_bundled(file, text))
+pub(crate) fn bundled_scenario(engine: &Engine, name: &str) -> Option<fencesim::Scenario> {
+    bundled::find(name).and_then(|(file, text)| parse_bundled(engine, file, text))
 }
 
 /// The median of `values` (the upper one of an even count); 0 for none.
@@ -323,9 +327,9 @@ pub(crate) fn median(mut values: Vec<f64>) -> f64 {
 /// Explore throughput on the random nemesis with 1 and 2 jobs, taken in turns (1, 2, 1, 2...)
 /// so that warm-up and the machine's changing load fall on both alike; the speedup is the
 /// ratio of the medians.
-pub(crate) fn bench_explore(quick: bool, cancel: &Cancel) -> u8 {
+pub(crate) fn bench_explore(engine: &Engine, quick: bool, cancel: &Cancel) -> u8 {
     let opts = in_memory(cancel);
-    let Some(nemesis) = bundled_scenario("random-nemesis-fenced") else {
+    let Some(nemesis) = bundled_scenario(engine, "random-nemesis-fenced") else {
         return exit::SIM_FAILED;
     };
     let (seeds, rounds) = if quick { (4u64, 1) } else { (100, 5) };
@@ -334,7 +338,7 @@ pub(crate) fn bench_explore(quick: bool, cancel: &Cancel) -> u8 {
     for round in 0..rounds {
         for jobs in [1, 2] {
             let clock = fencesim::bench::Stopwatch::start();
-            if sweep(&nemesis, &seeds, jobs, &opts, |_| Ok(())).is_err() {
+            if sweep(engine, &nemesis, &seeds, jobs, &opts, |_| Ok(())).is_err() {
                 return exit::SIM_FAILED;
             }
             let rate = seeds.len() as f64 / clock.seconds().max(1e-9);
@@ -353,9 +357,9 @@ pub(crate) fn bench_explore(quick: bool, cancel: &Cancel) -> u8 {
 
 /// Peak resident memory along a long sweep of a cheap scenario on 2 threads: it must not grow
 /// with the number of seeds.
-pub(crate) fn bench_memory(quick: bool, cancel: &Cancel) -> u8 {
+pub(crate) fn bench_memory(engine: &Engine, quick: bool, cancel: &Cancel) -> u8 {
     let opts = in_memory(cancel);
-    let Some(cheap) = bundled_scenario("pause-fenced") else {
+    let Some(cheap) = bundled_scenario(engine, "pause-fenced") else {
         return exit::SIM_FAILED;
     };
     let (total, step) = if quick {
@@ -365,7 +369,7 @@ pub(crate) fn bench_memory(quick: bool, cancel: &Cancel) -> u8 {
     };
     for start in (0..total).step_by(step as usize) {
         let chunk: Vec<u64> = (start..start + step).collect();
-        if sweep(&cheap, &chunk, 2, &opts, |_| Ok(())).is_err() {
+        if sweep(engine, &cheap, &chunk, 2, &opts, |_| Ok(())).is_err() {
             return exit::SIM_FAILED;
         }
         say!(
@@ -384,8 +388,13 @@ pub(crate) fn bench_memory(quick: bool, cancel: &Cancel) -> u8 {
 /// by seed in turns, then the same seeds phase by phase (simulate; serialize, hash and check
 /// the history) to show where the time goes.
 /// Prints each round and the line `ratio X`, the median fencesim/raw ratio.
-pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64, cancel: &Cancel) -> u8 {
-    let Some(scenario) = bundled_scenario("bench-reference") else {
+pub(crate) fn bench_ratio(
+    engine: &Engine,
+    rounds: u64,
+    seeds_per_round: u64,
+    cancel: &Cancel,
+) -> u8 {
+    let Some(scenario) = bundled_scenario(engine, "bench-reference") else {
         return exit::SIM_FAILED;
     };
     let opts = in_memory(cancel);
@@ -401,7 +410,7 @@ pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64, cancel: &Cancel) ->
             // What a sweep does with each seed, dropping the history included; one that is
             // written also pays for serializing and hashing its history (the phase line below).
             let sent = {
-                let done = fencesim::run::judge(&scenario, seed, &opts);
+                let done = fencesim::run::judge(engine, &scenario, seed, &opts);
                 if done.report.failure.is_some() {
                     return exit::SIM_FAILED;
                 }
@@ -432,7 +441,7 @@ pub(crate) fn bench_ratio(rounds: u64, seeds_per_round: u64, cancel: &Cancel) ->
             "ratio round {round}: fencesim {fencesim_us:.2} us/message ({messages} messages), raw madsim {raw_us:.2} us/message ({raw_messages} messages)",
         );
         ratios.push(fencesim_us / raw_us.max(1e-9));
-        match fencesim::bench::phases(&scenario, seeds) {
+        match fencesim::bench::phases(engine, &scenario, seeds) {
             Ok(p) => phases.push(p),
             Err(e) => {
                 complain!("error: bench-reference: {e}");
@@ -497,7 +506,13 @@ pub(crate) fn bench_checker(quick: bool) -> u8 {
 /// seeds (2 with `--quick`, on the first chosen row), with the wall time of each column;
 /// only the rows whose defect or case contains `defect` (ignoring case), if given. A `defect`
 /// that is blank or matches no row is refused (exit 2), naming the rows.
-pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>, cancel: &Cancel) -> u8 {
+pub(crate) fn bench_search(
+    engine: &Engine,
+    quick: bool,
+    jobs: usize,
+    defect: Option<&str>,
+    cancel: &Cancel,
+) -> u8 {
     use fencesim::bench::{explore_counts, guided_counts, median_count, Stopwatch};
     use fencesim::mutation_table::{Defect, CAUGHT, MASKED};
     use fencesim_scenario::Placement;
@@ -552,13 +567,13 @@ pub(crate) fn bench_search(quick: bool, jobs: usize, defect: Option<&str>, cance
             }
         };
         let clock = Stopwatch::start();
-        let uniform = explore_counts(&scenario(Placement::Uniform), starts, cap, jobs);
+        let uniform = explore_counts(engine, &scenario(Placement::Uniform), starts, cap, jobs);
         let uniform_s = clock.seconds();
         let clock = Stopwatch::start();
-        let targeted = explore_counts(&scenario(Placement::Targeted), starts, cap, jobs);
+        let targeted = explore_counts(engine, &scenario(Placement::Targeted), starts, cap, jobs);
         let targeted_s = clock.seconds();
         let clock = Stopwatch::start();
-        let guided = guided_counts(&scenario(Placement::Uniform), starts, cap, jobs);
+        let guided = guided_counts(engine, &scenario(Placement::Uniform), starts, cap, jobs);
         let guided_s = clock.seconds();
         let (Ok(uniform), Ok(targeted), Ok(guided)) = (uniform, targeted, guided) else {
             complain!("error: a sweep of {} failed", defect.name);

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 
 use fencesim::cancel::Cancel;
-use fencesim::exit;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
 use fencesim::run::{sweep_fold, write, Judged, RunOptions, SeedRun};
+use fencesim::{exit, Engine};
 use fencesim_scenario::Scenario;
 
 use super::shrink::shrink;
@@ -28,7 +28,7 @@ pub(crate) struct ExploreArgs {
 
 /// `explore`: many seeds in parallel until the first counterexample (or all of them with
 /// `--keep-going`); files only for counterexamples, and a summary.
-pub(crate) fn explore(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
+pub(crate) fn explore(engine: &Engine, target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
     // `--shard env`: the shard the job engine says this job is, as an ordinary `I/N`.
     let shard = match args.shard.as_deref().map(env_shard).transpose() {
         Ok(shard) => shard,
@@ -41,14 +41,19 @@ pub(crate) fn explore(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u
         shard,
         ..args.clone()
     };
-    match prepare(target, cancel) {
-        Ok((scenario, opts)) => sweep(&scenario, &opts, args),
+    match prepare(engine, target, cancel) {
+        Ok((scenario, opts)) => sweep(engine, &scenario, &opts, args),
         Err(code) => code,
     }
 }
 
 /// The sweep of a prepared scenario, with `args.shard` already an `I/N` (not `env`).
-pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) -> u8 {
+pub(crate) fn sweep(
+    engine: &Engine,
+    scenario: &Scenario,
+    opts: &RunOptions,
+    args: &ExploreArgs,
+) -> u8 {
     let seeds = match select_seeds(&args.seeds, args.shard.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -72,6 +77,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
         let kept = match (outcome.met, args.keep_going) {
             (true, _) => None,
             (false, true) => Some(Written::Done(Box::new(write(
+                engine,
                 &opts.out,
                 done.serialize()?,
             )?))),
@@ -96,7 +102,9 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
         kept.extend(written);
         (summary, kept)
     };
-    let results = sweep_fold(scenario, &seeds, args.jobs, opts, handle, stop, start, fold);
+    let results = sweep_fold(
+        engine, scenario, &seeds, args.jobs, opts, handle, stop, start, fold,
+    );
     progress.finish();
     let seconds = clock.seconds();
     let (summary, kept) = match results {
@@ -113,7 +121,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
     for written in kept {
         let done = match written {
             Written::Done(run) => *run,
-            Written::Pending(done) => match done.write(&opts.out) {
+            Written::Pending(done) => match done.write(engine, &opts.out) {
                 Ok(run) => run,
                 Err(e) => return unwritable(&opts.out, &e),
             },
@@ -147,7 +155,7 @@ pub(crate) fn sweep(scenario: &Scenario, opts: &RunOptions, args: &ExploreArgs) 
     if let (true, Some(report)) = (args.shrink, first_report) {
         // A counterexample that only misses the expectation (no violation) has nothing to
         // shrink; `shrink` says so, and the sweep's exit code stands.
-        shrink(&report, &opts.out.join("shrunk"), None);
+        shrink(engine, &report, &opts.out.join("shrunk"), None);
     }
     worst
 }

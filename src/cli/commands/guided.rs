@@ -3,8 +3,8 @@
 //! its report, and named in the reproduce line.
 
 use fencesim::cancel::Cancel;
-use fencesim::exit;
 use fencesim::run::RunOptions;
+use fencesim::{exit, Engine};
 use std::path::{Path, PathBuf};
 
 use fencesim_scenario::{Scenario, SeedRange};
@@ -15,20 +15,25 @@ use super::{at_path, ensure_writable, prepare, print_seed, seed_exit_code, unwri
 
 /// `explore` without `--guided` or a sweep's flags: a guided search for a scenario with a
 /// `[nemesis]` (its schedules are what the search mutates), a sweep of the seeds otherwise.
-pub(crate) fn guided_or_sweep(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
-    match prepare(target, cancel) {
+pub(crate) fn guided_or_sweep(
+    engine: &Engine,
+    target: &Target,
+    args: &ExploreArgs,
+    cancel: &Cancel,
+) -> u8 {
+    match prepare(engine, target, cancel) {
         Ok((scenario, opts)) if scenario.nemesis.is_some() => {
-            search(target, scenario, &opts, args, true)
+            search(engine, target, scenario, &opts, args, true)
         }
-        Ok((scenario, opts)) => super::explore::sweep(&scenario, &opts, args),
+        Ok((scenario, opts)) => super::explore::sweep(engine, &scenario, &opts, args),
         Err(code) => code,
     }
 }
 
 /// `explore --guided`: search from root seed A for at most B - A simulations.
-pub(crate) fn guided(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
-    match prepare(target, cancel) {
-        Ok((scenario, opts)) => search(target, scenario, &opts, args, false),
+pub(crate) fn guided(engine: &Engine, target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
+    match prepare(engine, target, cancel) {
+        Ok((scenario, opts)) => search(engine, target, scenario, &opts, args, false),
         Err(code) => code,
     }
 }
@@ -36,6 +41,7 @@ pub(crate) fn guided(target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8
 /// The search of a prepared scenario. `by_default`: chosen without `--guided` (the progress
 /// line says so, and how to sweep instead).
 fn search(
+    engine: &Engine,
     target: &Target,
     scenario: Scenario,
     opts: &RunOptions,
@@ -94,7 +100,8 @@ fn search(
         cancel: opts.cancel.clone(),
         ..RunOptions::in_memory()
     };
-    let searched = fencesim::guided::search(&scenario, root, budget, args.jobs, &search_opts);
+    let searched =
+        fencesim::guided::search(engine, &scenario, root, budget, args.jobs, &search_opts);
     let outcome = match searched {
         Ok(o) => o,
         Err(e) => return unwritable(&opts.out, &e),
@@ -121,7 +128,7 @@ fn search(
         written.description = format!(
             "A counterexample found by `{} explore --guided` from root seed {root} of {}, at \
              simulation {}: {}, as scripted faults.\nThe scenario it was found in:\n{}",
-            fencesim::program(),
+            engine.program(),
             scenario.name,
             outcome.simulations,
             found.origin,
@@ -132,7 +139,7 @@ fn search(
             end: found.seed.saturating_add(1),
         };
         written_file = Some(fencesim_history::display_path(&file));
-        match write_and_run(&written, &file, found.seed, opts) {
+        match write_and_run(engine, &written, &file, found.seed, opts) {
             Ok((c, path)) => (code, report) = (c, path),
             Err(e) => failed = Some(e),
         }
@@ -198,7 +205,7 @@ fn search(
         return unwritable(&opts.out, &e);
     }
     if let (true, Some(report)) = (args.shrink, report) {
-        shrink(&report, &opts.out.join("shrunk"), None);
+        shrink(engine, &report, &opts.out.join("shrunk"), None);
     }
     code
 }
@@ -210,6 +217,7 @@ fn search(
 /// # Errors
 /// Writing the file or the run's report, with the path in the error.
 fn write_and_run(
+    engine: &Engine,
     written: &Scenario,
     file: &Path,
     seed: u64,
@@ -219,7 +227,7 @@ fn write_and_run(
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(file, fencesim_scenario::to_toml(written)))
         .map_err(|e| at_path(file, &e))?;
-    let parsed = match fencesim::load_scenario(file) {
+    let parsed = match engine.load_scenario(file) {
         Ok(s) => s,
         Err(e) => {
             complain!("error: the counterexample's file does not parse back: {e}");
@@ -233,7 +241,7 @@ fn write_and_run(
         swarm: false,
         ..opts.clone()
     };
-    let done = fencesim::run::run_seed(&parsed, seed, &run_opts)
+    let done = fencesim::run::run_seed(engine, &parsed, seed, &run_opts)
         .map_err(|e| at_path(&opts.out.join(&parsed.name), &e))?;
     print_seed(&done, true);
     let code = seed_exit_code(&done.report, true);

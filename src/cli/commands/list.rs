@@ -2,11 +2,11 @@
 //! designs and resources of the registry in use, with their knobs.
 
 use fencesim::design::Designs;
-use fencesim::{bundled, exit, registry};
+use fencesim::{bundled, exit, Engine};
 
-pub(crate) fn list() -> u8 {
+pub(crate) fn list(engine: &Engine) -> u8 {
     for (file, text) in bundled::SCENARIOS {
-        match fencesim::parse_scenario(text, file) {
+        match engine.parse_scenario(text, file) {
             Ok(s) => {
                 let mut expect = format!("{:?}", s.expect.verdict).to_lowercase();
                 if !s.expect.violations.is_empty() {
@@ -32,8 +32,8 @@ pub(crate) fn list() -> u8 {
 }
 
 /// Every design and resource a scenario may name, as `kind: about` and its knobs.
-pub(crate) fn designs() -> u8 {
-    let active = registry::active();
+pub(crate) fn designs(engine: &Engine) -> u8 {
+    let active = engine.registry();
     say!("[lock_service] kind:");
     for d in active.all() {
         say!("  {:<16} {}", d.kind(), d.about());

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use fencesim::cancel::Cancel;
 use fencesim::live::{predicted, KindTally, LiveOptions, Servers};
 use fencesim::report::RunVerdict;
-use fencesim::{exit, Scenario};
+use fencesim::{exit, Engine, Scenario};
 use fencesim_live::secret::{self, Endpoint, PasswordSources};
 use fencesim_live::LiveError;
 
@@ -44,15 +44,15 @@ pub(crate) struct LiveArgs {
     pub(crate) redis: Vec<String>,
 }
 
-pub(crate) fn live(args: &LiveArgs, cancel: &Cancel) -> u8 {
-    let scenario = match load(&args.scenario) {
+pub(crate) fn live(engine: &Engine, args: &LiveArgs, cancel: &Cancel) -> u8 {
+    let scenario = match load(engine, &args.scenario) {
         Ok(s) => s,
         Err(e) => {
             complain!("error: {e}");
             return exit::BAD_INPUT;
         }
     };
-    let plan = match fencesim_live::plan::plan(&scenario, fencesim::registry::active().live()) {
+    let plan = match fencesim_live::plan::plan(&scenario, engine.registry().live()) {
         Ok(plan) => plan,
         Err(why) => {
             complain!("error: {}: {why}", args.scenario);
@@ -126,7 +126,7 @@ pub(crate) fn live(args: &LiveArgs, cancel: &Cancel) -> u8 {
             worst = exit::INTERRUPTED;
             break;
         }
-        let done = match fencesim::live::trial(&plan, &servers, &opts, t) {
+        let done = match fencesim::live::trial(engine, &plan, &servers, &opts, t) {
             Ok(done) => done,
             Err(e) => return live_error(&e, &opts),
         };
@@ -148,7 +148,7 @@ pub(crate) fn live(args: &LiveArgs, cancel: &Cancel) -> u8 {
             break;
         }
     }
-    print_tally(&scenario, &tally);
+    print_tally(engine, &scenario, &tally);
     worst
 }
 
@@ -189,8 +189,8 @@ fn trial_line(done: &fencesim::live::LiveTrial) -> String {
 
 /// The live tally beside the simulation's prediction for the same file (as many seeds as
 /// trials, at least 10, from the scenario's first seed).
-fn print_tally(scenario: &Scenario, live: &KindTally) {
-    let sim = predicted(scenario, live.runs.max(10));
+fn print_tally(engine: &Engine, scenario: &Scenario, live: &KindTally) {
+    let sim = predicted(engine, scenario, live.runs.max(10));
     let mut kinds: Vec<&String> = live.kinds.keys().chain(sim.kinds.keys()).collect();
     kinds.sort();
     kinds.dedup();
@@ -257,6 +257,6 @@ fn live_error(e: &LiveError, opts: &LiveOptions) -> u8 {
 }
 
 /// `fencesim live-client`: the client process of a live trial.
-pub(crate) fn live_client() -> u8 {
-    fencesim_live::client::main(fencesim::registry::active().live())
+pub(crate) fn live_client(engine: &Engine) -> u8 {
+    fencesim_live::client::main(engine.registry().live())
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use fencesim::cancel::Cancel;
 use fencesim::run::{RunOptions, SeedRun};
-use fencesim::{exit, report::RunVerdict, Scenario};
+use fencesim::{exit, report::RunVerdict, Engine, Scenario};
 
 pub(crate) mod bench;
 pub(crate) mod check;
@@ -35,14 +35,18 @@ pub(crate) struct Target {
 }
 
 /// Load a scenario from a path, or else from the bundled set by name.
-pub(crate) fn load(arg: &str) -> Result<Scenario, String> {
-    fencesim::load_named(arg).map_err(|e| e.to_string())
+pub(crate) fn load(engine: &Engine, arg: &str) -> Result<Scenario, String> {
+    engine.load_named(arg).map_err(|e| e.to_string())
 }
 
 /// Load the target's scenario (a file, else a bundled name), apply `--swarm`, and build the
 /// run options (stopping early once `cancel` is cancelled); on bad input, the exit code.
-pub(crate) fn prepare(t: &Target, cancel: &Cancel) -> Result<(Scenario, RunOptions), u8> {
-    let mut scenario = load(&t.scenario).map_err(|e| {
+pub(crate) fn prepare(
+    engine: &Engine,
+    t: &Target,
+    cancel: &Cancel,
+) -> Result<(Scenario, RunOptions), u8> {
+    let mut scenario = load(engine, &t.scenario).map_err(|e| {
         complain!("error: {e}");
         exit::BAD_INPUT
     })?;

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use fencesim::cancel::Cancel;
-use fencesim::exit;
 use fencesim::run::{write, RunOptions};
+use fencesim::{exit, Engine};
 
 /// `replay`: the run a report describes, again, compared byte for byte.
-pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
-    let stored = match read_report(path) {
+pub(crate) fn replay(engine: &Engine, path: &Path, out: PathBuf) -> u8 {
+    let stored = match read_report(engine, path) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -26,9 +26,9 @@ pub(crate) fn replay(path: &Path, out: PathBuf) -> u8 {
         e.report.reproduce = stored.reproduce.clone();
         e
     };
-    let done = match fencesim::run::evaluate(&stored.scenario, stored.seed, &opts)
+    let done = match fencesim::run::evaluate(engine, &stored.scenario, stored.seed, &opts)
         .map(keep_command)
-        .and_then(|e| write(&opts.out, e))
+        .and_then(|e| write(engine, &opts.out, e))
     {
         Ok(done) => done,
         Err(e) => {
@@ -104,7 +104,7 @@ fn json_words(message: &str) -> String {
 
 /// Read a report.json (upgrading an older schema, [`fencesim::report::upgrade`]), or print why
 /// not and return the exit code.
-pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
+pub(crate) fn read_report(engine: &Engine, path: &Path) -> Result<fencesim::report::Report, u8> {
     let bytes = std::fs::read(path).map_err(|e| {
         complain!(
             "error: {}: cannot read: {e}",
@@ -128,7 +128,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     let report: fencesim::report::Report = if current {
         serde_json::from_slice(&bytes).map_err(|e| not_a_report(path, &e))?
     } else {
-        if let Err(why) = fencesim::report::upgrade(&mut json, fencesim::registry::active()) {
+        if let Err(why) = fencesim::report::upgrade(&mut json, engine.registry()) {
             complain!(
                 "error: {}: not a report this fencesim reads: {why}",
                 fencesim_history::display_path(path)
@@ -141,7 +141,7 @@ pub(crate) fn read_report(path: &Path) -> Result<fencesim::report::Report, u8> {
     // resolves the scenario's knobs again into the shape of its service, which a report does
     // not carry.
     let text = fencesim_scenario::to_toml(&report.scenario);
-    match fencesim::parse_scenario(&text, "report.json") {
+    match engine.parse_scenario(&text, "report.json") {
         Ok(scenario) => Ok(fencesim::report::Report { scenario, ..report }),
         Err(e) => {
             // The error's line and column are in the scenario TOML written from the report,

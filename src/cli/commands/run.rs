@@ -2,7 +2,7 @@
 
 use fencesim::cancel::Cancel;
 use fencesim::run::{default_jobs, sweep_fold, Judged, RunOptions, SeedRun};
-use fencesim::{exit, Scenario};
+use fencesim::{exit, Engine, Scenario};
 
 use super::{
     ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
@@ -10,13 +10,14 @@ use super::{
 use crate::cli::progress;
 
 pub(crate) fn run(
+    engine: &Engine,
     target: &Target,
     seed: Option<u64>,
     expect: bool,
     sweep: &RangeArgs,
     cancel: &Cancel,
 ) -> u8 {
-    let (scenario, opts) = match prepare(target, cancel) {
+    let (scenario, opts) = match prepare(engine, target, cancel) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -39,9 +40,9 @@ pub(crate) fn run(
         (None, true) => (range.start..range.end).collect(),
     };
     if let [seed] = seeds[..] {
-        return run_one(&scenario, seed, expect, &opts);
+        return run_one(engine, &scenario, seed, expect, &opts);
     }
-    run_range(&scenario, &seeds, sweep, &opts)
+    run_range(engine, &scenario, &seeds, sweep, &opts)
 }
 
 /// How `run --expect` sweeps a scenario's whole range.
@@ -53,8 +54,14 @@ pub(crate) struct RangeArgs {
 }
 
 /// One seed: always written and printed.
-pub(crate) fn run_one(scenario: &Scenario, seed: u64, expect: bool, opts: &RunOptions) -> u8 {
-    let done = match fencesim::run::run_seed(scenario, seed, opts) {
+pub(crate) fn run_one(
+    engine: &Engine,
+    scenario: &Scenario,
+    seed: u64,
+    expect: bool,
+    opts: &RunOptions,
+) -> u8 {
+    let done = match fencesim::run::run_seed(engine, scenario, seed, opts) {
         Ok(done) => done,
         Err(e) => return unwritable(&opts.out, &e),
     };
@@ -83,6 +90,7 @@ pub(crate) struct RangeTally {
 /// `explore` shows it. Files are written for the seeds that miss the expectation (all seeds
 /// with `--write-all`): a range of a thousand seeds would otherwise write a thousand folders.
 pub(crate) fn run_range(
+    engine: &Engine,
     scenario: &Scenario,
     seeds: &[u64],
     range: &RangeArgs,
@@ -100,7 +108,7 @@ pub(crate) fn run_range(
         let kept = if met && !range.write_all {
             None
         } else {
-            Some(done.write(&opts.out)?)
+            Some(done.write(engine, &opts.out)?)
         };
         Ok((met, determinism, kept))
     };
@@ -117,6 +125,7 @@ pub(crate) fn run_range(
         t
     };
     let result = sweep_fold(
+        engine,
         scenario,
         seeds,
         default_jobs(),

@@ -3,16 +3,16 @@
 use std::path::Path;
 
 use fencesim::cancel::Cancel;
-use fencesim::exit;
 use fencesim::run::RunOptions;
+use fencesim::{exit, Engine};
 
 use super::replay::read_report;
 use super::unwritable;
 
 /// `shrink`: reduce a failing run to a minimal scenario, write it as TOML, run it once to
 /// write its report, and print how to rerun it.
-pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
-    let stored = match read_report(path) {
+pub(crate) fn shrink(engine: &Engine, path: &Path, out: &Path, kind: Option<&str>) -> u8 {
+    let stored = match read_report(engine, path) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -52,7 +52,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         },
     };
     let clock = fencesim::bench::Stopwatch::start();
-    let shrunk = match fencesim::shrink::shrink_report(&stored, kind) {
+    let shrunk = match fencesim::shrink::shrink_report(engine, &stored, kind) {
         Ok(s) => s,
         Err(e) => {
             complain!("error: {}: {e}", fencesim_history::display_path(path));
@@ -93,7 +93,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
         // One run: nothing to cut short.
         cancel: Cancel::new(),
     };
-    match fencesim::run::run_seed(&shrunk.scenario, shrunk.seed, &opts) {
+    match fencesim::run::run_seed(engine, &shrunk.scenario, shrunk.seed, &opts) {
         Ok(done) => {
             say!("{}", done.verdict_line());
             say!(
@@ -105,7 +105,7 @@ pub(crate) fn shrink(path: &Path, out: &Path, kind: Option<&str>) -> u8 {
     }
     say!(
         "reproduce: {}",
-        fencesim::run::reproduce_command(&opts, shrunk.seed)
+        fencesim::run::reproduce_command(engine, &opts, shrunk.seed)
     );
     exit::VALID
 }

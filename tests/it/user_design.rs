@@ -1,11 +1,9 @@
 //! A lock design of a user's own, written against the public API only (`fencesim::design`,
-//! `fencesim::registry`), one value registered beside the built-in designs and
-//! run by `check_scenario` as the built-ins are: its knobs parsed and refused with located
+//! `fencesim::registry`, `fencesim::Engine`), one value registered beside the built-in designs
+//! and run by an engine's `check_scenario` as the built-ins are: its knobs parsed and refused with located
 //! errors, its service events in the history, the checkers judging it. The design is a single
 //! lease server (`toy-1`) that expires leases by its monotonic clock, with one defect knob,
 //! `grant_while_held`, which grants over a live lease.
-
-mod support;
 
 use std::collections::BTreeMap;
 
@@ -15,8 +13,8 @@ use fencesim::design::{
     NodeStart, OpResult, Origin, ReadValue, RequestId, ResourceDesign, ServiceEvent,
     ServiceEventKind, ServiceShape, TimerId, WriteDecision, WriteOutcome,
 };
-use fencesim::registry::{self, Registry};
-use fencesim::ScenarioCheckError;
+use fencesim::registry::Registry;
+use fencesim::{Engine, ScenarioCheckError};
 
 #[derive(Clone, Debug)]
 enum ToyMsg {
@@ -280,12 +278,14 @@ impl Design for ToyDesign {
     }
 }
 
-/// The built-in designs and the toy, active for this test process.
-fn install() {
-    let registry = Registry::built_in()
-        .with_design(&ToyDesign)
-        .with_resource(&StrictSpec);
-    let _ = registry::install(registry);
+/// An engine of the built-in designs, the toy and the strict resource: made by each test,
+/// beside the other tests of this binary, whose engines know only the built-in designs.
+fn engine() -> Engine {
+    Engine::new(
+        Registry::built_in()
+            .with_design(&ToyDesign)
+            .with_resource(&StrictSpec),
+    )
 }
 
 /// A resource of the user's own: a key-value store that accepts a mutation only with a token
@@ -378,7 +378,7 @@ fn scenario_file(test: &str, knobs: &str, expect: &str) -> String {
          [[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nbefore = \"write\"\nduration_ms = 3000\n\
          [expect]\n{expect}\n"
     );
-    let dir = support::out_dir(test);
+    let dir = crate::support::out_dir(test);
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("toy.toml");
     std::fs::write(&file, text).unwrap();
@@ -387,15 +387,17 @@ fn scenario_file(test: &str, knobs: &str, expect: &str) -> String {
 
 #[test]
 fn a_users_safe_design_meets_its_expectation_on_every_seed() {
-    install();
+    let engine = engine();
     let file = scenario_file("toy-safe", "", "verdict = \"valid\"");
-    let checked = fencesim::check_scenario(&file, 0..10).unwrap_or_else(|e| panic!("{e}"));
+    let checked = engine
+        .check_scenario(&file, 0..10)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(checked.seeds_run, 10);
     // The toy's own events reach the history: its grants, and the expiry of the paused
     // client's lease.
-    let scenario = fencesim::load_scenario(std::path::Path::new(&file)).unwrap();
+    let scenario = engine.load_scenario(std::path::Path::new(&file)).unwrap();
     assert_eq!(scenario.lock_service.nodes(), ["toy-1"]);
-    let history = fencesim::registry::simulate(&scenario, 0).history;
+    let history = engine.simulate(&scenario, 0).history;
     let kinds: Vec<String> = history
         .events()
         .filter(|e| &*e.node == "toy-1")
@@ -407,13 +409,13 @@ fn a_users_safe_design_meets_its_expectation_on_every_seed() {
 
 #[test]
 fn a_users_defect_knob_is_caught_by_the_checkers() {
-    install();
+    let engine = engine();
     let file = scenario_file(
         "toy-defect",
         "grant_while_held = true",
         "verdict = \"valid\"",
     );
-    let err = fencesim::check_scenario(&file, 0..10).unwrap_err();
+    let err = engine.check_scenario(&file, 0..10).unwrap_err();
     let ScenarioCheckError::Counterexample { summary, .. } = &err else {
         panic!("expected a counterexample, got {err}");
     };
@@ -422,15 +424,13 @@ fn a_users_defect_knob_is_caught_by_the_checkers() {
 
 #[test]
 fn a_users_knobs_are_refused_with_located_errors() {
-    install();
+    let engine = engine();
     let file = scenario_file(
         "toy-bad-knob",
         "grant_while_held = 1",
         "verdict = \"valid\"",
     );
-    let err = fencesim::check_scenario(&file, 0..1)
-        .unwrap_err()
-        .to_string();
+    let err = engine.check_scenario(&file, 0..1).unwrap_err().to_string();
     assert!(
         err.contains(
             ":7:20: field `lock_service.grant_while_held`: expected true or false, found integer 1"
@@ -438,9 +438,7 @@ fn a_users_knobs_are_refused_with_located_errors() {
         "{err}"
     );
     let file = scenario_file("toy-other-knob", "fsync = \"never\"", "verdict = \"valid\"");
-    let err = fencesim::check_scenario(&file, 0..1)
-        .unwrap_err()
-        .to_string();
+    let err = engine.check_scenario(&file, 0..1).unwrap_err().to_string();
     assert!(
         err.contains("only a kind = \"single\" or \"redlock\" lock service uses `fsync`"),
         "{err}"
@@ -452,7 +450,7 @@ fn a_users_knobs_are_refused_with_located_errors() {
 /// refused.
 #[test]
 fn a_users_resource_decides_writes_and_the_history_records_it() {
-    install();
+    let engine = engine();
     let text = "name = \"strict\"\nduration_ms = 40000\nseeds = \"0..5\"\n\
                 [lock_service]\nkind = \"single\"\nmax_ttl_ms = 30000\n\
                 [resource]\nmode = \"strict\"\n\
@@ -460,12 +458,14 @@ fn a_users_resource_decides_writes_and_the_history_records_it() {
                 [[clients]]\nname = \"client-2\"\nttl_ms = 10000\nwork_ms = 1000\nstart_ms = 100\n\
                 [[faults]]\nkind = \"pause\"\nnode = \"client-1\"\nbefore = \"write\"\nnth = 1\nduration_ms = 15000\n\
                 [expect]\nverdict = \"valid\"\n";
-    let dir = support::out_dir("user-resource");
+    let dir = crate::support::out_dir("user-resource");
     let file = dir.join("strict.toml");
     std::fs::write(&file, text).unwrap();
-    fencesim::check_scenario(&file.display().to_string(), 0..5).unwrap_or_else(|e| panic!("{e}"));
-    let scenario = fencesim::load_scenario(&file).unwrap();
-    let history = fencesim::registry::simulate(&scenario, 0).history;
+    engine
+        .check_scenario(&file.display().to_string(), 0..5)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let scenario = engine.load_scenario(&file).unwrap();
+    let history = engine.simulate(&scenario, 0).history;
     let decisions: Vec<String> = history
         .events()
         .filter(|e| &*e.node == "resource")
