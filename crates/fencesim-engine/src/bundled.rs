@@ -7,7 +7,7 @@ macro_rules! bundle {
     ($name:literal) => {
         (
             concat!($name, ".toml"),
-            include_str!(concat!("../scenarios/", $name, ".toml")),
+            include_str!(concat!("../../../scenarios/", $name, ".toml")),
         )
     };
 }
