@@ -1,6 +1,6 @@
 //! `explore --shard env`: a shard's index and count from the engine that runs the job, so a
-//! sweep splits over a CI matrix or a Kubernetes Indexed Job without a script to compute
-//! `I/N` per job (docs/scale.md).
+//! sweep splits over a CI matrix, a Kubernetes Indexed Job or a Slurm job array without a
+//! script to compute `I/N` per job (docs/scale.md).
 //!
 //! Each engine names its variables its own way; fencesim reads the one engine whose index
 //! variable is set and refuses to guess when several are.
@@ -16,6 +16,23 @@ pub struct Engine {
     pub total: Option<&'static str>,
     /// Whether the index counts from 1 (GitLab) rather than 0.
     pub one_based: bool,
+    /// How the index and count become a shard.
+    pub layout: Layout,
+}
+
+/// How an engine's index and count map onto `I/N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The index is the shard (less one, for a one-based engine) and the count is N.
+    Plain,
+    /// A Slurm job array: tasks are numbered by the indices given to `sbatch --array`
+    /// (`0-7`, `2-8:2`, `1,3,7`), with their count, lowest, highest and step in
+    /// `SLURM_ARRAY_TASK_COUNT`, `_MIN`, `_MAX` and `_STEP`. A regular array (`MIN`, then every
+    /// `STEP`th index up to `MAX`) is one split, its tasks the shards `(ID - MIN) / STEP` of
+    /// `COUNT`; any other array is refused, unless `env/N` says how many shards the sweep has
+    /// and the array is not the whole split: then each task id is its shard (a re-run of some
+    /// shards, `--array=2,5` with `env/8`).
+    SlurmArray,
 }
 
 /// The engines `--shard env` knows, in the order their variables are looked for.
@@ -25,18 +42,21 @@ pub const ENGINES: &[Engine] = &[
         index: "CI_NODE_INDEX",
         total: Some("CI_NODE_TOTAL"),
         one_based: true,
+        layout: Layout::Plain,
     },
     Engine {
         name: "Buildkite",
         index: "BUILDKITE_PARALLEL_JOB",
         total: Some("BUILDKITE_PARALLEL_JOB_COUNT"),
         one_based: false,
+        layout: Layout::Plain,
     },
     Engine {
         name: "CircleCI",
         index: "CIRCLE_NODE_INDEX",
         total: Some("CIRCLE_NODE_TOTAL"),
         one_based: false,
+        layout: Layout::Plain,
     },
     // An Indexed Job's pods know their index but not the job's `completions`: the count is
     // given as `--shard env/N`.
@@ -45,6 +65,14 @@ pub const ENGINES: &[Engine] = &[
         index: "JOB_COMPLETION_INDEX",
         total: None,
         one_based: false,
+        layout: Layout::Plain,
+    },
+    Engine {
+        name: "a Slurm job array",
+        index: "SLURM_ARRAY_TASK_ID",
+        total: Some("SLURM_ARRAY_TASK_COUNT"),
+        one_based: false,
+        layout: Layout::SlurmArray,
     },
 ];
 
@@ -88,7 +116,7 @@ pub fn resolve(
         [] => {
             let names: Vec<&str> = ENGINES.iter().map(|e| e.index).collect();
             return Err(format!(
-                "--shard {arg}: none of {} is set; run inside a CI matrix or an Indexed Job, or \
+                "--shard {arg}: none of {} is set; run inside a CI matrix, an Indexed Job or a Slurm array, or \
                  give --shard I/N",
                 names.join(", ")
             ));
@@ -112,6 +140,9 @@ pub fn resolve(
             }),
         }
     };
+    if engine.layout == Layout::SlurmArray {
+        return slurm_array(arg, given_count, &number).map(Some);
+    }
     let raw_index = number(engine.index)?.expect("the engine was chosen for its index variable");
     let engine_count = match engine.total {
         Some(total) => number(total)?,
@@ -166,6 +197,57 @@ pub fn resolve(
     }))
 }
 
+/// The shard of a Slurm job array's task ([`Layout::SlurmArray`]), `number` reading a
+/// variable as a count.
+fn slurm_array(
+    arg: &str,
+    given_count: Option<u64>,
+    number: &dyn Fn(&str) -> Result<Option<u64>, String>,
+) -> Result<EnvShard, String> {
+    let need = |name: &str| {
+        number(name)?
+            .ok_or_else(|| format!("--shard {arg}: SLURM_ARRAY_TASK_ID is set but {name} is not"))
+    };
+    let id = need("SLURM_ARRAY_TASK_ID")?;
+    let (tasks, min, max) = (
+        need("SLURM_ARRAY_TASK_COUNT")?,
+        need("SLURM_ARRAY_TASK_MIN")?,
+        need("SLURM_ARRAY_TASK_MAX")?,
+    );
+    let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+    let read = format!(
+        "SLURM_ARRAY_TASK_ID={id}, SLURM_ARRAY_TASK_COUNT={tasks}, SLURM_ARRAY_TASK_MIN={min}, \
+         SLURM_ARRAY_TASK_MAX={max}, SLURM_ARRAY_TASK_STEP={step}"
+    );
+    // MIN, then every STEPth index up to MAX, COUNT of them: the task ids of `--array=A-B:S`.
+    let regular = tasks > 0
+        && (tasks - 1)
+            .checked_mul(step)
+            .and_then(|span| span.checked_add(min))
+            == Some(max);
+    let (index, count) = match given_count {
+        Some(n) if !(regular && tasks == n) => (id, n),
+        _ if regular => ((id - min) / step, tasks),
+        _ => {
+            return Err(format!(
+                "--shard {arg}: the Slurm array's {tasks} task ids from {min} to {max} are not \
+                 one split of the seeds ({read}); submit it as --array=0-{} (or A-B:S), or give \
+                 --shard env/N to take each task id as its shard (a re-run of some shards)",
+                tasks.saturating_sub(1)
+            ))
+        }
+    };
+    if index >= count || id < min {
+        return Err(format!(
+            "--shard {arg}: SLURM_ARRAY_TASK_ID={id} is past the last of {count} shards"
+        ));
+    }
+    Ok(EnvShard {
+        label: format!("{index}/{count}"),
+        source: format!("a Slurm job array ({read})"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +282,112 @@ mod tests {
         assert_eq!(resolve("2/4", &with(&gitlab)).unwrap(), None);
     }
 
+    /// The variables Slurm sets for task `id` of `sbatch --array=...` (as dumped from real
+    /// array tasks: an irregular list reports step 1).
+    fn slurm(
+        id: &str,
+        count: &str,
+        min: &str,
+        max: &str,
+        step: &str,
+    ) -> Vec<(&'static str, String)> {
+        [
+            ("SLURM_ARRAY_TASK_ID", id),
+            ("SLURM_ARRAY_TASK_COUNT", count),
+            ("SLURM_ARRAY_TASK_MIN", min),
+            ("SLURM_ARRAY_TASK_MAX", max),
+            ("SLURM_ARRAY_TASK_STEP", step),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n, v.to_owned()))
+        .collect()
+    }
+
+    fn slurm_label(arg: &str, vars: &[(&'static str, String)]) -> Result<String, String> {
+        let borrowed: Vec<(&str, &str)> = vars.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        label(arg, &borrowed)
+    }
+
+    #[test]
+    fn a_slurm_array_is_one_split_when_its_task_ids_are_regular() {
+        // --array=0-3: the task id is the shard.
+        assert_eq!(
+            slurm_label("env", &slurm("2", "4", "0", "3", "1")).unwrap(),
+            "2/4"
+        );
+        // --array=2-8:2: ids 2, 4, 6, 8 are shards 0 to 3.
+        let shards: Vec<String> = ["2", "4", "6", "8"]
+            .iter()
+            .map(|id| slurm_label("env", &slurm(id, "4", "2", "8", "2")).unwrap())
+            .collect();
+        assert_eq!(shards, ["0/4", "1/4", "2/4", "3/4"]);
+        // The same with the count given, and agreeing.
+        assert_eq!(
+            slurm_label("env/4", &slurm("8", "4", "2", "8", "2")).unwrap(),
+            "3/4"
+        );
+        let shard = resolve(
+            "env",
+            &with(&[
+                ("SLURM_ARRAY_TASK_ID", "1"),
+                ("SLURM_ARRAY_TASK_COUNT", "2"),
+                ("SLURM_ARRAY_TASK_MIN", "0"),
+                ("SLURM_ARRAY_TASK_MAX", "1"),
+                ("SLURM_ARRAY_TASK_STEP", "1"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            shard.source,
+            "a Slurm job array (SLURM_ARRAY_TASK_ID=1, SLURM_ARRAY_TASK_COUNT=2, \
+             SLURM_ARRAY_TASK_MIN=0, SLURM_ARRAY_TASK_MAX=1, SLURM_ARRAY_TASK_STEP=1)"
+        );
+    }
+
+    #[test]
+    fn a_slurm_array_that_is_not_one_split_needs_the_count_and_then_its_ids_are_the_shards() {
+        // --array=1,3,7: three tasks, but not one split; Slurm says step 1.
+        let list = slurm("3", "3", "1", "7", "1");
+        assert_eq!(
+            slurm_label("env", &list).unwrap_err(),
+            "--shard env: the Slurm array's 3 task ids from 1 to 7 are not one split of the \
+             seeds (SLURM_ARRAY_TASK_ID=3, SLURM_ARRAY_TASK_COUNT=3, SLURM_ARRAY_TASK_MIN=1, \
+             SLURM_ARRAY_TASK_MAX=7, SLURM_ARRAY_TASK_STEP=1); submit it as --array=0-2 (or \
+             A-B:S), or give --shard env/N to take each task id as its shard (a re-run of some \
+             shards)"
+        );
+        // A re-run of shards 1, 3 and 7 of an 8-way sweep.
+        assert_eq!(slurm_label("env/8", &list).unwrap(), "3/8");
+        // A re-run of shard 2 of 4 alone (--array=2): its id is its shard.
+        assert_eq!(
+            slurm_label("env/4", &slurm("2", "1", "2", "2", "1")).unwrap(),
+            "2/4"
+        );
+        // Without the count, a one-task array is the whole sweep.
+        assert_eq!(
+            slurm_label("env", &slurm("2", "1", "2", "2", "1")).unwrap(),
+            "0/1"
+        );
+        // An id past the count given is no shard of it.
+        assert_eq!(
+            slurm_label("env/4", &slurm("7", "3", "1", "7", "1")).unwrap_err(),
+            "--shard env/4: SLURM_ARRAY_TASK_ID=7 is past the last of 4 shards"
+        );
+        // A variable Slurm always sets, missing, is named.
+        assert_eq!(
+            label(
+                "env",
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "0"),
+                    ("SLURM_ARRAY_TASK_COUNT", "2")
+                ]
+            )
+            .unwrap_err(),
+            "--shard env: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_MIN is not"
+        );
+    }
+
     #[test]
     fn what_cannot_be_a_shard_is_refused_naming_the_variables() {
         let k8s = [("JOB_COMPLETION_INDEX", "7")];
@@ -214,7 +402,7 @@ mod tests {
         );
         assert!(label("env", &[]).unwrap_err().starts_with(
             "--shard env: none of CI_NODE_INDEX, BUILDKITE_PARALLEL_JOB, CIRCLE_NODE_INDEX, \
-             JOB_COMPLETION_INDEX is set"
+             JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID is set"
         ));
         let both = [
             ("CI_NODE_INDEX", "1"),

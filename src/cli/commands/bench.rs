@@ -1,8 +1,69 @@
 //! `fencesim bench`: fencesim measured, in parts (docs/performance.md).
 
+use std::path::PathBuf;
+
 use fencesim::cancel::Cancel;
 use fencesim::run::{default_jobs, sweep, sweep_fold, Judged, RunOptions};
 use fencesim::{bundled, exit, Engine};
+
+/// `fencesim bench`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// Seeds per scenario (default 20; 1 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    seeds: Option<u64>,
+    /// Worker threads (default: 1, so that seeds/s is per core).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    jobs: u64,
+    /// A run of seconds that proves the measurements work: one seed per scenario, one
+    /// round of the ratio, small synthetic histories.
+    #[arg(long)]
+    quick: bool,
+    /// Run only this part (default: every part, in this order).
+    #[arg(long, value_enum)]
+    only: Option<BenchPart>,
+    /// Seeds per scenario for the `expectations` part, from each scenario's first seed
+    /// (default 1000; 20 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    expectation_seeds: Option<u64>,
+    /// Seeds per design for the `safe-knobs` part, each its own drawn safe configuration
+    /// (default 10,000; 10 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    safe_knob_seeds: Option<u64>,
+    /// With the `checker` part: also judge Knossos's test histories in DIR (its `data`
+    /// folder: cas-register/good, cas-register/bad) and compare with Knossos's verdicts.
+    #[arg(long, value_name = "DIR")]
+    peers: Option<PathBuf>,
+    /// With the `search` part: only the mutation-table rows whose defect or case contains
+    /// TEXT, ignoring case (`K04`, `fsync`); refused with another `--only` part.
+    #[arg(long, value_name = "TEXT")]
+    defect: Option<String>,
+}
+
+/// `fencesim bench`: the seed counts (a count given holds with `--quick` too) and filters,
+/// then every part or `--only` one.
+pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
+    let or_default = |given: Option<u64>, full: u64, quick_count: u64| {
+        given.unwrap_or(if args.quick { quick_count } else { full })
+    };
+    let counts = BenchSeeds {
+        scenarios: or_default(args.seeds, 20, 1),
+        expectations: or_default(args.expectation_seeds, 1000, 20),
+        safe_knobs: or_default(args.safe_knob_seeds, 10_000, 10),
+    };
+    if args.defect.is_some() && args.only.is_some_and(|o| o != BenchPart::Search) {
+        complain!("error: --defect narrows the `search` part; give --only search (or no --only)");
+        return exit::BAD_INPUT;
+    }
+    let filters = BenchFilters {
+        peers: args.peers.as_deref(),
+        defect: args.defect.as_deref(),
+    };
+    let jobs = args.jobs as usize;
+    bench(
+        engine, &counts, jobs, args.quick, args.only, &filters, cancel,
+    )
+}
 
 /// The parts of `fencesim bench`, in the order a full run takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,7 +106,7 @@ pub(crate) struct BenchFilters<'a> {
 }
 
 /// `bench`: every part, or only `only`; nothing is written. Stops at the first part that fails.
-pub(crate) fn bench(
+fn bench(
     engine: &Engine,
     seeds: &BenchSeeds,
     jobs: usize,

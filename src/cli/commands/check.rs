@@ -1,8 +1,70 @@
 //! `fencesim check`: judge a history file, fencesim's JSON Lines or Jepsen's EDN.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fencesim::{exit, report::RunVerdict};
+
+/// `fencesim check`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The history file.
+    history: PathBuf,
+    /// Print the whole result as one JSON object (verdict, violations, unknown reasons,
+    /// unsafe exposure) instead of lines of text.
+    #[arg(long)]
+    json: bool,
+    /// The history's format: fencesim's JSON Lines, or Jepsen's EDN (operation maps, loose
+    /// or in one whole-file vector, as history.edn).
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Jsonl)]
+    format: HistoryFormat,
+    /// Search steps the linearizability check may take per key; past them the verdict is
+    /// unknown (exit 3). At least 1.
+    #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_steps,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    linearizability_steps: u64,
+    /// Search steps the linearizability check may take over all keys together; keys whose
+    /// turn comes after they are spent are unknown. At least 1.
+    #[arg(long, value_name = "N", default_value_t = fencesim_checker::CheckOptions::default().linearizability_total_steps,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    linearizability_total_steps: u64,
+    /// The value every key's register holds before any operation (Knossos's test suite
+    /// uses 0). Without it a register starts never written.
+    #[arg(long, value_name = "VALUE")]
+    initial_value: Option<String>,
+    /// How a compare-and-set that completed fail is read: Knossos's (it never happened)
+    /// or Porcupine's (it happened, and found another value than it expected).
+    #[arg(long, value_enum, default_value_t = FailedCasArg::Knossos)]
+    failed_cas: FailedCasArg,
+    /// Judge acquire and release operations, per lock, as a mutex or a fenced mutex (ok
+    /// acquires return growing fences). Only for locks without expiry: a lease that
+    /// expires is taken again without a release. Without it they are not judged so.
+    #[arg(long, value_enum)]
+    model: Option<LockModelArg>,
+}
+
+/// `fencesim check`: read the options, judge the history, print the verdict (or JSON).
+pub(crate) fn exec(args: &Args) -> u8 {
+    // An EDN history's values are compared by their canonical text (Clojure's `=`): the
+    // initial value is read as EDN and written the same way.
+    let initial_value = match (args.format, &args.initial_value) {
+        (HistoryFormat::JepsenEdn, Some(v)) => match edn_value(v) {
+            Ok(canonical) => Some(canonical),
+            Err(why) => {
+                complain!("error: --initial-value {v:?}: {why}");
+                return exit::BAD_INPUT;
+            }
+        },
+        (_, v) => v.clone(),
+    };
+    let options = fencesim_checker::CheckOptions {
+        linearizability_steps: args.linearizability_steps,
+        linearizability_total_steps: args.linearizability_total_steps,
+        initial_value,
+        failed_cas: args.failed_cas.into(),
+        lock_model: args.model.map(Into::into),
+    };
+    check(&args.history, args.format, args.json, &options)
+}
 
 /// History file formats `check` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -84,7 +146,7 @@ pub(crate) fn load_history(path: &Path, format: HistoryFormat) -> Option<fencesi
 
 /// `text` read as one EDN value, in the canonical text an EDN history's values are compared
 /// by (`#{2 1}` reads as `#{1 2}`), or why not.
-pub(crate) fn edn_value(text: &str) -> Result<String, String> {
+fn edn_value(text: &str) -> Result<String, String> {
     let nodes =
         fencesim_history::edn::parse_all(text).map_err(|e| format!("not EDN: {}", e.message))?;
     match <[fencesim_history::edn::Node; 1]>::try_from(nodes) {
@@ -93,7 +155,7 @@ pub(crate) fn edn_value(text: &str) -> Result<String, String> {
     }
 }
 
-pub(crate) fn check(
+fn check(
     path: &Path,
     format: HistoryFormat,
     json: bool,

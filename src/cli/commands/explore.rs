@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use fencesim::cancel::Cancel;
 use fencesim::explore::{ExploreSummary, SeedOutcome};
-use fencesim::run::{sweep_fold, write, Judged, RunOptions, SeedRun};
+use fencesim::run::{default_jobs, sweep_fold, write, Judged, RunOptions, SeedRun};
 use fencesim::{exit, Engine};
 use fencesim_scenario::Scenario;
 
@@ -16,6 +16,92 @@ use super::{
 };
 use crate::cli::progress;
 
+/// `fencesim explore`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A scenario file, or the name of a bundled scenario (see `fencesim list`).
+    #[arg(required_unless_present = "merge")]
+    scenario: Option<String>,
+    /// The seeds, `A..B` (half-open).
+    #[arg(long, required_unless_present = "merge")]
+    seeds: Option<String>,
+    /// Output root; counterexamples go to DIR/<scenario name>/<seed>/, the summary to
+    /// DIR/<scenario name>/explore-summary.json (with `--merge`: the merged summary).
+    #[arg(long, value_name = "DIR", default_value = "reports/runs")]
+    out: PathBuf,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    jobs: Option<u64>,
+    /// Only seeds with (seed - A) % N == I, given as `I/N`, to split a sweep across machines;
+    /// `env` (or `env/N`) takes I and N from the CI engine, Kubernetes Indexed Job or Slurm
+    /// job array that runs this job (docs/scale.md).
+    #[arg(long)]
+    shard: Option<String>,
+    /// Run every seed instead of stopping at the first counterexample.
+    #[arg(long)]
+    keep_going: bool,
+    /// No progress on stderr.
+    #[arg(long)]
+    quiet: bool,
+    /// Shrink the first counterexample (as `fencesim shrink` does) into DIR/shrunk/.
+    #[arg(long)]
+    shrink: bool,
+    /// Run each seed twice and fail (exit 4) unless the histories are byte-identical.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Force swarm mode on the scenario's random nemesis.
+    #[arg(long)]
+    swarm: bool,
+    /// Guided exploration (the default for a scenario with a [nemesis]): keep the fault
+    /// schedules that reached new behaviour and mutate them, from root seed A, for at most
+    /// B - A simulations (docs/guided.md). Refused for a scenario without a [nemesis].
+    #[arg(long, conflicts_with_all = ["shard", "keep_going", "check_determinism"])]
+    guided: bool,
+    /// Sweep the seeds A..B, each with its own draw of the nemesis, even for a scenario
+    /// with a [nemesis] (whose default is a guided search): every seed of the range is run
+    /// up to the first counterexample, as CI guards a range.
+    #[arg(long, conflicts_with = "guided")]
+    sweep: bool,
+    /// Join the explore-summary files of a sweep's shards and print the whole sweep's
+    /// summary instead of running anything.
+    #[arg(long, num_args = 1.., value_name = "SUMMARY",
+          conflicts_with_all = ["scenario", "seeds", "shard", "keep_going", "jobs", "swarm", "check_determinism", "shrink", "guided", "sweep"])]
+    merge: Vec<PathBuf>,
+}
+
+/// `fencesim explore`: `--merge` of shard summaries; else a guided search (asked for, or the
+/// default for a scenario with a `[nemesis]`) or a sweep of the seeds.
+pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
+    if !args.merge.is_empty() {
+        return merge_summaries(&args.merge, &args.out);
+    }
+    let target = Target {
+        scenario: args.scenario.clone().unwrap_or_default(),
+        out: args.out.clone(),
+        check_determinism: args.check_determinism,
+        swarm: args.swarm,
+    };
+    let sweep_args = ExploreArgs {
+        seeds: args.seeds.clone().unwrap_or_default(),
+        jobs: args.jobs.map_or_else(default_jobs, |j| j as usize),
+        shard: args.shard.clone(),
+        keep_going: args.keep_going,
+        quiet: args.quiet,
+        shrink: args.shrink,
+    };
+    // Only a search can be guided; a sweep is asked for by name or by what only a sweep does
+    // (every seed, shards, running each seed twice).
+    let sweep_only = args.keep_going || args.shard.is_some() || args.check_determinism;
+    if args.guided {
+        super::guided::guided(engine, &target, &sweep_args, cancel)
+    } else if args.sweep || sweep_only {
+        explore(engine, &target, &sweep_args, cancel)
+    } else {
+        super::guided::guided_or_sweep(engine, &target, &sweep_args, cancel)
+    }
+}
+
+/// What a sweep or a search of `explore` runs with, once `Args` are read.
 #[derive(Clone)]
 pub(crate) struct ExploreArgs {
     pub(crate) seeds: String,
@@ -28,7 +114,7 @@ pub(crate) struct ExploreArgs {
 
 /// `explore`: many seeds in parallel until the first counterexample (or all of them with
 /// `--keep-going`); files only for counterexamples, and a summary.
-pub(crate) fn explore(engine: &Engine, target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
+fn explore(engine: &Engine, target: &Target, args: &ExploreArgs, cancel: &Cancel) -> u8 {
     // `--shard env`: the shard the job engine says this job is, as an ordinary `I/N`.
     let shard = match args.shard.as_deref().map(env_shard).transpose() {
         Ok(shard) => shard,
@@ -169,7 +255,7 @@ pub(crate) enum Written {
 /// `explore --merge`: join shard summaries and print the whole sweep's. Exits as `explore`
 /// would have on the whole sweep: 4 if a simulation failed, else 1 if a seed missed the
 /// expectation, else 0.
-pub(crate) fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
+fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
     let mut parts = Vec::new();
     for path in paths {
         match ExploreSummary::read(path) {

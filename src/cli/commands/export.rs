@@ -1,10 +1,29 @@
 //! `fencesim export`: a history.jsonl as Jepsen EDN, saying what the conversion drops.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fencesim::exit;
 
 use super::check::{load_history, HistoryFormat};
+
+/// `fencesim export`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The history file (JSON Lines).
+    history: PathBuf,
+    /// The format to write.
+    #[arg(long, value_enum, default_value_t = ExportFormat::JepsenEdn)]
+    format: ExportFormat,
+    /// Where to write (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// `fencesim export`: the history in `--format` (Jepsen's EDN, the one there is).
+pub(crate) fn exec(args: &Args) -> u8 {
+    let ExportFormat::JepsenEdn = args.format;
+    export(&args.history, args.out.as_deref())
+}
 
 /// Formats `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -13,7 +32,7 @@ pub(crate) enum ExportFormat {
     JepsenEdn,
 }
 
-pub(crate) fn export(path: &Path, out: Option<&Path>) -> u8 {
+fn export(path: &Path, out: Option<&Path>) -> u8 {
     // Writing the EDN over the history it comes from would lose the history (its service
     // events, which the EDN leaves out): refused before anything is read or written.
     if let Some(file) = out.filter(|file| same_file(path, file)) {

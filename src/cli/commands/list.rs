@@ -4,7 +4,23 @@
 use fencesim::design::Designs;
 use fencesim::{bundled, exit, Engine};
 
-pub(crate) fn list(engine: &Engine) -> u8 {
+/// `fencesim list`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The designs (`[lock_service] kind`) and resources (`[resource] mode`) instead.
+    #[arg(long)]
+    designs: bool,
+}
+
+/// `fencesim list`: the bundled scenarios, or with `--designs` the designs and resources.
+pub(crate) fn exec(engine: &Engine, args: &Args) -> u8 {
+    match args.designs {
+        false => list(engine),
+        true => designs(engine),
+    }
+}
+
+fn list(engine: &Engine) -> u8 {
     for (file, text) in bundled::SCENARIOS {
         match engine.parse_scenario(text, file) {
             Ok(s) => {
@@ -32,7 +48,7 @@ pub(crate) fn list(engine: &Engine) -> u8 {
 }
 
 /// Every design and resource a scenario may name, as `kind: about` and its knobs.
-pub(crate) fn designs(engine: &Engine) -> u8 {
+fn designs(engine: &Engine) -> u8 {
     let active = engine.registry();
     say!("[lock_service] kind:");
     for d in active.all() {

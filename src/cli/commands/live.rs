@@ -14,7 +14,7 @@ use super::load;
 
 /// What `fencesim live` was given (its command-line arguments).
 #[derive(clap::Args)]
-pub(crate) struct LiveArgs {
+pub(crate) struct Args {
     /// A scenario file, or the name of a bundled scenario.
     pub(crate) scenario: String,
     /// How many trials.
@@ -44,7 +44,7 @@ pub(crate) struct LiveArgs {
     pub(crate) redis: Vec<String>,
 }
 
-pub(crate) fn live(engine: &Engine, args: &LiveArgs, cancel: &Cancel) -> u8 {
+pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
     let scenario = match load(engine, &args.scenario) {
         Ok(s) => s,
         Err(e) => {
@@ -217,7 +217,7 @@ fn print_tally(engine: &Engine, scenario: &Scenario, live: &KindTally) {
 
 /// `--postgres` and `--redis`, each with its password (from the option or the environment)
 /// ready to connect with and masked for showing; the password file's warnings on stderr.
-fn endpoints(args: &LiveArgs) -> Result<(Option<Endpoint>, Vec<Endpoint>), String> {
+fn endpoints(args: &Args) -> Result<(Option<Endpoint>, Vec<Endpoint>), String> {
     let sources = PasswordSources::from_env();
     let postgres = match &args.postgres {
         Some(given) => {

@@ -6,8 +6,22 @@ use fencesim::cancel::Cancel;
 use fencesim::run::{write, RunOptions};
 use fencesim::{exit, Engine};
 
-/// `replay`: the run a report describes, again, compared byte for byte.
-pub(crate) fn replay(engine: &Engine, path: &Path, out: PathBuf) -> u8 {
+/// `fencesim replay`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A report.json written by `run` or `explore`.
+    report: PathBuf,
+    /// Output root for the replayed run.
+    #[arg(long, value_name = "DIR", default_value = "reports/replays")]
+    out: PathBuf,
+}
+
+/// `fencesim replay`: the run a report describes, again, compared byte for byte.
+pub(crate) fn exec(engine: &Engine, args: &Args) -> u8 {
+    replay(engine, &args.report, args.out.clone())
+}
+
+fn replay(engine: &Engine, path: &Path, out: PathBuf) -> u8 {
     let stored = match read_report(engine, path) {
         Ok(r) => r,
         Err(code) => return code,

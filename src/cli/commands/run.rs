@@ -9,14 +9,36 @@ use super::{
 };
 use crate::cli::progress;
 
-pub(crate) fn run(
-    engine: &Engine,
-    target: &Target,
+/// `fencesim run`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    target: Target,
+    /// Root seed. Without it: the first seed of the scenario's range, or with --expect
+    /// every seed of the range.
+    #[arg(long)]
     seed: Option<u64>,
+    /// Exit 0 only if the scenario's [expect] is met (on every seed of its range unless
+    /// --seed is given).
+    #[arg(long)]
     expect: bool,
-    sweep: &RangeArgs,
-    cancel: &Cancel,
-) -> u8 {
+    /// With --expect over the range: write every seed's files, not only those of the
+    /// seeds that miss the expectation.
+    #[arg(long)]
+    write_all: bool,
+    /// With --expect over the range: no progress on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `fencesim run`: one seed (the range's first, or `--seed`), or with `--expect` every seed of
+/// the range.
+pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
+    let (target, seed, expect) = (&args.target, args.seed, args.expect);
+    let sweep = &RangeArgs {
+        write_all: args.write_all,
+        quiet: args.quiet,
+    };
     let (scenario, opts) = match prepare(engine, target, cancel) {
         Ok(p) => p,
         Err(code) => return code,

@@ -1,6 +1,6 @@
 //! `fencesim shrink`: a failing run reduced to a minimal scenario file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fencesim::cancel::Cancel;
 use fencesim::run::RunOptions;
@@ -8,6 +8,25 @@ use fencesim::{exit, Engine};
 
 use super::replay::read_report;
 use super::unwritable;
+
+/// `fencesim shrink`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A report.json written by `run` or `explore`.
+    report: PathBuf,
+    /// Where the minimal scenario (NAME-seed-N-min.toml) and its run's files go (the same
+    /// folder `explore --shrink` uses with the default --out, git-ignored).
+    #[arg(long, value_name = "DIR", default_value = "reports/runs/shrunk")]
+    out: PathBuf,
+    /// The violation kind to keep (default: the report's first violation's).
+    #[arg(long)]
+    kind: Option<String>,
+}
+
+/// `fencesim shrink`: the run of `--report`, shrunk, keeping `--kind`.
+pub(crate) fn exec(engine: &Engine, args: &Args) -> u8 {
+    shrink(engine, &args.report, &args.out, args.kind.as_deref())
+}
 
 /// `shrink`: reduce a failing run to a minimal scenario, write it as TOML, run it once to
 /// write its report, and print how to rerun it.

@@ -1,7 +1,7 @@
 //! `to_toml` writes a scenario that `parse` reads back to the same `Scenario`: for every bundled
 //! scenario, for hand-written ones with every fault form, and for generated fault lists.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

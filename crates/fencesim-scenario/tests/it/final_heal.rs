@@ -1,7 +1,7 @@
 //! `kind = "final-heal"` in `[[faults]]`: a scripted final heal, so that a random nemesis's drawn
 //! schedule can be written out and rerun. Each error names the field and its line.
 
-mod support;
+use crate::support;
 
 use fencesim_scenario::{parse, Action, Fault, Trigger};
 

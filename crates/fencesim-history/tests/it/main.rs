@@ -1,0 +1,5 @@
+//! The history crate's integration tests, one binary with a module per area (as the root
+//! package's tests/it is laid out), so that the crate's tests link once.
+
+mod recorded;
+mod refused;
