@@ -1,6 +1,7 @@
-//! The `fencesim` command line (DESIGN.md, "CLI contract"): the arguments of every command and
-//! the process-wide setup (panic hook, Ctrl-C, tracing). Each command's work is in a file of its
-//! own under `commands/`, as cargo's own commands are. It is in the library so that a user's
+//! The `fencesim` command line (DESIGN.md, "CLI contract"): the list of commands, which this
+//! module dispatches, and the process-wide setup (panic hook, Ctrl-C, tracing). Each command's
+//! arguments (`Args`) and the function that runs it (`exec`) are in a file of its own under
+//! `commands/`, as cargo's own commands are. It is in the library so that a user's
 //! own binary runs the whole CLI with designs of their own ([`main`]); the `fencesim` binary
 //! (`src/main.rs`) is that call with the built-in designs.
 

@@ -4,7 +4,7 @@
 //! list on purpose:
 //!
 //! ```sh
-//! FENCESIM_BLESS=1 cargo test --test history_hashes
+//! FENCESIM_BLESS=1 cargo test --test it history_hashes
 //! ```
 
 use crate::support;

@@ -1,5 +1,5 @@
 //! fencesim's built-in lock designs and resources, as one list: [`register`] adds them to
-//! whatever registers designs ([`Register`]). The `fencesim` crate's registry is built from it,
+//! whatever registers designs ([`Register`]). The engine's registry (`fencesim_engine::registry`) is built from it,
 //! and so are the catalogs that parse without simulating (the scenario crate's tests, the fuzz
 //! targets), so a new built-in design is one line here and a crate of its own.
 //!
