@@ -7,25 +7,11 @@
 //! that seed) with `cargo test --test mutation_score -- --nocapture`. Counts, not timings:
 //! deterministic.
 
-use fencesim::mutation_table::CAUGHT;
+use fencesim::mutation_table::{client_knob, knob, CAUGHT};
 use fencesim::run::{default_jobs, sweep_until, RunOptions};
 use fencesim::Scenario;
 use fencesim_history::{EventKind, OpFn, OpType};
 use fencesim_scenario::Placement;
-
-/// Set the design's knob `name` to `value`, as a scenario file would.
-fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = crate::support::engine()
-        .with_knob(s, name, value.into())
-        .unwrap_or_else(|e| panic!("{e}"));
-}
-
-/// Set the design's client knob `name` to `value` on every client.
-fn client_knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = crate::support::engine()
-        .with_client_knob(s, name, value.into())
-        .unwrap_or_else(|e| panic!("{e}"));
-}
 
 /// Seeds each caught defect may take.
 const BUDGET: u64 = 150;

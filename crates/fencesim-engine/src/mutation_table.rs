@@ -11,11 +11,6 @@ use fencesim_scenario::{Action, Fault, Placement, Scenario, Trigger};
 
 use crate::Engine;
 
-/// The engine every row is validated with: its bases and defects are the built-in designs'.
-fn built_in() -> Engine {
-    Engine::built_in()
-}
-
 /// One row: a defect and the safe base it is switched on in.
 #[derive(Clone, Copy)]
 pub struct Defect {
@@ -38,7 +33,9 @@ impl Defect {
     /// nemesis placed as `placement`.
     pub fn safe(&self, placement: Placement) -> Scenario {
         let (file, text) = crate::bundled::find(self.base).expect("a bundled base");
-        let mut s = built_in().parse_scenario(text, file).expect("a valid base");
+        let mut s = Engine::built_in()
+            .parse_scenario(text, file)
+            .expect("a valid base");
         s.nemesis.as_mut().expect("a random nemesis").placement = placement;
         (self.workload)(&mut s);
         s
@@ -52,14 +49,22 @@ impl Defect {
     }
 }
 
-fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = built_in()
+/// Set the design's knob `name` of `s` to `value`, as a scenario file would, validated again.
+///
+/// # Panics
+/// The built-in design refuses the knob or the value (a row of this table is wrong).
+pub fn knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
+    *s = Engine::built_in()
         .with_knob(s, name, value.into())
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-fn client_knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
-    *s = built_in()
+/// Set the design's client knob `name` of `s` to `value` on every client, validated again.
+///
+/// # Panics
+/// As [`knob`].
+pub fn client_knob(s: &mut Scenario, name: &str, value: impl Into<toml::Value>) {
+    *s = Engine::built_in()
         .with_client_knob(s, name, value.into())
         .unwrap_or_else(|e| panic!("{e}"));
 }
@@ -119,7 +124,7 @@ pub const CAUGHT: &[Defect] = &[
             // An unfenced resource takes no `tokenless` (it accepts every mutation); the
             // resolved fenced one carries its default.
             s.resource.knobs.remove("tokenless");
-            *s = built_in().revalidate(s).expect("a valid mode");
+            *s = Engine::built_in().revalidate(s).expect("a valid mode");
         },
         shows: "stale-write-accepted",
     },
@@ -213,7 +218,7 @@ pub const CAUGHT: &[Defect] = &[
                 .knobs
                 .insert("check".into(), "check-then-apply".into());
             s.resource.knobs.insert("apply_delay_ms".into(), 500.into());
-            *s = built_in().revalidate(s).expect("valid knobs");
+            *s = Engine::built_in().revalidate(s).expect("valid knobs");
         },
         shows: "stale-write-accepted",
     },
@@ -224,7 +229,7 @@ pub const CAUGHT: &[Defect] = &[
         workload: tokenless_cleanups,
         apply: |s| {
             s.resource.knobs.insert("tokenless".into(), "accept".into());
-            *s = built_in().revalidate(s).expect("valid knobs");
+            *s = Engine::built_in().revalidate(s).expect("valid knobs");
         },
         shows: "unfenced-mutation",
     },
