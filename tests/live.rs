@@ -6,7 +6,11 @@
 //! Without PostgreSQL's server binaries the server tests say so and pass, except under CI
 //! (the `CI` variable set), where `.ci/run` installs the `postgresql` package and a missing
 //! server is a failure.
+//!
+//! The Slurm recipe's end-to-end test is a module of this binary (tests/slurm/mod.rs), so that
+//! it holds the same [`ONE_AT_A_TIME`] as the live trials: its sweeps keep every core busy.
 
+mod slurm;
 mod support;
 
 use std::path::Path;
@@ -1056,6 +1060,7 @@ impl Drop for PasswordPostgres {
     }
 }
 
+/// Whether this process runs as root (`id -u` says 0).
 fn nix_is_root() -> bool {
     Command::new("id")
         .arg("-u")
