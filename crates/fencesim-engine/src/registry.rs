@@ -12,10 +12,10 @@
 use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
 
 use fencesim_design::{Design, DesignSpec, Designs, Register, ResourceDesign, ResourceModeSpec};
-use fencesim_lease::SingleDesign;
 use fencesim_redlock::RedlockDesign;
 use fencesim_resource::{FENCED, UNFENCED};
 use fencesim_sim::{SimDesign, SimResource};
+use fencesim_single::SingleDesign;
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
 #[derive(Clone, Copy)]
@@ -54,7 +54,7 @@ impl Registry {
             lock_services: vec![
                 (
                     Design::kind(&SingleDesign),
-                    fencesim_lease::live::SINGLE_LIVE,
+                    fencesim_single::live::SINGLE_LIVE,
                 ),
                 (
                     Design::kind(&RedlockDesign),

@@ -3,7 +3,7 @@
 //! A simulated design is a state machine the harness drives; its live form is the same design
 //! spoken to real servers through the ecosystem's client libraries (the `postgres` crate, the
 //! blocking face of `tokio-postgres`, and the `redis` crate). The forms belong to their designs
-//! (the single lease service's in `fencesim-lease`, Redlock's in `fencesim-redlock`, the fenced
+//! (the single lease service's in `fencesim-single`, Redlock's in `fencesim-redlock`, the fenced
 //! table's in `fencesim-resource`, each behind the crate's `live` feature); the registry hands
 //! them to the harness, which knows none of them. A form says what it needs started
 //! ([`Needs`]) and opens a session per client process ([`LockSession`], [`ResourceSession`]);

@@ -91,7 +91,7 @@ mod tests {
                       [expect]\nverdict = \"invalid\"\nviolations = [\"not-linearizable\"]\n";
         let only = [ViolationKind::StaleWriteAccepted];
         let designs = Catalog::default()
-            .with_design(&fencesim_lease::SingleDesign)
+            .with_design(&fencesim_single::SingleDesign)
             .with_resource(&fencesim_resource::FENCED);
         let err = parse(source, "s.toml", Some(&only), &designs)
             .unwrap_err()
@@ -110,7 +110,7 @@ mod tests {
         /// A design of no node type of its own: only its shape is parsed.
         struct Clash;
         impl fencesim_design::Design for Clash {
-            type Node = fencesim_lease::LeaseNode;
+            type Node = fencesim_single::LeaseNode;
             type Client = fencesim_lease::LeaseClient;
             type Settings = ();
             type ClientSettings = ();
@@ -138,7 +138,7 @@ mod tests {
             ) -> Result<(), fencesim_design::KnobError> {
                 Ok(())
             }
-            fn node_config(_: &()) -> fencesim_lease::LeaseNodeConfig {
+            fn node_config(_: &()) -> fencesim_single::LeaseNodeConfig {
                 unreachable!("never run: the scenario is refused")
             }
             fn client(

@@ -13,10 +13,10 @@ use fencesim_design::{Catalog, Register};
 /// Add every built-in design and resource to `registry`, in listing order.
 pub fn register<R: Register>(registry: R) -> R {
     registry
-        .with_design(&fencesim_lease::SingleDesign)
-        .with_design(&fencesim_lease::RaftDesign)
+        .with_design(&fencesim_single::SingleDesign)
+        .with_design(&fencesim_raft::RaftDesign)
         .with_design(&fencesim_redlock::RedlockDesign)
-        .with_design(&fencesim_lease::PrimaryBackupDesign)
+        .with_design(&fencesim_primary_backup::PrimaryBackupDesign)
         .with_design(&fencesim_lease_record::LeaseRecordDesign)
         .with_resource(&fencesim_resource::FENCED)
         .with_resource(&fencesim_resource::UNFENCED)

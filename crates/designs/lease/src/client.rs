@@ -7,7 +7,9 @@ use fencesim_design::{
     ClientCtx, ClientInfo, ClientProtocol, LockOp, OpResult, RequestId, TimerId,
 };
 
-use crate::message::{Attempt, LeaseMessage};
+use std::marker::PhantomData;
+
+use crate::message::{Attempt, LeaseMessage, NoPeers, PeerMessage};
 use crate::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 
 /// A lease client's settings: the correct client has every flag `false`.
@@ -71,20 +73,21 @@ enum Step {
     },
 }
 
-/// A client of a lease service.
+/// A client of a lease service whose nodes speak `P` among themselves (which it never sees).
 #[derive(Clone, Debug)]
-pub struct LeaseClient {
+pub struct LeaseClient<P = NoPeers> {
     info: ClientInfo,
     config: LeaseClientConfig,
     /// Which of the service's nodes it asks.
     target: usize,
     attempt: Attempt,
     step: Step,
+    peers: PhantomData<P>,
 }
 
-type Ctx<'a> = ClientCtx<'a, LeaseMessage>;
+type Ctx<'a, P> = ClientCtx<'a, LeaseMessage<P>>;
 
-impl LeaseClient {
+impl<P: PeerMessage> LeaseClient<P> {
     /// A client `info` with `config`.
     pub fn new(info: ClientInfo, config: LeaseClientConfig) -> Self {
         let attempt = Attempt {
@@ -97,6 +100,7 @@ impl LeaseClient {
             target: 0,
             attempt,
             step: Step::Idle,
+            peers: PhantomData,
         }
     }
 
@@ -106,7 +110,7 @@ impl LeaseClient {
 
     /// The request for `purpose` (made again for a redirect, rather than kept: most requests
     /// are sent once).
-    fn message(&self, purpose: Purpose) -> LeaseMessage {
+    fn message(&self, purpose: Purpose) -> LeaseMessage<P> {
         let lock = self.info.lock.clone();
         match purpose {
             Purpose::Acquire => LeaseMessage::Acquire {
@@ -120,7 +124,7 @@ impl LeaseClient {
     }
 
     /// Send the request for `purpose` to the current node (the reply deadline is already set).
-    fn ask(&mut self, purpose: Purpose, sent_ms: i64, ctx: &mut Ctx<'_>) {
+    fn ask(&mut self, purpose: Purpose, sent_ms: i64, ctx: &mut Ctx<'_, P>) {
         let request = ctx.request(self.target, self.message(purpose));
         self.step = Step::Asking {
             request,
@@ -130,25 +134,25 @@ impl LeaseClient {
     }
 
     /// The conservative belief: valid until `from_ms` + TTL - margin (monotonic clock).
-    fn believe(&self, token: u64, from_ms: i64, ctx: &mut Ctx<'_>) {
+    fn believe(&self, token: u64, from_ms: i64, ctx: &mut Ctx<'_, P>) {
         ctx.believe(token, self.info.valid_until_ms(from_ms));
     }
 
-    fn complete(&mut self, result: OpResult, ctx: &mut Ctx<'_>) {
+    fn complete(&mut self, result: OpResult, ctx: &mut Ctx<'_, P>) {
         self.step = Step::Idle;
         ctx.complete(result);
     }
 
-    fn fail(&mut self, error: String, ctx: &mut Ctx<'_>) {
+    fn fail(&mut self, error: String, ctx: &mut Ctx<'_, P>) {
         self.complete(OpResult::Fail { error }, ctx);
     }
 
-    fn acquired(&mut self, token: u64, sent_ms: i64, ctx: &mut Ctx<'_>) {
+    fn acquired(&mut self, token: u64, sent_ms: i64, ctx: &mut Ctx<'_, P>) {
         self.complete(OpResult::Ok { token: Some(token) }, ctx);
         self.believe(token, sent_ms, ctx);
     }
 
-    fn on_acquire(&mut self, outcome: AcquireOutcome, sent_ms: i64, ctx: &mut Ctx<'_>) {
+    fn on_acquire(&mut self, outcome: AcquireOutcome, sent_ms: i64, ctx: &mut Ctx<'_, P>) {
         match outcome {
             AcquireOutcome::Granted { token, .. } => self.acquired(token, sent_ms, ctx),
             AcquireOutcome::Held {
@@ -191,7 +195,7 @@ impl LeaseClient {
         2 * self.config.max_ttl_ms + self.info.timeout_ms
     }
 
-    fn on_renew(&mut self, outcome: RenewOutcome, token: u64, sent_ms: i64, ctx: &mut Ctx<'_>) {
+    fn on_renew(&mut self, outcome: RenewOutcome, token: u64, sent_ms: i64, ctx: &mut Ctx<'_, P>) {
         match outcome {
             RenewOutcome::Renewed { .. } => {
                 self.complete(OpResult::Ok { token: None }, ctx);
@@ -212,7 +216,7 @@ impl LeaseClient {
     /// A renewal got no answer: normally nothing changes (the deadline still counts from the
     /// last answered request, and the next renewal tries again). The defect knobs model two
     /// real client bugs here.
-    fn renewal_unanswered(&mut self, token: u64, ctx: &mut Ctx<'_>) {
+    fn renewal_unanswered(&mut self, token: u64, ctx: &mut Ctx<'_, P>) {
         if self.config.deadline_from_notice {
             // K12: the countdown restarts when the silence is noticed.
             let now_ms = ctx.now().mono_ms;
@@ -225,10 +229,10 @@ impl LeaseClient {
     }
 }
 
-impl ClientProtocol for LeaseClient {
-    type Msg = LeaseMessage;
+impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
+    type Msg = LeaseMessage<P>;
 
-    fn begin(&mut self, op: LockOp, ctx: &mut Ctx<'_>) {
+    fn begin(&mut self, op: LockOp, ctx: &mut Ctx<'_, P>) {
         let purpose = match op {
             LockOp::Acquire => {
                 self.attempt.number += 1;
@@ -242,7 +246,7 @@ impl ClientProtocol for LeaseClient {
         self.ask(purpose, sent_ms, ctx);
     }
 
-    fn on_reply(&mut self, request: RequestId, reply: LeaseMessage, ctx: &mut Ctx<'_>) {
+    fn on_reply(&mut self, request: RequestId, reply: LeaseMessage<P>, ctx: &mut Ctx<'_, P>) {
         let Step::Asking {
             request: waiting,
             purpose,
@@ -285,7 +289,7 @@ impl ClientProtocol for LeaseClient {
         }
     }
 
-    fn on_message(&mut self, _from: &str, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
+    fn on_message(&mut self, _from: &str, msg: LeaseMessage<P>, ctx: &mut Ctx<'_, P>) {
         let Step::Queued {
             entry,
             attempt,
@@ -319,7 +323,7 @@ impl ClientProtocol for LeaseClient {
         }
     }
 
-    fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
+    fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_, P>) {
         match (id, self.step) {
             (REPLY, Step::Asking { purpose, .. } | Step::Pausing { purpose, .. }) => {
                 ctx.cancel_timer(PAUSE);

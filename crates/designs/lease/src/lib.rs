@@ -1,4 +1,7 @@
-//! Sans-IO lease (lock) services that issue fencing tokens.
+//! Sans-IO lease (lock) services that issue fencing tokens: the lease table, its wait queue,
+//! the requests and answers, the client, and the replicated table, which the three lease-table
+//! designs share (`fencesim-single`, `fencesim-raft`, `fencesim-primary-backup`, each a crate
+//! of its own under crates/designs/).
 //!
 //! A lease is a lock with an expiry time: the service grants it to one holder for a TTL, the
 //! holder renews it (keepalive) or releases it, and when it is neither renewed nor released the
@@ -13,32 +16,18 @@
 #![deny(missing_docs)]
 
 mod client;
-#[cfg(feature = "live")]
-pub mod live;
+mod client_knobs;
 mod message;
-mod node;
-pub mod primary_backup;
-mod primary_backup_node;
-mod raft_node;
-pub mod raft_replica;
 pub mod replicated;
 mod serve;
 mod service;
-mod spec;
 pub mod wait_queue;
 
 pub use client::{LeaseClient, LeaseClientConfig};
-pub use message::{Attempt, LeaseMessage};
-pub use node::{AcquireMode, LeaseDisk, LeaseNode, LeaseNodeConfig, Reaper, TokenCounter};
-pub use primary_backup_node::{PrimaryBackupNode, PrimaryBackupNodeConfig};
-pub use raft_node::{RaftLog, RaftNode, RaftNodeConfig};
+pub use client_knobs::{lease_client_settings, LEASE_CLIENT_KNOBS, LEASE_CLIENT_SAFE};
+pub use message::{Attempt, LeaseMessage, NoPeers, PeerMessage};
 pub use serve::{expire_due, held_leases, serve, ReleaseMode, Served};
 pub use service::{
     AcquireOutcome, Expired, Lease, LeaseConfig, LeaseService, LeaseTable, LockRecord,
     ReleaseOutcome, RenewOutcome,
-};
-pub use spec::{
-    lease_client_settings, PrimaryBackupDesign, RaftDesign, SingleDesign, LEASE_CLIENT_KNOBS,
-    LEASE_SERVICE_NODE, RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS,
-    RAFT_TICK_MS,
 };

@@ -1,11 +1,30 @@
 //! What the clients of a lease service (single, primary-backup or Raft) and its nodes say to
-//! each other.
+//! each other: the lease requests and answers every such service shares, and its nodes' own
+//! messages to each other (a design's [`PeerMessage`]).
+
+use std::fmt::Debug;
 
 use fencesim_design::{DesignMessage, MessageKind};
 
-use crate::primary_backup::Shipment;
-use crate::raft_replica::RaftMessage;
 use crate::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+
+/// What the nodes of one lease service say to each other, beside the lease requests: Raft's
+/// messages, a primary's shipments. Each design brings its own; a service of one node has none
+/// ([`NoPeers`]).
+pub trait PeerMessage: Clone + Debug + PartialEq + Send + Sync + 'static {
+    /// The kind `hold` faults name it by (`raft`, `replicate`).
+    fn kind(&self) -> MessageKind;
+}
+
+/// The peer messages of a service whose one node has no peers: there are none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoPeers {}
+
+impl PeerMessage for NoPeers {
+    fn kind(&self) -> MessageKind {
+        match *self {}
+    }
+}
 
 /// Which acquire attempt of which client start an acquire is: a queued grant names it, so a
 /// client never takes an answer meant for an earlier attempt with the same queue token (a
@@ -18,10 +37,10 @@ pub struct Attempt {
     pub number: u64,
 }
 
-/// A lease request, a lease service's answer, a redirect, or replication between the nodes of
-/// primary-backup.
+/// A lease request, a lease service's answer, a redirect, or a message between the service's
+/// own nodes (`P`: Raft's, or primary-backup's replication).
 #[derive(Clone, Debug, PartialEq)]
-pub enum LeaseMessage {
+pub enum LeaseMessage<P = NoPeers> {
     /// Ask for a lease on `lock` for `ttl_ms`.
     Acquire {
         /// The lock.
@@ -67,23 +86,11 @@ pub enum LeaseMessage {
         /// The leader's node name, if the node knows it.
         leader: Option<String>,
     },
-    /// Primary-backup: the primary's whole table, shipped to the backup; also its heartbeat.
-    Replicate {
-        /// The shipment's number from its primary (echoed by the acknowledgement).
-        seq: u64,
-        /// The table and the primary's epoch.
-        shipment: Shipment,
-    },
-    /// The backup adopted shipment `seq`.
-    ReplicateAck {
-        /// The shipment's number.
-        seq: u64,
-    },
-    /// Between Raft replicas (raft-rs's message).
-    Raft(Box<RaftMessage>),
+    /// Between the service's own nodes.
+    Peer(P),
 }
 
-impl DesignMessage for LeaseMessage {
+impl<P: PeerMessage> DesignMessage for LeaseMessage<P> {
     fn kind(&self) -> MessageKind {
         match self {
             LeaseMessage::Acquire { .. } => MessageKind::Acquire,
@@ -95,10 +102,7 @@ impl DesignMessage for LeaseMessage {
             LeaseMessage::Release { .. } => MessageKind::Release,
             LeaseMessage::ReleaseReply(_) => MessageKind::ReleaseReply,
             LeaseMessage::Redirect { .. } => MessageKind::Redirect,
-            LeaseMessage::Replicate { .. } | LeaseMessage::ReplicateAck { .. } => {
-                MessageKind::Replicate
-            }
-            LeaseMessage::Raft(_) => MessageKind::Raft,
+            LeaseMessage::Peer(peer) => peer.kind(),
         }
     }
 }

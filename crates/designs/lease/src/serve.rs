@@ -5,7 +5,7 @@
 
 use fencesim_design::{HeldLease, ServiceEvent, ServiceEventKind};
 
-use crate::message::LeaseMessage;
+use crate::message::{LeaseMessage, NoPeers};
 use crate::service::{AcquireOutcome, LeaseService, LeaseTable, ReleaseOutcome, RenewOutcome};
 
 /// How the service's release works.
@@ -22,23 +22,23 @@ pub enum ReleaseMode {
 
 /// What serving one request did.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Served {
+pub struct Served<P = NoPeers> {
     /// The answer to send back.
-    pub reply: LeaseMessage,
+    pub reply: LeaseMessage<P>,
     /// The change to the table, if there was one.
     pub event: Option<ServiceEvent>,
 }
 
 /// Serve `request` from client `holder` (answering history operation `op`) at `now_ms` on the
 /// service's expiry clock. `None` if `request` is not a request (a reply, a redirect).
-pub fn serve(
+pub fn serve<P>(
     service: &mut LeaseService,
-    request: &LeaseMessage,
+    request: &LeaseMessage<P>,
     holder: &str,
     op: Option<u64>,
     now_ms: i64,
     release: ReleaseMode,
-) -> Option<Served> {
+) -> Option<Served<P>> {
     let event = |kind, lock: &str, token, expires_at_ms| {
         Some(ServiceEvent {
             expires_at_ms,
@@ -197,7 +197,7 @@ mod tests {
             0,
             ReleaseMode::Unconditional,
         );
-        let release = LeaseMessage::Release {
+        let release: LeaseMessage = LeaseMessage::Release {
             lock: "l".into(),
             token: 99,
         };

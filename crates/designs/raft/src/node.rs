@@ -17,10 +17,15 @@ use fencesim_design::{
     Clock, LockNode, NodeCtx, NodeStart, Origin, ServiceEvent, ServiceEventKind, TimerId,
 };
 
-use crate::message::LeaseMessage;
-use crate::raft_replica::{new_storage, Output, Proposal, RaftStorage, Replica, ReplicaConfig};
-use crate::replicated::{Applied, ClientOp, ClientOutcome, ReplicationPolicy};
-use crate::service::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+use fencesim_lease::replicated::{Applied, ClientOp, ClientOutcome, ReplicationPolicy};
+use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+
+use crate::replica::{new_storage, Output, Proposal, RaftStorage, Replica, ReplicaConfig};
+use crate::RaftPeer;
+
+/// This service's lease messages: the requests and answers every lease service shares, and
+/// Raft's own.
+type LeaseMessage = fencesim_lease::LeaseMessage<RaftPeer>;
 
 /// The settings of a Raft replica node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +105,10 @@ impl RaftNode {
             became_leader,
         } = self.replica.drain(now);
         for m in messages {
-            ctx.send(node_name(m.get_to()), LeaseMessage::Raft(Box::new(m)));
+            ctx.send(
+                node_name(m.get_to()),
+                LeaseMessage::Peer(RaftPeer(Box::new(m))),
+            );
         }
         if let Some(term) = became_leader {
             ctx.leads(term, Some(format!("term {term}")));
@@ -257,7 +265,7 @@ impl LockNode for RaftNode {
 
     fn on_message(&mut self, origin: &Origin, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
         let op = match msg {
-            LeaseMessage::Raft(m) => {
+            LeaseMessage::Peer(RaftPeer(m)) => {
                 self.replica.step(*m);
                 return self.drain(ctx);
             }

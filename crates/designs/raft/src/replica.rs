@@ -7,17 +7,17 @@
 //! before messages go out, as Raft requires). The table is volatile: a restarted replica
 //! rebuilds it by applying the log from the start. The leader's lessor revokes leases its clock
 //! shows expired; like etcd's, it learns of its own demotion only at its next periodic check,
-//! which is why revocations carry the term they were decided in (see [`crate::replicated`]).
+//! which is why revocations carry the term they were decided in (see [`fencesim_lease::replicated`]).
 
 use std::collections::BTreeSet;
 
 use raft::eraftpb::{ConfState, Entry, EntryType};
 use raft::{Config, RawNode, StateRole};
 
-use crate::replicated::{
+use fencesim_lease::replicated::{
     Applied, ClientOp, ClientOutcome, Command, LeaderChange, ReplicatedLeases, ReplicationPolicy,
 };
-use crate::service::LeaseConfig;
+use fencesim_lease::LeaseConfig;
 
 /// A Raft message between replicas.
 pub use raft::eraftpb::Message as RaftMessage;
@@ -336,7 +336,7 @@ fn encode(command: &Command) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::AcquireOutcome;
+    use fencesim_lease::AcquireOutcome;
 
     fn cluster(n: u64) -> Vec<Replica> {
         let peers: Vec<u64> = (1..=n).collect();

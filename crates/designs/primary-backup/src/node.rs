@@ -13,10 +13,14 @@ use fencesim_design::{
     Clock, Deadline, LockNode, NodeCtx, NodeStart, Origin, ServiceEvent, ServiceEventKind, TimerId,
 };
 
-use crate::message::LeaseMessage;
-use crate::primary_backup::{PrimaryBackupConfig, Received, Replica, Role, Shipment, Timer};
-use crate::serve::{expire_due, held_leases, serve, ReleaseMode};
-use crate::service::LeaseConfig;
+use fencesim_lease::{expire_due, held_leases, serve, LeaseConfig, ReleaseMode};
+
+use crate::replica::{PrimaryBackupConfig, Received, Replica, Role, Shipment, Timer};
+use crate::PrimaryBackupMessage;
+
+/// This service's lease messages: the requests and answers every lease service shares, and
+/// the replicas' shipments and acknowledgements.
+type LeaseMessage = fencesim_lease::LeaseMessage<PrimaryBackupMessage>;
 
 /// The settings of a primary-backup node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +86,10 @@ impl PrimaryBackupNode {
     fn send(&mut self, shipment: Shipment, ctx: &mut Ctx<'_>) -> u64 {
         self.next_seq += 1;
         let seq = self.next_seq;
-        ctx.send(self.peer.clone(), LeaseMessage::Replicate { seq, shipment });
+        ctx.send(
+            self.peer.clone(),
+            LeaseMessage::Peer(PrimaryBackupMessage::Replicate { seq, shipment }),
+        );
         seq
     }
 
@@ -145,7 +152,7 @@ impl PrimaryBackupNode {
 
     /// A shipment from the other node.
     fn on_shipment(&mut self, origin: &Origin, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
-        let LeaseMessage::Replicate { seq, shipment } = msg else {
+        let LeaseMessage::Peer(PrimaryBackupMessage::Replicate { seq, shipment }) = msg else {
             return;
         };
         let now = self.now_ms(ctx);
@@ -159,7 +166,10 @@ impl PrimaryBackupNode {
                     let reason = "lost: the primary that granted it stepped down";
                     ctx.hand_over(self.name.clone(), origin.from(), kept, reason);
                 }
-                ctx.reply(origin, LeaseMessage::ReplicateAck { seq });
+                ctx.reply(
+                    origin,
+                    LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck { seq }),
+                );
             }
         }
     }
@@ -244,8 +254,10 @@ impl LockNode for PrimaryBackupNode {
     fn on_message(&mut self, origin: &Origin, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
         self.check_timer = true;
         match msg {
-            LeaseMessage::Replicate { .. } => self.on_shipment(origin, msg, ctx),
-            LeaseMessage::ReplicateAck { seq } => self.on_ack(seq, ctx),
+            LeaseMessage::Peer(PrimaryBackupMessage::Replicate { .. }) => {
+                self.on_shipment(origin, msg, ctx)
+            }
+            LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck { seq }) => self.on_ack(seq, ctx),
             LeaseMessage::Acquire { .. }
             | LeaseMessage::Renew { .. }
             | LeaseMessage::Release { .. } => self.on_request(origin, &msg, ctx),
@@ -273,7 +285,9 @@ impl LockNode for PrimaryBackupNode {
     fn takes_now(&self, msg: &LeaseMessage) -> bool {
         match (&self.awaiting, msg) {
             (None, _) => true,
-            (Some(a), LeaseMessage::ReplicateAck { seq }) => a.seq == *seq,
+            (Some(a), LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck { seq })) => {
+                a.seq == *seq
+            }
             (Some(_), _) => false,
         }
     }
@@ -329,8 +343,8 @@ mod tests {
     use fencesim_design::{NodeEffect, Now};
 
     use super::*;
-    use crate::primary_backup::{Replication, Shipment};
-    use crate::Attempt;
+    use crate::replica::{Replication, Shipment};
+    use fencesim_lease::Attempt;
 
     type Effects = Vec<NodeEffect<LeaseMessage, ()>>;
 
@@ -410,7 +424,7 @@ mod tests {
             epoch: 1,
             table: Default::default(),
         };
-        let msg = LeaseMessage::Replicate { seq: 7, shipment };
+        let msg = LeaseMessage::Peer(PrimaryBackupMessage::Replicate { seq: 7, shipment });
         at(5_000, &mut effects, |ctx| {
             backup.on_message(&origin("lease-1", 1), msg, ctx)
         });
@@ -423,7 +437,7 @@ mod tests {
             matches!(
                 e,
                 NodeEffect::Reply {
-                    msg: LeaseMessage::ReplicateAck { seq: 7 },
+                    msg: LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck { seq: 7 }),
                     ..
                 }
             )
@@ -449,7 +463,7 @@ mod tests {
         });
         let seq = effects.iter().find_map(|e| match e {
             NodeEffect::Send {
-                msg: LeaseMessage::Replicate { seq, .. },
+                msg: LeaseMessage::Peer(PrimaryBackupMessage::Replicate { seq, .. }),
                 ..
             } => Some(*seq),
             _ => None,
@@ -463,10 +477,18 @@ mod tests {
             .iter()
             .any(|e| matches!(e, NodeEffect::Reply { .. })));
         assert!(!primary.takes_now(&acquire), "nothing else while it waits");
-        assert!(!primary.takes_now(&LeaseMessage::ReplicateAck { seq: seq + 1 }));
-        assert!(primary.takes_now(&LeaseMessage::ReplicateAck { seq }));
+        assert!(
+            !primary.takes_now(&LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck {
+                seq: seq + 1
+            }))
+        );
+        assert!(
+            primary.takes_now(&LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck {
+                seq
+            }))
+        );
         effects.clear();
-        let ack = LeaseMessage::ReplicateAck { seq };
+        let ack = LeaseMessage::Peer(PrimaryBackupMessage::ReplicateAck { seq });
         at(20, &mut effects, |ctx| {
             primary.on_message(&origin("lease-2", 4), ack, ctx)
         });

@@ -16,10 +16,11 @@ use fencesim_design::{
     ServiceEventKind, TimerId,
 };
 
-use crate::message::{Attempt, LeaseMessage};
-use crate::serve::{expire_due, held_leases, serve, ReleaseMode};
-use crate::service::{AcquireOutcome, LeaseConfig, LeaseService, LeaseTable};
-use crate::wait_queue::{Promotion, WaitQueue};
+use fencesim_lease::wait_queue::{Promotion, WaitQueue};
+use fencesim_lease::{
+    expire_due, held_leases, serve, AcquireOutcome, Attempt, LeaseConfig, LeaseMessage,
+    LeaseService, LeaseTable, ReleaseMode,
+};
 
 /// Where a restarted service's token counter comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -434,7 +435,7 @@ impl LockNode for LeaseNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::LockRecord;
+    use fencesim_lease::LockRecord;
 
     fn table(last_token: u64) -> LeaseTable {
         let record = LockRecord {

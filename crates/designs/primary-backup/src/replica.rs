@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::service::{LeaseConfig, LeaseService, LeaseTable};
+use fencesim_lease::{LeaseConfig, LeaseService, LeaseTable};
 
 /// How the primary replicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -238,7 +238,7 @@ impl Replica {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::AcquireOutcome;
+    use fencesim_lease::AcquireOutcome;
 
     const LEASE: LeaseConfig = LeaseConfig { max_ttl_ms: 10_000 };
 

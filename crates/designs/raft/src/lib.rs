@@ -1,0 +1,33 @@
+//! The Raft lease service (`kind = "raft"`): `lease-1` .. `lease-N` replicas of raft-rs (the
+//! Rust port of etcd's Raft) around `fencesim-lease`'s replicated lease table, with a lessor on
+//! the leader that revokes what its clock shows expired, as etcd's leases. The fencing token is
+//! the log index of the grant (etcd's create revision); a new leader extends the leases it
+//! inherits; a deposed leader learns of its demotion only at its next lessor check (case K08).
+//!
+//! [`RaftDesign`] is the design. The replicas' own messages travel as [`RaftPeer`], the peer
+//! part of the lease messages every lease-table service shares.
+#![deny(missing_docs)]
+
+mod node;
+pub mod replica;
+mod spec;
+
+use fencesim_design::MessageKind;
+use fencesim_lease::PeerMessage;
+
+pub use node::{RaftLog, RaftNode, RaftNodeConfig};
+pub use replica::RaftMessage;
+pub use spec::{
+    RaftDesign, RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS, RAFT_TICK_MS,
+};
+
+/// A raft-rs message between two replicas (boxed: it is several times larger than a lease
+/// request). A `hold` fault names it `raft`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RaftPeer(pub Box<RaftMessage>);
+
+impl PeerMessage for RaftPeer {
+    fn kind(&self) -> MessageKind {
+        MessageKind::Raft
+    }
+}
