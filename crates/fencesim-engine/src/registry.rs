@@ -5,17 +5,15 @@
 //! which is both what the scenario parser asks ([`DesignSpec`]: its kind, its knobs read with
 //! located errors into typed settings, the shape of its service) and what the simulator runs
 //! ([`SimDesign`]: its node type and client protocol, built from those settings). The
-//! simulator (`fencesim-sim`) and the scenario crate depend on no design; the built-in list
-//! (`fencesim_builtin::register`, the same list every parser-only catalog is built from) and
-//! the design crates are the only places that name one.
+//! simulator (`fencesim-sim`), the scenario crate and this engine depend on no design; the
+//! built-in list (`fencesim_builtin::register`, the same list every parser-only catalog is
+//! built from, and `fencesim_builtin::live_forms`, their live forms) and the design crates are
+//! the only places that name one.
 
 use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
 
 use fencesim_design::{Design, DesignSpec, Designs, Register, ResourceDesign, ResourceModeSpec};
-use fencesim_redlock::RedlockDesign;
-use fencesim_resource::{FENCED, UNFENCED};
 use fencesim_sim::{SimDesign, SimResource};
-use fencesim_single::SingleDesign;
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
 #[derive(Clone, Copy)]
@@ -49,30 +47,10 @@ impl Registry {
     /// `primary-backup` and `lease-record`, in that order.
     pub fn built_in() -> Self {
         let registry = fencesim_builtin::register(Registry::default());
-        // Each filed under its design's own kind and its resource's own mode.
-        let live = LiveForms {
-            lock_services: vec![
-                (
-                    Design::kind(&SingleDesign),
-                    fencesim_single::live::SINGLE_LIVE,
-                ),
-                (
-                    Design::kind(&RedlockDesign),
-                    fencesim_redlock::live::REDLOCK_LIVE,
-                ),
-            ],
-            resources: vec![
-                (
-                    ResourceDesign::mode(&FENCED),
-                    fencesim_resource::live::FENCED_LIVE,
-                ),
-                (
-                    ResourceDesign::mode(&UNFENCED),
-                    fencesim_resource::live::UNFENCED_LIVE,
-                ),
-            ],
-        };
-        Registry { live, ..registry }
+        Registry {
+            live: fencesim_builtin::live_forms(),
+            ..registry
+        }
     }
 
     /// Add the live form of design `spec` (replacing one for the same kind): how `fencesim

@@ -3,6 +3,9 @@
 //! and so are the catalogs that parse without simulating (the scenario crate's tests, the fuzz
 //! targets), so a new built-in design is one line here and a crate of its own.
 //!
+//! With feature `live`, [`live_forms`] gives the live forms of those that have one, filed by the
+//! same kinds and modes.
+//!
 //! The order is the listing order: the first design (`single`) is the one a `[lock_service]`
 //! without `kind` means, and the first resource (`fenced`) the one a `[resource]` without
 //! `mode` means.
@@ -21,6 +24,36 @@ pub fn register<R: Register>(registry: R) -> R {
         .with_resource(&fencesim_resource::FENCED)
         .with_resource(&fencesim_resource::UNFENCED)
         .with_resource(&fencesim_resource::EQUALITY)
+}
+
+/// The live forms of the built-in designs and resources that have one (feature `live`): the
+/// single lease service's and Redlock's, the fenced and unfenced resources', each filed under
+/// its design's own kind or its resource's own mode (live mode, docs/live.md).
+#[cfg(feature = "live")]
+pub fn live_forms() -> fencesim_live::form::LiveForms {
+    use fencesim_design::{Design, ResourceDesign};
+    fencesim_live::form::LiveForms {
+        lock_services: vec![
+            (
+                Design::kind(&fencesim_single::SingleDesign),
+                fencesim_single::live::SINGLE_LIVE,
+            ),
+            (
+                Design::kind(&fencesim_redlock::RedlockDesign),
+                fencesim_redlock::live::REDLOCK_LIVE,
+            ),
+        ],
+        resources: vec![
+            (
+                ResourceDesign::mode(&fencesim_resource::FENCED),
+                fencesim_resource::live::FENCED_LIVE,
+            ),
+            (
+                ResourceDesign::mode(&fencesim_resource::UNFENCED),
+                fencesim_resource::live::UNFENCED_LIVE,
+            ),
+        ],
+    }
 }
 
 /// The built-in designs and resources as a parser's catalog.
