@@ -14,18 +14,20 @@ use crate::leases::Leases;
 use crate::stale_write::fmt_ns;
 use crate::{Records, Violation};
 
-/// One holder's interval on one lock: `[start, end)` in true ns, with the records that bound it.
+/// One holder's interval on one lock: `[start, end)` in true ns, with the records that bound it
+/// (index, true ns).
 #[derive(Clone, Debug)]
-struct Interval<'h> {
-    lock: &'h str,
-    holder: &'h str,
-    token: u64,
-    start: (u64, u64),
-    end: Option<(u64, u64)>,
+pub(crate) struct Interval<'h> {
+    pub lock: &'h str,
+    pub holder: &'h str,
+    pub token: u64,
+    pub start: (u64, u64),
+    pub end: Option<(u64, u64)>,
 }
 
 impl Interval<'_> {
-    fn end_ns(&self) -> u64 {
+    /// Its end in true ns; `u64::MAX` for one that never ended.
+    pub(crate) fn end_ns(&self) -> u64 {
         self.end.map_or(u64::MAX, |(_, t)| t)
     }
 }
@@ -34,7 +36,7 @@ impl Interval<'_> {
 /// strict: an interval that ends where another starts does not clash, and an empty one clashes
 /// with nothing. Clashing intervals are grouped into incidents (connected components of the
 /// overlap graph), so that one lease that never ends is one violation, not one per later grant.
-fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Violation> {
+pub(crate) fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) -> Vec<Violation> {
     let mut by_lock: BTreeMap<&str, Vec<&Interval>> = BTreeMap::new();
     for i in intervals {
         by_lock.entry(i.lock).or_default().push(i);
@@ -121,6 +123,16 @@ pub(crate) fn check_service(leases: &Leases) -> Vec<Violation> {
 }
 
 pub(crate) fn check_client(history: &Records) -> Vec<Violation> {
+    overlaps(
+        &belief_intervals(history),
+        ViolationKind::MutualExclusionClient,
+        "client",
+    )
+}
+
+/// Each client's beliefs that it held a lock, from its `belief` events: a start opens one, an
+/// end (or a start with another token) closes it; one never closed lasts to the end.
+pub(crate) fn belief_intervals<'h>(history: &Records<'h>) -> Vec<Interval<'h>> {
     // Open beliefs per client; a start while one is open for the same token extends it.
     // A client's open belief per lock: a client may hold several locks at once.
     let mut open: BTreeMap<(&str, &str), Interval> = BTreeMap::new();
@@ -164,5 +176,5 @@ pub(crate) fn check_client(history: &Records) -> Vec<Violation> {
         }
     }
     done.extend(open.into_values());
-    overlaps(&done, ViolationKind::MutualExclusionClient, "client")
+    done
 }

@@ -10,7 +10,12 @@
 //!   made with that lease's token after it ended (they came too late);
 //! - a fault's end to the first write of the node it hit that landed after it (a paused
 //!   writer's write, a held message), and a lock service's crash or restore to its next grant;
-//! - a held message's hold to the write it carried.
+//! - a held message's hold to the write it carried;
+//! - on a quorum lock's node (a Redis node of Redlock), a key's set to its expiry, and the key
+//!   that ended (its expiry, or its set when the node lost it) to the next holder's set on
+//!   that node, which leads to that holder's belief that it held the lock; a crash's restart
+//!   to the node's next set, and a clock change to the node's next expiry;
+//! - a belief to the writes made with its token, where no grant was recorded (Redlock).
 //!
 //! A violation's chain is its witnesses and their ancestors a few steps back, in history order,
 //! each told as one short phrase, the way Jepsen and Elle tell an anomaly's cycle.
@@ -42,7 +47,9 @@ fn relevant(e: &Event) -> bool {
         | EventKind::Revoke
         | EventKind::Accept
         | EventKind::Reject
-        | EventKind::Leader => true,
+        | EventKind::Leader
+        | EventKind::KeySet
+        | EventKind::KeyExpire => true,
         EventKind::Belief => e.phase == Some(Phase::Start),
         k => k.is_nemesis() && e.target.is_some(),
     }
@@ -74,6 +81,7 @@ impl<'h> CausalGraph<'h> {
             history,
         };
         g.link_leases(&events);
+        g.link_keys(&events);
         g.link_faults(&events);
         g
     }
@@ -119,6 +127,66 @@ impl<'h> CausalGraph<'h> {
         }
     }
 
+    /// On each node of a quorum lock, the key that ended (expired, or lost: set again for
+    /// another holder with no record of its end) to the next holder's set, that set to the
+    /// holder's next belief, and a key's set to its expiry; a belief to the writes with its
+    /// token that no grant accounts for.
+    fn link_keys(&mut self, events: &[&'h Event]) {
+        // Per (lock, node): the last record of its key (a set, or an expiry).
+        let mut last: BTreeMap<(&str, &str), &Event> = BTreeMap::new();
+        // Per (lock, holder): a set that took a key from another holder, awaiting the belief.
+        let mut contested: BTreeMap<(&str, &str), Vec<&Event>> = BTreeMap::new();
+        // Per (holder, token): the belief, where no grant names the token.
+        let mut granted: BTreeSet<(&str, u64)> = BTreeSet::new();
+        let mut beliefs: BTreeMap<(&str, u64), &Event> = BTreeMap::new();
+        for e in events {
+            let (lock, holder) = (
+                e.lock.as_deref().unwrap_or_default(),
+                e.holder.as_deref().unwrap_or_default(),
+            );
+            match e.event {
+                EventKind::KeySet => {
+                    if let Some(before) = last.insert((lock, e.node.as_str()), e) {
+                        if before.holder != e.holder {
+                            self.link(before, e);
+                            contested.entry((lock, holder)).or_default().push(e);
+                        }
+                    }
+                }
+                EventKind::KeyExpire => {
+                    if let Some(set) = last.insert((lock, e.node.as_str()), e) {
+                        if set.event == EventKind::KeySet && set.token == e.token {
+                            self.link(set, e);
+                        }
+                    }
+                }
+                EventKind::Grant => {
+                    granted.extend(e.token.map(|t| (holder, t)));
+                }
+                EventKind::Belief => {
+                    for set in contested
+                        .remove(&(lock, e.node.as_str()))
+                        .unwrap_or_default()
+                    {
+                        self.link(set, e);
+                    }
+                    if let Some(t) = e
+                        .token
+                        .filter(|t| !granted.contains(&(e.node.as_str(), *t)))
+                    {
+                        beliefs.insert((e.node.as_str(), t), e);
+                    }
+                }
+                EventKind::Accept | EventKind::Reject => {
+                    if let Some(belief) = e.token.and_then(|t| beliefs.get(&(holder, t))) {
+                        self.link(belief, e);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Fault starts to their ends and to what they caused.
     fn link_faults(&mut self, events: &[&'h Event]) {
         for (i, start) in events.iter().enumerate() {
@@ -141,18 +209,21 @@ impl<'h> CausalGraph<'h> {
                 .iter()
                 .take_while(|e| e.at.index < until)
                 .filter(touches)
-                .find(|e| is_lease_end(e))
+                .find(|e| is_lease_end(e) || e.event == EventKind::KeyExpire)
             {
                 self.link(start, ended);
             }
             let Some(end) = end.filter(|_| !instant) else {
                 continue;
             };
-            // A lock service that lost state (crash, restore) grants again after it restarts.
+            // A lock service that lost state (crash, restore) grants again after it restarts;
+            // a quorum lock's node sets its key again.
             if matches!(start.event, EventKind::Crash | EventKind::Restore) {
+                let grants = |e: &&&Event| matches!(e.event, EventKind::Grant | EventKind::KeySet);
                 if let Some(grant) = later
                     .iter()
-                    .filter(|e| e.at.index > end.at.index && e.event == EventKind::Grant)
+                    .filter(|e| e.at.index > end.at.index)
+                    .filter(grants)
                     .find(|e| e.node == target)
                 {
                     self.link(end, grant);
@@ -272,6 +343,12 @@ fn phrase(e: &Event, caller: Option<&str>) -> String {
         // The believer is the node that recorded it, as mutual-exclusion-client names it.
         (EventKind::Belief, _) => format!("{} believed it held token{token} from {at}", e.node),
         (EventKind::Leader, _) => format!("{} became leader at {at}{detail}", e.node),
+        (EventKind::KeySet, _) => {
+            format!("{} set the key for {who} (value{token}) at {at}", e.node)
+        }
+        (EventKind::KeyExpire, _) => {
+            format!("{} expired {who}'s key (value{token}) at {at}", e.node)
+        }
         (EventKind::Pause, Some(Phase::Start)) => format!("{target} paused at {at}{detail}"),
         (EventKind::Pause, _) => format!("{target} resumed at {at}"),
         (EventKind::Crash, Some(Phase::Start)) => format!("{target} crashed at {at}"),

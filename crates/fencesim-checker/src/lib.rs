@@ -17,6 +17,7 @@ mod linearizable;
 mod mutation;
 mod order;
 mod progress;
+mod quorum;
 mod release;
 mod stale_write;
 mod stale_write_ops;
@@ -85,7 +86,7 @@ pub fn not_checked(history: &History) -> Vec<String> {
 
 /// How many checks [`not_run`] can find lacking: when all of them are, the history gives the
 /// checker nothing to judge, and the verdict is unknown rather than valid.
-const NEEDS: usize = 8;
+const NEEDS: usize = 9;
 
 /// The checks that found nothing to look at in `history`, and what they needed (and, where
 /// the history's lock operations were not judged as a mutex, why).
@@ -145,8 +146,13 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
         ),
         (
             ViolationKind::MutualExclusionService,
-            has(&[K::Grant]),
-            "no grant events from a lock service",
+            has(&[K::Grant, K::KeySet]),
+            "no grant events from a lock service, and no key events from a quorum lock's nodes",
+        ),
+        (
+            ViolationKind::LeaseEndedEarly,
+            has(&[K::KeySet]),
+            "no key events from a quorum lock's nodes",
         ),
         (
             ViolationKind::MutualExclusionClient,
@@ -202,6 +208,7 @@ fn judgeable(e: &Event) -> bool {
             e.lock.is_some() && e.token.is_some()
         }
         K::Accept | K::Reject => e.key.is_some(),
+        K::KeySet => e.lock.is_some() && e.token.is_some() && e.ttl_ms.is_some(),
         K::Belief => match e.phase {
             Some(Phase::Start) => e.lock.is_some() && e.token.is_some(),
             Some(Phase::End) => e.lock.is_some(),
@@ -379,6 +386,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(tokens::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));
+    violations.extend(quorum::check(history));
     if exclusion_ops::applies(history) {
         violations.extend(exclusion_ops::check(history));
     }

@@ -76,3 +76,66 @@ pub struct HeldLease {
     /// The fencing token.
     pub token: u64,
 }
+
+/// What a node of a quorum lock did with the lock's key: a lock spread over N independent
+/// nodes (antirez's Redlock on N Redis nodes), each keeping the key for one holder at a time,
+/// held by whoever holds live keys on a majority. Recorded only ([`NodeCtx::record_key`]):
+/// the clients act on their replies, and the checker judges the lock's claim from these
+/// (docs/checks.md: a node that drops a key before its TTL while its holder's majority counts
+/// on it breaks the claim).
+///
+/// [`NodeCtx::record_key`]: crate::NodeCtx::record_key
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyEventKind {
+    /// The key was set for a holder (`SET key value NX PX ttl`).
+    Set,
+    /// The holder's key was extended (its value matched).
+    Extend,
+    /// The holder's key was deleted at its request (its value matched).
+    Delete,
+    /// The key was found expired by the node's own expiry clock and dropped.
+    Expire,
+    /// A set, extend or delete was refused (another holder's key live, or the value did not
+    /// match): `detail` says which.
+    Refuse,
+}
+
+/// One record of a quorum lock's node about its key (see [`KeyEventKind`]). The harness
+/// stamps it with the node's name and clocks, in the order the effects were pushed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyEvent {
+    /// What happened to the key.
+    pub kind: KeyEventKind,
+    /// The lock (the key's name).
+    pub lock: String,
+    /// The client the key is or was for (set, extend, delete), or whose request was refused.
+    pub holder: Option<String>,
+    /// The key's value (Redlock's random value), the token by which the holder knows it;
+    /// `None` for a refusal that names no value.
+    pub value: Option<u64>,
+    /// The key's time to live, ms (set, extend: Redis's PX).
+    pub ttl_ms: Option<u64>,
+    /// When the key expires, ms of the node's expiry clock (set, extend).
+    pub expires_at_ms: Option<i64>,
+    /// How many nodes the lock's keys are spread over (set).
+    pub nodes: Option<u32>,
+    /// Free text for a report (`"held by client-1"`).
+    pub detail: Option<String>,
+}
+
+impl KeyEvent {
+    /// A record of `kind` on `lock` with every optional field empty, to fill with
+    /// struct-update syntax.
+    pub fn new(kind: KeyEventKind, lock: impl Into<String>) -> Self {
+        KeyEvent {
+            kind,
+            lock: lock.into(),
+            holder: None,
+            value: None,
+            ttl_ms: None,
+            expires_at_ms: None,
+            nodes: None,
+            detail: None,
+        }
+    }
+}

@@ -69,7 +69,7 @@ pub use client::{
     ClientCtx, ClientEffect, ClientEnv, ClientInfo, ClientProtocol, LockOp, OpResult,
 };
 pub use design::{Design, ResourceDesign, Settings};
-pub use event::{HeldLease, ServiceEvent, ServiceEventKind};
+pub use event::{HeldLease, KeyEvent, KeyEventKind, ServiceEvent, ServiceEventKind};
 pub use host::{Disk, NodeHost};
 pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};

@@ -1,6 +1,6 @@
 //! Lock-service nodes: the server side of a design.
 
-use crate::event::{HeldLease, ServiceEvent, ServiceEventKind};
+use crate::event::{HeldLease, KeyEvent, ServiceEvent, ServiceEventKind};
 use crate::message::{DesignMessage, Origin};
 use crate::time::{Deadline, Now, TimerId};
 
@@ -132,6 +132,9 @@ pub enum NodeEffect<M, D> {
     /// node), without a history event: a node whose decisions are no ground truth (a Redis
     /// node of Redlock, whose grants only the client's majority turns into a lease).
     Decided(ServiceEventKind),
+    /// Record what this node, one of a quorum lock's, did with the lock's key (see
+    /// [`KeyEvent`]): a record only, which no fault is triggered by.
+    RecordKey(KeyEvent),
 }
 
 /// What a node's handler is given: its clocks, its random numbers, and where its effects go.
@@ -281,6 +284,11 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
     /// Say a decision of `kind` was taken, without recording it (see [`NodeEffect::Decided`]).
     pub fn decided(&mut self, kind: ServiceEventKind) {
         self.effects.push(NodeEffect::Decided(kind));
+    }
+
+    /// Record what this node did with a quorum lock's key (see [`NodeEffect::RecordKey`]).
+    pub fn record_key(&mut self, event: KeyEvent) {
+        self.effects.push(NodeEffect::RecordKey(event));
     }
 }
 

@@ -336,6 +336,13 @@ const EVENT: &[Field] = &[
     field("target", Shape::Text, false, "the node acted on"),
     field("detail", Shape::Text, false, "free text"),
     field("window_ms", Shape::Count, false, "ms"),
+    field("ttl_ms", Shape::Count, false, "the key's time to live, ms"),
+    field(
+        "nodes",
+        Shape::Count,
+        false,
+        "how many nodes the lock is spread over",
+    ),
 ];
 
 /// A JSON value in a few words, for errors: "an integer -5", "a string \"x\"", "an array".

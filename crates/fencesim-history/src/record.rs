@@ -259,11 +259,27 @@ pub enum EventKind {
     Stall,
     /// Nemesis: a maintenance job (a dead-node reaper) deregistered a client, case K16.
     Deregister,
+    /// A node of a quorum lock (a Redis node of Redlock) set the lock's key for `holder`: its
+    /// value `token`, for `ttl_ms` (Redis's PX), until `expires_at_ms` of the node's expiry
+    /// clock; the lock is spread over `nodes` such nodes, and whoever holds live keys on a
+    /// majority of them holds it (antirez's Redlock). A node's key events are records only:
+    /// what the clients see is their replies.
+    KeySet,
+    /// A quorum lock's node extended its key for `holder` (value `token`) by `ttl_ms`.
+    KeyExtend,
+    /// A quorum lock's node deleted its key at its holder's request (the value matched).
+    KeyDelete,
+    /// A quorum lock's node found its key (value `token`) expired by its own expiry clock and
+    /// dropped it (Redis expires keys lazily: when next touched).
+    KeyExpire,
+    /// A quorum lock's node refused `holder`'s SET NX, extend or delete: another holder's key
+    /// was live, or the value did not match (`detail` says which).
+    KeyRefuse,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 27] = [
+    pub const ALL: [EventKind; 32] = [
         EventKind::Grant,
         EventKind::Renew,
         EventKind::Release,
@@ -291,6 +307,11 @@ impl EventKind {
         EventKind::Leader,
         EventKind::Stall,
         EventKind::Deregister,
+        EventKind::KeySet,
+        EventKind::KeyExtend,
+        EventKind::KeyDelete,
+        EventKind::KeyExpire,
+        EventKind::KeyRefuse,
     ];
 
     /// The name used in files (`grant`, `accept`, ...).
@@ -323,6 +344,11 @@ impl EventKind {
             EventKind::Leader => "leader",
             EventKind::Stall => "stall",
             EventKind::Deregister => "deregister",
+            EventKind::KeySet => "key-set",
+            EventKind::KeyExtend => "key-extend",
+            EventKind::KeyDelete => "key-delete",
+            EventKind::KeyExpire => "key-expire",
+            EventKind::KeyRefuse => "key-refuse",
         }
     }
 
@@ -347,6 +373,18 @@ impl EventKind {
                 | EventKind::Reject
                 | EventKind::Belief
                 | EventKind::Leader
+        ) && !self.is_key()
+    }
+
+    /// Whether a quorum lock's node records this kind (`key-set` .. `key-refuse`).
+    pub fn is_key(self) -> bool {
+        matches!(
+            self,
+            EventKind::KeySet
+                | EventKind::KeyExtend
+                | EventKind::KeyDelete
+                | EventKind::KeyExpire
+                | EventKind::KeyRefuse
         )
     }
 }
@@ -404,6 +442,14 @@ pub struct Event {
     /// For `final-heal`: the window after it in which a fenced write must be accepted, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ms: Option<u64>,
+    /// For `key-set` and `key-extend`: the key's time to live, ms (Redis's PX), which the
+    /// holder counts on in true time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// For `key-set`: how many nodes the quorum lock's keys are spread over (a majority holds
+    /// the lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
 }
 
 impl Event {
@@ -424,6 +470,8 @@ impl Event {
             target: None,
             detail: None,
             window_ms: None,
+            ttl_ms: None,
+            nodes: None,
         }
     }
 }
@@ -528,9 +576,14 @@ mod tests {
             | EventKind::FinalHeal
             | EventKind::Leader
             | EventKind::Stall
-            | EventKind::Deregister => 1,
+            | EventKind::Deregister
+            | EventKind::KeySet
+            | EventKind::KeyExtend
+            | EventKind::KeyDelete
+            | EventKind::KeyExpire
+            | EventKind::KeyRefuse => 1,
         };
-        assert_eq!(EventKind::ALL.iter().map(|k| listed(*k)).sum::<usize>(), 27);
+        assert_eq!(EventKind::ALL.iter().map(|k| listed(*k)).sum::<usize>(), 32);
         let mut sorted = EventKind::ALL.to_vec();
         sorted.sort();
         sorted.dedup();

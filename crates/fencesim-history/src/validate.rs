@@ -98,6 +98,23 @@ fn event_fields(e: &Event) -> Result<(), String> {
             ("token", e.token.is_some() || e.phase == Some(Phase::End)),
         ],
         EventKind::Leader => &[],
+        EventKind::KeySet => &[
+            ("lock", e.lock.is_some()),
+            ("holder", e.holder.is_some()),
+            ("token", e.token.is_some()),
+            ("ttl_ms", e.ttl_ms.is_some()),
+            ("nodes", e.nodes.is_some()),
+        ],
+        EventKind::KeyExtend => &[
+            ("lock", e.lock.is_some()),
+            ("holder", e.holder.is_some()),
+            ("token", e.token.is_some()),
+            ("ttl_ms", e.ttl_ms.is_some()),
+        ],
+        EventKind::KeyDelete | EventKind::KeyExpire => {
+            &[("lock", e.lock.is_some()), ("token", e.token.is_some())]
+        }
+        EventKind::KeyRefuse => &[("lock", e.lock.is_some())],
         EventKind::FinalHeal => &[
             ("phase", e.phase.is_some()),
             (
@@ -129,6 +146,16 @@ fn event_fields(e: &Event) -> Result<(), String> {
              write is due"
                 .to_owned()
         }
+        EventKind::KeySet => "a key-set names the lock, holder, value (token), PX (ttl_ms) and \
+                              how many nodes the lock is spread over (nodes)"
+            .to_owned(),
+        EventKind::KeyExtend => {
+            "a key-extend names the lock, holder, value (token) and PX (ttl_ms)".to_owned()
+        }
+        EventKind::KeyDelete | EventKind::KeyExpire => {
+            format!("a {kind} names the lock and the value (token) of the key it ends")
+        }
+        EventKind::KeyRefuse => "a key-refuse names the lock".to_owned(),
         _ => format!("a nemesis action ({kind}) starts or ends: phase \"start\" or \"end\""),
     };
     Err(format!("field `{field}`: missing: {why}"))

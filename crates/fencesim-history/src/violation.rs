@@ -19,6 +19,11 @@ pub enum ViolationKind {
     MutualExclusionService,
     /// Two clients believed they held the lock at once, by their own validity computation.
     MutualExclusionClient,
+    /// A lock's node ended a holder's key before its TTL had passed in true time (lost it in a
+    /// restart, or expired it early by a clock that jumped), while the holder still counted
+    /// on it: the service broke the promise the lock's safety rests on (Kleppmann 2016 on
+    /// Redlock).
+    LeaseEndedEarly,
     /// A release took effect for a lock its caller did not hold.
     ReleaseByNonHolder,
     /// A fenced key was mutated without a token check.
@@ -33,12 +38,13 @@ pub enum ViolationKind {
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 10] = [
+    pub const ALL: [ViolationKind; 11] = [
         ViolationKind::StaleWriteAccepted,
         ViolationKind::TokenNotMonotonic,
         ViolationKind::TokenReused,
         ViolationKind::MutualExclusionService,
         ViolationKind::MutualExclusionClient,
+        ViolationKind::LeaseEndedEarly,
         ViolationKind::ReleaseByNonHolder,
         ViolationKind::UnfencedMutation,
         ViolationKind::DuplicateExecution,
@@ -54,6 +60,7 @@ impl ViolationKind {
             ViolationKind::TokenReused => "token-reused",
             ViolationKind::MutualExclusionService => "mutual-exclusion-service",
             ViolationKind::MutualExclusionClient => "mutual-exclusion-client",
+            ViolationKind::LeaseEndedEarly => "lease-ended-early",
             ViolationKind::ReleaseByNonHolder => "release-by-non-holder",
             ViolationKind::UnfencedMutation => "unfenced-mutation",
             ViolationKind::DuplicateExecution => "duplicate-execution",

@@ -17,8 +17,8 @@
 use std::sync::Arc;
 
 use fencesim_design::{
-    Deadline, LockNode, MessageKind, NodeCtx, NodeEffect, NodeHost, NodeStart, Origin,
-    ServiceEvent, ServiceEventKind,
+    Deadline, KeyEvent, KeyEventKind, LockNode, MessageKind, NodeCtx, NodeEffect, NodeHost,
+    NodeStart, Origin, ServiceEvent, ServiceEventKind,
 };
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
@@ -277,6 +277,9 @@ impl<N: LockNode> NodeRun<'_, N> {
                         decided.extend(safepoint_after(kind));
                     }
                 }
+                NodeEffect::RecordKey(key) => {
+                    world.event(key_event(name, key));
+                }
                 NodeEffect::Leads { term, detail } => {
                     world.set_leader(term, name);
                     if let Some(detail) = detail {
@@ -359,6 +362,28 @@ fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
 }
 
 /// The history's service event for a design's decision on node `name`.
+/// Node `name`'s record of what it did with a quorum lock's key, as a history event.
+fn key_event(name: &str, e: KeyEvent) -> Event {
+    let kind = match e.kind {
+        KeyEventKind::Set => EventKind::KeySet,
+        KeyEventKind::Extend => EventKind::KeyExtend,
+        KeyEventKind::Delete => EventKind::KeyDelete,
+        KeyEventKind::Expire => EventKind::KeyExpire,
+        KeyEventKind::Refuse => EventKind::KeyRefuse,
+    };
+    Event {
+        node: name.into(),
+        lock: Some(e.lock.as_str().into()),
+        holder: e.holder.as_deref().map(Into::into),
+        token: e.value,
+        ttl_ms: e.ttl_ms,
+        expires_at_ms: e.expires_at_ms,
+        nodes: e.nodes,
+        detail: e.detail,
+        ..Event::new(kind)
+    }
+}
+
 fn history_event(name: &str, e: ServiceEvent) -> Event {
     let kind = match e.kind {
         ServiceEventKind::Grant => EventKind::Grant,

@@ -7,7 +7,8 @@
 //! judges; its decisions still count for event-triggered faults.
 
 use fencesim_design::{
-    Clock, FsyncPolicy, LockNode, NodeCtx, NodeStart, Origin, ServiceEventKind, TimerId,
+    Clock, FsyncPolicy, KeyEvent, KeyEventKind, LockNode, NodeCtx, NodeStart, Origin,
+    ServiceEventKind, TimerId,
 };
 
 use crate::message::RedlockMessage;
@@ -34,6 +35,8 @@ pub struct RedisServer {
     config: RedisConfig,
     data: RedisNode,
     serving: bool,
+    /// How many Redis nodes the lock is spread over (its key events say it).
+    nodes: u32,
 }
 
 type Ctx<'a> = NodeCtx<'a, RedlockMessage, RedisNode>;
@@ -51,6 +54,117 @@ impl RedisServer {
         ctx.persist(self.data.clone(), self.config.fsync.durability());
         ctx.decided(decision);
     }
+
+    /// Drop `key` if it has expired by the node's expiry clock, recording that it did: Redis
+    /// expires lazily, when a command next touches the key.
+    fn drop_expired(&mut self, key: &str, now_ms: i64, ctx: &mut Ctx<'_>) {
+        if let Some(gone) = self.data.take_expired(key, now_ms) {
+            ctx.record_key(KeyEvent {
+                holder: Some(gone.holder),
+                value: Some(gone.value),
+                expires_at_ms: Some(gone.expires_at_ms),
+                ..KeyEvent::new(KeyEventKind::Expire, key)
+            });
+        }
+    }
+
+    /// Record that `holder`'s command on `key` was refused, and why.
+    fn refused(key: &str, holder: &str, value: u64, why: String, ctx: &mut Ctx<'_>) {
+        ctx.record_key(KeyEvent {
+            holder: Some(holder.to_owned()),
+            value: Some(value),
+            detail: Some(why),
+            ..KeyEvent::new(KeyEventKind::Refuse, key)
+        });
+    }
+
+    /// `SET key value NX PX ttl_ms` for the client `holder`.
+    fn set(&mut self, key: &str, value: u64, ttl_ms: u64, holder: &str, ctx: &mut Ctx<'_>) -> bool {
+        let now_ms = ctx.now().on(self.config.expiry_clock);
+        self.drop_expired(key, now_ms, ctx);
+        match self.data.set_nx_px(key, value, holder, ttl_ms, now_ms) {
+            Ok(set) => {
+                let expires_at_ms = Some(set.expires_at_ms);
+                ctx.record_key(KeyEvent {
+                    holder: Some(holder.to_owned()),
+                    value: Some(value),
+                    ttl_ms: Some(ttl_ms),
+                    expires_at_ms,
+                    nodes: Some(self.nodes),
+                    ..KeyEvent::new(KeyEventKind::Set, key)
+                });
+                self.changed(ServiceEventKind::Grant, ctx);
+                true
+            }
+            Err(live) => {
+                let why = format!("SET NX: held by {}", live.holder);
+                Self::refused(key, holder, value, why, ctx);
+                false
+            }
+        }
+    }
+
+    /// Extend `key` by `ttl_ms` if it is live and holds `value`.
+    fn extend(
+        &mut self,
+        key: &str,
+        value: u64,
+        ttl_ms: u64,
+        holder: &str,
+        ctx: &mut Ctx<'_>,
+    ) -> bool {
+        let now_ms = ctx.now().on(self.config.expiry_clock);
+        self.drop_expired(key, now_ms, ctx);
+        match self.data.extend_if(key, value, ttl_ms, now_ms) {
+            Some(extended) => {
+                let expires_at_ms = Some(extended.expires_at_ms);
+                ctx.record_key(KeyEvent {
+                    holder: Some(holder.to_owned()),
+                    value: Some(value),
+                    ttl_ms: Some(ttl_ms),
+                    expires_at_ms,
+                    ..KeyEvent::new(KeyEventKind::Extend, key)
+                });
+                self.changed(ServiceEventKind::Renew, ctx);
+                true
+            }
+            None => {
+                let why = self.mismatch("extend", key, now_ms);
+                Self::refused(key, holder, value, why, ctx);
+                false
+            }
+        }
+    }
+
+    /// Delete `key` if it is live and holds `value` (the release script).
+    fn delete(&mut self, key: &str, value: u64, holder: &str, ctx: &mut Ctx<'_>) -> bool {
+        let now_ms = ctx.now().on(self.config.expiry_clock);
+        self.drop_expired(key, now_ms, ctx);
+        match self.data.delete_if(key, value, now_ms) {
+            Some(deleted) => {
+                ctx.record_key(KeyEvent {
+                    holder: Some(deleted.holder),
+                    value: Some(value),
+                    ..KeyEvent::new(KeyEventKind::Delete, key)
+                });
+                self.changed(ServiceEventKind::Release, ctx);
+                true
+            }
+            None => {
+                let why = self.mismatch("delete", key, now_ms);
+                Self::refused(key, holder, value, why, ctx);
+                false
+            }
+        }
+    }
+
+    /// Why a compare-and-`command` of `key` found no key of its value.
+    fn mismatch(&self, command: &str, key: &str, now_ms: i64) -> String {
+        match self.data.get(key, now_ms) {
+            Some(live) => format!("{command}: the key is {}'s", live.holder),
+            None => format!("{command}: no key"),
+        }
+    }
 }
 
 impl LockNode for RedisServer {
@@ -64,6 +178,7 @@ impl LockNode for RedisServer {
             config: *config,
             data: start.durable.unwrap_or_default(),
             serving: !delayed,
+            nodes: u32::try_from(start.service_nodes.len()).unwrap_or(u32::MAX),
         };
         if delayed {
             // Unavailable: whatever arrives meanwhile is dropped, and its sender times out.
@@ -75,28 +190,16 @@ impl LockNode for RedisServer {
     }
 
     fn on_message(&mut self, origin: &Origin, msg: RedlockMessage, ctx: &mut Ctx<'_>) {
-        let now_ms = ctx.now().on(self.config.expiry_clock);
+        let from = origin.from();
         let reply = match msg {
             RedlockMessage::Set { key, value, ttl_ms } => {
-                let ok = self.data.set_nx_px(&key, value, ttl_ms, now_ms);
-                if ok {
-                    self.changed(ServiceEventKind::Grant, ctx);
-                }
-                RedlockMessage::SetReply(ok)
+                RedlockMessage::SetReply(self.set(&key, value, ttl_ms, from, ctx))
             }
             RedlockMessage::Extend { key, value, ttl_ms } => {
-                let ok = self.data.extend_if(&key, value, ttl_ms, now_ms);
-                if ok {
-                    self.changed(ServiceEventKind::Renew, ctx);
-                }
-                RedlockMessage::ExtendReply(ok)
+                RedlockMessage::ExtendReply(self.extend(&key, value, ttl_ms, from, ctx))
             }
             RedlockMessage::Delete { key, value } => {
-                let ok = self.data.delete_if(&key, value, now_ms);
-                if ok {
-                    self.changed(ServiceEventKind::Release, ctx);
-                }
-                RedlockMessage::DeleteReply(ok)
+                RedlockMessage::DeleteReply(self.delete(&key, value, from, ctx))
             }
             RedlockMessage::Incr { counter } => {
                 let token = self.data.incr(&counter);

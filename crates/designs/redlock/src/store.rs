@@ -11,9 +11,13 @@ pub struct Entry {
     pub value: u64,
     /// Wall-clock ms at which the key expires: present while `now_ms < expires_at_ms`.
     pub expires_at_ms: i64,
+    /// The client that set it (what the node's key events name; Redis itself keeps only the
+    /// value).
+    pub holder: String,
 }
 
-/// A Redis-like node. Expiry is lazy, as in Redis: an expired key is treated as absent.
+/// A Redis-like node. Expiry is lazy, as in Redis: an expired key is treated as absent, and
+/// dropped when next touched ([`RedisNode::take_expired`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RedisNode {
     keys: BTreeMap<String, Entry>,
@@ -26,21 +30,34 @@ impl RedisNode {
         Self::default()
     }
 
-    /// `SET key value NX PX ttl_ms` at wall-clock `now_ms`: true if the key was absent or
-    /// expired and is now set.
-    pub fn set_nx_px(&mut self, key: &str, value: u64, ttl_ms: u64, now_ms: i64) -> bool {
-        if self.get(key, now_ms).is_some() {
-            return false;
+    /// Drop `key` if it has expired at `now_ms`, and return it: what the node's next command
+    /// on the key finds gone.
+    pub fn take_expired(&mut self, key: &str, now_ms: i64) -> Option<Entry> {
+        if self.keys.get(key)?.expires_at_ms > now_ms {
+            return None;
         }
-        let expires_at_ms = now_ms.saturating_add(ttl_ms as i64);
-        self.keys.insert(
-            key.to_owned(),
-            Entry {
+        self.keys.remove(key)
+    }
+
+    /// `SET key value NX PX ttl_ms` for `holder` at wall-clock `now_ms`: `Ok` if the key was
+    /// absent or expired and is now set, or the live key that refused it.
+    pub fn set_nx_px(
+        &mut self,
+        key: &str,
+        value: u64,
+        holder: &str,
+        ttl_ms: u64,
+        now_ms: i64,
+    ) -> Result<&Entry, &Entry> {
+        self.take_expired(key, now_ms);
+        match self.keys.entry(key.to_owned()) {
+            std::collections::btree_map::Entry::Occupied(live) => Err(live.into_mut()),
+            std::collections::btree_map::Entry::Vacant(free) => Ok(free.insert(Entry {
                 value,
-                expires_at_ms,
-            },
-        );
-        true
+                expires_at_ms: now_ms.saturating_add(ttl_ms as i64),
+                holder: holder.to_owned(),
+            })),
+        }
     }
 
     /// The live entry of `key` at `now_ms`.
@@ -49,13 +66,12 @@ impl RedisNode {
     }
 
     /// Release: delete `key` only if it is live and holds `value` (the Lua script of the Redlock
-    /// documentation). True if deleted.
-    pub fn delete_if(&mut self, key: &str, value: u64, now_ms: i64) -> bool {
+    /// documentation). The deleted entry, if it was.
+    pub fn delete_if(&mut self, key: &str, value: u64, now_ms: i64) -> Option<Entry> {
         if self.get(key, now_ms).is_some_and(|e| e.value == value) {
-            self.keys.remove(key);
-            true
+            self.keys.remove(key)
         } else {
-            false
+            None
         }
     }
 
@@ -69,19 +85,14 @@ impl RedisNode {
     }
 
     /// Extend: reset the expiry of `key` to `now_ms + ttl_ms` only if it is live and holds
-    /// `value`. True if extended.
-    pub fn extend_if(&mut self, key: &str, value: u64, ttl_ms: u64, now_ms: i64) -> bool {
-        match self
+    /// `value`. The extended entry, if it was.
+    pub fn extend_if(&mut self, key: &str, value: u64, ttl_ms: u64, now_ms: i64) -> Option<&Entry> {
+        let e = self
             .keys
             .get_mut(key)
-            .filter(|e| now_ms < e.expires_at_ms && e.value == value)
-        {
-            Some(e) => {
-                e.expires_at_ms = now_ms.saturating_add(ttl_ms as i64);
-                true
-            }
-            None => false,
-        }
+            .filter(|e| now_ms < e.expires_at_ms && e.value == value)?;
+        e.expires_at_ms = now_ms.saturating_add(ttl_ms as i64);
+        Some(e)
     }
 }
 
@@ -92,18 +103,29 @@ mod tests {
     #[test]
     fn nx_px_release_and_extend_follow_redis() {
         let mut n = RedisNode::new();
-        assert!(n.set_nx_px("k", 7, 100, 0));
-        assert!(!n.set_nx_px("k", 8, 100, 99));
+        assert!(n.set_nx_px("k", 7, "a", 100, 0).is_ok());
+        let held = n.set_nx_px("k", 8, "b", 100, 99).unwrap_err();
+        assert_eq!((held.value, held.holder.as_str()), (7, "a"));
+        assert_eq!(n.take_expired("k", 99), None, "live until 100");
         assert!(
-            n.set_nx_px("k", 8, 100, 100),
+            n.set_nx_px("k", 8, "b", 100, 100).is_ok(),
             "expired at 100 on the node's clock"
         );
-        assert!(!n.delete_if("k", 7, 150), "not the holder's value");
-        assert!(!n.extend_if("k", 7, 100, 150));
-        assert!(n.extend_if("k", 8, 100, 150));
+        assert!(n.delete_if("k", 7, 150).is_none(), "not the holder's value");
+        assert!(n.extend_if("k", 7, 100, 150).is_none());
+        assert_eq!(
+            n.extend_if("k", 8, 100, 150).map(|e| e.expires_at_ms),
+            Some(250)
+        );
         assert_eq!(n.get("k", 249).map(|e| e.value), Some(8));
-        assert!(n.delete_if("k", 8, 249));
+        assert_eq!(
+            n.delete_if("k", 8, 249).map(|e| e.holder),
+            Some("b".to_owned())
+        );
         assert!(n.get("k", 249).is_none());
+        n.set_nx_px("k", 9, "c", 100, 300).unwrap();
+        assert_eq!(n.take_expired("k", 400).map(|e| e.value), Some(9));
+        assert_eq!(n.take_expired("k", 400), None, "dropped once");
     }
 
     #[test]
@@ -123,8 +145,8 @@ mod tests {
     #[test]
     fn a_wall_clock_jump_expires_keys_early() {
         let mut n = RedisNode::new();
-        n.set_nx_px("k", 1, 10_000, 0);
+        n.set_nx_px("k", 1, "a", 10_000, 0).unwrap();
         // The node's clock jumps 15 s forward: by its reckoning the key is gone.
-        assert!(n.set_nx_px("k", 2, 10_000, 15_000));
+        assert!(n.set_nx_px("k", 2, "b", 10_000, 15_000).is_ok());
     }
 }

@@ -7,4 +7,5 @@ mod deletes;
 mod edn_values;
 mod knossos_suite;
 mod models;
+mod quorum;
 mod table;

@@ -1,0 +1,368 @@
+//! Quorum locks (antirez's Redlock on N Redis nodes), judged from their nodes' key events
+//! (`key-set`, `key-extend`, `key-delete`, `key-expire`): the claim such a lock makes is that
+//! at most one client holds live keys on a majority of its nodes at a time, and it rests on
+//! every node keeping a key for its whole TTL (PX) in true time (Kleppmann 2016, "How to do
+//! distributed locking", shows the two ways it does not: a node that restarts without the key,
+//! a node whose clock jumps).
+//!
+//! - `lease-ended-early`: a node ended a holder's key before its TTL had passed in true time
+//!   (found it expired by its own clock, or set the key for another client, having lost it in
+//!   a restart) while the holder still believed it held the lock, by a validity the key was
+//!   to outlive (the holder's validity ends, in true time, no later than the key's TTL: the
+//!   key was set or extended in the round the validity came from). The node is to blame, and
+//!   the fault that hit it in between (a crash, a clock change) is named. A key that ends
+//!   early by less than the client's allowance for drift harms nobody and is not reported: by
+//!   then its holder no longer counts on it. Nor is a stale key (one a renewal did not reach)
+//!   that ends before a validity it was never part of.
+//! - `mutual-exclusion-service`: two clients each held the lock at once, where holding is
+//!   believing it held (its `belief`) while keys of one acquisition of it were live on a
+//!   majority of the nodes, a key being live from its set to its TTL's end in true time (or
+//!   its holder's delete): the keys the holder counts on, as the lock promises them.
+
+use std::collections::BTreeMap;
+
+use fencesim_history::{Event, EventKind, Phase, ViolationKind};
+
+use crate::exclusion::{belief_intervals, overlaps, Interval};
+use crate::stale_write::fmt_ns;
+use crate::{Records, Violation};
+
+/// How a node's key for a holder ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// Deleted at its holder's request.
+    Deleted,
+    /// Found expired by the node's own expiry clock.
+    Expired,
+    /// Gone when the node set the key for another holder: lost without a record (a restart
+    /// without it).
+    Replaced,
+}
+
+/// One key a node held for one holder: from its set to its end.
+#[derive(Clone, Debug)]
+struct Tenure<'h> {
+    node: &'h str,
+    lock: &'h str,
+    holder: &'h str,
+    value: u64,
+    /// The key-set: index, true ns.
+    set: (u64, u64),
+    /// The TTL last set or extended, ms.
+    ttl_ms: u64,
+    /// When its TTL runs out in true time (its last set or extend plus its TTL), ns.
+    due_ns: u64,
+    /// How many nodes the lock is spread over.
+    nodes: u32,
+    /// The record that ended it (index, true ns), and how.
+    ended: Option<((u64, u64), Ended)>,
+}
+
+/// The key events of `history`, as tenures per node, in the order they were set.
+fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
+    let mut all: Vec<Tenure<'h>> = Vec::new();
+    // Per (lock, node), the tenure still open.
+    let mut open: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for e in history.events().filter(|e| e.event.is_key()) {
+        let (Some(lock), node) = (e.lock.as_deref(), e.node.as_str()) else {
+            continue;
+        };
+        let at = (e.at.index, e.at.time_ns);
+        let due = |ttl_ms: u64| {
+            e.at.time_ns
+                .saturating_add(ttl_ms.saturating_mul(1_000_000))
+        };
+        match (e.event, e.token) {
+            (EventKind::KeySet, Some(value)) => {
+                if let Some(gone) = open.remove(&(lock, node)) {
+                    all[gone].ended = Some((at, Ended::Replaced));
+                }
+                let ttl_ms = e.ttl_ms.unwrap_or_default();
+                open.insert((lock, node), all.len());
+                all.push(Tenure {
+                    node,
+                    lock,
+                    holder: e.holder.as_deref().unwrap_or_default(),
+                    value,
+                    set: at,
+                    ttl_ms,
+                    due_ns: due(ttl_ms),
+                    nodes: e.nodes.unwrap_or_default(),
+                    ended: None,
+                });
+            }
+            (EventKind::KeyExtend, Some(value)) => {
+                if let Some(&t) = open.get(&(lock, node)).filter(|&&t| all[t].value == value) {
+                    all[t].ttl_ms = e.ttl_ms.unwrap_or(all[t].ttl_ms);
+                    all[t].due_ns = due(all[t].ttl_ms);
+                }
+            }
+            (EventKind::KeyDelete | EventKind::KeyExpire, Some(value)) => {
+                if let Some(t) = open
+                    .get(&(lock, node))
+                    .copied()
+                    .filter(|&t| all[t].value == value)
+                {
+                    open.remove(&(lock, node));
+                    let how = if e.event == EventKind::KeyDelete {
+                        Ended::Deleted
+                    } else {
+                        Ended::Expired
+                    };
+                    all[t].ended = Some((at, how));
+                }
+            }
+            _ => {}
+        }
+    }
+    all
+}
+
+/// How far apart two true times may be and still count as one, ns: the nodes' and clients'
+/// clocks are read in whole ms, so a key due at 37.850000100 s that a node's clock, reading
+/// 37,850 ms, finds expired at 37.850000000 s is on time.
+const CLOCK_GRAIN_NS: u64 = 1_000_000;
+
+/// Whether `holder` believed it held `lock` at true time `ns` by a validity that ends no later
+/// than `due_ns` (so that a key due then was part of it): the first record of the belief.
+fn counted_on(
+    history: &Records,
+    beliefs: &[Interval],
+    holder: &str,
+    lock: &str,
+    ns: u64,
+    due_ns: u64,
+) -> Option<u64> {
+    let open = beliefs
+        .iter()
+        .find(|b| b.holder == holder && b.lock == lock && b.start.1 <= ns && ns < b.end_ns())?;
+    // The validity it held by at `ns`: its latest start (a renewal extends it) until then.
+    let latest = history
+        .events()
+        .filter(|e| e.event == EventKind::Belief && e.phase == Some(Phase::Start))
+        .filter(|e| e.node == holder && e.lock.as_deref() == Some(lock))
+        .take_while(|e| e.at.time_ns <= ns)
+        .last()?;
+    let valid_until_ns = validity_end_ns(latest)?;
+    (valid_until_ns <= due_ns.saturating_add(CLOCK_GRAIN_NS)).then_some(open.start.0)
+}
+
+/// When a belief's validity ends in true time: its `expires_at_ms` of the client's monotonic
+/// clock, counted from the clock's reading at the belief (as if that clock kept true time
+/// from then: a client whose clock runs slow believes longer, which is its own fault).
+fn validity_end_ns(belief: &Event) -> Option<u64> {
+    let left_ms = belief
+        .expires_at_ms?
+        .saturating_sub(belief.at.mono_ms)
+        .max(0);
+    let left_ns = u64::try_from(left_ms).ok()?.saturating_mul(1_000_000);
+    Some(belief.at.time_ns.saturating_add(left_ns))
+}
+
+/// The faults that hit `node` between index `from` and `to` that can take a key from it: a
+/// crash (the restart comes back with what was synced) or a change to its clocks.
+fn faults_on<'h>(history: &Records<'h>, node: &str, from: u64, to: u64) -> Vec<&'h Event> {
+    history
+        .events()
+        .filter(|e| e.at.index > from && e.at.index < to)
+        .filter(|e| e.target.as_deref() == Some(node) && e.phase != Some(Phase::End))
+        .filter(|e| {
+            matches!(
+                e.event,
+                EventKind::Crash
+                    | EventKind::Restore
+                    | EventKind::ClockJump
+                    | EventKind::ClockSkew
+                    | EventKind::ClockDrift
+                    | EventKind::ClockStrobe
+            )
+        })
+        .collect()
+}
+
+/// The keys nodes ended before their TTL while their holders counted on them.
+fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for t in tenures {
+        let Some(((index, ns), how)) = t.ended else {
+            continue;
+        };
+        if how == Ended::Deleted || ns.saturating_add(CLOCK_GRAIN_NS) >= t.due_ns {
+            continue;
+        }
+        let Some(since) = counted_on(history, beliefs, t.holder, t.lock, ns, t.due_ns) else {
+            continue;
+        };
+        let faults = faults_on(history, t.node, t.set.0, index);
+        let what = match how {
+            Ended::Expired => format!(
+                "expired it by its own clock at index {index} (t={}), {} ms early",
+                fmt_ns(ns),
+                (t.due_ns - ns) / 1_000_000
+            ),
+            _ => format!(
+                "no longer had it at index {index} (t={}), when it set the key for another \
+                 client, {} ms before its TTL ran out",
+                fmt_ns(ns),
+                (t.due_ns - ns) / 1_000_000
+            ),
+        };
+        let cause = match faults.last() {
+            Some(f) if f.event == EventKind::Crash => format!(
+                "; it had crashed at index {} (t={}) and restarted without the key (not synced)",
+                f.at.index,
+                fmt_ns(f.at.time_ns)
+            ),
+            Some(f) => format!(
+                "; its clock was changed at index {} (t={}: {})",
+                f.at.index,
+                fmt_ns(f.at.time_ns),
+                f.event.as_str()
+            ),
+            None => "; no fault on the node explains it".to_owned(),
+        };
+        let mut witnesses = vec![index, t.set.0];
+        witnesses.extend(faults.iter().map(|f| f.at.index));
+        out.push(Violation {
+            kind: ViolationKind::LeaseEndedEarly,
+            witnesses,
+            explanation: format!(
+                "lock {:?}: {} set the key for {} with value {} at index {} (t={}) for {} ms, \
+                 due until t={}, and {what}, while {} still believed it held the lock (since \
+                 index {since}){cause}",
+                t.lock,
+                t.node,
+                t.holder,
+                t.value,
+                t.set.0,
+                fmt_ns(t.set.1),
+                t.ttl_ms,
+                fmt_ns(t.due_ns),
+                t.holder,
+            ),
+            chain: Vec::new(),
+        });
+    }
+    out
+}
+
+/// A change in how many of an acquisition's keys are live: at a record (index, true ns), by +1
+/// or -1.
+type Step = ((u64, u64), i32);
+
+/// For each acquisition (holder, value) of each lock, when its keys the holder counts on
+/// were live on a majority of the nodes: `[start, end)` with the records that bound it (the
+/// set that made the majority, and the delete that unmade it, or the last record before the
+/// TTL ran out).
+fn majorities<'h>(history: &Records<'h>, tenures: &[Tenure<'h>]) -> Vec<Interval<'h>> {
+    // +1 at each key's set, -1 where the holder stops counting on it, per acquisition.
+    let mut steps: BTreeMap<(&str, &str, u64), Vec<Step>> = BTreeMap::new();
+    let mut nodes: BTreeMap<&str, u32> = BTreeMap::new();
+    for t in tenures {
+        let end = match t.ended {
+            Some((at, Ended::Deleted)) if at.1 < t.due_ns => at,
+            _ => (last_index_before(history, t.due_ns), t.due_ns),
+        };
+        let acquisition = steps.entry((t.lock, t.holder, t.value)).or_default();
+        acquisition.push((t.set, 1));
+        acquisition.push((end, -1));
+        let n = nodes.entry(t.lock).or_default();
+        *n = (*n).max(t.nodes);
+    }
+    let mut out = Vec::new();
+    for ((lock, holder, value), mut points) in steps {
+        let majority = i32::try_from(nodes[lock] / 2 + 1).unwrap_or(i32::MAX);
+        // Ends before starts at one instant: a key that ends as another is set is no overlap.
+        points.sort_by_key(|&((index, ns), delta)| (ns, delta, index));
+        let mut live = 0;
+        let mut start = None;
+        for (at, delta) in points {
+            live += delta;
+            match (start, live >= majority) {
+                (None, true) => start = Some(at),
+                (Some(from), false) => {
+                    out.push(Interval {
+                        lock,
+                        holder,
+                        token: value,
+                        start: from,
+                        end: Some(at),
+                    });
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(from) = start {
+            out.push(Interval {
+                lock,
+                holder,
+                token: value,
+                start: from,
+                end: None,
+            });
+        }
+    }
+    out
+}
+
+/// The index of the last record at or before true time `ns` (what a time-only end names).
+fn last_index_before(history: &Records, ns: u64) -> u64 {
+    let entries = &history.entries;
+    let after = entries.partition_point(|e| e.at().time_ns <= ns);
+    entries
+        .get(after.saturating_sub(1))
+        .map_or(0, |e| e.at().index)
+}
+
+/// Where two intervals of one lock and holder overlap, bounded by the later start and the
+/// earlier end.
+fn intersect<'h>(a: &Interval<'h>, b: &Interval<'h>) -> Option<Interval<'h>> {
+    let start = if a.start.1 >= b.start.1 {
+        a.start
+    } else {
+        b.start
+    };
+    let end = match (a.end, b.end) {
+        (Some(x), Some(y)) => Some(if x.1 <= y.1 { x } else { y }),
+        (x, None) => x,
+        (None, y) => y,
+    };
+    let end_ns = end.map_or(u64::MAX, |e| e.1);
+    (start.1 < end_ns).then_some(Interval {
+        start,
+        end,
+        ..a.clone()
+    })
+}
+
+/// Every check on a quorum lock's key events; nothing for a history without them.
+pub(crate) fn check(history: &Records) -> Vec<Violation> {
+    let tenures = tenures(history);
+    if tenures.is_empty() {
+        return Vec::new();
+    }
+    let beliefs = belief_intervals(history);
+    let mut out = ended_early(history, &tenures, &beliefs);
+    // Held: a majority of live keys of one acquisition, while its holder believed it held.
+    let mut held = Vec::new();
+    for m in majorities(history, &tenures) {
+        for b in beliefs
+            .iter()
+            .filter(|b| b.holder == m.holder && b.lock == m.lock)
+        {
+            // The token the client knows its acquisition by (the value, or a counter's), so
+            // that an older acquisition's keys still live do not read as another holder.
+            held.extend(intersect(&m, b).map(|i| Interval {
+                token: b.token,
+                ..i
+            }));
+        }
+    }
+    out.extend(overlaps(
+        &held,
+        ViolationKind::MutualExclusionService,
+        "a majority of the nodes held keys for",
+    ));
+    out
+}
