@@ -622,11 +622,18 @@ fn the_history_schema_lists_every_event_kind() {
         .iter()
         .map(|k| k.as_str().unwrap())
         .collect();
-    let source = std::fs::read_to_string(
-        support::root().join("reports/examples/raft-k08-revoke-unchecked/0/history.jsonl"),
-    )
-    .unwrap();
-    for line in source.lines().skip(1) {
+    let source = ["raft-k08-revoke-unchecked", "redlock-crash-no-fsync"]
+        .map(|example| {
+            std::fs::read_to_string(
+                support::root().join(format!("reports/examples/{example}/0/history.jsonl")),
+            )
+            .unwrap()
+        })
+        .join("");
+    for line in source
+        .lines()
+        .filter(|l| !l.contains("\"record\":\"header\""))
+    {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let def = &schema["$defs"][v["record"].as_str().unwrap()]["properties"];
         for field in v.as_object().unwrap().keys() {
@@ -639,12 +646,17 @@ fn the_history_schema_lists_every_event_kind() {
             assert!(kinds.contains(&kind), "{kind}");
         }
     }
-    assert_eq!(kinds.len(), 27);
+    assert_eq!(kinds.len(), fencesim_history::EventKind::ALL.len());
+    for kind in fencesim_history::EventKind::ALL {
+        assert!(kinds.contains(&kind.as_str()), "{kind:?}");
+    }
 }
 
-/// The curated reports were written with report schema 1, when `lock_service` carried every
+/// Most curated reports were written with report schema 1, when `lock_service` carried every
 /// design's knobs; each is upgraded on reading (its own design's knobs kept) and replays to
-/// the same history. A report of the current schema replays as well.
+/// the same history. The Redlock ones were written again with schema 2 when the Redis nodes
+/// began to record their key events (issue 36); a schema-1 Redlock report, whose knobs are
+/// nested under `redlock`, is kept as a fixture and upgraded. A fresh report replays as well.
 #[test]
 fn reports_of_schema_1_and_2_replay_identically() {
     let dir = out_dir("replay-schemas");
@@ -656,14 +668,31 @@ fn reports_of_schema_1_and_2_replay_identically() {
         .collect();
     reports.sort();
     assert_eq!(reports.len(), 9);
+    let schema = |report: &std::path::PathBuf| support::json(report)["schema_version"].clone();
+    let old: Vec<_> = reports.iter().filter(|r| schema(r) == 1).collect();
+    assert_eq!(old.len(), 4, "{reports:?}");
     for report in &reports {
+        let redlock = report.to_string_lossy().contains("/redlock-");
         assert_eq!(
-            support::json(report)["schema_version"],
-            1,
+            schema(report),
+            if redlock { 2 } else { 1 },
             "{}",
             report.display()
         );
     }
+    // Schema 1 nested a design's own knobs in an object named after it: upgraded, flat.
+    let nested = support::root().join("tests/fixtures/report-schema-1-redlock.json");
+    let mut upgraded = support::json(&nested);
+    assert_eq!(upgraded["schema_version"], 1);
+    assert!(upgraded["scenario"]["lock_service"]["redlock"].is_object());
+    fencesim::report::upgrade(&mut upgraded, crate::support::engine().registry()).unwrap();
+    let service = &upgraded["scenario"]["lock_service"];
+    assert_eq!(service["node_timeout_ms"], 50, "{service}");
+    assert_eq!(service["drift_ppm"], 10000, "{service}");
+    assert!(
+        service.get("redlock").is_none() && service.get("raft").is_none(),
+        "{service}"
+    );
     // A fresh report is of schema 2, with the design's knobs only.
     let o = fencesim(&[
         "run",

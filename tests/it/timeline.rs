@@ -312,22 +312,36 @@ fn every_node_of_the_scenario_has_a_lane_even_if_it_recorded_nothing() {
         return;
     };
     let lanes = "return M.lanes.map(l => `${l.name}: ${l.sub}`);";
-    // Redlock's five Redis nodes record nothing (the clients record their locking); redis-3's
-    // clock jump is the nemesis's record.
+    // Redlock's five Redis nodes record their key events (issue 36), each on its own lane.
     let page = run_page("redlock-clock-jump", "timeline-lanes-redlock");
     assert_eq!(
         probe(&browser, &page, lanes, "timeline-lanes-redlock"),
         serde_json::json!([
             "client-1: process 0",
             "client-2: process 1",
-            "redis-1: lock service · no records",
-            "redis-2: lock service · no records",
-            "redis-3: lock service · no records",
-            "redis-4: lock service · no records",
-            "redis-5: lock service · no records",
+            "redis-1: lock service",
+            "redis-2: lock service",
+            "redis-3: lock service",
+            "redis-4: lock service",
+            "redis-5: lock service",
             "resource: resource: writes",
             "nemesis: network-wide faults",
         ])
+    );
+    // Raft's third replica never leads nor applies an entry first, so it records nothing: its
+    // lane is there, and says so.
+    let page = run_page("raft-k08-revoke-unchecked", "timeline-lanes-raft");
+    let raft = probe(&browser, &page, lanes, "timeline-lanes-raft");
+    let raft: Vec<&str> = raft
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        raft.contains(&"lease-3: lock service · no records")
+            && raft.contains(&"lease-1: lock service"),
+        "{raft:?}"
     );
     // Where every node recorded something, the lanes are as before.
     let page = run_page("pause-unfenced", "timeline-lanes-single");

@@ -86,7 +86,7 @@ pub fn not_checked(history: &History) -> Vec<String> {
 
 /// How many checks [`not_run`] can find lacking: when all of them are, the history gives the
 /// checker nothing to judge, and the verdict is unknown rather than valid.
-const NEEDS: usize = 9;
+const NEEDS: usize = 8;
 
 /// The checks that found nothing to look at in `history`, and what they needed (and, where
 /// the history's lock operations were not judged as a mutex, why).
@@ -148,11 +148,6 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
             ViolationKind::MutualExclusionService,
             has(&[K::Grant, K::KeySet]),
             "no grant events from a lock service, and no key events from a quorum lock's nodes",
-        ),
-        (
-            ViolationKind::LeaseEndedEarly,
-            has(&[K::KeySet]),
-            "no key events from a quorum lock's nodes",
         ),
         (
             ViolationKind::MutualExclusionClient,

@@ -7,9 +7,8 @@
 //!
 //! - `lease-ended-early`: a node ended a holder's key before its TTL had passed in true time
 //!   (found it expired by its own clock, or set the key for another client, having lost it in
-//!   a restart) while the holder still believed it held the lock, by a validity the key was
-//!   to outlive (the holder's validity ends, in true time, no later than the key's TTL: the
-//!   key was set or extended in the round the validity came from). The node is to blame, and
+//!   a restart) while the holder still believed it held the lock, from a round (its acquire or
+//!   renewal) that set or extended that key. The node is to blame, and
 //!   the fault that hit it in between (a crash, a clock change) is named. A key that ends
 //!   early by less than the client's allowance for drift harms nobody and is not reported: by
 //!   then its holder no longer counts on it. Nor is a stale key (one a renewal did not reach)
@@ -21,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use fencesim_history::{Event, EventKind, Phase, ViolationKind};
+use fencesim_history::{Event, EventKind, OpFn, OpType, Phase, ViolationKind};
 
 use crate::exclusion::{belief_intervals, overlaps, Interval};
 use crate::stale_write::fmt_ns;
@@ -50,6 +49,8 @@ struct Tenure<'h> {
     set: (u64, u64),
     /// The TTL last set or extended, ms.
     ttl_ms: u64,
+    /// When it was last set or extended, true ns.
+    refreshed_ns: u64,
     /// When its TTL runs out in true time (its last set or extend plus its TTL), ns.
     due_ns: u64,
     /// How many nodes the lock is spread over.
@@ -86,6 +87,7 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
                     value,
                     set: at,
                     ttl_ms,
+                    refreshed_ns: e.at.time_ns,
                     due_ns: due(ttl_ms),
                     nodes: e.nodes.unwrap_or_default(),
                     ended: None,
@@ -94,6 +96,7 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
             (EventKind::KeyExtend, Some(value)) => {
                 if let Some(&t) = open.get(&(lock, node)).filter(|&&t| all[t].value == value) {
                     all[t].ttl_ms = e.ttl_ms.unwrap_or(all[t].ttl_ms);
+                    all[t].refreshed_ns = e.at.time_ns;
                     all[t].due_ns = due(all[t].ttl_ms);
                 }
             }
@@ -123,40 +126,39 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
 /// 37,850 ms, finds expired at 37.850000000 s is on time.
 const CLOCK_GRAIN_NS: u64 = 1_000_000;
 
-/// Whether `holder` believed it held `lock` at true time `ns` by a validity that ends no later
-/// than `due_ns` (so that a key due then was part of it): the first record of the belief.
+/// Whether `holder` counted on a key of `lock` refreshed (set or extended) at true time
+/// `refreshed_ns` when that key ended at `ns`: it believed it held the lock then (a belief open
+/// at `ns`), and the key was set or extended in the round its belief came from (at or after
+/// the invoke of the acquire or renew behind the belief's latest start). The first record of
+/// the belief. Judged by true time and history order alone, as every check is: a client's
+/// own clocks are not read.
 fn counted_on(
     history: &Records,
     beliefs: &[Interval],
     holder: &str,
     lock: &str,
     ns: u64,
-    due_ns: u64,
+    refreshed_ns: u64,
 ) -> Option<u64> {
     let open = beliefs
         .iter()
         .find(|b| b.holder == holder && b.lock == lock && b.start.1 <= ns && ns < b.end_ns())?;
-    // The validity it held by at `ns`: its latest start (a renewal extends it) until then.
+    // The belief's latest start (a renewal starts it again) at or before `ns`...
     let latest = history
         .events()
         .filter(|e| e.event == EventKind::Belief && e.phase == Some(Phase::Start))
         .filter(|e| e.node == holder && e.lock.as_deref() == Some(lock))
         .take_while(|e| e.at.time_ns <= ns)
         .last()?;
-    let valid_until_ns = validity_end_ns(latest)?;
-    (valid_until_ns <= due_ns.saturating_add(CLOCK_GRAIN_NS)).then_some(open.start.0)
-}
-
-/// When a belief's validity ends in true time: its `expires_at_ms` of the client's monotonic
-/// clock, counted from the clock's reading at the belief (as if that clock kept true time
-/// from then: a client whose clock runs slow believes longer, which is its own fault).
-fn validity_end_ns(belief: &Event) -> Option<u64> {
-    let left_ms = belief
-        .expires_at_ms?
-        .saturating_sub(belief.at.mono_ms)
-        .max(0);
-    let left_ns = u64::try_from(left_ms).ok()?.saturating_mul(1_000_000);
-    Some(belief.at.time_ns.saturating_add(left_ns))
+    // ...and the round it came from: the holder's last acquire or renew invoked before it.
+    let round_ns = history
+        .ops()
+        .filter(|o| o.op_type == OpType::Invoke && matches!(o.f, OpFn::Acquire | OpFn::Renew))
+        .filter(|o| o.node == holder && o.lock.as_deref() == Some(lock))
+        .take_while(|o| o.at.index < latest.at.index)
+        .last()
+        .map_or(0, |o| o.at.time_ns);
+    (refreshed_ns >= round_ns).then_some(open.start.0)
 }
 
 /// The faults that hit `node` between index `from` and `to` that can take a key from it: a
@@ -190,7 +192,7 @@ fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> V
         if how == Ended::Deleted || ns.saturating_add(CLOCK_GRAIN_NS) >= t.due_ns {
             continue;
         }
-        let Some(since) = counted_on(history, beliefs, t.holder, t.lock, ns, t.due_ns) else {
+        let Some(since) = counted_on(history, beliefs, t.holder, t.lock, ns, t.refreshed_ns) else {
             continue;
         };
         let faults = faults_on(history, t.node, t.set.0, index);

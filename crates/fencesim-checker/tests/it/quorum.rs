@@ -3,7 +3,8 @@
 
 use fencesim_checker::{check, Verdict};
 use fencesim_history::{
-    Entry, Event, EventKind, Header, History, Phase, Stamp, TokenOrder, ViolationKind,
+    Entry, Event, EventKind, Header, History, Op, OpFn, OpType, Phase, Stamp, TokenOrder,
+    ViolationKind,
 };
 
 /// A history of events at given true times (ms), clocks reading true time.
@@ -28,6 +29,32 @@ impl Timeline {
         };
         fill(&mut e);
         self.entries.push(Entry::from(e));
+        index
+    }
+
+    /// `client` invokes `f` (acquire or renew) on the lock: a round of requests to the nodes.
+    fn invoke(&mut self, ms: u64, client: &str, f: OpFn) -> u64 {
+        let index = self.entries.len() as u64;
+        self.entries.push(Entry::from(Op {
+            at: Stamp {
+                index,
+                time_ns: ms * 1_000_000,
+                mono_ms: ms as i64,
+                wall_ms: ms as i64,
+            },
+            process: u64::from(client == "b"),
+            node: client.into(),
+            op_type: OpType::Invoke,
+            f,
+            lock: Some("l".into()),
+            key: None,
+            token: None,
+            value: None,
+            expected: None,
+            value_unknown: false,
+            ttl_ms: None,
+            error: None,
+        }));
         index
     }
 
@@ -97,11 +124,13 @@ impl Timeline {
 #[test]
 fn a_key_lost_in_a_restart_while_its_holder_counts_on_it_is_the_nodes_fault() {
     let mut t = Timeline::default();
+    t.invoke(0, "a", OpFn::Acquire);
     t.set(0, "redis-1", "a", 7, 1000);
     let lost = t.set(1, "redis-2", "a", 7, 1000);
     let a = t.believe(10, "a", 7, 900);
     let crash = t.nemesis(20, EventKind::Crash, Phase::Start, "redis-2");
     t.nemesis(30, EventKind::Crash, Phase::End, "redis-2");
+    t.invoke(99, "b", OpFn::Acquire);
     let taken = t.set(100, "redis-2", "b", 9, 1000);
     t.set(101, "redis-3", "b", 9, 1000);
     let b = t.believe(110, "b", 9, 1000);
@@ -122,7 +151,7 @@ fn a_key_lost_in_a_restart_while_its_holder_counts_on_it_is_the_nodes_fault() {
             .explanation
             .contains("redis-2 set the key for a with value 7")
             && early.explanation.contains("901 ms before its TTL ran out")
-            && early.explanation.contains("crashed at index 3"),
+            && early.explanation.contains("crashed at index 4"),
         "{}",
         early.explanation
     );
@@ -143,6 +172,7 @@ fn a_key_that_ends_after_its_holder_stopped_counting_on_it_is_no_ones_fault() {
     // redis-2's clock runs fast: a's key there expires 20 ms early, but a allowed for drift
     // and its validity ended at 900 ms.
     let mut t = Timeline::default();
+    t.invoke(0, "a", OpFn::Acquire);
     t.set(0, "redis-1", "a", 7, 1000);
     t.set(1, "redis-2", "a", 7, 1000);
     t.believe(10, "a", 7, 900);
@@ -158,11 +188,13 @@ fn a_key_that_ends_after_its_holder_stopped_counting_on_it_is_no_ones_fault() {
 #[test]
 fn a_key_a_renewal_did_not_reach_is_not_counted_on() {
     let mut t = Timeline::default();
+    t.invoke(0, "a", OpFn::Acquire);
     for (ms, node) in [(0, "redis-1"), (1, "redis-2"), (2, "redis-3")] {
         t.set(ms, node, "a", 7, 1000);
     }
     t.believe(10, "a", 7, 900);
     // The renewal reaches redis-1 and redis-2 only: a's validity now ends at 1400 ms.
+    t.invoke(499, "a", OpFn::Renew);
     t.extend(500, "redis-1", "a", 7, 1000);
     t.extend(501, "redis-2", "a", 7, 1000);
     t.believe(510, "a", 7, 1400);
@@ -177,6 +209,7 @@ fn a_client_that_believes_past_its_keys_is_at_fault_alone() {
     // Case K05: a believes it has its whole TTL from when the replies came in; the nodes keep
     // its keys for exactly their PX.
     let mut t = Timeline::default();
+    t.invoke(0, "a", OpFn::Acquire);
     t.set(0, "redis-1", "a", 7, 1000);
     t.set(1, "redis-2", "a", 7, 1000);
     t.believe(600, "a", 7, 1500);

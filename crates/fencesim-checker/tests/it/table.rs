@@ -23,9 +23,9 @@ use EventKind::{Accept, Expire, Grant, Reject, Release, Revoke};
 use OpType::{Fail, Info, Ok as Done};
 use Phase::{End, Start};
 use ViolationKind::{
-    DuplicateExecution, MutualExclusionClient, MutualExclusionService, NoProgressAfterHeal,
-    NotLinearizable, ReleaseByNonHolder, StaleWriteAccepted, TokenNotMonotonic, TokenReused,
-    UnfencedMutation,
+    DuplicateExecution, LeaseEndedEarly, MutualExclusionClient, MutualExclusionService,
+    NoProgressAfterHeal, NotLinearizable, ReleaseByNonHolder, StaleWriteAccepted,
+    TokenNotMonotonic, TokenReused, UnfencedMutation,
 };
 
 const LOCK: &str = "lock";
@@ -853,6 +853,44 @@ fn a_lease_ending_one_ns_after_the_next_grant_clashes() -> Case {
     )
 }
 
+/// A quorum lock (Redlock) on 3 nodes, by its nodes' key events (docs/checks.md, Quorum
+/// locks): redis-2 crashes and comes back without a's key, then sets it for b, who gets a
+/// majority (redis-2, redis-3) while a still believes on its own (redis-1, redis-2). The node's
+/// fault (`lease-ended-early`: the key that ended, its set, the crash) and two majorities at
+/// once (`mutual-exclusion-service`, at b's belief, against a's), besides the clients' view.
+fn a_quorum_node_that_loses_a_key_breaks_the_quorum_lock() -> Case {
+    let mut b = B::opaque();
+    let key = |b: &mut B, node: &str, holder: &str, value: u64| {
+        b.event(EventKind::KeySet, node, |e| {
+            e.lock = Some(LOCK.into());
+            e.holder = Some(holder.into());
+            e.token = Some(value);
+            e.ttl_ms = Some(1000);
+            e.nodes = Some(3);
+        })
+    };
+    b.invoke_acquire(0, "a");
+    key(&mut b, "redis-1", "a", 7);
+    let lost = key(&mut b, "redis-2", "a", 7);
+    let a = b.belief("a", Start, 7);
+    let crash = b.event(EventKind::Crash, "nemesis", |e| {
+        e.phase = Some(Start);
+        e.target = Some("redis-2".into());
+    });
+    b.invoke_acquire(1, "b");
+    let taken = key(&mut b, "redis-2", "b", 9);
+    key(&mut b, "redis-3", "b", 9);
+    let bb = b.belief("b", Start, 9);
+    Case::invalid(
+        "a_quorum_node_that_loses_a_key_breaks_the_quorum_lock",
+        b,
+        LeaseEndedEarly,
+        [taken, lost, crash],
+    )
+    .and(MutualExclusionService, [bb, a])
+    .and(MutualExclusionClient, [bb, a])
+}
+
 /// The same holder with two different tokens live at once: the tokens differ, so it clashes.
 fn one_holder_with_two_live_tokens_clashes() -> Case {
     let mut b = B::new();
@@ -1592,6 +1630,7 @@ fn cases() -> Vec<Case> {
         a_lease_revoked_before_the_next_grant_is_fine(),
         a_lease_ending_at_the_instant_of_the_next_grant_is_fine(),
         a_lease_ending_one_ns_after_the_next_grant_clashes(),
+        a_quorum_node_that_loses_a_key_breaks_the_quorum_lock(),
         one_holder_with_two_live_tokens_clashes(),
         separate_overlaps_are_separate_incidents(),
         an_empty_lease_clashes_with_nothing(),
