@@ -51,12 +51,18 @@ struct Tenure<'h> {
     ttl_ms: u64,
     /// When it was last set or extended, true ns.
     refreshed_ns: u64,
-    /// When its TTL runs out in true time (its last set or extend plus its TTL), ns.
-    due_ns: u64,
     /// How many nodes the lock is spread over.
     nodes: u32,
     /// The record that ended it (index, true ns), and how.
     ended: Option<((u64, u64), Ended)>,
+}
+
+impl Tenure<'_> {
+    /// When its TTL runs out in true time (its last set or extend plus its TTL), ns.
+    fn due_ns(&self) -> u64 {
+        self.refreshed_ns
+            .saturating_add(self.ttl_ms.saturating_mul(1_000_000))
+    }
 }
 
 /// The key events of `history`, as tenures per node, in the order they were set.
@@ -69,10 +75,6 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
             continue;
         };
         let at = (e.at.index, e.at.time_ns);
-        let due = |ttl_ms: u64| {
-            e.at.time_ns
-                .saturating_add(ttl_ms.saturating_mul(1_000_000))
-        };
         match (e.event, e.token) {
             (EventKind::KeySet, Some(value)) => {
                 if let Some(gone) = open.remove(&(lock, node)) {
@@ -88,7 +90,6 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
                     set: at,
                     ttl_ms,
                     refreshed_ns: e.at.time_ns,
-                    due_ns: due(ttl_ms),
                     nodes: e.nodes.unwrap_or_default(),
                     ended: None,
                 });
@@ -97,7 +98,6 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
                 if let Some(&t) = open.get(&(lock, node)).filter(|&&t| all[t].value == value) {
                     all[t].ttl_ms = e.ttl_ms.unwrap_or(all[t].ttl_ms);
                     all[t].refreshed_ns = e.at.time_ns;
-                    all[t].due_ns = due(all[t].ttl_ms);
                 }
             }
             (EventKind::KeyDelete | EventKind::KeyExpire, Some(value)) => {
@@ -189,7 +189,7 @@ fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> V
         let Some(((index, ns), how)) = t.ended else {
             continue;
         };
-        if how == Ended::Deleted || ns.saturating_add(CLOCK_GRAIN_NS) >= t.due_ns {
+        if how == Ended::Deleted || ns.saturating_add(CLOCK_GRAIN_NS) >= t.due_ns() {
             continue;
         }
         let Some(since) = counted_on(history, beliefs, t.holder, t.lock, ns, t.refreshed_ns) else {
@@ -200,13 +200,13 @@ fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> V
             Ended::Expired => format!(
                 "expired it by its own clock at index {index} (t={}), {} ms early",
                 fmt_ns(ns),
-                (t.due_ns - ns) / 1_000_000
+                (t.due_ns() - ns) / 1_000_000
             ),
             _ => format!(
                 "no longer had it at index {index} (t={}), when it set the key for another \
                  client, {} ms before its TTL ran out",
                 fmt_ns(ns),
-                (t.due_ns - ns) / 1_000_000
+                (t.due_ns() - ns) / 1_000_000
             ),
         };
         let cause = match faults.last() {
@@ -239,7 +239,7 @@ fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> V
                 t.set.0,
                 fmt_ns(t.set.1),
                 t.ttl_ms,
-                fmt_ns(t.due_ns),
+                fmt_ns(t.due_ns()),
                 t.holder,
             ),
             chain: Vec::new(),
@@ -262,8 +262,8 @@ fn majorities<'h>(history: &Records<'h>, tenures: &[Tenure<'h>]) -> Vec<Interval
     let mut nodes: BTreeMap<&str, u32> = BTreeMap::new();
     for t in tenures {
         let end = match t.ended {
-            Some((at, Ended::Deleted)) if at.1 < t.due_ns => at,
-            _ => (last_index_before(history, t.due_ns), t.due_ns),
+            Some((at, Ended::Deleted)) if at.1 < t.due_ns() => at,
+            _ => (last_index_before(history, t.due_ns()), t.due_ns()),
         };
         let acquisition = steps.entry((t.lock, t.holder, t.value)).or_default();
         acquisition.push((t.set, 1));
