@@ -498,6 +498,58 @@ fn k04_a_redis_node_that_loses_its_key_lets_two_clients_hold_the_lock() {
         ["client-1", "client-2"],
         "client-2 while client-1 held it"
     );
+    // What the replies showed of redis-3's key: set for client-1, then (after the restart
+    // that lost it) set for client-2. The loss itself has no reply, and no record.
+    let redis_3_sets: Vec<&str> = events(&history, "key-set")
+        .iter()
+        .filter(|e| e["node"] == "redis-3")
+        .map(|e| e["holder"].as_str().unwrap())
+        .collect();
+    assert_eq!(redis_3_sets, ["client-1", "client-2"]);
+    assert!(
+        events(&history, "key-expire").is_empty(),
+        "no reply shows a node's own expiry"
+    );
+    assert!(
+        stdout.contains("note: not observed: a key lost in a restart has no record of its own"),
+        "{stdout}"
+    );
+    let report = json(&out.join("redis-crash-no-fsync/live-1/report.json"));
+    let early = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["kind"] == "lease-ended-early")
+        .expect("redis-3 lost client-1's key");
+    let said = early["explanation"].as_str().unwrap();
+    assert!(
+        said.starts_with("lock \"lock\": redis-3 set the key for client-1 with value ")
+            && said.contains("when it set the key for another client")
+            && said.contains("; it had crashed at index ")
+            && said.ends_with("and restarted without the key (not synced)"),
+        "{said}"
+    );
+    let chain: Vec<&str> = early["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let crash = chain
+        .iter()
+        .position(|c| c.starts_with("redis-3 crashed at "));
+    let set_for_2 = chain
+        .iter()
+        .position(|c| c.starts_with("redis-3 set the key for client-2 "));
+    assert!(crash.is_some() && crash < set_for_2, "{chain:?}");
+    assert!(
+        report["live"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("not observed: ")),
+        "{report}"
+    );
 }
 
 #[test]

@@ -301,6 +301,7 @@ fn live_report(
             real_ms: record.real_ms,
             cut_short: record.cut_short.clone(),
             disturbed: record.disturbed.clone(),
+            notes: plan.notes.clone(),
         }),
         ..Report::judged(&plan.scenario, 0, &record.history, result, None)
     };

@@ -237,6 +237,11 @@ pub struct LiveRun {
     /// machine), in words; left out when nothing was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbed: Vec<String>,
+    /// What differs from a simulation and what the trial's history cannot show (the plan's
+    /// notes, also printed before the first trial: `not observed: ...` from the lock service's
+    /// live form); left out when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The tool identity compiled into this binary.

@@ -460,7 +460,17 @@ fn lock_call<'p>(
         op: reference,
         now_ms: mono_ms,
         random,
+        observe,
     }
+}
+
+/// Record `event`, which a lock form observed in a server's reply, now.
+fn observe(event: Event) {
+    send(&ClientLine::Record {
+        mono_ns: mono_ns(),
+        seq: None,
+        entry: Box::new(Entry::Event(event)),
+    });
 }
 
 fn sleep_until(mono: u64) {

@@ -107,6 +107,11 @@ pub struct LockCall<'a> {
     pub now_ms: fn() -> i64,
     /// A random number for the form's own use (Redlock's lock value), drawn by the client.
     pub random: u64,
+    /// Record what the form observed of a server's state, from its replies, as an event of
+    /// the history stamped now by the client (Redlock's nodes' key events: a key set,
+    /// extended, deleted or refused, docs/history-format.md). Only what a reply shows: a
+    /// server's own expiry or a restart that lost a key has no reply, and no record.
+    pub observe: fn(fencesim_history::Event),
 }
 
 /// Where a form's sessions find their servers.
@@ -200,6 +205,13 @@ pub trait LiveLockService: Send + Sync {
     /// values).
     fn token_order(&self) -> TokenOrder {
         TokenOrder::Value
+    }
+
+    /// What the history of a trial cannot show of this service's state, one sentence each,
+    /// which the trial prints as notes and keeps in its report (`live.notes`): a live form
+    /// sees the servers only through their replies ([`LockCall::observe`]). Default: nothing.
+    fn unobserved(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// A client's session.

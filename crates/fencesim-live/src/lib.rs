@@ -80,6 +80,9 @@ impl std::fmt::Display for LiveError {
 
 impl std::error::Error for LiveError {}
 
+/// The history's records, re-exported so that a live form builds the events it observes
+/// ([`form::LockCall::observe`]) of the same version.
+pub use fencesim_history as history;
 /// The PostgreSQL client library the live forms speak through (the blocking face of
 /// `tokio-postgres`), re-exported so that a design's live form uses the same version.
 pub use postgres;

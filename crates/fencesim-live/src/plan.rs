@@ -191,7 +191,7 @@ impl LivePlan {
 pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> {
     let service = &scenario.lock_service;
     let lock = forms.lock_service(&service.kind, &service.knobs)?;
-    let (needs, token_order) = (lock.needs(), lock.token_order());
+    let (needs, token_order, unobserved) = (lock.needs(), lock.token_order(), lock.unobserved());
     forms.resource(&scenario.resource.mode, &scenario.resource.knobs)?;
     if scenario.nemesis.is_some() {
         return Err(
@@ -236,6 +236,8 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
         }
         plan.faults.push(live);
     }
+    plan.notes
+        .extend(unobserved.into_iter().map(|u| format!("not observed: {u}")));
     plan.faked_clocks.sort_unstable();
     plan.faked_clocks.dedup();
     Ok(plan)

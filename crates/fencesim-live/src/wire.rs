@@ -50,7 +50,8 @@ pub struct ClientConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClientLine {
-    /// A record of the history: an operation or a belief event, stamped at `mono_ns`
+    /// A record of the history: an operation, a belief event or an event a lock form observed
+    /// (a Redis node's key set, from its reply), stamped at `mono_ns`
     /// (`CLOCK_MONOTONIC`). `seq`: the operation's number within this client, by which the
     /// database's log names it (`<client>#<seq>`), on invokes and their completions.
     Record {

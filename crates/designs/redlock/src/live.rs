@@ -8,6 +8,13 @@
 //! documentation's). With `token_source = "counter"` the token is an INCR on the first node.
 //!
 //! Redis decides expiry by its own wall clock, which live mode can step (libfaketime).
+//!
+//! What each node's replies show of its key is recorded as that node's key events
+//! ([`LockCall::observe`]): `key-set` for a SET NX that answered OK, `key-extend` and
+//! `key-delete` for scripts that answered 1, `key-refuse` for those that answered no. A node
+//! that does not answer says nothing. A key's expiry on the node, or its loss in a restart,
+//! has no reply and so no record: the checker sees a loss as the key set again for another
+//! client with no end in between, as it does in simulation (docs/live.md).
 
 use std::time::Duration;
 
@@ -15,6 +22,7 @@ use fencesim_live::form::{
     only_knobs, Endpoints, Grant, LiveLockService, LockAnswer, LockCall, LockServiceForm,
     LockSession, Needs, RedisNeeds, RedisPersistence, Unknown,
 };
+use fencesim_live::history::{Event, EventKind};
 use fencesim_live::redis::{self, Connection, FromRedisValue};
 use fencesim_live::toml;
 
@@ -96,6 +104,21 @@ impl LiveLockService for LiveRedlock {
         } else {
             fencesim_live::form::TokenOrder::Acquisition
         }
+    }
+
+    fn unobserved(&self) -> Vec<String> {
+        vec![
+            "a Redis node's own expiry of a key has no reply and no key-expire record; a key \
+             that a jumped clock expired early shows as the key set for another client before \
+             its TTL ran out"
+                .to_owned(),
+            "a key lost in a restart has no record of its own; it shows as the key set again for \
+             another client with no end in between, after the node's crash"
+                .to_owned(),
+            "a node that did not answer has no key event; a key event is stamped when the client \
+             had the reply, a few ms after the node acted"
+                .to_owned(),
+        ]
     }
 
     fn session(&self, endpoints: &Endpoints) -> Result<Box<dyn LockSession>, String> {
@@ -219,15 +242,26 @@ impl RedlockSession {
     }
 
     /// Delete `value` everywhere, without looking at the answers: a partial acquisition's
-    /// keys would expire anyway.
-    fn unlock_everywhere(&mut self, lock: &str, value: u64) -> usize {
+    /// keys would expire anyway. How many nodes deleted it.
+    fn unlock_everywhere(&mut self, call: &LockCall<'_>, value: u64) -> usize {
         let script = redis::Script::new(DELETE);
         let timeout = self.timeout();
         let args = [value.to_string()];
-        let deleted = fan_out(&mut self.nodes, |node| {
-            node.script::<i64>(&script, lock, &args, timeout) == Some(1)
+        let key = format!("{}{}", self.prefix, call.lock);
+        let replies = fan_out(&mut self.nodes, |node| {
+            node.script::<i64>(&script, &key, &args, timeout)
         });
-        deleted.into_iter().filter(|d| *d).count()
+        observe_each(
+            call,
+            &replies,
+            |reply| match reply {
+                1 => Some((EventKind::KeyDelete, None)),
+                _ => Some((EventKind::KeyRefuse, Some("delete: not its value"))),
+            },
+            value,
+            None,
+        );
+        replies.iter().filter(|r| **r == Some(1)).count()
     }
 }
 
@@ -264,6 +298,16 @@ impl LockSession for RedlockSession {
         let replies = fan_out(&mut self.nodes, |node| {
             node.query::<Option<String>>(&set, timeout)
         });
+        observe_each(
+            call,
+            &replies,
+            |reply| match reply {
+                Some(_) => Some((EventKind::KeySet, None)),
+                None => Some((EventKind::KeyRefuse, Some("SET NX: held by another value"))),
+            },
+            value,
+            Some(call.ttl_ms),
+        );
         for (i, reply) in replies.iter().enumerate() {
             redlock.on_reply(i, matches!(reply, Some(Some(_))));
         }
@@ -294,7 +338,7 @@ impl LockSession for RedlockSession {
                 format!("a majority granted, but the validity had run out ({validity_ms} ms)")
             }
         };
-        self.unlock_everywhere(&key, value);
+        self.unlock_everywhere(call, value);
         Ok(Err(error))
     }
 
@@ -308,6 +352,16 @@ impl LockSession for RedlockSession {
         let replies = fan_out(&mut self.nodes, |node| {
             node.script::<i64>(&script, &key, &args, timeout)
         });
+        observe_each(
+            call,
+            &replies,
+            |reply| match reply {
+                1 => Some((EventKind::KeyExtend, None)),
+                _ => Some((EventKind::KeyRefuse, Some("extend: not its value"))),
+            },
+            value,
+            Some(call.ttl_ms),
+        );
         for (i, reply) in replies.iter().enumerate() {
             redlock.on_reply(i, *reply == Some(1));
         }
@@ -319,12 +373,40 @@ impl LockSession for RedlockSession {
 
     fn release(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<()>, Unknown> {
         let value = self.value.take().unwrap_or(call.token);
-        let key = format!("{}{}", self.prefix, call.lock);
-        let deleted = self.unlock_everywhere(&key, value);
+        let deleted = self.unlock_everywhere(call, value);
         Ok(if deleted > self.nodes.len() / 2 {
             Ok(())
         } else {
             Err(format!("our value was on only {deleted} nodes"))
         })
+    }
+}
+
+/// Record, as node `redis-N`'s key event, what each node's answer (`Some`: it answered) shows
+/// of its key of `call.lock` with `value`: `what` gives the kind (and a refusal's reason) for
+/// an answer. The names are the design's own (`redis-1` .. `redis-N`, in the nodes' order),
+/// as in simulation.
+fn observe_each<R>(
+    call: &LockCall<'_>,
+    replies: &[Option<R>],
+    what: impl Fn(&R) -> Option<(EventKind, Option<&'static str>)>,
+    value: u64,
+    ttl_ms: Option<u64>,
+) {
+    let nodes = u32::try_from(replies.len()).unwrap_or(u32::MAX);
+    for (i, reply) in replies.iter().enumerate() {
+        let Some((kind, why)) = reply.as_ref().and_then(&what) else {
+            continue;
+        };
+        (call.observe)(Event {
+            node: format!("redis-{}", i + 1).into(),
+            lock: Some(call.lock.into()),
+            holder: Some(call.holder.into()),
+            token: Some(value),
+            ttl_ms: ttl_ms.filter(|_| matches!(kind, EventKind::KeySet | EventKind::KeyExtend)),
+            nodes: Some(nodes).filter(|_| kind == EventKind::KeySet),
+            detail: why.map(str::to_owned),
+            ..Event::new(kind)
+        });
     }
 }
