@@ -65,8 +65,13 @@ CPUS_PER_TASK=${CPUS_PER_TASK:-2}
 MERGE_AFTER=${MERGE_AFTER:-afterok}
 WAIT=${WAIT:-0}
 
-case $SHARDS in ''|*[!0-9]*|0) die "SHARDS must be a positive integer" ;; esac
+positive() { case $2 in ''|*[!0-9]*|0|0*) die "$1 must be a positive integer, not \"$2\"" ;; esac; }
+positive SHARDS "$SHARDS"
+positive CPUS_PER_TASK "$CPUS_PER_TASK"
+[ -z "${MAX_RUNNING:-}" ] || positive MAX_RUNNING "$MAX_RUNNING"
+case $SEEDS in [0-9]*..[0-9]*) ;; *) die "SEEDS must be A..B, a range of seeds (0..400), not \"$SEEDS\"" ;; esac
 case $MERGE_AFTER in afterok|afterany) ;; *) die "MERGE_AFTER must be afterok or afterany" ;; esac
+case $WAIT in 0|1) ;; *) die "WAIT must be 0 or 1, not \"$WAIT\"" ;; esac
 if [ -n "${ARRAY:-}" ]; then
   case $ARRAY in *[!0-9,:-]*) die "ARRAY must be an sbatch --array list of shards (2,5 or 0-3), without %" ;; esac
   # A re-run writes beside the sweep it completes; fencesim refuses an id past SHARDS.
@@ -74,17 +79,30 @@ if [ -n "${ARRAY:-}" ]; then
 elif [ -e "$OUT" ] && [ -n "$(ls -A "$OUT")" ]; then
   die "$OUT is not empty: a stale shard summary there could stand in for a lost one"
 fi
+
+# Check the scenario and the range here, once, rather than in SHARDS failed tasks, and before
+# OUT holds anything (a refused submission leaves nothing to refuse the corrected one): the
+# range's first seed alone, as shard 0 of a split so fine that it holds no other seed, so
+# that fencesim itself reads the whole range.
+check=$(mktemp -d "${TMPDIR:-/tmp}/fencesim-submit-check.XXXXXX")
+trap 'rm -rf "$check"' EXIT
+"$FENCESIM" explore "$SCENARIO" --seeds "$SEEDS" --shard 0/18446744073709551615 --jobs 1 \
+  --keep-going --quiet --out "$check/out" >/dev/null 2>"$check/err" || {
+  code=$?; [ $code -le 1 ] || { cat "$check/err" >&2; die "explore refused SCENARIO=$SCENARIO SEEDS=$SEEDS (exit $code)"; }
+}
+
+made_out=0
+[ -e "$OUT" ] || made_out=1
 mkdir -p "$OUT/logs"
 OUT=$(cd "$OUT" && pwd -P)
-
-# Check the scenario and range here, once, rather than in SHARDS failed tasks: a one-seed
-# sweep of the range's first seed.
-first=${SEEDS%%..*}
-"$FENCESIM" explore "$SCENARIO" --seeds "$first..$((first + 1))" --jobs 1 --keep-going --quiet \
-  --out "$OUT/check" >/dev/null 2>"$OUT/logs/check.err" || {
-  code=$?; [ $code -le 1 ] || { cat "$OUT/logs/check.err" >&2; die "explore refused $SCENARIO $SEEDS (exit $code)"; }
+# sbatch refused the submission (a setting the cluster rejects): leave OUT as it was found.
+refused() {
+  if [ -z "${ARRAY:-}" ]; then
+    rm -rf "${OUT:?}/logs"
+    [ "$made_out" = 0 ] || rmdir "$OUT" 2>/dev/null || true
+  fi
+  die "sbatch refused the $1 job (above); nothing was submitted${2:-}"
 }
-rm -rf "$OUT/check"
 
 # The jobs read their settings from the environment; --export=ALL hands them over whatever the
 # site's default for sbatch --export is.
@@ -97,11 +115,14 @@ common=(--export=ALL --parsable)
 sweep_opts=("${common[@]}" --array="$array" --cpus-per-task="$CPUS_PER_TASK"
   --output="$OUT/logs/sweep-%A_%a.out")
 [ -n "${TIME_LIMIT:-}" ] && sweep_opts+=(--time="$TIME_LIMIT")
-sweep=$(sbatch "${sweep_opts[@]}" "$here/fencesim-sweep.sbatch")
+sweep=$(sbatch "${sweep_opts[@]}" "$here/fencesim-sweep.sbatch") || refused sweep
 sweep=${sweep%%;*}   # --parsable prints JOBID or JOBID;CLUSTER
 
 merge=$(sbatch "${common[@]}" --dependency="$MERGE_AFTER:$sweep" --kill-on-invalid-dep=yes \
-  --output="$OUT/logs/merge-%j.out" "$here/fencesim-merge.sbatch")
+  --output="$OUT/logs/merge-%j.out" "$here/fencesim-merge.sbatch") || {
+  scancel "$sweep" 2>/dev/null || true
+  refused merge " (the sweep job $sweep is cancelled)"
+}
 merge=${merge%%;*}
 
 echo "submit: sweep array job $sweep (--array=$array of $SHARDS shards), merge job $merge ($MERGE_AFTER); output in $OUT" >&2
@@ -140,5 +161,14 @@ if [ "$state" = COMPLETED ] || [ "$state" = FAILED ]; then
   code=${exitcode%%:*}
   exit "$code"
 fi
+# Why: the last lines of each task that did not complete.
+for log in "$OUT"/logs/sweep-"$sweep"_*.out; do
+  [ -f "$log" ] || continue
+  task=${log##*_}; task=${task%.out}
+  if ! job_lines "$sweep" | grep -q "^${sweep}_${task} COMPLETED "; then
+    echo "submit: task $task's log ($log):" >&2
+    tail -n 5 "$log" | sed 's/^/  | /' >&2
+  fi
+done
 echo "submit: the merge did not run to the end ($state): a sweep task failed or was lost" >&2
 exit 2

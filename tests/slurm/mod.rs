@@ -510,3 +510,67 @@ fn a_sweep_split_over_a_slurm_job_array_merges_into_the_unsharded_sweep() {
     drop(cluster);
     step("cluster stopped");
 }
+
+/// Settings submit.sh refuses before it creates OUT or submits anything, and what it says:
+/// no cluster is needed to refuse them, so this runs wherever bash does.
+#[test]
+fn submit_sh_refuses_bad_settings_before_it_creates_anything() {
+    let work = out_dir("slurm-submit-refusals");
+    let out = work.join("out");
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "SEEDS",
+            "abc",
+            "SEEDS must be A..B, a range of seeds (0..400), not \"abc\"",
+        ),
+        ("SEEDS", "0..abc", "SEEDS must be A..B"),
+        // Well-formed, but explore itself refuses it: the whole range is read, not its start.
+        (
+            "SEEDS",
+            "20..10",
+            "explore refused SCENARIO=random-nemesis-fenced SEEDS=20..10",
+        ),
+        (
+            "CPUS_PER_TASK",
+            "abc",
+            "CPUS_PER_TASK must be a positive integer, not \"abc\"",
+        ),
+        (
+            "CPUS_PER_TASK",
+            "0",
+            "CPUS_PER_TASK must be a positive integer",
+        ),
+        ("SHARDS", "-1", "SHARDS must be a positive integer"),
+        ("MAX_RUNNING", "x", "MAX_RUNNING must be a positive integer"),
+        (
+            "MERGE_AFTER",
+            "afterfoo",
+            "MERGE_AFTER must be afterok or afterany",
+        ),
+        ("WAIT", "yes", "WAIT must be 0 or 1"),
+        (
+            "SCENARIO",
+            "no-such-scenario",
+            "explore refused SCENARIO=no-such-scenario",
+        ),
+    ];
+    for (name, value, said) in cases {
+        let mut submit = Command::new(root().join("deploy/slurm/submit.sh"));
+        for setting in SUBMIT_SETTINGS {
+            submit.env_remove(setting);
+        }
+        let run = submit
+            .env("FENCESIM", bin())
+            .env("OUT", &out)
+            .env(name, value)
+            .output()
+            .expect("run submit.sh");
+        let (_, stderr) = text(&run);
+        assert_eq!(run.status.code(), Some(2), "{name}={value}: {stderr}");
+        assert!(stderr.contains(said), "{name}={value}: {stderr}");
+        assert!(
+            !out.exists(),
+            "{name}={value}: a refused submission leaves no OUT behind"
+        );
+    }
+}

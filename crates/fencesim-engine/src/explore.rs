@@ -202,8 +202,15 @@ impl ExploreSummary {
             ));
         }
         let count = shard_count_of(first_name, first)?;
+        first.check_counts(first_name)?;
         let mut merged = first.clone();
         for (name, part) in rest {
+            part.check_counts(name)?;
+            if part.shards.is_empty() || merged.shards.is_empty() {
+                return Err(format!(
+                    "{name}: a summary of the whole range cannot be merged with another"
+                ));
+            }
             if shard_count_of(name, part)? != count {
                 return Err(format!(
                     "{name}: shards {} split the range another way than {first_name}'s {}",
@@ -225,11 +232,6 @@ impl ExploreSummary {
             }
             if let Some(dup) = part.shards.iter().find(|s| merged.shards.contains(s)) {
                 return Err(format!("{name}: shard {dup} is already in the merge"));
-            }
-            if part.shards.is_empty() || merged.shards.is_empty() {
-                return Err(format!(
-                    "{name}: a summary of the whole range cannot be merged with another"
-                ));
             }
             merged.absorb(part);
         }
@@ -260,15 +262,74 @@ impl ExploreSummary {
         self.seeds_per_second += part.seeds_per_second;
     }
 
-    /// Shards missing from a merge of `I/N` shards (empty when complete or unsharded).
-    pub fn missing_shards(&self) -> Vec<String> {
+    /// Shards missing from a merge of `I/N` shards: how many, and the first of them as `I/N`
+    /// (at most [`MAX_LISTED_SHARDS`]; a sweep may have billions). `(0, [])` when complete or
+    /// unsharded. The shards must be distinct, as [`ExploreSummary::merge`] makes them.
+    pub fn missing_shards(&self) -> (u64, Vec<String>) {
         let Some(n) = self.shards.first().and_then(|s| shard_count(s)) else {
-            return Vec::new();
+            return (0, Vec::new());
         };
-        (0..n)
+        let present: std::collections::BTreeSet<u64> =
+            self.shards.iter().map(|s| shard_index(s)).collect();
+        let first = (0..n)
+            .filter(|i| !present.contains(i))
+            .take(MAX_LISTED_SHARDS)
             .map(|i| format!("{i}/{n}"))
-            .filter(|s| !self.shards.contains(s))
-            .collect()
+            .collect();
+        (n - present.len() as u64, first)
+    }
+
+    /// Refuse a summary whose counts cannot be its sweep's: verdicts or expectations that do
+    /// not add up to `seeds_run`, or, unless it stopped at its first counterexample, a
+    /// `seeds_run` other than the number of seeds its shards hold of its range. A merge must
+    /// not pass off a shard that ran part of its seeds as the whole of it.
+    fn check_counts(&self, name: &str) -> Result<(), String> {
+        let verdicts = self.valid + self.invalid + self.unknown + self.failed;
+        if verdicts != self.seeds_run {
+            return Err(format!(
+                "{name}: valid + invalid + unknown + failed = {verdicts}, but seeds_run = {}",
+                self.seeds_run
+            ));
+        }
+        let judged = self.expectation_met + self.counterexample_count;
+        if judged != self.seeds_run {
+            return Err(format!(
+                "{name}: expectation_met + counterexample_count = {judged}, but seeds_run = {}",
+                self.seeds_run
+            ));
+        }
+        let (a, b) =
+            parse_seed_range(&self.seeds).map_err(|e| format!("{name}: field seeds: {e}"))?;
+        let held: u128 = if self.shards.is_empty() {
+            b - u128::from(a)
+        } else {
+            self.shards
+                .iter()
+                .filter_map(|s| parse_shard(s))
+                .map(|(i, n)| seeds_in_shard(a, b, i, n))
+                .sum()
+        };
+        let run = u128::from(self.seeds_run);
+        if run > held || (run < held && !self.stopped_early) {
+            return Err(format!(
+                "{name}: seeds_run = {}, but {} of {} {} {held} seed{}{}",
+                self.seeds_run,
+                if self.shards.is_empty() {
+                    "the whole range".to_owned()
+                } else {
+                    format!("shard {}", self.shards.join(", "))
+                },
+                self.seeds,
+                if held == 1 { "is" } else { "are" },
+                if held == 1 { "" } else { "s" },
+                if run < held {
+                    "; a summary of part of its seeds cannot stand for them all (stopped_early is false)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Ok(())
     }
 
     /// The summary's lines as `explore` prints them.
@@ -342,6 +403,12 @@ impl ExploreSummary {
 
     /// Read a summary written by [`ExploreSummary::write`]; errors name the file.
     pub fn read(path: &Path) -> Result<ExploreSummary, String> {
+        if path.is_dir() {
+            return Err(format!(
+                "{}: a folder; --merge takes the shards' summary files (DIR/*/explore-summary-shard-*.json)",
+                fencesim_history::display_path(path)
+            ));
+        }
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", fencesim_history::display_path(path)))?;
         let summary: ExploreSummary = serde_json::from_str(&text).map_err(|e| {
@@ -393,6 +460,44 @@ fn lowest(first: &mut BTreeMap<String, u64>, kind: &str, seed: u64) {
 fn scenario_digest(scenario: &fencesim_scenario::Scenario) -> String {
     let json = serde_json::to_vec(scenario).unwrap_or_default();
     crate::report::sha256_hex(&json)
+}
+
+/// The most missing shards [`ExploreSummary::missing_shards`] names.
+pub const MAX_LISTED_SHARDS: usize = 20;
+
+/// Parse `A..B` (half-open, A < B); B may be 2^64, one past the last seed, so that seed
+/// 18446744073709551615 can be swept too.
+///
+/// # Errors
+/// One line naming `--seeds` and what was expected.
+pub fn parse_seed_range(range: &str) -> Result<(u64, u128), String> {
+    let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
+    let (a, b) = range.split_once("..").ok_or_else(bad)?;
+    let (a, b): (u64, u128) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    if b > 1 << 64 {
+        return Err(format!(
+            "--seeds: {range:?} ends past the last seed: B is at most 18446744073709551616 (one past {})",
+            u64::MAX
+        ));
+    }
+    if u128::from(a) >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// How many seeds of `a..b` shard `index` of `count` holds: every `count`-th seed from
+/// `a + index`.
+pub fn seeds_in_shard(a: u64, b: u128, index: u64, count: u64) -> u128 {
+    let first = u128::from(a) + u128::from(index);
+    if first >= b {
+        0
+    } else {
+        (b - first - 1) / u128::from(count.max(1)) + 1
+    }
 }
 
 /// `I/N` with `I < N`, as `--shard` takes it.
@@ -452,7 +557,7 @@ mod tests {
 
     fn shard(i: u64, outcomes: &[SeedOutcome]) -> (String, ExploreSummary) {
         let shard = format!("{i}/2");
-        let s = ExploreSummary::tally(&scenario(), "0..4", Some(&shard), outcomes, false, 2.0);
+        let s = ExploreSummary::tally(&scenario(), "0..2", Some(&shard), outcomes, false, 2.0);
         (format!("s{i}.json"), s)
     }
 
@@ -495,9 +600,9 @@ mod tests {
         assert_eq!((merged.seeds_run, merged.valid, merged.invalid), (2, 1, 1));
         assert_eq!(merged.counterexamples, vec![1]);
         assert_eq!(merged.seconds, 2.0);
-        assert!(merged.missing_shards().is_empty());
+        assert_eq!(merged.missing_shards(), (0, Vec::new()));
         let alone = ExploreSummary::merge(std::slice::from_ref(&a)).expect("one shard");
-        assert_eq!(alone.missing_shards(), vec!["1/2"]);
+        assert_eq!(alone.missing_shards(), (1, vec!["1/2".to_owned()]));
         let err = ExploreSummary::merge(&[a.clone(), a]).expect_err("same shard twice");
         assert!(
             err.contains("s0.json: shard 0/2 is already in the merge"),
@@ -507,10 +612,76 @@ mod tests {
 
     #[test]
     fn merge_refuses_another_scenario() {
-        let a = shard(0, &[]);
-        let mut b = shard(1, &[]);
+        let a = shard(0, &[outcome(0, RunVerdict::Valid, &[], true)]);
+        let mut b = shard(1, &[outcome(1, RunVerdict::Valid, &[], true)]);
         b.1.scenario_sha256 = "0".repeat(64);
         let err = ExploreSummary::merge(&[a, b]).expect_err("different scenarios");
         assert!(err.starts_with("s1.json: scenario"), "{err}");
+    }
+
+    #[test]
+    fn merge_refuses_a_shard_whose_counts_are_not_its_seeds() {
+        let valid = |seed| outcome(seed, RunVerdict::Valid, &[], true);
+        // Shard 1 of 2 of 0..5 holds seeds 1 and 3; a summary of one of them is not it.
+        let part = |i: u64, seeds: &[u64]| {
+            let outcomes: Vec<SeedOutcome> = seeds.iter().map(|&s| valid(s)).collect();
+            let shard = format!("{i}/2");
+            let s = ExploreSummary::tally(&scenario(), "0..5", Some(&shard), &outcomes, false, 1.0);
+            (format!("s{i}.json"), s)
+        };
+        let whole = ExploreSummary::merge(&[part(0, &[0, 2, 4]), part(1, &[1, 3])]).unwrap();
+        assert_eq!(whole.seeds_run, 5);
+        let err = ExploreSummary::merge(&[part(0, &[0, 2, 4]), part(1, &[1])]).unwrap_err();
+        assert_eq!(
+            err,
+            "s1.json: seeds_run = 1, but shard 1/2 of 0..5 are 2 seeds; a summary of part of \
+             its seeds cannot stand for them all (stopped_early is false)"
+        );
+        // Counts that do not add up are refused whatever the range.
+        let (name, mut edited) = part(1, &[1, 3]);
+        edited.valid = 0;
+        let err = ExploreSummary::merge(&[(name, edited)]).unwrap_err();
+        assert_eq!(
+            err,
+            "s1.json: valid + invalid + unknown + failed = 0, but seeds_run = 2"
+        );
+        // A sweep that stopped at its first counterexample ran fewer, and says so.
+        let (name, mut stopped) = part(1, &[1]);
+        stopped.stopped_early = true;
+        assert!(ExploreSummary::merge(&[part(0, &[0, 2, 4]), (name, stopped)]).is_ok());
+    }
+
+    #[test]
+    fn missing_shards_of_a_huge_split_are_counted_and_the_first_few_named() {
+        let (_, mut s) = shard(0, &[outcome(0, RunVerdict::Valid, &[], true)]);
+        s.shards = vec!["3/1000000000000".to_owned()];
+        let (missing, named) = s.missing_shards();
+        assert_eq!(missing, 999_999_999_999);
+        assert_eq!(named.len(), MAX_LISTED_SHARDS);
+        assert_eq!(
+            (named[0].as_str(), named[3].as_str()),
+            ("0/1000000000000", "4/1000000000000")
+        );
+    }
+
+    #[test]
+    fn a_whole_range_summary_is_not_merged_with_a_shard() {
+        let a = shard(0, &[outcome(0, RunVerdict::Valid, &[], true)]);
+        let whole = ExploreSummary::tally(
+            &scenario(),
+            "0..2",
+            None,
+            &[
+                outcome(0, RunVerdict::Valid, &[], true),
+                outcome(1, RunVerdict::Valid, &[], true),
+            ],
+            false,
+            1.0,
+        );
+        let err = ExploreSummary::merge(&[a, ("all.json".into(), whole)]).unwrap_err();
+        assert_eq!(
+            err,
+            "all.json: a summary of the whole range cannot be merged with another"
+        );
     }
 }

@@ -29,9 +29,10 @@ pub enum Layout {
     /// (`0-7`, `2-8:2`, `1,3,7`), with their count, lowest, highest and step in
     /// `SLURM_ARRAY_TASK_COUNT`, `_MIN`, `_MAX` and `_STEP`. A regular array (`MIN`, then every
     /// `STEP`th index up to `MAX`) is one split, its tasks the shards `(ID - MIN) / STEP` of
-    /// `COUNT`; any other array is refused, unless `env/N` says how many shards the sweep has
-    /// and the array is not the whole split: then each task id is its shard (a re-run of some
-    /// shards, `--array=2,5` with `env/8`).
+    /// `COUNT`; any other array is refused. With `env/N`, which says how many shards the sweep
+    /// has, each task id is its shard, whatever the array (`--array=0-7` with `env/8` is the
+    /// whole split; `--array=2,5` with `env/8` a re-run of two shards). Variables no array task
+    /// has (an id outside `MIN..=MAX` or off the step, a count or step of 0) are refused.
     SlurmArray,
 }
 
@@ -214,30 +215,34 @@ fn slurm_array(
         need("SLURM_ARRAY_TASK_MIN")?,
         need("SLURM_ARRAY_TASK_MAX")?,
     );
-    let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+    let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1);
     let read = format!(
         "SLURM_ARRAY_TASK_ID={id}, SLURM_ARRAY_TASK_COUNT={tasks}, SLURM_ARRAY_TASK_MIN={min}, \
          SLURM_ARRAY_TASK_MAX={max}, SLURM_ARRAY_TASK_STEP={step}"
     );
-    // MIN, then every STEPth index up to MAX, COUNT of them: the task ids of `--array=A-B:S`.
-    let regular = tasks > 0
-        && (tasks - 1)
-            .checked_mul(step)
-            .and_then(|span| span.checked_add(min))
-            == Some(max);
+    // What Slurm itself never sets: no array task could have read it.
+    if tasks == 0 || step == 0 || min > max || id < min || id > max {
+        return Err(format!(
+            "--shard {arg}: these cannot be the variables of a Slurm array task ({read}): \
+             Slurm sets COUNT and STEP of at least 1, and MIN <= ID <= MAX"
+        ));
+    }
     let (index, count) = match given_count {
-        Some(n) if !(regular && tasks == n) => (id, n),
-        _ if regular => ((id - min) / step, tasks),
-        _ => {
-            return Err(format!(
+        // A re-run of some shards of an N-way sweep (or the whole of it, --array=0-(N-1)).
+        Some(n) => (id, n),
+        None => (
+            regular_position(id, tasks, min, max, step).ok_or_else(|| {
+                format!(
                 "--shard {arg}: the Slurm array's {tasks} task ids from {min} to {max} are not \
                  one split of the seeds ({read}); submit it as --array=0-{} (or A-B:S), or give \
                  --shard env/N to take each task id as its shard (a re-run of some shards)",
-                tasks.saturating_sub(1)
-            ))
-        }
+                tasks - 1
+            )
+            })?,
+            tasks,
+        ),
     };
-    if index >= count || id < min {
+    if index >= count {
         return Err(format!(
             "--shard {arg}: SLURM_ARRAY_TASK_ID={id} is past the last of {count} shards"
         ));
@@ -246,6 +251,18 @@ fn slurm_array(
         label: format!("{index}/{count}"),
         source: format!("a Slurm job array ({read})"),
     })
+}
+
+/// Task `id`'s place among the ids of a regular array, `--array=MIN-MAX:STEP` (MIN, then every
+/// STEPth index up to MAX, `tasks` of them), or `None` when the array is not regular or `id` is
+/// not one of its ids.
+fn regular_position(id: u64, tasks: u64, min: u64, max: u64, step: u64) -> Option<u64> {
+    let regular = (tasks - 1)
+        .checked_mul(step)
+        .and_then(|span| span.checked_add(min))
+        == Some(max);
+    let offset = id - min;
+    (regular && offset.is_multiple_of(step)).then_some(offset / step)
 }
 
 #[cfg(test)]
@@ -321,10 +338,20 @@ mod tests {
             .map(|id| slurm_label("env", &slurm(id, "4", "2", "8", "2")).unwrap())
             .collect();
         assert_eq!(shards, ["0/4", "1/4", "2/4", "3/4"]);
-        // The same with the count given, and agreeing.
+        // With the count given, each task id is its shard, whatever the array: --array=0-3
+        // with SHARDS=4 is the same split, and --array=1-4 a re-run of shards 1 to 3 and no
+        // shard 4.
         assert_eq!(
-            slurm_label("env/4", &slurm("8", "4", "2", "8", "2")).unwrap(),
+            slurm_label("env/4", &slurm("3", "4", "0", "3", "1")).unwrap(),
             "3/4"
+        );
+        assert_eq!(
+            slurm_label("env/4", &slurm("1", "4", "1", "4", "1")).unwrap(),
+            "1/4"
+        );
+        assert_eq!(
+            slurm_label("env/4", &slurm("4", "4", "1", "4", "1")).unwrap_err(),
+            "--shard env/4: SLURM_ARRAY_TASK_ID=4 is past the last of 4 shards"
         );
         let shard = resolve(
             "env",
@@ -374,6 +401,23 @@ mod tests {
             slurm_label("env/4", &slurm("7", "3", "1", "7", "1")).unwrap_err(),
             "--shard env/4: SLURM_ARRAY_TASK_ID=7 is past the last of 4 shards"
         );
+        // Variables no Slurm array task has: an id outside the array or off its step, no
+        // tasks, no step.
+        let impossible = |vars: &[(&'static str, String)]| {
+            let e = slurm_label("env", vars).unwrap_err();
+            assert!(
+                e.contains("cannot be the variables of a Slurm array task")
+                    || e.contains("are not one split"),
+                "{e}"
+            );
+            e
+        };
+        assert!(impossible(&slurm("0", "4", "2", "5", "1")).contains("SLURM_ARRAY_TASK_ID=0"));
+        assert!(impossible(&slurm("9", "4", "2", "8", "2")).contains("MIN <= ID <= MAX"));
+        assert!(impossible(&slurm("3", "4", "2", "8", "2")).contains("are not one split"));
+        assert!(impossible(&slurm("2", "0", "0", "3", "1")).contains("COUNT=0"));
+        assert!(impossible(&slurm("2", "4", "2", "8", "0")).contains("STEP=0"));
+        assert!(impossible(&slurm("2", "4", "5", "3", "1")).contains("MIN <= ID <= MAX"));
         // A variable Slurm always sets, missing, is named.
         assert_eq!(
             label(

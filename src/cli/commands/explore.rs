@@ -273,12 +273,18 @@ fn merge_summaries(paths: &[PathBuf], out: &std::path::Path) -> u8 {
             return exit::BAD_INPUT;
         }
     };
-    let missing = merged.missing_shards();
-    if !missing.is_empty() {
+    let (missing, first_missing) = merged.missing_shards();
+    if missing > 0 {
         // A lost shard must not pass for a whole sweep in CI, nor look like one: no summary.
+        let more = missing - first_missing.len() as u64;
         complain!(
-            "error: the merge lacks shards {} of the sweep",
-            missing.join(", ")
+            "error: the merge lacks shards {}{} of the sweep",
+            first_missing.join(", "),
+            if more > 0 {
+                format!(" and {more} more ({missing} in all)")
+            } else {
+                String::new()
+            }
         );
         return exit::BAD_INPUT;
     }
@@ -336,11 +342,7 @@ pub(crate) fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>,
     };
     // Every `count`-th seed from `a + index`, without walking the whole range.
     let first = u128::from(a) + u128::from(index);
-    let n = if first >= b {
-        0
-    } else {
-        (b - first - 1) / u128::from(count) + 1
-    };
+    let n = fencesim::explore::seeds_in_shard(a, b, index, count);
     if n > u128::from(MAX_SWEEP_SEEDS) {
         return Err(format!("--seeds: {n} seeds selected; at most {MAX_SWEEP_SEEDS} per sweep (split it with --shard)"));
     }
@@ -350,23 +352,4 @@ pub(crate) fn select_seeds(range: &str, shard: Option<&str>) -> Result<Vec<u64>,
         .collect())
 }
 
-/// Parse `A..B` (half-open, A < B); B may be 2^64, one past the last seed, so that seed
-/// 18446744073709551615 can be swept too.
-pub(crate) fn parse_range(range: &str) -> Result<(u64, u128), String> {
-    let bad = || format!("--seeds: expected A..B with A < B, found {range:?}");
-    let (a, b) = range.split_once("..").ok_or_else(bad)?;
-    let (a, b): (u64, u128) = (
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    );
-    if b > 1 << 64 {
-        return Err(format!(
-            "--seeds: {range:?} ends past the last seed: B is at most 18446744073709551616 (one past {})",
-            u64::MAX
-        ));
-    }
-    if u128::from(a) >= b {
-        return Err(bad());
-    }
-    Ok((a, b))
-}
+pub(crate) use fencesim::explore::parse_seed_range as parse_range;
