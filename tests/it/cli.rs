@@ -112,6 +112,50 @@ fn expect_fails_when_the_expectation_is_wrong() {
 }
 
 #[test]
+fn expect_quiet_over_a_range_says_each_missed_seed_in_one_line() {
+    let dir = out_dir("wrong-expect-quiet");
+    let text_in =
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
+    let wrong = text_in
+        .replace(
+            "verdict = \"valid\"",
+            "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
+        )
+        .replacen("seeds = \"0..10\"", "seeds = \"0..3\"", 1);
+    let file = dir.join("wrong.toml");
+    std::fs::write(&file, wrong).unwrap();
+    let o = fencesim(&[
+        "run",
+        file.to_str().unwrap(),
+        "--expect",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (stdout, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "a line per seed and the tally: {stdout}");
+    for (seed, line) in lines[..3].iter().enumerate() {
+        assert!(
+            line.starts_with(&format!("pause-fenced seed {seed}: valid; "))
+                && line.contains("; expectation NOT met: invalid, with stale-write-accepted; ")
+                && line.ends_with(&format!(
+                    "; report: {}",
+                    dir.join(format!("pause-fenced/{seed}/report.json"))
+                        .display()
+                )),
+            "{line}"
+        );
+    }
+    assert!(
+        lines[3].starts_with("pause-fenced: expectation met on 0/3 seeds"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_failed_simulation_exits_4_keeps_its_history_and_prints_the_seed() {
     let dir = out_dir("sim-failed");
     let file = support::history_limit_scenario(&dir);

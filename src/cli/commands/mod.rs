@@ -109,6 +109,24 @@ pub(crate) fn print_seed(done: &SeedRun, expect: bool) {
     }
 }
 
+/// A seed that missed its expectation in one line, for `--quiet`: its verdict line and where
+/// its report is (the explanation is in the report and summary.md).
+pub(crate) fn print_seed_line(done: &SeedRun) {
+    let explained = done.explain(true);
+    let mut line = explained.lines().next().unwrap_or_default().to_owned();
+    if let Some(missed) = explained
+        .lines()
+        .find(|l| l.starts_with("expectation NOT met"))
+    {
+        line.push_str("; ");
+        line.push_str(missed);
+    }
+    say!(
+        "{line}; report: {}",
+        fencesim_history::display_path(&done.report_path)
+    );
+}
+
 pub(crate) fn seed_exit_code(r: &fencesim::report::Report, expect: bool) -> u8 {
     match r.verdict {
         RunVerdict::SimFailed => exit::SIM_FAILED,

@@ -5,7 +5,8 @@ use fencesim::run::{default_jobs, sweep_fold, Judged, RunOptions, SeedRun};
 use fencesim::{exit, Engine, Scenario};
 
 use super::{
-    ensure_writable, prepare, print_seed, seed_exit_code, unwritable, worse, Determinism, Target,
+    ensure_writable, prepare, print_seed, print_seed_line, seed_exit_code, unwritable, worse,
+    Determinism, Target,
 };
 use crate::cli::progress;
 
@@ -26,7 +27,8 @@ pub(crate) struct Args {
     /// seeds that miss the expectation.
     #[arg(long)]
     write_all: bool,
-    /// With --expect over the range: no progress on stderr.
+    /// With --expect over the range: no progress on stderr, and for each seed that missed
+    /// its expectation one line (its verdict and report) instead of its whole explanation.
     #[arg(long)]
     quiet: bool,
 }
@@ -164,7 +166,11 @@ pub(crate) fn run_range(
     };
     let mut worst = exit::VALID;
     for done in &tally.missed {
-        print_seed(done, true);
+        if range.quiet {
+            print_seed_line(done);
+        } else {
+            print_seed(done, true);
+        }
         worst = worse(worst, seed_exit_code(&done.report, true));
     }
     if opts.check_determinism {
