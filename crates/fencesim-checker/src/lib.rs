@@ -16,6 +16,7 @@ mod leases;
 mod linearizable;
 mod mutation;
 mod order;
+mod presented;
 mod progress;
 mod quorum;
 mod release;
@@ -86,7 +87,7 @@ pub fn not_checked(history: &History) -> Vec<String> {
 
 /// How many checks [`not_run`] can find lacking: when all of them are, the history gives the
 /// checker nothing to judge, and the verdict is unknown rather than valid.
-const NEEDS: usize = 8;
+const NEEDS: usize = 9;
 
 /// The checks that found nothing to look at in `history`, and what they needed (and, where
 /// the history's lock operations were not judged as a mutex, why).
@@ -143,6 +144,12 @@ fn not_run(history: &Records, options: &CheckOptions) -> Vec<String> {
             ViolationKind::TokenReused,
             has(&[K::Grant]) || tokened_acquires,
             "no grants and no acquire operations with tokens",
+        ),
+        (
+            ViolationKind::TokenNotGranted,
+            has(&[K::Grant]) && tokened_writes,
+            "no grant events from a lock service to judge presented tokens by, or no writes \
+             with fencing tokens",
         ),
         (
             ViolationKind::MutualExclusionService,
@@ -379,6 +386,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(stale_write::check(history, &leases));
     violations.extend(stale_write_ops::check(history));
     violations.extend(tokens::check(history));
+    violations.extend(presented::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));
     violations.extend(quorum::check(history));

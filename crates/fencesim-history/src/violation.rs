@@ -15,6 +15,9 @@ pub enum ViolationKind {
     TokenNotMonotonic,
     /// Per lock, the same token was granted twice.
     TokenReused,
+    /// A client presented, in a mutation, a fencing token the lock service never granted it
+    /// (one it chose or remembered): the fence is only as good as the tokens presented to it.
+    TokenNotGranted,
     /// Two holders' validity intervals overlap, by the service's own grants and expiries.
     MutualExclusionService,
     /// Two clients believed they held the lock at once, by their own validity computation.
@@ -38,10 +41,11 @@ pub enum ViolationKind {
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 11] = [
+    pub const ALL: [ViolationKind; 12] = [
         ViolationKind::StaleWriteAccepted,
         ViolationKind::TokenNotMonotonic,
         ViolationKind::TokenReused,
+        ViolationKind::TokenNotGranted,
         ViolationKind::MutualExclusionService,
         ViolationKind::MutualExclusionClient,
         ViolationKind::LeaseEndedEarly,
@@ -58,6 +62,7 @@ impl ViolationKind {
             ViolationKind::StaleWriteAccepted => "stale-write-accepted",
             ViolationKind::TokenNotMonotonic => "token-not-monotonic",
             ViolationKind::TokenReused => "token-reused",
+            ViolationKind::TokenNotGranted => "token-not-granted",
             ViolationKind::MutualExclusionService => "mutual-exclusion-service",
             ViolationKind::MutualExclusionClient => "mutual-exclusion-client",
             ViolationKind::LeaseEndedEarly => "lease-ended-early",
