@@ -54,6 +54,7 @@ die() { echo "submit: $*" >&2; exit 2; }
 
 FENCESIM=${FENCESIM:-$(command -v fencesim || true)}
 [ -n "$FENCESIM" ] || die "set FENCESIM to the fencesim binary (none on PATH)"
+[ -f "$FENCESIM" ] || die "FENCESIM=$FENCESIM: no such file"
 FENCESIM=$(cd "$(dirname "$FENCESIM")" && pwd -P)/$(basename "$FENCESIM")
 [ -x "$FENCESIM" ] || die "$FENCESIM is not executable"
 SCENARIO=${SCENARIO:-random-nemesis-fenced}
@@ -126,7 +127,7 @@ merge=$(sbatch "${common[@]}" --dependency="$MERGE_AFTER:$sweep" --kill-on-inval
 merge=${merge%%;*}
 
 echo "submit: sweep array job $sweep (--array=$array of $SHARDS shards), merge job $merge ($MERGE_AFTER); output in $OUT" >&2
-printf 'SWEEP_JOB=%s\nMERGE_JOB=%s\nOUT=%s\n' "$sweep" "$merge" "$OUT" >"$OUT/jobs.env"
+printf 'SWEEP_JOB=%q\nMERGE_JOB=%q\nOUT=%q\n' "$sweep" "$merge" "$OUT" >"$OUT/jobs.env"
 [ "$WAIT" = 1 ] || exit 0
 
 # --- wait for the merge and report.
@@ -143,7 +144,16 @@ unknown=0
 while :; do
   read -r _ state exitcode < <(job_lines "$merge" | tail -n1) || state=UNKNOWN
   case $state in
-    PENDING) [ "$(job_reason "$merge")" = DependencyNeverSatisfied ] && break ;;
+    PENDING)
+      [ "$(job_reason "$merge")" = DependencyNeverSatisfied ] && break
+      # Tasks the cluster can never start (more cores than a node has, a time limit past the
+      # partition's) stay pending for ever: give up on them, naming Slurm's reason.
+      case $(job_reason "$sweep") in
+        PartitionConfig|PartitionNodeLimit|PartitionTimeLimit|BadConstraints|InvalidQOS|InvalidAccount|*MaxCpu*Limit|*MaxNode*Limit)
+          never=$(job_reason "$sweep")
+          scancel "$sweep" "$merge" 2>/dev/null || true
+          die "the sweep's tasks can never start (Slurm's reason: $never): both jobs are cancelled; check CPUS_PER_TASK, TIME_LIMIT and PARTITION against the cluster" ;;
+      esac ;;
     RUNNING|CONFIGURING|COMPLETING|REQUEUED|RESIZING|SUSPENDED) ;;
     # slurmctld busy or restarting: look again a few times before giving up on the job.
     UNKNOWN) unknown=$((unknown + 1)); [ $unknown -le 10 ] || break ;;

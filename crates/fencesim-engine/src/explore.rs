@@ -207,8 +207,13 @@ impl ExploreSummary {
         for (name, part) in rest {
             part.check_counts(name)?;
             if part.shards.is_empty() || merged.shards.is_empty() {
+                let whole = if part.shards.is_empty() {
+                    name
+                } else {
+                    first_name
+                };
                 return Err(format!(
-                    "{name}: a summary of the whole range cannot be merged with another"
+                    "{whole}: a summary of the whole range cannot be merged with another"
                 ));
             }
             if shard_count_of(name, part)? != count {
@@ -241,20 +246,25 @@ impl ExploreSummary {
 
     fn absorb(&mut self, part: &ExploreSummary) {
         self.shards.extend(part.shards.iter().cloned());
-        self.seeds_run += part.seeds_run;
+        // Each part's counts were checked against its own seeds, and the parts' seeds are
+        // disjoint, so the sums fit; saturating is only a guard.
+        self.seeds_run = self.seeds_run.saturating_add(part.seeds_run);
         self.stopped_early |= part.stopped_early;
-        self.valid += part.valid;
-        self.invalid += part.invalid;
-        self.unknown += part.unknown;
-        self.failed += part.failed;
+        self.valid = self.valid.saturating_add(part.valid);
+        self.invalid = self.invalid.saturating_add(part.invalid);
+        self.unknown = self.unknown.saturating_add(part.unknown);
+        self.failed = self.failed.saturating_add(part.failed);
         for (k, n) in &part.invalid_by_kind {
-            *self.invalid_by_kind.entry(k.clone()).or_default() += n;
+            let count = self.invalid_by_kind.entry(k.clone()).or_default();
+            *count = count.saturating_add(*n);
         }
         for (k, seed) in &part.first_seed_by_kind {
             lowest(&mut self.first_seed_by_kind, k, *seed);
         }
-        self.expectation_met += part.expectation_met;
-        self.counterexample_count += part.counterexample_count;
+        self.expectation_met = self.expectation_met.saturating_add(part.expectation_met);
+        self.counterexample_count = self
+            .counterexample_count
+            .saturating_add(part.counterexample_count);
         self.counterexamples.extend(&part.counterexamples);
         self.counterexamples.sort_unstable();
         self.counterexamples.truncate(MAX_LISTED_SEEDS);
@@ -284,50 +294,103 @@ impl ExploreSummary {
     /// `seeds_run` other than the number of seeds its shards hold of its range. A merge must
     /// not pass off a shard that ran part of its seeds as the whole of it.
     fn check_counts(&self, name: &str) -> Result<(), String> {
-        let verdicts = self.valid + self.invalid + self.unknown + self.failed;
-        if verdicts != self.seeds_run {
+        // Summed wide: a hand-edited count near 2^64 must be refused, not wrap into agreement.
+        let sum = |counts: &[u64]| counts.iter().map(|&c| u128::from(c)).sum::<u128>();
+        let run = u128::from(self.seeds_run);
+        let verdicts = sum(&[self.valid, self.invalid, self.unknown, self.failed]);
+        if verdicts != run {
             return Err(format!(
                 "{name}: valid + invalid + unknown + failed = {verdicts}, but seeds_run = {}",
                 self.seeds_run
             ));
         }
-        let judged = self.expectation_met + self.counterexample_count;
-        if judged != self.seeds_run {
+        let judged = sum(&[self.expectation_met, self.counterexample_count]);
+        if judged != run {
             return Err(format!(
                 "{name}: expectation_met + counterexample_count = {judged}, but seeds_run = {}",
                 self.seeds_run
             ));
         }
+        if let Some((kind, n)) = self
+            .invalid_by_kind
+            .iter()
+            .find(|(_, n)| **n > self.invalid)
+        {
+            return Err(format!(
+                "{name}: invalid_by_kind counts {n} seeds of {kind}, but invalid = {}",
+                self.invalid
+            ));
+        }
         let (a, b) =
             parse_seed_range(&self.seeds).map_err(|e| format!("{name}: field seeds: {e}"))?;
-        let held: u128 = if self.shards.is_empty() {
+        let split: Vec<(u64, u64)> = self.shards.iter().filter_map(|s| parse_shard(s)).collect();
+        let held: u128 = if split.is_empty() {
             b - u128::from(a)
         } else {
-            self.shards
-                .iter()
-                .filter_map(|s| parse_shard(s))
-                .map(|(i, n)| seeds_in_shard(a, b, i, n))
-                .sum()
+            split.iter().map(|&(i, n)| seeds_in_shard(a, b, i, n)).sum()
         };
-        let run = u128::from(self.seeds_run);
-        if run > held || (run < held && !self.stopped_early) {
+        let whose = || {
+            if self.shards.is_empty() {
+                "the whole range".to_owned()
+            } else {
+                format!("shard {}", self.shards.join(", "))
+            }
+        };
+        // A sweep ends early only at a counterexample: one that stopped with none did not
+        // run its seeds, whatever it says.
+        let may_stop = self.stopped_early && self.counterexample_count > 0;
+        if run > held || (run < held && !may_stop) {
             return Err(format!(
                 "{name}: seeds_run = {}, but {} of {} {} {held} seed{}{}",
                 self.seeds_run,
-                if self.shards.is_empty() {
-                    "the whole range".to_owned()
-                } else {
-                    format!("shard {}", self.shards.join(", "))
-                },
+                whose(),
                 self.seeds,
                 if held == 1 { "is" } else { "are" },
                 if held == 1 { "" } else { "s" },
                 if run < held {
-                    "; a summary of part of its seeds cannot stand for them all (stopped_early is false)"
+                    "; a summary of part of its seeds cannot stand for them all (it did not \
+                     stop at a counterexample)"
                 } else {
                     ""
                 }
             ));
+        }
+        // The seeds it names are its own: in its range and its shards.
+        let own = |seed: u64| {
+            let offset = u128::from(seed).wrapping_sub(u128::from(a));
+            u128::from(seed) >= u128::from(a)
+                && u128::from(seed) < b
+                && (split.is_empty()
+                    || split
+                        .iter()
+                        .any(|&(i, n)| offset % u128::from(n) == u128::from(i)))
+        };
+        let listed = self.counterexample_count.min(MAX_LISTED_SEEDS as u64);
+        if self.counterexamples.len() as u64 != listed {
+            return Err(format!(
+                "{name}: counterexamples lists {} seeds, but counterexample_count = {} (at most \
+                 {MAX_LISTED_SEEDS} are listed)",
+                self.counterexamples.len(),
+                self.counterexample_count
+            ));
+        }
+        let named = self
+            .counterexamples
+            .iter()
+            .map(|s| ("counterexamples", *s))
+            .chain(
+                self.first_seed_by_kind
+                    .values()
+                    .map(|s| ("first_seed_by_kind", *s)),
+            );
+        for (field, seed) in named {
+            if !own(seed) {
+                return Err(format!(
+                    "{name}: {field} names seed {seed}, which is not one of {} of {}",
+                    whose(),
+                    self.seeds
+                ));
+            }
         }
         Ok(())
     }
@@ -635,7 +698,7 @@ mod tests {
         assert_eq!(
             err,
             "s1.json: seeds_run = 1, but shard 1/2 of 0..5 are 2 seeds; a summary of part of \
-             its seeds cannot stand for them all (stopped_early is false)"
+             its seeds cannot stand for them all (it did not stop at a counterexample)"
         );
         // Counts that do not add up are refused whatever the range.
         let (name, mut edited) = part(1, &[1, 3]);
@@ -645,10 +708,34 @@ mod tests {
             err,
             "s1.json: valid + invalid + unknown + failed = 0, but seeds_run = 2"
         );
-        // A sweep that stopped at its first counterexample ran fewer, and says so.
+        // A sweep that stopped at its first counterexample ran fewer, and says so; one that
+        // says it stopped with no counterexample did not run its seeds.
         let (name, mut stopped) = part(1, &[1]);
         stopped.stopped_early = true;
+        let err = ExploreSummary::merge(&[part(0, &[0, 2, 4]), (name.clone(), stopped.clone())]);
+        assert!(err
+            .unwrap_err()
+            .contains("it did not stop at a counterexample"));
+        let missed = outcome(1, RunVerdict::Invalid, &["token-reused"], false);
+        let stopped = ExploreSummary::tally(&scenario(), "0..5", Some("1/2"), &[missed], true, 1.0);
         assert!(ExploreSummary::merge(&[part(0, &[0, 2, 4]), (name, stopped)]).is_ok());
+        // Counts near 2^64 are refused, not wrapped into agreement; listed seeds must be the
+        // summary's own.
+        let (name, mut huge) = part(1, &[1, 3]);
+        huge.valid = u64::MAX;
+        huge.invalid = 3;
+        let err = ExploreSummary::merge(&[(name.clone(), huge)]).unwrap_err();
+        assert!(
+            err.contains("= 18446744073709551618, but seeds_run = 2"),
+            "{err}"
+        );
+        let (_, mut foreign) = part(1, &[1, 3]);
+        foreign.first_seed_by_kind.insert("token-reused".into(), 2);
+        let err = ExploreSummary::merge(&[(name, foreign)]).unwrap_err();
+        assert_eq!(
+            err,
+            "s1.json: first_seed_by_kind names seed 2, which is not one of shard 1/2 of 0..5"
+        );
     }
 
     #[test]

@@ -230,17 +230,21 @@ fn slurm_array(
     let (index, count) = match given_count {
         // A re-run of some shards of an N-way sweep (or the whole of it, --array=0-(N-1)).
         Some(n) => (id, n),
-        None => (
-            regular_position(id, tasks, min, max, step).ok_or_else(|| {
-                format!(
+        None if !regular(tasks, min, max, step) => {
+            return Err(format!(
                 "--shard {arg}: the Slurm array's {tasks} task ids from {min} to {max} are not \
                  one split of the seeds ({read}); submit it as --array=0-{} (or A-B:S), or give \
                  --shard env/N to take each task id as its shard (a re-run of some shards)",
                 tasks - 1
-            )
-            })?,
-            tasks,
-        ),
+            ))
+        }
+        None if !(id - min).is_multiple_of(step) => {
+            return Err(format!(
+                "--shard {arg}: SLURM_ARRAY_TASK_ID={id} is not one of the array's task ids \
+                 ({min} to {max} in steps of {step}), as no array task's is ({read})"
+            ))
+        }
+        None => ((id - min) / step, tasks),
     };
     if index >= count {
         return Err(format!(
@@ -253,16 +257,13 @@ fn slurm_array(
     })
 }
 
-/// Task `id`'s place among the ids of a regular array, `--array=MIN-MAX:STEP` (MIN, then every
-/// STEPth index up to MAX, `tasks` of them), or `None` when the array is not regular or `id` is
-/// not one of its ids.
-fn regular_position(id: u64, tasks: u64, min: u64, max: u64, step: u64) -> Option<u64> {
-    let regular = (tasks - 1)
+/// Whether `--array=MIN-MAX:STEP` (MIN, then every STEPth index up to MAX, `tasks` of them)
+/// describes the array: then its task ids in order are the shards of one split.
+fn regular(tasks: u64, min: u64, max: u64, step: u64) -> bool {
+    (tasks - 1)
         .checked_mul(step)
         .and_then(|span| span.checked_add(min))
-        == Some(max);
-    let offset = id - min;
-    (regular && offset.is_multiple_of(step)).then_some(offset / step)
+        == Some(max)
 }
 
 #[cfg(test)]
@@ -407,14 +408,16 @@ mod tests {
             let e = slurm_label("env", vars).unwrap_err();
             assert!(
                 e.contains("cannot be the variables of a Slurm array task")
-                    || e.contains("are not one split"),
+                    || e.contains("is not one of the array's task ids"),
                 "{e}"
             );
             e
         };
         assert!(impossible(&slurm("0", "4", "2", "5", "1")).contains("SLURM_ARRAY_TASK_ID=0"));
         assert!(impossible(&slurm("9", "4", "2", "8", "2")).contains("MIN <= ID <= MAX"));
-        assert!(impossible(&slurm("3", "4", "2", "8", "2")).contains("are not one split"));
+        assert!(impossible(&slurm("3", "4", "2", "8", "2")).contains(
+            "SLURM_ARRAY_TASK_ID=3 is not one of the array's task ids (2 to 8 in steps of 2)"
+        ));
         assert!(impossible(&slurm("2", "0", "0", "3", "1")).contains("COUNT=0"));
         assert!(impossible(&slurm("2", "4", "2", "8", "0")).contains("STEP=0"));
         assert!(impossible(&slurm("2", "4", "5", "3", "1")).contains("MIN <= ID <= MAX"));
