@@ -25,6 +25,10 @@ pub(crate) struct Interval<'h> {
     pub end: Option<(u64, u64)>,
 }
 
+/// The index of an interval's end that no record marks: a time alone (a key whose TTL ran out
+/// in true time, which nothing recorded at that moment).
+pub(crate) const NO_RECORD: u64 = u64::MAX;
+
 impl Interval<'_> {
     /// Its end in true ns; `u64::MAX` for one that never ended.
     pub(crate) fn end_ns(&self) -> u64 {
@@ -74,9 +78,11 @@ pub(crate) fn overlaps(intervals: &[Interval], kind: ViolationKind, what: &str) 
                 .expect("a group of two or more has a clash");
             let earlier = first_clash[later].expect("found just above");
             let (l, e) = (list[later], list[earlier]);
-            let until = e.end.map_or("the end of the history".to_owned(), |(i, t)| {
-                format!("index {i} (t={})", fmt_ns(t))
-            });
+            let until = match e.end {
+                None => "the end of the history".to_owned(),
+                Some((NO_RECORD, t)) => format!("t={}", fmt_ns(t)),
+                Some((i, t)) => format!("index {i} (t={})", fmt_ns(t)),
+            };
             let mut witnesses = vec![l.start.0, e.start.0];
             witnesses.extend(
                 group

@@ -10,6 +10,8 @@
 //!   made with that lease's token after it ended (they came too late);
 //! - a fault's end to the first write of the node it hit that landed after it (a paused
 //!   writer's write, a held message), and a lock service's crash or restore to its next grant;
+//! - a pause's end to the paused client's next belief (one decided on replies that waited out
+//!   the pause, K05);
 //! - a held message's hold to the write it carried;
 //! - on a quorum lock's node (a Redis node of Redlock), a key's set to its expiry, and the key
 //!   that ended (its expiry, or its set when the node lost it) to the next holder's set on
@@ -216,6 +218,22 @@ impl<'h> CausalGraph<'h> {
             let Some(end) = end.filter(|_| !instant) else {
                 continue;
             };
+            // A paused client's belief that began after it resumed: it decided on replies that
+            // waited out the pause (K05), and believes from then.
+            if start.event == EventKind::Pause {
+                let late_belief = |e: &&&Event| {
+                    e.event == EventKind::Belief
+                        && e.phase == Some(Phase::Start)
+                        && e.node == target
+                };
+                if let Some(belief) = later
+                    .iter()
+                    .filter(|e| e.at.index > end.at.index)
+                    .find(late_belief)
+                {
+                    self.link(end, belief);
+                }
+            }
             // A lock service that lost state (crash, restore) grants again after it restarts;
             // a quorum lock's node sets its key again.
             if matches!(start.event, EventKind::Crash | EventKind::Restore) {

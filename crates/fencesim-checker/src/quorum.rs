@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use fencesim_history::{Event, EventKind, OpFn, OpType, Phase, ViolationKind};
 
-use crate::exclusion::{belief_intervals, overlaps, Interval};
+use crate::exclusion::{belief_intervals, overlaps, Interval, NO_RECORD};
 use crate::stale_write::fmt_ns;
 use crate::{Records, Violation};
 
@@ -161,25 +161,128 @@ fn counted_on(
     (refreshed_ns >= round_ns).then_some(open.start.0)
 }
 
-/// The faults that hit `node` between index `from` and `to` that can take a key from it: a
-/// crash (the restart comes back with what was synced) or a change to its clocks.
-fn faults_on<'h>(history: &Records<'h>, node: &str, from: u64, to: u64) -> Vec<&'h Event> {
-    history
-        .events()
-        .filter(|e| e.at.index > from && e.at.index < to)
-        .filter(|e| e.target.as_deref() == Some(node) && e.phase != Some(Phase::End))
-        .filter(|e| {
-            matches!(
-                e.event,
-                EventKind::Crash
-                    | EventKind::Restore
-                    | EventKind::ClockJump
-                    | EventKind::ClockSkew
-                    | EventKind::ClockDrift
-                    | EventKind::ClockStrobe
-            )
-        })
-        .collect()
+/// A fault that can take a key from a node, and how it bears on a key set at one index and
+/// ended at a later one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bearing {
+    /// A crash or restore between the set and the end: the restart came back with what was
+    /// synced.
+    Lost,
+    /// A clock fault that began between the set and the end.
+    Changed,
+    /// A clock fault already in force when the key was set (a drift, a skew, a jump not yet
+    /// healed): the node counted the key's PX by a clock that was off from the start.
+    InForce,
+    /// The end of a clock fault between the set and the end (the node's clock put back, by
+    /// the fault's own end or the final heal), which moves a key's expiry as a jump does.
+    PutBack,
+}
+
+/// The faults that can take a key from `node` set at index `from` and ended at `to`: crashes
+/// and restores between them, and every change to the node's clocks that was in force or
+/// happened in between, each with its [`Bearing`], in history order. A clock jump stays in
+/// force until the final heal puts the clock back; a skew, drift or strobe until its `end`.
+fn faults_on<'h>(
+    history: &Records<'h>,
+    node: &str,
+    from: u64,
+    to: u64,
+) -> Vec<(&'h Event, Bearing)> {
+    let is_clock = |k: EventKind| {
+        matches!(
+            k,
+            EventKind::ClockJump
+                | EventKind::ClockSkew
+                | EventKind::ClockDrift
+                | EventKind::ClockStrobe
+        )
+    };
+    let mut in_force: Vec<&'h Event> = Vec::new();
+    let mut out = Vec::new();
+    for e in history.events().take_while(|e| e.at.index < to) {
+        let during = e.at.index > from;
+        let on_node = e.target.as_deref() == Some(node);
+        match e.event {
+            EventKind::Crash | EventKind::Restore
+                if on_node && during && e.phase != Some(Phase::End) =>
+            {
+                out.push((e, Bearing::Lost));
+            }
+            // A jump's own `end` is the same instant; it holds until the final heal.
+            k if on_node
+                && is_clock(k)
+                && e.phase == Some(Phase::End)
+                && k != EventKind::ClockJump =>
+            {
+                if let Some(at) = in_force.iter().rposition(|f| f.event == k) {
+                    in_force.remove(at);
+                    if during {
+                        out.push((e, Bearing::PutBack));
+                    }
+                }
+            }
+            k if on_node && is_clock(k) && e.phase != Some(Phase::End) => {
+                in_force.push(e);
+                if during {
+                    out.push((e, Bearing::Changed));
+                }
+            }
+            EventKind::FinalHeal if e.phase != Some(Phase::End) => {
+                if during && !in_force.is_empty() {
+                    out.push((e, Bearing::PutBack));
+                }
+                in_force.clear();
+            }
+            _ => {}
+        }
+    }
+    let mut before: Vec<(&'h Event, Bearing)> = in_force
+        .into_iter()
+        .filter(|f| f.at.index <= from)
+        .map(|f| (f, Bearing::InForce))
+        .collect();
+    before.extend(out);
+    before.sort_by_key(|(e, _)| e.at.index);
+    before.dedup_by_key(|(e, _)| e.at.index);
+    before
+}
+
+/// The words for the fault that best explains a key's early end: a crash that lost it over
+/// a clock, the latest clock change over one already in force.
+fn cause(faults: &[(&Event, Bearing)]) -> String {
+    let pick = |b: Bearing| faults.iter().rev().find(|(_, x)| *x == b).map(|(e, _)| *e);
+    let at = |e: &Event| format!("index {} (t={}", e.at.index, fmt_ns(e.at.time_ns));
+    if let Some(e) = pick(Bearing::Lost) {
+        return format!(
+            "; it had crashed at {}) and restarted without the key (not synced)",
+            at(e)
+        );
+    }
+    let changed = faults
+        .iter()
+        .rev()
+        .find(|(_, b)| matches!(b, Bearing::Changed | Bearing::PutBack));
+    match (changed, pick(Bearing::InForce)) {
+        (Some((e, Bearing::PutBack)), _) if e.event == EventKind::FinalHeal => {
+            format!("; its clock was put back by the final heal at {})", at(e))
+        }
+        (Some((e, Bearing::PutBack)), _) => format!(
+            "; its clock was put back at {}: the end of {})",
+            at(e),
+            e.event.as_str()
+        ),
+        (Some((e, _)), _) => format!(
+            "; its clock was changed at {}: {})",
+            at(e),
+            e.event.as_str()
+        ),
+        (None, Some(e)) => format!(
+            "; its clock had been changed at {}: {}), before the key was set, and stayed so",
+            at(e),
+            e.event.as_str()
+        ),
+        (None, None) => "; no fault on the node explains it".to_owned(),
+    }
 }
 
 /// The keys nodes ended before their TTL while their holders counted on them.
@@ -209,22 +312,9 @@ fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> V
                 (t.due_ns() - ns) / 1_000_000
             ),
         };
-        let cause = match faults.last() {
-            Some(f) if f.event == EventKind::Crash => format!(
-                "; it had crashed at index {} (t={}) and restarted without the key (not synced)",
-                f.at.index,
-                fmt_ns(f.at.time_ns)
-            ),
-            Some(f) => format!(
-                "; its clock was changed at index {} (t={}: {})",
-                f.at.index,
-                fmt_ns(f.at.time_ns),
-                f.event.as_str()
-            ),
-            None => "; no fault on the node explains it".to_owned(),
-        };
+        let cause = cause(&faults);
         let mut witnesses = vec![index, t.set.0];
-        witnesses.extend(faults.iter().map(|f| f.at.index));
+        witnesses.extend(faults.iter().map(|(f, _)| f.at.index));
         out.push(Violation {
             kind: ViolationKind::LeaseEndedEarly,
             witnesses,
@@ -254,16 +344,16 @@ type Step = ((u64, u64), i32);
 
 /// For each acquisition (holder, value) of each lock, when its keys the holder counts on
 /// were live on a majority of the nodes: `[start, end)` with the records that bound it (the
-/// set that made the majority, and the delete that unmade it, or the last record before the
-/// TTL ran out).
-fn majorities<'h>(history: &Records<'h>, tenures: &[Tenure<'h>]) -> Vec<Interval<'h>> {
+/// set that made the majority, and the delete that unmade it, or, where a key's TTL ran out,
+/// that true time with no record, [`NO_RECORD`]).
+fn majorities<'h>(tenures: &[Tenure<'h>]) -> Vec<Interval<'h>> {
     // +1 at each key's set, -1 where the holder stops counting on it, per acquisition.
     let mut steps: BTreeMap<(&str, &str, u64), Vec<Step>> = BTreeMap::new();
     let mut nodes: BTreeMap<&str, u32> = BTreeMap::new();
     for t in tenures {
         let end = match t.ended {
             Some((at, Ended::Deleted)) if at.1 < t.due_ns() => at,
-            _ => (last_index_before(history, t.due_ns()), t.due_ns()),
+            _ => (NO_RECORD, t.due_ns()),
         };
         let acquisition = steps.entry((t.lock, t.holder, t.value)).or_default();
         acquisition.push((t.set, 1));
@@ -308,15 +398,6 @@ fn majorities<'h>(history: &Records<'h>, tenures: &[Tenure<'h>]) -> Vec<Interval
     out
 }
 
-/// The index of the last record at or before true time `ns` (what a time-only end names).
-fn last_index_before(history: &Records, ns: u64) -> u64 {
-    let entries = &history.entries;
-    let after = entries.partition_point(|e| e.at().time_ns <= ns);
-    entries
-        .get(after.saturating_sub(1))
-        .map_or(0, |e| e.at().index)
-}
-
 /// Where two intervals of one lock and holder overlap, bounded by the later start and the
 /// earlier end.
 fn intersect<'h>(a: &Interval<'h>, b: &Interval<'h>) -> Option<Interval<'h>> {
@@ -348,7 +429,7 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
     let mut out = ended_early(history, &tenures, &beliefs);
     // Held: a majority of live keys of one acquisition, while its holder believed it held.
     let mut held = Vec::new();
-    for m in majorities(history, &tenures) {
+    for m in majorities(&tenures) {
         for b in beliefs
             .iter()
             .filter(|b| b.holder == m.holder && b.lock == m.lock)

@@ -203,7 +203,7 @@ enum Shape {
     Count,
     /// An integer of either sign (i64).
     Signed,
-    /// A non-negative integer that fits a u32 (the format version).
+    /// A non-negative integer that fits a u32 (the format version, a key-set's `nodes`).
     Version,
     /// A string.
     Text,
@@ -339,7 +339,7 @@ const EVENT: &[Field] = &[
     field("ttl_ms", Shape::Count, false, "the key's time to live, ms"),
     field(
         "nodes",
-        Shape::Count,
+        Shape::Version,
         false,
         "how many nodes the lock is spread over",
     ),

@@ -125,6 +125,14 @@ fn event_fields(e: &Event) -> Result<(), String> {
         _ => &[("phase", e.phase.is_some())],
     };
     let Some((field, _)) = needs.iter().find(|(_, present)| !present) else {
+        // A lock spread over no nodes has no majority to judge by.
+        if e.event == EventKind::KeySet && e.nodes == Some(0) {
+            return Err(
+                "field `nodes`: 0: a key-set names how many nodes the lock is spread over, at \
+                 least 1"
+                    .to_owned(),
+            );
+        }
         return Ok(());
     };
     let why = match e.event {

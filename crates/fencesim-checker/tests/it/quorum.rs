@@ -228,3 +228,52 @@ fn a_client_that_believes_past_its_keys_is_at_fault_alone() {
         result.not_checked
     );
 }
+
+/// The clock fault that explains a key's early expiry may have begun before the key was set
+/// (a drift in force from the start), or be the end of one that put the clock back (a skew
+/// undone, a jump undone by the final heal): each is named, never "no fault".
+#[test]
+fn a_clock_fault_in_force_or_undone_during_a_key_explains_its_early_end() {
+    let explain = |faults: &dyn Fn(&mut Timeline)| {
+        let mut t = Timeline::default();
+        faults(&mut t);
+        t.invoke(100, "a", OpFn::Acquire);
+        t.set(100, "redis-1", "a", 7, 1000);
+        t.set(101, "redis-2", "a", 7, 1000);
+        t.believe(110, "a", 7, 1000);
+        t.nemesis(500, EventKind::ClockSkew, Phase::End, "redis-2");
+        t.expire(600, "redis-2", "a", 7);
+        let result = check(&t.build());
+        let early = result
+            .violations
+            .iter()
+            .find(|v| v.kind == ViolationKind::LeaseEndedEarly)
+            .expect("redis-2 expired the key 500 ms early")
+            .explanation
+            .clone();
+        early
+    };
+    let drift_from_the_start = explain(&|t| {
+        t.nemesis(0, EventKind::ClockDrift, Phase::Start, "redis-2");
+    });
+    assert!(
+        drift_from_the_start.ends_with(
+            "its clock had been changed at index 0 (t=0.000s: clock-drift), before the key was \
+             set, and stayed so"
+        ),
+        "{drift_from_the_start}"
+    );
+    let skew_undone = explain(&|t| {
+        t.nemesis(0, EventKind::ClockSkew, Phase::Start, "redis-2");
+    });
+    assert!(
+        skew_undone
+            .ends_with("its clock was put back at index 5 (t=0.500s: the end of clock-skew)"),
+        "{skew_undone}"
+    );
+    let nothing = explain(&|_| {});
+    assert!(
+        nothing.ends_with("no fault on the node explains it"),
+        "{nothing}"
+    );
+}
