@@ -83,19 +83,27 @@ fn a_bundled_scenario_runs_by_name_and_check_agrees_with_run() {
     assert!(stdout.contains("stale-write-accepted"), "{stdout}");
 }
 
+/// pause-fenced (valid on every seed) over `seeds`, wrongly claiming a stale write, in `dir`.
+fn wrong_expectation(dir: &std::path::Path, seeds: &str) -> std::path::PathBuf {
+    let text_in =
+        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
+            .unwrap();
+    let wrong = text_in
+        .replace(
+            "verdict = \"valid\"",
+            "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
+        )
+        .replacen("seeds = \"0..10\"", &format!("seeds = \"{seeds}\""), 1);
+    let file = dir.join("wrong.toml");
+    std::fs::write(&file, wrong).unwrap();
+    file
+}
+
 #[test]
 fn expect_fails_when_the_expectation_is_wrong() {
     // The fenced pause scenario is valid; claim otherwise and --expect must exit 1.
     let dir = out_dir("wrong-expect");
-    let text_in =
-        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
-            .unwrap();
-    let wrong = text_in.replace(
-        "verdict = \"valid\"",
-        "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
-    );
-    let file = dir.join("wrong.toml");
-    std::fs::write(&file, wrong).unwrap();
+    let file = wrong_expectation(&dir, "0..10");
     let o = fencesim(&[
         "run",
         file.to_str().unwrap(),
@@ -114,17 +122,7 @@ fn expect_fails_when_the_expectation_is_wrong() {
 #[test]
 fn expect_quiet_over_a_range_says_each_missed_seed_in_one_line() {
     let dir = out_dir("wrong-expect-quiet");
-    let text_in =
-        std::fs::read_to_string(support::root().join("scenarios/incidents/pause-fenced.toml"))
-            .unwrap();
-    let wrong = text_in
-        .replace(
-            "verdict = \"valid\"",
-            "verdict = \"invalid\"\nviolations = [\"stale-write-accepted\"]",
-        )
-        .replacen("seeds = \"0..10\"", "seeds = \"0..3\"", 1);
-    let file = dir.join("wrong.toml");
-    std::fs::write(&file, wrong).unwrap();
+    let file = wrong_expectation(&dir, "0..3");
     let o = fencesim(&[
         "run",
         file.to_str().unwrap(),

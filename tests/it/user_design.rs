@@ -59,6 +59,9 @@ impl DesignMessage for ToyMsg {
 #[derive(Clone, Copy, Debug)]
 struct ToyConfig {
     grant_while_held: bool,
+    /// A second defect, in the client: it presents this epoch of its own (when set) instead
+    /// of the token it was granted, as a client that remembers an epoch across restarts does.
+    present_epoch: Option<u64>,
 }
 
 /// The lease: holder, token, expiry on the monotonic clock.
@@ -174,6 +177,7 @@ const REPLY: TimerId = TimerId(1);
 struct ToyClient {
     info: ClientInfo,
     waiting: Option<(RequestId, LockOp, i64)>,
+    present_epoch: Option<u64>,
 }
 
 impl ClientProtocol for ToyClient {
@@ -207,6 +211,8 @@ impl ClientProtocol for ToyClient {
         match (op, msg) {
             (LockOp::Release { .. }, _) => ctx.complete(OpResult::Ok { token: None }),
             (op, ToyMsg::Granted { token }) => {
+                // The defect: the epoch it keeps stands in for the token it was granted.
+                let token = self.present_epoch.unwrap_or(token);
                 // An acquire names its token; a renewal's operation already does.
                 let named = (op == LockOp::Acquire).then_some(token);
                 ctx.complete(OpResult::Ok { token: named });
@@ -248,12 +254,13 @@ impl Design for ToyDesign {
     }
 
     fn knob_names(&self) -> &'static [&'static str] {
-        &["grant_while_held"]
+        &["grant_while_held", "present_epoch"]
     }
 
     fn settings(&self, knobs: &mut Knobs, _: u64) -> Result<(ToyConfig, ServiceShape), KnobError> {
         let config = ToyConfig {
             grant_while_held: knobs.boolean("grant_while_held", false)?,
+            present_epoch: knobs.optional_integer("present_epoch", 1)?,
         };
         let shape = ServiceShape {
             node_expires: true,
@@ -270,10 +277,11 @@ impl Design for ToyDesign {
         *settings
     }
 
-    fn client(_: &ToyConfig, _: &(), info: ClientInfo) -> ToyClient {
+    fn client(config: &ToyConfig, _: &(), info: ClientInfo) -> ToyClient {
         ToyClient {
             info,
             waiting: None,
+            present_epoch: config.present_epoch,
         }
     }
 }
@@ -420,6 +428,36 @@ fn a_users_defect_knob_is_caught_by_the_checkers() {
         panic!("expected a counterexample, got {err}");
     };
     assert!(summary.contains("mutual-exclusion"), "{summary}");
+}
+
+/// Tokens are judged as presented: a client that writes with an epoch it keeps, not the token
+/// the service granted it, is `token-not-granted`, although every grant is in order and the
+/// fenced resource accepts the (ever higher) epoch.
+#[test]
+fn a_users_client_that_presents_its_own_epoch_is_token_not_granted() {
+    let engine = engine();
+    let file = scenario_file("toy-epoch", "present_epoch = 1000", "verdict = \"valid\"");
+    let scenario = engine.load_scenario(std::path::Path::new(&file)).unwrap();
+    let result = fencesim_checker::check(&engine.simulate(&scenario, 0).history);
+    let found: Vec<&fencesim_checker::Violation> = result
+        .violations
+        .iter()
+        .filter(|v| v.kind == fencesim::ViolationKind::TokenNotGranted)
+        .collect();
+    assert!(!found.is_empty(), "{:#?}", result.violations);
+    assert!(
+        found[0]
+            .explanation
+            .contains(" presented token 1000 in its write at index ")
+            && found[0].explanation.contains(
+                "but the lock service never granted it that token: its last grant was token "
+            ),
+        "{}",
+        found[0].explanation
+    );
+    // Without the defect the same schedule is valid.
+    let file = scenario_file("toy-no-epoch", "", "verdict = \"valid\"");
+    assert!(engine.check_scenario(&file, 0..3).is_ok());
 }
 
 #[test]

@@ -244,24 +244,38 @@ impl RedlockSession {
     /// Delete `value` everywhere, without looking at the answers: a partial acquisition's
     /// keys would expire anyway. How many nodes deleted it.
     fn unlock_everywhere(&mut self, call: &LockCall<'_>, value: u64) -> usize {
-        let script = redis::Script::new(DELETE);
-        let timeout = self.timeout();
         let args = [value.to_string()];
+        let answered = (EventKind::KeyDelete, "delete: not its value");
+        let replies = self.script_everywhere(call, DELETE, &args, answered, value, None);
+        replies.iter().filter(|r| **r == Some(1)).count()
+    }
+
+    /// Run `script` on the lock's key at every node with `args`, and record each answer as
+    /// that node's key event: `done.0` for 1, a `key-refuse` saying `done.1` otherwise (the
+    /// key held `value`, with PX `ttl_ms` where the script sets one). The answers in the
+    /// nodes' order, `None` where a node did not answer in time.
+    fn script_everywhere(
+        &mut self,
+        call: &LockCall<'_>,
+        script: &str,
+        args: &[String],
+        done: (EventKind, &'static str),
+        value: u64,
+        ttl_ms: Option<u64>,
+    ) -> Vec<Option<i64>> {
+        let script = redis::Script::new(script);
+        let timeout = self.timeout();
         let key = format!("{}{}", self.prefix, call.lock);
         let replies = fan_out(&mut self.nodes, |node| {
-            node.script::<i64>(&script, &key, &args, timeout)
+            node.script::<i64>(&script, &key, args, timeout)
         });
-        observe_each(
-            call,
-            &replies,
-            |reply| match reply {
-                1 => Some((EventKind::KeyDelete, None)),
-                _ => Some((EventKind::KeyRefuse, Some("delete: not its value"))),
-            },
-            value,
-            None,
-        );
-        replies.iter().filter(|r| **r == Some(1)).count()
+        let (kind, refused) = done;
+        let what = |reply: &i64| match reply {
+            1 => Some((kind, None)),
+            _ => Some((EventKind::KeyRefuse, Some(refused))),
+        };
+        observe_each(call, &replies, what, value, ttl_ms);
+        replies
     }
 }
 
@@ -345,23 +359,10 @@ impl LockSession for RedlockSession {
     fn renew(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Option<i64>>, Unknown> {
         let value = self.value.unwrap_or(call.token);
         let mut redlock = self.redlock(call);
-        let script = redis::Script::new(EXTEND);
-        let timeout = self.timeout();
         let args = [value.to_string(), call.ttl_ms.to_string()];
-        let key = format!("{}{}", self.prefix, call.lock);
-        let replies = fan_out(&mut self.nodes, |node| {
-            node.script::<i64>(&script, &key, &args, timeout)
-        });
-        observe_each(
-            call,
-            &replies,
-            |reply| match reply {
-                1 => Some((EventKind::KeyExtend, None)),
-                _ => Some((EventKind::KeyRefuse, Some("extend: not its value"))),
-            },
-            value,
-            Some(call.ttl_ms),
-        );
+        let answered = (EventKind::KeyExtend, "extend: not its value");
+        let replies =
+            self.script_everywhere(call, EXTEND, &args, answered, value, Some(call.ttl_ms));
         for (i, reply) in replies.iter().enumerate() {
             redlock.on_reply(i, *reply == Some(1));
         }
