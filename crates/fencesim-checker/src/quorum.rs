@@ -241,9 +241,8 @@ fn faults_on<'h>(
         .filter(|f| f.at.index <= from)
         .map(|f| (f, Bearing::InForce))
         .collect();
+    // Those in force came at or before the set, the rest after it: history order as it is.
     before.extend(out);
-    before.sort_by_key(|(e, _)| e.at.index);
-    before.dedup_by_key(|(e, _)| e.at.index);
     before
 }
 

@@ -357,13 +357,12 @@ impl ExploreSummary {
         }
         // The seeds it names are its own: in its range and its shards.
         let own = |seed: u64| {
-            let offset = u128::from(seed).wrapping_sub(u128::from(a));
-            u128::from(seed) >= u128::from(a)
-                && u128::from(seed) < b
+            let (seed, first) = (u128::from(seed), u128::from(a));
+            (first..b).contains(&seed)
                 && (split.is_empty()
                     || split
                         .iter()
-                        .any(|&(i, n)| offset % u128::from(n) == u128::from(i)))
+                        .any(|&(i, n)| (seed - first) % u128::from(n) == u128::from(i)))
         };
         let listed = self.counterexample_count.min(MAX_LISTED_SEEDS as u64);
         if self.counterexamples.len() as u64 != listed {
