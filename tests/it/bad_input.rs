@@ -233,7 +233,8 @@ fn an_unknown_event_name() {
         "before = \"wrote\"",
         "11:10",
         "faults.before",
-        "unknown variant `wrote`",
+        "node \"client-1\" never reaches before \"wrote\"; its safepoints before events are \
+         acquire, read, renew, write, release",
     );
 }
 
@@ -1476,4 +1477,28 @@ fn an_escape_sequence_in_a_file_name_is_escaped_in_errors() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("bad\\nverdict: valid.jsonl"), "{stderr}");
     assert!(!stdout.contains("verdict: valid"), "{stdout}");
+}
+
+/// Live mode runs no design's code, so a fault triggered at a design's own safepoint has no
+/// live form, and is refused by name. No built-in design with a live form declares one: the
+/// trigger is set on the single service's `pause-fenced` directly, as a user's design with a
+/// live form and a safepoint of its own would have it.
+#[test]
+fn a_trigger_on_a_designs_own_safepoint_has_no_live_form() {
+    use fencesim_scenario::{NodeEvent, Trigger};
+    let engine = crate::support::engine();
+    let mut scenario = engine.load_named("pause-fenced").expect("bundled");
+    scenario.faults[0].trigger = Trigger::After {
+        event: NodeEvent::Design("claim-sent"),
+        nth: 1,
+        count_from_ms: 0,
+    };
+    let err = fencesim_live::plan::plan(&scenario, engine.registry().live()).expect_err("refused");
+    assert!(
+        err.starts_with(
+            "[[faults]] #1: a trigger on \"claim-sent\", a safepoint of the design's own code, \
+             has no live form"
+        ),
+        "{err}"
+    );
 }

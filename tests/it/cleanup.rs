@@ -40,9 +40,24 @@ fn a_late_tokenless_cleanup_deletes_the_next_holders_data() {
     let result = fencesim::check(&history);
     let v = &result.violations[0];
     assert_eq!(v.kind.as_str(), "unfenced-mutation");
+    // It names what it destroyed, and the chain tells how the two met.
+    assert!(
+        v.explanation.ends_with(
+            "; it deleted client-2's data: the write with token 2 accepted at index 110"
+        ),
+        "{}",
+        v.explanation
+    );
     assert_eq!(
         v.chain,
-        ["client-1's delete without a token was accepted at 16.0 s"]
+        [
+            "client-1 was granted token 1 at 0.0 s",
+            "client-1 paused at 1.0 s (frozen for 15000 ms)",
+            "client-1's lease (token 1) expired at 10.0 s",
+            "client-2 was granted token 2 at 10.2 s",
+            "client-2's write with token 2 was accepted at 11.2 s",
+            "client-1's delete without a token was accepted at 16.0 s"
+        ]
     );
     // The delete is an operation of the history, and the register reads as never written.
     let deletes: Vec<String> = history

@@ -694,11 +694,12 @@ fn the_history_schema_lists_every_event_kind() {
     }
 }
 
-/// Most curated reports were written with report schema 1, when `lock_service` carried every
-/// design's knobs; each is upgraded on reading (its own design's knobs kept) and replays to
-/// the same history. The Redlock ones were written again with schema 2 when the Redis nodes
-/// began to record their key events (issue 36); a schema-1 Redlock report, whose knobs are
-/// nested under `redlock`, is kept as a fixture and upgraded. A fresh report replays as well.
+/// The curated reports replay to the same history. They were written with report schema 2
+/// when the lease services began to record the TTL of their grants (issue 35; the Redlock
+/// ones earlier, when the Redis nodes began to record their key events, issue 36). Schema 1,
+/// when `lock_service` carried every design's knobs, is kept as two fixtures, a single
+/// service's (flat) and a Redlock one's (knobs nested under `redlock`): each is upgraded to
+/// its own design's knobs. A fresh report replays as well.
 #[test]
 fn reports_of_schema_1_and_2_replay_identically() {
     let dir = out_dir("replay-schemas");
@@ -711,16 +712,26 @@ fn reports_of_schema_1_and_2_replay_identically() {
     reports.sort();
     assert_eq!(reports.len(), 9);
     let schema = |report: &std::path::PathBuf| support::json(report)["schema_version"].clone();
-    let old: Vec<_> = reports.iter().filter(|r| schema(r) == 1).collect();
-    assert_eq!(old.len(), 4, "{reports:?}");
     for report in &reports {
-        let redlock = report.to_string_lossy().contains("/redlock-");
-        assert_eq!(
-            schema(report),
-            if redlock { 2 } else { 1 },
-            "{}",
-            report.display()
-        );
+        assert_eq!(schema(report), 2, "{}", report.display());
+    }
+    // Schema 1 of a single service: every design's knobs, flat; upgraded to the single
+    // service's own, as a fresh report of the same scenario has them.
+    let flat = support::root().join("tests/fixtures/report-schema-1-single.json");
+    let mut upgraded = support::json(&flat);
+    assert_eq!(upgraded["schema_version"], 1);
+    assert!(upgraded["scenario"]["lock_service"]["revoke_term_check"].is_boolean());
+    fencesim::report::upgrade(&mut upgraded, crate::support::engine().registry()).unwrap();
+    // Its own knobs kept as they were (knobs added since take their defaults on parsing),
+    // the others' dropped.
+    let current = support::json(&root.join("pause-unfenced/0/report.json"));
+    let (kept, now) = (
+        upgraded["scenario"]["lock_service"].as_object().unwrap(),
+        current["scenario"]["lock_service"].as_object().unwrap(),
+    );
+    assert!(kept.len() >= 5, "{kept:?}");
+    for (knob, value) in kept {
+        assert_eq!(now.get(knob), Some(value), "{knob}");
     }
     // Schema 1 nested a design's own knobs in an object named after it: upgraded, flat.
     let nested = support::root().join("tests/fixtures/report-schema-1-redlock.json");
@@ -1126,4 +1137,39 @@ fn an_export_over_its_own_history_is_refused() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("is the history being exported"), "{stderr}");
     assert_eq!(std::fs::read(&history).unwrap(), before);
+}
+
+/// A report whose scenario triggers a fault at a design's own safepoint (`claim-sent`) reads
+/// back, resolves the name against its design again, and replays to the same history; and
+/// shrink keeps the trigger by name.
+#[test]
+fn a_report_with_a_design_safepoint_trigger_replays_and_shrinks() {
+    let dir = out_dir("replay-design-safepoint");
+    let name = "lease-record-claim-pause-claimant-deadline";
+    let o = fencesim(&["run", name, "--seed", "0", "--out", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o).0);
+    let report = dir.join(format!("{name}/0/report.json"));
+    let o = fencesim(&[
+        "replay",
+        report.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(
+        stdout.contains("replay identical: history sha256"),
+        "{stdout}{stderr}"
+    );
+    let shrunk = dir.join("shrunk");
+    let o = fencesim(&[
+        "shrink",
+        report.to_str().unwrap(),
+        "--out",
+        shrunk.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let minimal = std::fs::read_to_string(shrunk.join(format!("{name}-seed-0-min.toml")))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    assert!(minimal.contains("after = \"claim-sent\""), "{minimal}");
 }

@@ -64,6 +64,8 @@ incidents! {
     k12_deadline_from_request: "k12-deadline-from-request",
     k19_release_compare_and_delete: "k19-release-compare-and-delete",
     k19_release_unconditional: "k19-release-unconditional",
+    lease_record_claim_pause_claimant_deadline: "lease-record-claim-pause-claimant-deadline",
+    lease_record_claim_pause_recorded_duration: "lease-record-claim-pause-recorded-duration",
     lease_record_own_duration: "lease-record-own-duration",
     lease_record_recorded_duration: "lease-record-recorded-duration",
     partition_holder_careful: "partition-holder-careful",

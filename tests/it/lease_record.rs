@@ -126,3 +126,38 @@ fn the_random_nemesis_finds_nothing_on_any_seed_of_its_range() {
     assert_eq!((scenario.seeds.start, scenario.seeds.end), (0, 500));
     support::assert_met_on_whole_range(&scenario, &opts());
 }
+
+/// The design's own safepoint, by name: client-1 pauses at `claim-sent` (its claim gone out,
+/// the answer not heard). Its swap lands at once, but it hears of it 3 s later and counts its
+/// lease from then, while client-2 takes the record over at the deadline the record carries:
+/// the chain names the pause and where it struck, before the claimant's grant.
+#[test]
+fn a_pause_at_the_designs_claim_sent_point_is_named_in_the_chain() {
+    let scenario = load("lease-record-claim-pause-claimant-deadline");
+    let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).expect("runs");
+    let v = done
+        .report
+        .violations
+        .iter()
+        .find(|v| v.kind.as_str() == "mutual-exclusion-client")
+        .expect("the overlap");
+    assert_eq!(
+        v.chain[..3],
+        [
+            "client-1 paused at 0.0 s (frozen for 3000 ms at claim-sent)",
+            "client-1 was granted token 1 at 0.0 s",
+            "client-1 resumed at 3.0 s",
+        ],
+        "{:?}",
+        v.chain
+    );
+    // The safe twin: the same pause, a claimant counting from its claim, candidates from
+    // what they saw: valid.
+    let twin = load("lease-record-claim-pause-recorded-duration");
+    let done = evaluate(crate::support::engine(), &twin, 0, &opts()).expect("runs");
+    assert!(
+        done.report.violations.is_empty(),
+        "{:?}",
+        done.report.violations
+    );
+}

@@ -20,6 +20,7 @@ mod incidents;
 mod lease_record;
 mod library;
 mod mutation_score;
+mod out_of_tree;
 mod primary_backup;
 mod raft;
 mod random_nemesis;

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use fencesim::design::{
     ClientCtx, ClientInfo, ClientProtocol, ClientWorkload, Clock, Deadline, Design, DesignMessage,
     Durability, FencedResource, KnobError, Knobs, LockNode, LockOp, MessageKind, NodeCtx,
-    NodeStart, OpResult, Origin, ReadValue, RequestId, ResourceDesign, ServiceEvent,
-    ServiceEventKind, ServiceShape, TimerId, WriteDecision, WriteOutcome,
+    NodeStart, OpResult, Origin, ReadValue, RequestId, ResourceDesign, Safepoint, SafepointSide,
+    ServiceEvent, ServiceEventKind, ServiceShape, TimerId, WriteDecision, WriteOutcome,
 };
 use fencesim::registry::Registry;
 use fencesim::{Engine, ScenarioCheckError};
@@ -118,6 +118,8 @@ impl LockNode for ToyNode {
                 _ => {
                     self.last_token += 1;
                     ctx.persist(self.last_token, Durability::Synced);
+                    // The token is on disk; nobody has it yet.
+                    ctx.safepoint(TOKEN_ISSUED.name);
                     let lease = Lease {
                         holder,
                         token: self.last_token,
@@ -169,6 +171,14 @@ impl LockNode for ToyNode {
         false
     }
 }
+
+/// The toy node's own point in time: it has issued (and synced) a token, and neither recorded
+/// the grant nor answered.
+const TOKEN_ISSUED: Safepoint = Safepoint {
+    name: "token-issued",
+    side: SafepointSide::Service,
+    about: "the node synced a new token and has not granted it yet",
+};
 
 const REPLY: TimerId = TimerId(1);
 
@@ -264,6 +274,7 @@ impl Design for ToyDesign {
         };
         let shape = ServiceShape {
             node_expires: true,
+            safepoints: &[TOKEN_ISSUED],
             ..ServiceShape::single("toy-1")
         };
         Ok((config, shape))
@@ -520,5 +531,58 @@ fn a_users_resource_decides_writes_and_the_history_records_it() {
         decisions,
         ["accept client-2 Some(2)", "reject client-1 Some(1)",],
         "client-2 writes under token 2 while client-1 is paused; client-1's late write is refused"
+    );
+}
+
+/// A user's design names its own point in time through the public API, as the built-in
+/// designs do: a crash of toy-1 right after its first `token-issued` (the token synced, the
+/// grant not yet recorded or answered) is triggered by that name, the effects the node pushed
+/// after the point are lost with the crash, so token 1 is never granted and the first grant
+/// is token 2, after the restart. A name the toy does not declare is refused with the list of
+/// what toy-1 reaches, its own point included.
+#[test]
+fn a_users_design_names_its_own_safepoint_and_a_fault_strikes_there() {
+    let engine = engine();
+    let text = |event: &str| {
+        format!(
+            "name = \"toy-safepoint\"\nduration_ms = 10000\nseeds = \"0..3\"\n\
+             [lock_service]\nkind = \"toy-lease\"\nmax_ttl_ms = 5000\n\
+             [[clients]]\ncount = 1\nttl_ms = 2000\nwork_ms = 300\ncycles = 2\n\
+             [[faults]]\nkind = \"crash\"\nnode = \"toy-1\"\nafter = \"{event}\"\nduration_ms = 200\n\
+             [expect]\nverdict = \"valid\"\n"
+        )
+    };
+    let scenario = engine
+        .parse_scenario(&text("token-issued"), "toy-safepoint.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for seed in 0..3 {
+        let history = engine.simulate(&scenario, seed).history;
+        let crash = history
+            .events()
+            .find(|e| format!("{:?}", e.event) == "Crash")
+            .expect("the crash struck");
+        assert_eq!(
+            crash.detail.as_deref(),
+            Some("killed for 200 ms at token-issued")
+        );
+        let granted: Vec<u64> = history
+            .events()
+            .filter(|e| format!("{:?}", e.event) == "Grant")
+            .filter_map(|e| e.token)
+            .collect();
+        assert_eq!(granted.first(), Some(&2), "seed {seed}: {granted:?}");
+    }
+    let err = engine
+        .parse_scenario(&text("token-isued"), "toy-safepoint.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("toy-safepoint.toml:")
+            && err.contains("field `faults.after`")
+            && err.contains(
+                "node \"toy-1\" never reaches after \"token-isued\"; its safepoints after \
+                 events are grant, renew, release, expire, token-issued"
+            ),
+        "{err}"
     );
 }

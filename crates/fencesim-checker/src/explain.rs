@@ -11,13 +11,18 @@
 //! - a fault's end to the first write of the node it hit that landed after it (a paused
 //!   writer's write, a held message), and a lock service's crash or restore to its next grant;
 //! - a pause's end to the paused client's next belief (one decided on replies that waited out
-//!   the pause, K05);
+//!   the pause, K05) and to its next grant (a claim it prepared before the pause and made
+//!   after it, such as a lease record's swap with an expiry computed before);
 //! - a held message's hold to the write it carried;
 //! - on a quorum lock's node (a Redis node of Redlock), a key's set to its expiry, and the key
 //!   that ended (its expiry, or its set when the node lost it) to the next holder's set on
 //!   that node, which leads to that holder's belief that it held the lock; a crash's restart
 //!   to the node's next set, and a clock change to the node's next expiry;
 //! - a belief to the writes made with its token, where no grant was recorded (Redlock).
+//!
+//! A lease that its service expired before the TTL its grant promised had run out in true time
+//! is told as the service's act (`lease-service expired client-1's lease ... before its TTL ran
+//! out`), so that the chain of the overlap that follows names who was at fault.
 //!
 //! A violation's chain is its witnesses and their ancestors a few steps back, in history order,
 //! each told as one short phrase, the way Jepsen and Elle tell an anomaly's cycle.
@@ -38,6 +43,9 @@ pub(crate) struct CausalGraph<'h> {
     graph: DiGraph<&'h Event, ()>,
     by_index: BTreeMap<u64, NodeIndex>,
     history: &'h History,
+    /// The `expire`s that broke their grant's or renewal's TTL: index, how early in ns. Their
+    /// step names the service that ended the lease, as `lease-ended-early` does.
+    early: BTreeMap<u64, u64>,
 }
 
 /// Whether an event is part of the story a chain tells.
@@ -77,10 +85,15 @@ impl<'h> CausalGraph<'h> {
         for e in &events {
             by_index.insert(e.at.index, graph.add_node(*e));
         }
+        let early = crate::service_expiry::early_expiries(history)
+            .iter()
+            .map(|x| (x.expire.at.index, x.early_ns()))
+            .collect();
         let mut g = CausalGraph {
             graph,
             by_index,
             history,
+            early,
         };
         g.link_leases(&events);
         g.link_keys(&events);
@@ -233,6 +246,19 @@ impl<'h> CausalGraph<'h> {
                 {
                     self.link(end, belief);
                 }
+                // Its first grant after it resumed: a claim it prepared before the pause (a
+                // lease record whose expiry it computed from its clock, then swapped in late)
+                // or sent after, on what it knew before.
+                let late_grant = |e: &&&Event| {
+                    e.event == EventKind::Grant && e.holder.as_deref() == Some(target)
+                };
+                if let Some(grant) = later
+                    .iter()
+                    .filter(|e| e.at.index > end.at.index)
+                    .find(late_grant)
+                {
+                    self.link(end, grant);
+                }
             }
             // A lock service that lost state (crash, restore) grants again after it restarts;
             // a quorum lock's node sets its key again.
@@ -305,7 +331,10 @@ impl<'h> CausalGraph<'h> {
             .iter()
             .map(|i| {
                 let e = self.graph[self.by_index[i]];
-                phrase(e, self.caller(e))
+                match self.early.get(i) {
+                    Some(&early_ns) => early_expiry(e, early_ns),
+                    None => phrase(e, self.caller(e)),
+                }
             })
             .collect()
     }
@@ -321,6 +350,19 @@ impl<'h> CausalGraph<'h> {
 
 fn secs(ns: u64) -> String {
     format!("{:.1} s", ns as f64 / 1e9)
+}
+
+/// An `expire` that came `early_ns` before its lease's promised TTL ran out: the service's
+/// doing, so the step names it.
+fn early_expiry(e: &Event, early_ns: u64) -> String {
+    let who = e.holder.as_deref().unwrap_or("?");
+    let token = e.token.map_or(String::new(), |t| format!(" {t}"));
+    format!(
+        "{} expired {who}'s lease (token{token}) at {}, {} before its TTL ran out",
+        e.node,
+        secs(e.at.time_ns),
+        secs(early_ns)
+    )
 }
 
 /// One step of a chain, in words; `caller` is who asked for it, when the event answers an

@@ -20,6 +20,7 @@ mod presented;
 mod progress;
 mod quorum;
 mod release;
+mod service_expiry;
 mod stale_write;
 mod stale_write_ops;
 mod tokens;
@@ -389,6 +390,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(presented::check(history));
     violations.extend(exclusion::check_service(&leases));
     violations.extend(exclusion::check_client(history));
+    violations.extend(service_expiry::check(history));
     violations.extend(quorum::check(history));
     if exclusion_ops::applies(history) {
         violations.extend(exclusion_ops::check(history));

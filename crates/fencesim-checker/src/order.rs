@@ -12,6 +12,8 @@ use fencesim_history::{Entry, EventKind, History, OpFn, OpType, TokenOrder};
 pub(crate) struct Acquisition<'a> {
     pub lock: &'a str,
     pub token: u64,
+    /// Whose: the grant's holder, or the client that acquired.
+    pub holder: &'a str,
     /// Where it falls in true time: the grant, or the client's acquire invoke.
     pub index: u64,
     /// The record that shows the token (the grant, or the acquire `ok`), for witnesses.
@@ -32,6 +34,7 @@ pub(crate) fn acquisitions(history: &History) -> Vec<Acquisition<'_>> {
                     found.push(Acquisition {
                         lock,
                         token,
+                        holder: e.holder.as_deref().unwrap_or_default(),
                         index: e.at.index,
                         record: e.at.index,
                     });
@@ -47,6 +50,7 @@ pub(crate) fn acquisitions(history: &History) -> Vec<Acquisition<'_>> {
                         found.push(Acquisition {
                             lock,
                             token,
+                            holder: o.node.as_str(),
                             index,
                             record: o.at.index,
                         });

@@ -124,7 +124,7 @@ fn tenures<'h>(history: &Records<'h>) -> Vec<Tenure<'h>> {
 /// How far apart two true times may be and still count as one, ns: the nodes' and clients'
 /// clocks are read in whole ms, so a key due at 37.850000100 s that a node's clock, reading
 /// 37,850 ms, finds expired at 37.850000000 s is on time.
-const CLOCK_GRAIN_NS: u64 = 1_000_000;
+pub(crate) const CLOCK_GRAIN_NS: u64 = 1_000_000;
 
 /// Whether `holder` counted on a key of `lock` refreshed (set or extended) at true time
 /// `refreshed_ns` when that key ended at `ns`: it believed it held the lock then (a belief open
@@ -132,7 +132,7 @@ const CLOCK_GRAIN_NS: u64 = 1_000_000;
 /// the invoke of the acquire or renew behind the belief's latest start). The first record of
 /// the belief. Judged by true time and history order alone, as every check is: a client's
 /// own clocks are not read.
-fn counted_on(
+pub(crate) fn counted_on(
     history: &Records,
     beliefs: &[Interval],
     holder: &str,
@@ -164,7 +164,7 @@ fn counted_on(
 /// A fault that can take a key from a node, and how it bears on a key set at one index and
 /// ended at a later one.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Bearing {
+pub(crate) enum Bearing {
     /// A crash or restore between the set and the end: the restart came back with what was
     /// synced.
     Lost,
@@ -182,7 +182,7 @@ enum Bearing {
 /// and restores between them, and every change to the node's clocks that was in force or
 /// happened in between, each with its [`Bearing`], in history order. A clock jump stays in
 /// force until the final heal puts the clock back; a skew, drift or strobe until its `end`.
-fn faults_on<'h>(
+pub(crate) fn faults_on<'h>(
     history: &Records<'h>,
     node: &str,
     from: u64,
@@ -246,14 +246,15 @@ fn faults_on<'h>(
     before
 }
 
-/// The words for the fault that best explains a key's early end: a crash that lost it over
-/// a clock, the latest clock change over one already in force.
-fn cause(faults: &[(&Event, Bearing)]) -> String {
+/// The words for the fault that best explains an early end of `what` (`the key`, `the
+/// lease`), which `began` (`was set`, `was granted`): a crash that lost it over a clock, the
+/// latest clock change over one already in force.
+pub(crate) fn cause(faults: &[(&Event, Bearing)], what: &str, began: &str) -> String {
     let pick = |b: Bearing| faults.iter().rev().find(|(_, x)| *x == b).map(|(e, _)| *e);
     let at = |e: &Event| format!("index {} (t={}", e.at.index, fmt_ns(e.at.time_ns));
     if let Some(e) = pick(Bearing::Lost) {
         return format!(
-            "; it had crashed at {}) and restarted without the key (not synced)",
+            "; it had crashed at {}) and restarted without {what} (not synced)",
             at(e)
         );
     }
@@ -276,7 +277,7 @@ fn cause(faults: &[(&Event, Bearing)]) -> String {
             e.event.as_str()
         ),
         (None, Some(e)) => format!(
-            "; its clock had been changed at {}: {}), before the key was set, and stayed so",
+            "; its clock had been changed at {}: {}), before {what} {began}, and stayed so",
             at(e),
             e.event.as_str()
         ),
@@ -311,7 +312,7 @@ fn ended_early(history: &Records, tenures: &[Tenure], beliefs: &[Interval]) -> V
                 (t.due_ns() - ns) / 1_000_000
             ),
         };
-        let cause = cause(&faults);
+        let cause = cause(&faults, "the key", "was set");
         let mut witnesses = vec![index, t.set.0];
         witnesses.extend(faults.iter().map(|(f, _)| f.at.index));
         out.push(Violation {

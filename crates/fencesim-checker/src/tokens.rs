@@ -1,6 +1,12 @@
 //! `token-not-monotonic` and `token-reused`: per lock, acquisitions in history (true-time) order
 //! must carry strictly increasing tokens, across failover, restart and restore alike. Opaque lock
 //! values (header `token_order = "acquisition"`) have no order to break, so neither check runs.
+//!
+//! A token granted again to the holder it went to before (a retried acquire answered twice, a
+//! service that gives an expired lease back to its last holder) is no reuse: nobody else can
+//! present it, so the resource cannot confuse two holders by it. Only a token that reaches a
+//! second holder is `token-reused`; a re-grant that comes after a higher token is still
+//! `token-not-monotonic`. Telling them apart keeps shrink from settling on the harmless form.
 
 use std::collections::BTreeMap;
 
@@ -20,38 +26,55 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (lock, mut acquired) in by_lock {
         acquired.sort_by_key(|a| a.record);
-        // Where each token first appears: what reuse is measured against, in both checks.
-        let mut first_record: BTreeMap<u64, u64> = BTreeMap::new();
-        for a in &acquired {
-            first_record.entry(a.token).or_insert(a.record);
-        }
-        violations.extend(reused(history, lock, &acquired, &first_record));
-        violations.extend(backwards(history, lock, acquired, &first_record));
+        let reuses = reuses(&acquired);
+        violations.extend(reused(history, lock, &acquired, &reuses));
+        violations.extend(backwards(history, lock, acquired, &reuses));
     }
     violations.sort_by_key(|v| v.witnesses.first().copied());
     violations
 }
 
-/// A token handed out twice, in whatever order: the later record and the first. `acquired` is
-/// in record order.
+/// Per acquisition record that reuses a token, the first earlier record of that token held by
+/// someone else. `acquired` is in record order.
+fn reuses(acquired: &[Acquisition]) -> BTreeMap<u64, u64> {
+    // Per token, its first record for each holder, in record order.
+    let mut holders: BTreeMap<u64, Vec<(&str, u64)>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for a in acquired {
+        let earlier = holders.entry(a.token).or_default();
+        if let Some(&(_, r)) = earlier.iter().find(|(h, _)| *h != a.holder) {
+            out.insert(a.record, r);
+        }
+        if !earlier.iter().any(|(h, _)| *h == a.holder) {
+            earlier.push((a.holder, a.record));
+        }
+    }
+    out
+}
+
+/// A token handed out to a second holder, in whatever order: the later record and the first
+/// record of it held by another. `acquired` is in record order.
 fn reused(
     history: &Records,
     lock: &str,
     acquired: &[Acquisition],
-    first_record: &BTreeMap<u64, u64>,
+    reuses: &BTreeMap<u64, u64>,
 ) -> Vec<Violation> {
     acquired
         .iter()
         .filter_map(|a| {
-            let earlier = *first_record.get(&a.token).filter(|&&r| r < a.record)?;
+            let earlier = *reuses.get(&a.record)?;
             Some(Violation {
                 chain: Vec::new(),
                 kind: ViolationKind::TokenReused,
                 witnesses: vec![a.record, earlier],
                 explanation: format!(
-                    "lock {lock:?}: token {} granted at index {} was already granted at index {earlier}{}",
+                    "lock {lock:?}: token {} granted to {} at index {} was already granted to \
+                     {} at index {earlier}{}",
                     a.token,
+                    a.holder,
                     a.record,
+                    holder_at(acquired, earlier),
                     cause(history, earlier, a.record)
                 ),
             })
@@ -67,7 +90,7 @@ fn backwards(
     history: &Records,
     lock: &str,
     mut acquired: Vec<Acquisition>,
-    first_record: &BTreeMap<u64, u64>,
+    reuses: &BTreeMap<u64, u64>,
 ) -> Vec<Violation> {
     // `acquired` comes in record order: the order acquisitions finished in.
     let finished: Vec<(u64, u64)> = acquired.iter().map(|a| (a.record, a.token)).collect();
@@ -84,8 +107,8 @@ fn backwards(
             done.next();
         }
         if let Some((higher, higher_at)) = highest.filter(|(t, _)| *t > a.token) {
-            // A token seen before is reuse, reported as such.
-            if first_record.get(&a.token).is_some_and(|&r| r < a.record) {
+            // A token another holder had before is reuse, reported as such.
+            if reuses.contains_key(&a.record) {
                 continue;
             }
             out.push(Violation {
@@ -102,6 +125,14 @@ fn backwards(
         }
     }
     out
+}
+
+/// The holder of the acquisition shown at `record`.
+fn holder_at<'h>(acquired: &[Acquisition<'h>], record: u64) -> &'h str {
+    acquired
+        .iter()
+        .find(|a| a.record == record)
+        .map_or("?", |a| a.holder)
 }
 
 /// What, between two grants, can send a token counter back: a restart, a restore from backup

@@ -94,6 +94,10 @@ pub enum ClientEffect<M> {
     /// The client's keepalive stream ended silently (case K09): the workload sends no more
     /// renewals this cycle, but goes on working and writes.
     StopRenewing,
+    /// The client passes the design's safepoint of this name ([`crate::Safepoint`]): a fault
+    /// triggered on it strikes here, before the effects pushed after it are applied (a pause
+    /// here delays them: a claim computed before it is sent after it).
+    Safepoint(&'static str),
 }
 
 /// What the harness lends a client protocol for one call: the client's clocks, and seeded
@@ -193,6 +197,14 @@ impl<'a, M: DesignMessage> ClientCtx<'a, M> {
     /// Stop renewing this cycle (see [`ClientEffect::StopRenewing`]).
     pub fn stop_renewing(&mut self) {
         (self.effects)(ClientEffect::StopRenewing);
+    }
+
+    /// Pass the design's safepoint `name`, one of the [`crate::Safepoint`]s its
+    /// [`ServiceShape::safepoints`](crate::ServiceShape::safepoints) declares for the client
+    /// side (see [`ClientEffect::Safepoint`]). Effects pushed after it wait for it. The harness
+    /// panics on a name the design did not declare: a design bug, which a test finds at once.
+    pub fn safepoint(&mut self, name: &'static str) {
+        (self.effects)(ClientEffect::Safepoint(name));
     }
 
     /// A seeded uniform draw from `low..high`.

@@ -32,6 +32,12 @@ pub struct ServiceEvent {
     /// When the lease expires, ms of the clock the service judges expiry by (grant, renew);
     /// `None` where the service keeps no expiry (the candidates judge it).
     pub expires_at_ms: Option<i64>,
+    /// The TTL this grant or renewal promises its holder, ms: from this decision on, the lease
+    /// is the holder's for that long in true time unless it is released or revoked. The
+    /// checker holds the service to it: an `Expire` before it has passed in true time, while
+    /// the holder still counts on the lease, is `lease-ended-early`, with the service to blame
+    /// (a wall clock that jumped forward, Kleppmann 2016). `None`: no promise to judge.
+    pub ttl_ms: Option<u64>,
     /// Free text for a report (`"taken over by c2"`).
     pub detail: Option<String>,
     /// The history index of the invoke this decision answers ([`Origin::op`](crate::Origin::op)).
@@ -59,6 +65,7 @@ impl ServiceEvent {
             holder: holder.into(),
             token,
             expires_at_ms: None,
+            ttl_ms: None,
             detail: None,
             op,
             log_index: None,

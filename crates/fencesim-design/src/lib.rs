@@ -76,5 +76,8 @@ pub use message::{DesignMessage, MessageKind, Origin, RequestId};
 pub use node::{Durability, FsyncPolicy, LockNode, NodeCtx, NodeEffect, NodeStart};
 pub use resource::{FencedResource, ReadValue, ResourceModeSpec, WriteDecision, WriteOutcome};
 pub use safe::{SafeKnob, SafeValue};
-pub use spec::{Catalog, ClientWorkload, DesignSpec, Designs, Register, ServiceShape, TokenKind};
+pub use spec::{
+    Catalog, ClientWorkload, DesignSpec, Designs, Register, Safepoint, SafepointSide, ServiceShape,
+    TokenKind,
+};
 pub use time::{Clock, Deadline, Now, TimerId};

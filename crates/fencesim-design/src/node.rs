@@ -135,6 +135,10 @@ pub enum NodeEffect<M, D> {
     /// Record what this node, one of a quorum lock's, did with the lock's key (see
     /// [`KeyEvent`]): a record only, which no fault is triggered by.
     RecordKey(KeyEvent),
+    /// The node passes the design's safepoint of this name ([`crate::Safepoint`], service
+    /// side): a fault triggered on it strikes here, before the effects pushed after it are
+    /// applied.
+    Safepoint(&'static str),
 }
 
 /// What a node's handler is given: its clocks, its random numbers, and where its effects go.
@@ -289,6 +293,13 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
     /// Record what this node did with a quorum lock's key (see [`NodeEffect::RecordKey`]).
     pub fn record_key(&mut self, event: KeyEvent) {
         self.effects.push(NodeEffect::RecordKey(event));
+    }
+
+    /// Pass the design's safepoint `name`, one its
+    /// [`ServiceShape::safepoints`](crate::ServiceShape::safepoints) declares for the service
+    /// side (see [`NodeEffect::Safepoint`]). Effects pushed after it wait for it.
+    pub fn safepoint(&mut self, name: &'static str) {
+        self.effects.push(NodeEffect::Safepoint(name));
     }
 }
 

@@ -178,6 +178,44 @@ pub struct ServiceShape {
     pub backups: Vec<String>,
     /// How the design's tokens compare.
     pub tokens: TokenKind,
+    /// The design's own points in time ([`Safepoint`]), which scenario triggers, targeted
+    /// placement and guided probes may aim at as they aim at the harness's events. Not part of
+    /// a report: a design declares them, it does not record them.
+    #[serde(skip)]
+    pub safepoints: &'static [Safepoint],
+}
+
+/// Whose code passes a design's [`Safepoint`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SafepointSide {
+    /// The design's client protocol ([`ClientCtx::safepoint`](crate::ClientCtx::safepoint)):
+    /// a fault on a client triggers there.
+    Client,
+    /// The design's lock-service nodes ([`NodeCtx::safepoint`](crate::NodeCtx::safepoint)).
+    Service,
+}
+
+/// A named point in a design's own code at which a fault may strike, as it may at the
+/// harness's events (`after = "grant"`): a scenario writes `after = "claim-sent"` on a node
+/// of the right side, and targeted placement, the guided search and shrink use it like the
+/// built-in events. The design passes it with `ctx.safepoint(name)` where the step happens,
+/// inside an operation, where the harness has no event: a claimant that has sent a lease
+/// record whose expiry it computed from its own clock, and has not heard the answer, is the
+/// classic case (a pause there lets the record's expiry run while the claimant is away). In the spirit of Jepsen's and madsim's fault points, named by the design
+/// that knows where its races are.
+///
+/// Names are kebab-case, unique within the design, and must differ from the harness's own
+/// events (`acquire`, `grant`, `renew`, `release`, `expire`, `read`, `write`, `accept`,
+/// `reject`); the registry refuses a design that breaks this. Live mode runs no design's client
+/// protocol, so it refuses a scenario that triggers on one, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Safepoint {
+    /// The name a scenario uses (`claim-sent`).
+    pub name: &'static str,
+    /// Whose code passes it.
+    pub side: SafepointSide,
+    /// What has just happened when it is passed, for `list --designs` and error messages.
+    pub about: &'static str,
 }
 
 impl ServiceShape {
@@ -193,6 +231,7 @@ impl ServiceShape {
             reaps: false,
             backups: Vec::new(),
             tokens: TokenKind::Fencing,
+            safepoints: &[],
         }
     }
 

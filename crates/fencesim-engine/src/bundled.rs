@@ -50,6 +50,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/primary-backup-sync-failover"),
     bundle!("incidents/lease-record-own-duration"),
     bundle!("incidents/lease-record-recorded-duration"),
+    bundle!("incidents/lease-record-claim-pause-claimant-deadline"),
+    bundle!("incidents/lease-record-claim-pause-recorded-duration"),
     bundle!("incidents/k09-keepalive-stops-silently"),
     bundle!("incidents/k09-keepalive-stops-checked"),
     bundle!("incidents/k12-deadline-from-notice"),

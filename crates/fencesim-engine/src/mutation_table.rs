@@ -112,6 +112,13 @@ fn tokenless_cleanups(s: &mut Scenario) {
         .for_each(|c| c.cleanup = fencesim_scenario::Cleanup::Unfenced);
 }
 
+/// Pauses only: the nemesis a user narrowed to pauses to find a stall at a design's own step
+/// (issue 35), which only a pause at the design's safepoint reaches.
+fn pauses_only(s: &mut Scenario) {
+    let nemesis = s.nemesis.as_mut().expect("a random nemesis");
+    nemesis.kinds = vec![fencesim_scenario::FaultKind::Pause];
+}
+
 /// Every defect the safe bases catch.
 pub const CAUGHT: &[Defect] = &[
     Defect {
@@ -221,6 +228,14 @@ pub const CAUGHT: &[Defect] = &[
             *s = Engine::built_in().revalidate(s).expect("valid knobs");
         },
         shows: "stale-write-accepted",
+    },
+    Defect {
+        name: "expiry_judged_by = claimant-deadline",
+        case: "claimant-computed expiry",
+        base: "lease-record-random-nemesis",
+        workload: pauses_only,
+        apply: |s| knob(s, "expiry_judged_by", "claimant-deadline"),
+        shows: "mutual-exclusion-client",
     },
     Defect {
         name: "tokenless = accept",

@@ -336,7 +336,12 @@ const EVENT: &[Field] = &[
     field("target", Shape::Text, false, "the node acted on"),
     field("detail", Shape::Text, false, "free text"),
     field("window_ms", Shape::Count, false, "ms"),
-    field("ttl_ms", Shape::Count, false, "the key's time to live, ms"),
+    field(
+        "ttl_ms",
+        Shape::Count,
+        false,
+        "the key's time to live, or the TTL a grant or renewal promised, ms",
+    ),
     field(
         "nodes",
         Shape::Version,

@@ -443,7 +443,8 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_ms: Option<u64>,
     /// For `key-set` and `key-extend`: the key's time to live, ms (Redis's PX), which the
-    /// holder counts on in true time.
+    /// holder counts on in true time. For `grant` and `renew`: the TTL the service promised
+    /// the holder from this record on, ms, which its `expire` is held to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
     /// For `key-set`: how many nodes the quorum lock's keys are spread over (a majority holds

@@ -299,6 +299,22 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
             ))
         }
     }
+    if let Trigger::Before {
+        event: NodeEvent::Design(point),
+        ..
+    }
+    | Trigger::After {
+        event: NodeEvent::Design(point),
+        ..
+    } = fault.trigger
+    {
+        return Err(format!(
+            "{at}: a trigger on {point:?}, a safepoint of the design's own code, has no live \
+             form: live clients and servers do not run a design's client protocol or nodes, so \
+             nothing reports it (design safepoints are for simulation; trigger on the \
+             harness's events, or at at_ms)"
+        ));
+    }
     let at_point = match (fault.trigger, target) {
         (Trigger::At { at_ms }, _) => FaultAt::Ms(at_ms),
         (

@@ -306,9 +306,14 @@ impl ClientSpec {
 /// Events of a node at which a fault can fire (`after = "grant"`, `before = "write"`).
 ///
 /// On a client they are its own steps (`grant`: it received a grant; `write`: it sends or sent
-/// its write); on the lease service and resource they are its decisions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// its write); on the lease service and resource they are its decisions. A design may name
+/// points of its own ([`NodeEvent::Design`]).
+///
+/// Written and read as its name. A name that is not one of the harness's events reads as a
+/// design's ([`NodeEvent::Design`]): it means something only beside its design, so a
+/// scenario's triggers are resolved (and a name its design does not declare refused) when the
+/// scenario is validated, as a scenario read back from a report is before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NodeEvent {
     /// A client asks for a lease.
     Acquire,
@@ -328,9 +333,46 @@ pub enum NodeEvent {
     Accept,
     /// The resource rejected a stale write.
     Reject,
+    /// A point the design names in its own code (`claim-sent`): one of its
+    /// [`fencesim_design::Safepoint`]s, passed by its client protocol or its nodes. A fault
+    /// triggered `after` or `before` it strikes at that one point.
+    Design(&'static str),
 }
 
 impl NodeEvent {
+    /// The harness's own events, which every design's nodes pass where they apply.
+    pub const BUILT_IN: [NodeEvent; 9] = [
+        NodeEvent::Acquire,
+        NodeEvent::Grant,
+        NodeEvent::Renew,
+        NodeEvent::Release,
+        NodeEvent::Expire,
+        NodeEvent::Read,
+        NodeEvent::Write,
+        NodeEvent::Accept,
+        NodeEvent::Reject,
+    ];
+
+    /// The design's own safepoints that a node of `role` passes, as events: client-side ones on
+    /// a client, service-side ones on a lock-service node, none on the resource.
+    pub fn of_design(shape: &ServiceShape, role: NodeRole) -> impl Iterator<Item = NodeEvent> + '_ {
+        let side = match role {
+            NodeRole::Client => Some(fencesim_design::SafepointSide::Client),
+            NodeRole::LeaseService => Some(fencesim_design::SafepointSide::Service),
+            NodeRole::Resource => None,
+        };
+        shape
+            .safepoints
+            .iter()
+            .filter(move |s| Some(s.side) == side)
+            .map(|s| NodeEvent::Design(s.name))
+    }
+
+    /// The harness's event called `name`, if there is one.
+    pub fn built_in(name: &str) -> Option<NodeEvent> {
+        NodeEvent::BUILT_IN.into_iter().find(|e| e.as_str() == name)
+    }
+
     /// The events at which a node of `role` has a safepoint `when` (before or after), as
     /// `(before, after)` lists. A trigger outside these would never fire, so validation
     /// refuses it.
@@ -360,8 +402,41 @@ impl NodeEvent {
             NodeEvent::Write => "write",
             NodeEvent::Accept => "accept",
             NodeEvent::Reject => "reject",
+            NodeEvent::Design(name) => name,
         }
     }
+}
+
+impl Serialize for NodeEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(NodeEvent::built_in(&name).unwrap_or_else(|| NodeEvent::Design(intern(name))))
+    }
+}
+
+/// `name` as the `&'static str` a [`NodeEvent::Design`] holds: a design declares its names
+/// as constants, and one read from a file (a report's scenario) is kept once per distinct name
+/// for the rest of the process (a handful: one per safepoint a design declares).
+fn intern(name: String) -> &'static str {
+    use std::collections::BTreeSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = names.get(name.as_str()) {
+        return known;
+    }
+    let kept: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(kept);
+    kept
 }
 
 /// What a node is, which decides the events it has and the messages it sends.

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use std::collections::BTreeMap;
 
-use crate::model::{ExpectedVerdict, MessageKind, NodeEvent, Placement};
+use crate::model::{ExpectedVerdict, MessageKind, Placement};
 
 pub(crate) type Num = Spanned<i64>;
 pub(crate) type Pair = Spanned<Vec<i64>>;
@@ -146,8 +146,10 @@ pub(crate) struct RawFault {
     pub kind: Spanned<crate::fault::FaultKind>,
     pub node: Option<Spanned<String>>,
     pub at_ms: Option<Num>,
-    pub after: Option<Spanned<NodeEvent>>,
-    pub before: Option<Spanned<NodeEvent>>,
+    /// An event's name: the harness's (`grant`) or the design's own (`claim-sent`),
+    /// resolved once the design is known.
+    pub after: Option<Spanned<String>>,
+    pub before: Option<Spanned<String>>,
     pub nth: Option<Num>,
     pub count_from_ms: Option<Num>,
     pub duration_ms: Option<Num>,

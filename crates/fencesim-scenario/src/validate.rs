@@ -415,9 +415,34 @@ fn refuse_bad_shape(
             "the design {kind:?} names a node {n:?}, which is not a valid node name or is \
              reserved or taken twice"
         ),
-        (false, None) => return Ok(()),
+        (false, None) => match bad_safepoint(shape) {
+            Some(name) => format!(
+                "the design {kind:?} declares a safepoint {name:?}, which is not a kebab-case \
+                 name, is one of the harness's own events ({}) or is declared twice",
+                NodeEvent::BUILT_IN.map(NodeEvent::as_str).join(", ")
+            ),
+            None => return Ok(()),
+        },
     };
     Err(cx.err(header, "lock_service.kind", m))
+}
+
+/// A safepoint of `shape` that a scenario could not name apart: not kebab-case, a harness
+/// event's name, or declared twice.
+fn bad_safepoint(shape: &ServiceShape) -> Option<&'static str> {
+    let mut seen = BTreeSet::new();
+    let kebab = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with('-')
+            && !n.ends_with('-')
+            && n.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    shape
+        .safepoints
+        .iter()
+        .map(|s| s.name)
+        .find(|n| !kebab(n) || NodeEvent::built_in(n).is_some() || !seen.insert(*n))
 }
 
 /// The design a `kind` value names.

@@ -487,6 +487,23 @@ fn cut(
 
 /// Exactly one of `at_ms`, `after`, `before`; `nth` (default 1) only with an event, and only
 /// events the node actually reaches.
+/// The events node `node` passes (`after` or before them): the harness's for its role, less an
+/// `expire` its design's nodes never record, then the design's own safepoints for its side.
+pub(crate) fn reachable(cx: &Ctx, node: &str, after: bool) -> Vec<NodeEvent> {
+    let role = cx.role(node);
+    let (befores, afters) = NodeEvent::safepoints(role);
+    // Redis nodes expire keys lazily and the lease-record store never expires anything:
+    // the design says whether its nodes reach an `expire` of their own.
+    let never_expires = !cx.shape.node_expires;
+    let mut events: Vec<NodeEvent> = (if after { afters } else { befores })
+        .iter()
+        .copied()
+        .filter(|e| !(never_expires && *e == NodeEvent::Expire && role == NodeRole::LeaseService))
+        .collect();
+    events.extend(NodeEvent::of_design(&cx.shape, role));
+    events
+}
+
 fn resolve_trigger(
     cx: &Ctx,
     f: &RawFault,
@@ -512,7 +529,11 @@ fn resolve_trigger(
         Some(ms) => cx.non_negative(ms, "faults.count_from_ms")?,
         None => 0,
     };
-    for (field, ev) in [("after", &f.after), ("before", &f.before)] {
+    let mut events = [None, None];
+    for (slot, (field, ev)) in [("after", &f.after), ("before", &f.before)]
+        .into_iter()
+        .enumerate()
+    {
         let Some(ev) = ev else { continue };
         let Some(node) = node else {
             return Err(cx.err(
@@ -521,41 +542,29 @@ fn resolve_trigger(
                 "an event trigger needs the `node` whose event it is",
             ));
         };
-        let (before, after) = NodeEvent::safepoints(cx.role(node));
-        let allowed = if field == "after" { after } else { before };
-        // Redis nodes expire keys lazily and the lease-record store never expires anything:
-        // the design says whether its nodes reach an `expire` of their own.
-        let never_expires = !cx.shape.node_expires;
-        let allowed: Vec<NodeEvent> = allowed
-            .iter()
-            .copied()
-            .filter(|e| {
-                !(never_expires
-                    && *e == NodeEvent::Expire
-                    && cx.role(node) == NodeRole::LeaseService)
-            })
-            .collect();
-        if !allowed.contains(ev.get_ref()) {
+        let allowed = reachable(cx, node, field == "after");
+        let Some(event) = allowed.iter().find(|e| e.as_str() == ev.get_ref()) else {
             let names: Vec<_> = allowed.iter().map(|e| e.as_str()).collect();
             let message = format!(
                 "node {node:?} never reaches {field} {:?}; its safepoints {field} events are {}",
-                ev.get_ref().as_str(),
+                ev.get_ref(),
                 names.join(", ")
             );
             return Err(cx.err(ev.span(), &format!("faults.{field}"), message));
-        }
+        };
+        events[slot] = Some(*event);
     }
-    match (&f.at_ms, &f.after, &f.before) {
-        (Some(at), None, None) => Ok(Trigger::At {
+    match (&f.at_ms, events) {
+        (Some(at), [None, None]) => Ok(Trigger::At {
             at_ms: cx.non_negative(at, "faults.at_ms")?,
         }),
-        (None, Some(ev), None) => Ok(Trigger::After {
-            event: *ev.get_ref(),
+        (None, [Some(event), None]) => Ok(Trigger::After {
+            event,
             nth,
             count_from_ms,
         }),
-        (None, None, Some(ev)) => Ok(Trigger::Before {
-            event: *ev.get_ref(),
+        (None, [None, Some(event)]) => Ok(Trigger::Before {
+            event,
             nth,
             count_from_ms,
         }),

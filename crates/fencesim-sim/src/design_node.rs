@@ -184,11 +184,19 @@ impl<N: LockNode> NodeRun<'_, N> {
     /// Make every handler call `host` owes, applying each call's effects and passing the
     /// `after` safepoints of its decisions before the next call.
     async fn drain(&mut self, host: &mut NodeHost<N>) {
+        // Effects a design safepoint held back (in a start, or a call before).
+        self.settle().await;
         while host.busy() {
             self.call(|ctx| host.call_next(ctx));
-            if self.apply() {
-                self.pass().await;
-            }
+            self.settle().await;
+        }
+    }
+
+    /// Apply the pending effects, passing the safepoints of its decisions and the design's
+    /// own safepoints in order: effects pushed after a design safepoint wait until it passed.
+    async fn settle(&mut self) {
+        while self.apply() {
+            self.pass().await;
         }
     }
 
@@ -219,10 +227,14 @@ impl<N: LockNode> NodeRun<'_, N> {
         });
     }
 
-    /// Pass the `after` safepoint of each decision [`NodeRun::apply`] kept, in order.
+    /// Pass the `after` safepoint of each decision [`NodeRun::apply`] kept, in order, and a
+    /// design's own safepoint (both its `before` and `after` triggers: it is one instant).
     async fn pass(&mut self) {
         let mut decided = std::mem::take(&mut self.decided);
         for event in decided.drain(..) {
+            if matches!(event, NodeEvent::Design(_)) {
+                Nemesis::safepoint(self.world, self.name, When::Before, event).await;
+            }
             Nemesis::safepoint(self.world, self.name, When::After, event).await;
         }
         self.decided = decided;
@@ -237,8 +249,20 @@ impl<N: LockNode> NodeRun<'_, N> {
         let decided = &mut self.decided;
         let watched = self.watched;
         let (world, name) = (self.world, self.name);
-        for effect in self.effects.drain(..) {
+        let mut effects = std::mem::take(&mut self.effects);
+        let mut held = None;
+        let mut pending = effects.drain(..);
+        while let Some(effect) = pending.next() {
             match effect {
+                NodeEffect::Safepoint(point) => {
+                    check_declared(world, point);
+                    // Unwatched, no fault can strike there: nothing to wait for.
+                    if watched {
+                        decided.push(NodeEvent::Design(point));
+                        held = Some(pending.by_ref().collect::<Vec<_>>());
+                        break;
+                    }
+                }
                 NodeEffect::Send { to, msg } => {
                     let body = Message::Design(self.boxes.wrap(msg));
                     world.net.send(name, &to, None, None, body);
@@ -298,8 +322,26 @@ impl<N: LockNode> NodeRun<'_, N> {
                 } => world.hand_over_leases([&from, &to, name], &kept, &reason),
             }
         }
+        drop(pending);
+        // The effects after a design safepoint, or the emptied buffer (its room kept).
+        self.effects = held.unwrap_or(effects);
         !decided.is_empty()
     }
+}
+
+/// Panic on a safepoint the design did not declare for its service side: a bug in the
+/// design's node, which the first run that passes it shows.
+fn check_declared(world: &World, point: &str) {
+    let shape = &world.scenario.lock_service.shape;
+    let declared = shape
+        .safepoints
+        .iter()
+        .any(|s| s.name == point && s.side == fencesim_design::SafepointSide::Service);
+    assert!(
+        declared,
+        "the design's node passed safepoint {point:?}, which its ServiceShape does not declare \
+         for the service side"
+    );
 }
 
 /// Whether `event` is to be recorded by this node: always, unless it applies a replicated log
@@ -398,6 +440,7 @@ fn history_event(name: &str, e: ServiceEvent) -> Event {
         holder: Some(e.holder.as_str().into()),
         token: Some(e.token),
         expires_at_ms: e.expires_at_ms,
+        ttl_ms: e.ttl_ms,
         detail: e.detail,
         op: e.op,
         ..Event::new(kind)

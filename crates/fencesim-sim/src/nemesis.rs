@@ -678,9 +678,22 @@ fn describe(fault: &Fault) -> String {
             format!("everything healed; a fenced write is due within {window_ms} ms")
         }
     };
-    match fault.duration_ms {
+    let what = match fault.duration_ms {
         Some(ms) => format!("{what} for {ms} ms"),
         None => what,
+    };
+    // A design's own safepoint is named, so that a chain says where in its code the fault
+    // struck (the harness's events are told by the records around it).
+    match fault.trigger {
+        Trigger::Before {
+            event: NodeEvent::Design(point),
+            ..
+        }
+        | Trigger::After {
+            event: NodeEvent::Design(point),
+            ..
+        } => format!("{what} at {point}"),
+        _ => what,
     }
 }
 

@@ -250,10 +250,12 @@ fn aim(drawn: Fault, scenario: &Scenario, has_leader: bool, rng: &mut Xoshiro256
     }
     let event = match (&drawn.action, role) {
         // Between the grant and the write: the lease is held but not used yet.
+        // Or at a point the design names in its own code (a claim computed, not yet sent),
+        // each as likely as a renewal.
         (Action::Pause { .. } | Action::Crash { .. }, NodeRole::Client) => {
-            *[NodeEvent::Write, NodeEvent::Write, NodeEvent::Renew]
-                .choose(rng)
-                .expect("non-empty")
+            let mut aims = vec![NodeEvent::Write, NodeEvent::Write, NodeEvent::Renew];
+            aims.extend(NodeEvent::of_design(&scenario.lock_service.shape, role));
+            *aims.choose(rng).expect("non-empty")
         }
         (_, NodeRole::Resource) => NodeEvent::Accept,
         // A client's clock or links right after a grant; a lease node right after it grants,

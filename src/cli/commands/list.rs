@@ -61,6 +61,23 @@ fn designs(engine: &Engine) -> u8 {
                 names(d.client_knob_names())
             );
         }
+        // The design's own safepoints, as its default knobs declare them (a scenario may
+        // name them in `after` and `before`).
+        let resolved = d.resolve(&mut fencesim_design::Knobs::default(), 10_000);
+        if let Ok((shape, _)) = resolved {
+            for point in shape.safepoints {
+                let side = match point.side {
+                    fencesim_design::SafepointSide::Client => "client",
+                    fencesim_design::SafepointSide::Service => "service",
+                };
+                say!(
+                    "  {:<16} safepoint {:?} ({side}): {}",
+                    "",
+                    point.name,
+                    point.about
+                );
+            }
+        }
     }
     say!("[resource] mode:");
     for r in active.all_resources() {

@@ -1,5 +1,8 @@
 //! A candidate's judgement of a lease record: the holder is gone once the record has not
-//! changed for a lease duration on the candidate's own clock.
+//! changed for a lease duration on the candidate's own clock (or, with the claimant-deadline
+//! defect, once the candidate's wall clock passes the deadline the holder wrote).
+
+use fencesim_design::Now;
 
 use crate::store::Versioned;
 
@@ -10,6 +13,14 @@ pub enum ExpiryJudgement {
     RecordedDuration,
     /// The candidate's own configured duration, whatever the holder recorded (case K11).
     OwnDuration,
+    /// DEFECT: the deadline the holder wrote, computed from its own wall clock when it built
+    /// its claim or renewal, against the candidate's wall clock; and the holder counts its
+    /// lease from when it hears that its swap succeeded. A holder that stalls between sending
+    /// its record and hearing the answer (the design's `claim-sent` and `renewal-sent`
+    /// safepoints) counts on a lease the others already judge over, and wall clocks apart (skew, a jump) move the deadline for
+    /// one side only. A lease record whose expiry the claimant computes before the swap, as
+    /// a user's design had it (issue 35).
+    ClaimantDeadline,
 }
 
 /// What a candidate concludes from a record.
@@ -46,11 +57,22 @@ impl Candidate {
         }
     }
 
-    /// Judge `seen`, read at `now_ms` on the candidate's own clock.
-    pub fn observe(&mut self, seen: &Versioned, now_ms: i64) -> Judgement {
+    /// How it judges.
+    pub fn judgement(&self) -> ExpiryJudgement {
+        self.judgement
+    }
+
+    /// Judge `seen`, read at `now` on the candidate's own clocks.
+    pub fn observe(&mut self, seen: &Versioned, now: Now) -> Judgement {
+        let now_ms = now.mono_ms;
         let Some(record) = &seen.record else {
             return Judgement::Free;
         };
+        if let (ExpiryJudgement::ClaimantDeadline, Some(deadline_ms)) =
+            (self.judgement, record.deadline_ms)
+        {
+            return judged(&record.holder, deadline_ms - now.wall_ms);
+        }
         let since_ms = match self.observed {
             Some((version, since)) if version == seen.version => since,
             _ => {
@@ -59,17 +81,23 @@ impl Candidate {
             }
         };
         let duration_ms = match self.judgement {
-            ExpiryJudgement::RecordedDuration => record.duration_ms,
+            ExpiryJudgement::RecordedDuration | ExpiryJudgement::ClaimantDeadline => {
+                record.duration_ms
+            }
             ExpiryJudgement::OwnDuration => self.own_duration_ms,
         } as i64;
-        let remaining_ms = since_ms + duration_ms - now_ms;
-        if remaining_ms <= 0 {
-            Judgement::Expired
-        } else {
-            Judgement::Held {
-                holder: record.holder.clone(),
-                remaining_ms,
-            }
+        judged(&record.holder, since_ms + duration_ms - now_ms)
+    }
+}
+
+/// A record of `holder` with `remaining_ms` left before it is judged gone.
+fn judged(holder: &str, remaining_ms: i64) -> Judgement {
+    if remaining_ms <= 0 {
+        Judgement::Expired
+    } else {
+        Judgement::Held {
+            holder: holder.to_owned(),
+            remaining_ms,
         }
     }
 }
@@ -78,6 +106,14 @@ impl Candidate {
 mod tests {
     use super::*;
     use crate::store::LeaseRecord;
+
+    /// Both clocks at `ms`.
+    fn at_ms(ms: i64) -> Now {
+        Now {
+            mono_ms: ms,
+            wall_ms: ms,
+        }
+    }
 
     fn record(holder: &str, duration_ms: u64) -> Option<LeaseRecord> {
         Some(LeaseRecord::new(holder, duration_ms))
@@ -101,9 +137,36 @@ mod tests {
             ),
         ] {
             let mut b = Candidate::new(judgement, 2_000);
-            assert!(matches!(b.observe(&held, 1_000), Judgement::Held { .. }));
-            assert_eq!(b.observe(&held, 4_000), at_3s, "{judgement:?}");
+            assert!(matches!(
+                b.observe(&held, at_ms(1_000)),
+                Judgement::Held { .. }
+            ));
+            assert_eq!(b.observe(&held, at_ms(4_000)), at_3s, "{judgement:?}");
         }
+    }
+
+    /// The claimant-deadline defect judges by the holder's written deadline on the
+    /// candidate's wall clock, whatever its monotonic clock says.
+    #[test]
+    fn a_claimant_deadline_is_judged_on_the_candidates_wall_clock() {
+        let mut held = Versioned {
+            version: 5,
+            record: record("a", 10_000),
+            acquired_version: 1,
+        };
+        if let Some(r) = held.record.as_mut() {
+            r.deadline_ms = Some(4_000);
+        }
+        let mut b = Candidate::new(ExpiryJudgement::ClaimantDeadline, 10_000);
+        let now = |mono_ms, wall_ms| Now { mono_ms, wall_ms };
+        assert_eq!(
+            b.observe(&held, now(0, 3_000)),
+            Judgement::Held {
+                holder: "a".into(),
+                remaining_ms: 1_000
+            }
+        );
+        assert_eq!(b.observe(&held, now(1, 4_000)), Judgement::Expired);
     }
 
     #[test]
@@ -114,16 +177,22 @@ mod tests {
             record: record("a", 3_000),
             acquired_version: 1,
         };
-        b.observe(&at(1), 0);
-        assert!(matches!(b.observe(&at(2), 2_500), Judgement::Held { .. }));
+        b.observe(&at(1), at_ms(0));
+        assert!(matches!(
+            b.observe(&at(2), at_ms(2_500)),
+            Judgement::Held { .. }
+        ));
         assert_eq!(
-            b.observe(&at(2), 5_000),
+            b.observe(&at(2), at_ms(5_000)),
             Judgement::Held {
                 holder: "a".into(),
                 remaining_ms: 500
             }
         );
-        assert_eq!(b.observe(&at(2), 5_500), Judgement::Expired);
-        assert_eq!(b.observe(&Versioned::default(), 5_600), Judgement::Free);
+        assert_eq!(b.observe(&at(2), at_ms(5_500)), Judgement::Expired);
+        assert_eq!(
+            b.observe(&Versioned::default(), at_ms(5_600)),
+            Judgement::Free
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! operations of their own.
 
 use fencesim_design::{
-    ClientCtx, ClientInfo, ClientProtocol, LockOp, OpResult, RequestId, TimerId,
+    ClientCtx, ClientInfo, ClientProtocol, LockOp, OpResult, RequestId, Safepoint, SafepointSide,
+    TimerId,
 };
 
 use crate::candidate::{Candidate, ExpiryJudgement, Judgement};
@@ -20,6 +21,26 @@ pub enum Takeover {
     /// succeed (case K21).
     Unconditional,
 }
+
+/// The design's own safepoint: a candidate has sent its claim (the record with the deadline
+/// it computed, under the claimant-deadline defect) and has not heard the answer yet. A stall
+/// here lets the swap land while the claimant is away: a claimant that counts its lease from
+/// the answer then counts from later than its record says.
+pub const CLAIM_SENT: Safepoint = Safepoint {
+    name: "claim-sent",
+    side: SafepointSide::Client,
+    about: "a candidate sent its claim (its record's deadline computed) and has not heard the \
+            answer yet",
+};
+
+/// The design's own safepoint: the holder has sent its renewal and has not heard the answer
+/// yet.
+pub const RENEWAL_SENT: Safepoint = Safepoint {
+    name: "renewal-sent",
+    side: SafepointSide::Client,
+    about: "the holder sent its renewal (its record's deadline computed) and has not heard the \
+            answer yet",
+};
 
 /// The one timer: the reply deadline of the request in flight.
 const REPLY_DEADLINE: TimerId = TimerId(1);
@@ -70,8 +91,25 @@ impl RecordClient {
         }
     }
 
-    fn own_record(&self) -> LeaseRecord {
-        LeaseRecord::new(self.info.name.clone(), self.info.ttl_ms)
+    /// The record this client swaps in, built now: under the claimant-deadline defect it
+    /// carries the deadline computed from the client's own wall clock.
+    fn own_record(&self, ctx: &Ctx<'_>) -> LeaseRecord {
+        let mut record = LeaseRecord::new(self.info.name.clone(), self.info.ttl_ms);
+        if self.claimant_deadline() {
+            record.deadline_ms = Some(ctx.now().wall_ms + self.info.ttl_ms as i64);
+        }
+        record
+    }
+
+    fn claimant_deadline(&self) -> bool {
+        self.candidate.judgement() == ExpiryJudgement::ClaimantDeadline
+    }
+
+    /// Send the swap `msg`, then pass the design's safepoint `sent` (sent, answer not heard).
+    fn send_swap(&self, msg: RecordMessage, sent: Safepoint, ctx: &mut Ctx<'_>) -> RequestId {
+        let request = self.ask(msg, ctx);
+        ctx.safepoint(sent.name);
+        request
     }
 
     fn swap(
@@ -95,9 +133,15 @@ impl RecordClient {
         request
     }
 
-    /// The conservative belief: valid until the request was sent + TTL - margin.
+    /// The conservative belief: valid until the request was sent + TTL - margin. Under the
+    /// claimant-deadline defect, counted from the swap's success (now) instead.
     fn believe(&self, token: u64, sent_ms: i64, ctx: &mut Ctx<'_>) {
-        ctx.believe(token, self.info.valid_until_ms(sent_ms));
+        let from_ms = if self.claimant_deadline() {
+            ctx.now().mono_ms
+        } else {
+            sent_ms
+        };
+        ctx.believe(token, self.info.valid_until_ms(from_ms));
     }
 
     fn fail(&mut self, error: impl Into<String>, ctx: &mut Ctx<'_>) {
@@ -110,7 +154,7 @@ impl RecordClient {
     /// The record read came back: take it over if free or judged expired.
     fn judge(&mut self, seen: &crate::store::Versioned, ctx: &mut Ctx<'_>) {
         let now_ms = ctx.now().mono_ms;
-        match self.candidate.observe(seen, now_ms) {
+        match self.candidate.observe(seen, ctx.now()) {
             Judgement::Held {
                 holder,
                 remaining_ms,
@@ -123,8 +167,8 @@ impl RecordClient {
                     Takeover::CompareAndSwap => Some(seen.version),
                     Takeover::Unconditional => None,
                 };
-                let claim = self.swap(expected, Some(self.own_record()), Purpose::Acquire);
-                let request = self.ask(claim, ctx);
+                let claim = self.swap(expected, Some(self.own_record(ctx)), Purpose::Acquire);
+                let request = self.send_swap(claim, CLAIM_SENT, ctx);
                 self.step = Step::Claiming {
                     request,
                     sent_ms: now_ms,
@@ -149,11 +193,11 @@ impl ClientProtocol for RecordClient {
                 let sent_ms = ctx.now().mono_ms;
                 let renew = self.swap(
                     Some(self.record_version),
-                    Some(self.own_record()),
+                    Some(self.own_record(ctx)),
                     Purpose::Renew,
                 );
                 Step::Renewing {
-                    request: self.ask(renew, ctx),
+                    request: self.send_swap(renew, RENEWAL_SENT, ctx),
                     token,
                     sent_ms,
                 }

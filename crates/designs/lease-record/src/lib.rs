@@ -27,7 +27,7 @@ mod spec;
 pub mod store;
 
 pub use candidate::{Candidate, ExpiryJudgement, Judgement};
-pub use client::{RecordClient, Takeover};
+pub use client::{RecordClient, Takeover, CLAIM_SENT, RENEWAL_SENT};
 pub use message::{Purpose, RecordMessage};
 pub use node::StoreNode;
 pub use spec::{record_client_settings, LeaseRecordDesign, STORE_NODE};

@@ -26,6 +26,7 @@ impl LeaseRecordDesign {
         let options = [
             ("recorded-duration", ExpiryJudgement::RecordedDuration),
             ("own-duration", ExpiryJudgement::OwnDuration),
+            ("claimant-deadline", ExpiryJudgement::ClaimantDeadline),
         ];
         knobs.choice(
             "expiry_judged_by",
@@ -90,7 +91,11 @@ impl Design for LeaseRecordDesign {
         _: u64,
     ) -> Result<(ExpiryJudgement, ServiceShape), KnobError> {
         // The store never expires anything: the candidates judge expiry.
-        Ok((Self::judgement(knobs)?, ServiceShape::single(STORE_NODE)))
+        let shape = ServiceShape {
+            safepoints: &[crate::client::CLAIM_SENT, crate::client::RENEWAL_SENT],
+            ..ServiceShape::single(STORE_NODE)
+        };
+        Ok((Self::judgement(knobs)?, shape))
     }
 
     fn client_settings(

@@ -11,6 +11,9 @@ pub struct LeaseRecord {
     /// How long others should wait without seeing a renewal before taking over, ms of the
     /// candidates' own clocks.
     pub duration_ms: u64,
+    /// When the lease ends, ms of the wall clock of the holder, which computed it when it
+    /// built this record (`expiry_judged_by = "claimant-deadline"`); `None` otherwise.
+    pub deadline_ms: Option<i64>,
 }
 
 impl LeaseRecord {
@@ -19,6 +22,7 @@ impl LeaseRecord {
         LeaseRecord {
             holder: holder.into(),
             duration_ms,
+            deadline_ms: None,
         }
     }
 }

@@ -39,9 +39,11 @@ pub fn serve<P>(
     now_ms: i64,
     release: ReleaseMode,
 ) -> Option<Served<P>> {
-    let event = |kind, lock: &str, token, expires_at_ms| {
+    // A grant or renewal promises its TTL from now, as the service counts it.
+    let event = |kind, lock: &str, token, expires_at_ms: Option<i64>| {
         Some(ServiceEvent {
             expires_at_ms,
+            ttl_ms: expires_at_ms.map(|at| u64::try_from(at - now_ms).unwrap_or_default()),
             ..ServiceEvent::new(kind, lock, holder, token, op)
         })
     };
@@ -93,7 +95,9 @@ pub fn serve<P>(
         LeaseMessage::Release { lock, token } => {
             let outcome = service.release(lock, holder, *token, now_ms);
             let event = match &outcome {
-                ReleaseOutcome::Released => event(ServiceEventKind::Release, lock, *token, None),
+                ReleaseOutcome::Released => {
+                    ServiceEvent::new(ServiceEventKind::Release, lock, holder, *token, op).into()
+                }
                 ReleaseOutcome::NotHolder => None,
             };
             Served {
@@ -173,9 +177,17 @@ mod tests {
                 event.holder.as_str(),
                 event.token,
                 event.expires_at_ms,
+                event.ttl_ms,
                 event.op
             ),
-            (ServiceEventKind::Grant, "c1", 1, Some(110), Some(4))
+            (
+                ServiceEventKind::Grant,
+                "c1",
+                1,
+                Some(110),
+                Some(100),
+                Some(4)
+            )
         );
         let refused = serve(&mut s, &acquire("l"), "c2", None, 20, mode).expect("a request");
         assert_eq!(refused.event, None);

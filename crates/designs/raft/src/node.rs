@@ -182,8 +182,15 @@ impl RaftNode {
                     ) => (ServiceEventKind::Release, lock, *token, None),
                     _ => return,
                 };
+                // The TTL a grant or renewal promised: the lease's own, while the table still
+                // has this lease (the same token; a later entry may have ended it since).
+                let ttl_ms = expires_at_ms.and_then(|_| {
+                    let lease = self.replica.leases().service().lease(lock)?;
+                    (lease.token == token).then_some(lease.ttl_ms)
+                });
                 ctx.record(ServiceEvent {
                     expires_at_ms,
+                    ttl_ms,
                     ..event(kind, lock, client, token, op)
                 });
             }

@@ -216,6 +216,7 @@ impl LeaseNode {
                         .and_then(|w| w.0.op());
                     ctx.record(ServiceEvent {
                         expires_at_ms: Some(expires_at_ms),
+                        ttl_ms: Some(lease.ttl_ms),
                         ..ServiceEvent::new(ServiceEventKind::Grant, &lock, lease.holder, token, op)
                     });
                     let granted = AcquireOutcome::Granted {

@@ -579,3 +579,49 @@ fn bare_records_give_nothing_to_judge() {
         ["nothing to judge: the history has no entries"]
     );
 }
+
+/// unfenced-mutation says what a token-less mutation destroyed: another holder's write (and
+/// names it as a witness), only the mutator's own, or nothing (the key was empty).
+#[test]
+fn a_tokenless_mutation_says_what_it_destroyed() {
+    let mut b = Builder::default();
+    let mutation = |b: &mut Builder, holder: &str, token: Option<u64>, delete: bool| {
+        b.event(EventKind::Accept, |e| {
+            e.key = Some("k".into());
+            e.holder = Some(holder.into());
+            e.token = token;
+            e.detail = delete.then(|| "delete".into());
+        })
+    };
+    mutation(&mut b, "a", Some(1), false);
+    let own = mutation(&mut b, "a", None, true);
+    let empty = mutation(&mut b, "a", None, true);
+    let theirs = mutation(&mut b, "b", Some(2), false);
+    let late = mutation(&mut b, "a", None, false);
+    let result = check(&b.build());
+    let found: Vec<(&[u64], &str)> = result
+        .violations
+        .iter()
+        .map(|v| {
+            let tail = v.explanation.split("; it ").nth(1).unwrap_or("");
+            (v.witnesses.as_slice(), tail)
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                &[own][..],
+                "deleted only its own write (with token 1, accepted at index 0)"
+            ),
+            (
+                &[empty][..],
+                "destroyed nothing: the key held no value then"
+            ),
+            (
+                &[late, theirs][..],
+                "overwrote b's data: the write with token 2 accepted at index 3"
+            ),
+        ]
+    );
+}

@@ -708,6 +708,51 @@ fn a_reused_lower_token_is_reuse_only() -> Case {
     )
 }
 
+/// A token granted again to its own holder (its lease expired and it took the lock back, or a
+/// retried acquire was answered twice) is no reuse: nobody else can present it.
+fn a_token_granted_again_to_its_holder_is_no_reuse() -> Case {
+    let mut b = B::new();
+    b.grant("a", 1);
+    b.end(Expire, "a", 1);
+    b.grant("a", 1);
+    b.end(Release, "a", 1);
+    b.grant("b", 2);
+    Case::valid("a_token_granted_again_to_its_holder_is_no_reuse", b)
+}
+
+/// 1 to a, 2 to b, 1 to a again: no second holder has token 1, so no reuse, but a's token
+/// came back below b's, which is not monotonic.
+fn a_re_grant_below_a_higher_token_is_not_monotonic() -> Case {
+    let mut b = B::new();
+    b.grant("a", 1);
+    b.end(Expire, "a", 1);
+    let two = b.grant("b", 2);
+    b.end(Expire, "b", 2);
+    let again = b.grant("a", 1);
+    Case::invalid(
+        "a_re_grant_below_a_higher_token_is_not_monotonic",
+        b,
+        TokenNotMonotonic,
+        [again, two],
+    )
+}
+
+/// 1 to a, again to a, then to b: b's grant is the reuse, witnessed against a's first.
+fn a_reuse_after_a_re_grant_names_the_first_other_holder() -> Case {
+    let mut b = B::new();
+    let first = b.grant("a", 1);
+    b.end(Expire, "a", 1);
+    b.grant("a", 1);
+    b.end(Expire, "a", 1);
+    let other = b.grant("b", 1);
+    Case::invalid(
+        "a_reuse_after_a_re_grant_names_the_first_other_holder",
+        b,
+        TokenReused,
+        [other, first],
+    )
+}
+
 /// Two locks: their tokens are unrelated and their leases may be live at once, so token 1 on
 /// y after 5 on x is neither lower nor a clash. Token 1 again on y is a reuse on y, and an
 /// overlap with b's y-lease, witnessed against y's grant only.
@@ -899,6 +944,58 @@ fn a_renewed_token_presented_is_its_own() -> Case {
     b.accept("a", 1, Some(write));
     b.complete_write(0, "a", Done, 1, "x");
     Case::valid("a_renewed_token_presented_is_its_own", b)
+}
+
+/// A lease service's grant promising 10 ms, recorded with its TTL, after a's acquire invoke.
+fn promised_grant(b: &mut B, holder: &str, token: u64, ttl_ms: u64) -> u64 {
+    b.event(Grant, "lease-service", |e| {
+        e.lock = Some(LOCK.into());
+        e.holder = Some(holder.into());
+        e.token = Some(token);
+        e.ttl_ms = Some(ttl_ms);
+    })
+}
+
+/// The service's wall clock jumps forward and it expires a's lease 6 ms into its 10 ms TTL,
+/// while a still believes it holds the lock: lease-ended-early, the service to blame, with
+/// the jump as its cause (witnesses: the expire, the grant, the jump).
+fn a_service_that_expires_a_lease_before_its_ttl_ended_it_early() -> Case {
+    let mut b = B::new();
+    b.invoke_acquire(0, "a");
+    let grant = promised_grant(&mut b, "a", 1, 10);
+    b.belief("a", Start, 1);
+    let jump = b.at_ms(5).event(EventKind::ClockJump, "nemesis", |e| {
+        e.phase = Some(Start);
+        e.target = Some("lease-service".into());
+    });
+    let expire = b.at_ms(6).end(Expire, "a", 1);
+    b.at_ms(8).belief("a", End, 1);
+    Case::invalid(
+        "a_service_that_expires_a_lease_before_its_ttl_ended_it_early",
+        b,
+        LeaseEndedEarly,
+        [expire, grant, jump],
+    )
+}
+
+/// The same early expiry after a's belief has ended (its margin covered it) harms nobody;
+/// an expiry at the TTL's end is on time.
+fn an_early_expiry_nobody_counted_on_or_one_on_time_is_valid() -> Case {
+    let mut b = B::new();
+    b.invoke_acquire(0, "a");
+    promised_grant(&mut b, "a", 1, 10);
+    b.belief("a", Start, 1);
+    b.at_ms(5).belief("a", End, 1);
+    b.at_ms(6).end(Expire, "a", 1);
+    b.invoke_acquire(1, "b");
+    promised_grant(&mut b, "b", 2, 10);
+    b.belief("b", Start, 2);
+    b.at_ms(17).end(Expire, "b", 2);
+    b.belief("b", End, 2);
+    Case::valid(
+        "an_early_expiry_nobody_counted_on_or_one_on_time_is_valid",
+        b,
+    )
 }
 
 /// A quorum lock (Redlock) on 3 nodes, by its nodes' key events (docs/checks.md, Quorum
@@ -1176,6 +1273,25 @@ fn tokenless_accepts_on_a_fenced_key() -> Case {
         [early],
     )
     .count(2)
+}
+
+/// a's late token-less delete lands after b's fenced write: it destroyed b's data, and the
+/// witnesses name that write after the delete.
+fn a_tokenless_delete_names_what_it_destroyed() -> Case {
+    let mut b = B::new();
+    b.accept("a", 1, None);
+    let theirs = b.accept("b", 2, None);
+    let late = b.event(Accept, "resource", |e| {
+        e.key = Some(KEY.into());
+        e.holder = Some("a".into());
+        e.detail = Some("delete".into());
+    });
+    Case::invalid(
+        "a_tokenless_delete_names_what_it_destroyed",
+        b,
+        UnfencedMutation,
+        [late, theirs],
+    )
 }
 
 /// A tokened reject is enough to make the key fenced.
@@ -1670,6 +1786,11 @@ fn cases() -> Vec<Case> {
         stale_writes_are_judged_per_key(),
         a_lower_new_token_is_not_monotonic(),
         a_reused_lower_token_is_reuse_only(),
+        a_service_that_expires_a_lease_before_its_ttl_ended_it_early(),
+        an_early_expiry_nobody_counted_on_or_one_on_time_is_valid(),
+        a_token_granted_again_to_its_holder_is_no_reuse(),
+        a_re_grant_below_a_higher_token_is_not_monotonic(),
+        a_reuse_after_a_re_grant_names_the_first_other_holder(),
         tokens_and_leases_are_per_lock(),
         without_grants_acquisitions_are_ordered_by_invoke(),
         without_grants_a_lower_acquired_token_is_not_monotonic(),
@@ -1697,6 +1818,7 @@ fn cases() -> Vec<Case> {
         a_release_of_a_lease_never_granted(),
         a_release_naming_the_wrong_holder_without_an_op(),
         tokenless_accepts_on_a_fenced_key(),
+        a_tokenless_delete_names_what_it_destroyed(),
         a_key_fenced_only_by_a_tokened_reject(),
         a_key_never_written_with_tokens_is_not_fenced(),
         the_same_work_from_two_operations(),

@@ -313,13 +313,23 @@ impl Prober<'_> {
         // renewal, and is cut off or has its clock moved just after its grant; a lease node
         // has just granted; the resource has just accepted. The leader is whichever node leads
         // when the fault starts, which no event count names: it is struck at a time.
+        // The points a design names in its own code are hazard windows it knows of (a claim
+        // computed and not yet sent): a stall there is a probe of its own.
         let stalls = matches!(kind, FaultKind::Pause | FaultKind::Crash);
-        let aims: &[(NodeEvent, bool)] = match role {
-            _ if node == LEADER => &[],
-            NodeRole::Client if stalls => &[(Write, false), (Renew, false)],
-            NodeRole::Client => &[(Grant, true)],
-            NodeRole::LeaseService => &[(Grant, true)],
-            NodeRole::Resource => &[(Accept, true)],
+        let own = NodeEvent::of_design(&self.scenario.lock_service.shape, role);
+        let aims: Vec<(NodeEvent, bool)> = match role {
+            _ if node == LEADER => Vec::new(),
+            NodeRole::Client if stalls => [(Write, false), (Renew, false)]
+                .into_iter()
+                .chain(own.map(|e| (e, true)))
+                .collect(),
+            NodeRole::Client => vec![(Grant, true)],
+            NodeRole::LeaseService if stalls => [(Grant, true)]
+                .into_iter()
+                .chain(own.map(|e| (e, true)))
+                .collect(),
+            NodeRole::LeaseService => vec![(Grant, true)],
+            NodeRole::Resource => vec![(Accept, true)],
         };
         let aimed = |action: Action, length: Option<Length>| -> Vec<Probe> {
             let duration_ms = length.map(|l| self.length(l));
@@ -338,7 +348,20 @@ impl Prober<'_> {
         let far = |r: fencesim_scenario::Range64| [r.max, r.min].into_iter().filter(|v| *v != 0);
         let lease_holder_side = role != NodeRole::Resource;
         match kind {
-            FaultKind::Pause => aimed(Action::Pause { node }, Some(Long)),
+            // A pause at a design's own step is also tried short of a lease (as a crash is):
+            // a claimant that stalls there but still wins its swap, a renewal that lands late
+            // yet before the others judge the lease over, is the hazard such a step names.
+            FaultKind::Pause => {
+                let mut probes = aimed(Action::Pause { node: node.clone() }, Some(Long));
+                for length in [Short, Medium] {
+                    probes.extend(
+                        aimed(Action::Pause { node: node.clone() }, Some(length))
+                            .into_iter()
+                            .filter(|p| matches!(p.aim, Some((NodeEvent::Design(_), _)))),
+                    );
+                }
+                probes
+            }
             // Back at once, back while its lease could still be live, and back after it.
             FaultKind::Crash => [Short, Medium, Long]
                 .into_iter()
@@ -575,6 +598,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A design's own safepoints are hazard windows of their own: the lease-record design's
+    /// claim and renewal steps are each probed with a pause of every length, on a client.
+    #[test]
+    fn a_designs_own_safepoints_are_probed_with_pauses_of_every_length() {
+        let mut s = scenario("lease-record-random-nemesis");
+        s.nemesis.as_mut().unwrap().kinds = vec![FaultKind::Pause];
+        let all: Vec<Fault> = runs(&s, 3).into_iter().flatten().collect();
+        let mut at_own: BTreeSet<(&str, u64)> = BTreeSet::new();
+        for f in &all {
+            if let (
+                Action::Pause { node },
+                Trigger::After {
+                    event: NodeEvent::Design(point),
+                    ..
+                },
+                Some(ms),
+            ) = (&f.action, f.trigger, f.duration_ms)
+            {
+                assert!(node.starts_with("client"), "{f:?}");
+                at_own.insert((point, ms));
+            }
+        }
+        let ttl = s.lock_service.max_ttl_ms;
+        let lengths = [ttl / 10, ttl * 3 / 4, ttl + ttl / 4];
+        let expected: BTreeSet<(&str, u64)> = ["claim-sent", "renewal-sent"]
+            .into_iter()
+            .flat_map(|p| lengths.map(|ms| (p, ms)))
+            .collect();
+        assert_eq!(at_own, expected, "{all:#?}");
     }
 
     #[test]

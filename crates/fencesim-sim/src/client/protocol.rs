@@ -96,6 +96,9 @@ pub(crate) struct ProtocolState<P: ClientProtocol> {
     timers: crate::design_timers::Timers,
     /// The boxes of the messages it received, for those it sends.
     boxes: Boxes<P::Msg>,
+    /// A design safepoint the protocol passed, and the effects it pushed after it, which wait
+    /// until the safepoint has been passed (a fault triggered there strikes first).
+    pending: Option<(&'static str, Vec<ClientEffect<P::Msg>>)>,
 }
 
 impl<P: ClientProtocol> ProtocolState<P> {
@@ -108,6 +111,7 @@ impl<P: ClientProtocol> ProtocolState<P> {
             last_request: 0,
             timers: Default::default(),
             boxes: Boxes::default(),
+            pending: None,
         }
     }
 }
@@ -160,7 +164,14 @@ impl<P: ClientProtocol> Client<P> {
         self.protocol.requests.clear();
         // The true time the call read, if it did: nothing has waited since.
         let mut read_ns = self.feed(Input::Begin(op), tpl, invoke, &mut ended);
-        while ended.result.is_none() {
+        loop {
+            if self.protocol.pending.is_some() {
+                self.pass_design_safepoints(tpl, invoke, &mut ended).await;
+                read_ns = None; // time may have passed (a pause struck there)
+            }
+            if ended.result.is_some() {
+                break;
+            }
             let known_ns = read_ns.take();
             let Some((deadline_ns, _)) = self.protocol.timers.earliest() else {
                 match self.inbox.recv().await {
@@ -211,7 +222,8 @@ impl<P: ClientProtocol> Client<P> {
                     };
                     self.deliver(*env, tpl, invoke, ended);
                     let earliest = self.protocol.timers.earliest().map(|t| t.0);
-                    if ended.result.is_some() || earliest != Some(deadline_ns) {
+                    let passing = self.protocol.pending.is_some();
+                    if passing || ended.result.is_some() || earliest != Some(deadline_ns) {
                         return true;
                     }
                 }
@@ -286,6 +298,7 @@ impl<P: ClientProtocol> Client<P> {
             last_request,
             timers,
             boxes,
+            pending,
         } = state;
         let world: &Arc<World> = world;
         let spec: &ClientSpec = spec;
@@ -301,53 +314,30 @@ impl<P: ClientProtocol> Client<P> {
             now_ns: &now_ns,
             now: Cell::new(None),
         };
-        let mut apply = |effect: ClientEffect<P::Msg>| match effect {
-            ClientEffect::Request { id, node, msg } => {
-                let to = &service_nodes[node];
-                let body = Message::Design(boxes.wrap(msg));
-                let net_id = world.net.send(name, to, None, Some(invoke), body);
-                requests.push((net_id, id));
-            }
-            ClientEffect::Send { node, msg } => {
-                let to = &service_nodes[node];
-                let body = Message::Design(boxes.wrap(msg));
-                world.net.send(name, to, None, Some(invoke), body);
-            }
-            ClientEffect::SetTimer { id, after_ms } => {
-                timers.set_from(true_ns_in(&now_ns), id, after_ms);
-            }
-            ClientEffect::CancelTimer(id) => timers.cancel(id),
-            ClientEffect::Complete(result) => {
-                let (op_type, token, error, outcome) = match result {
-                    OpResult::Ok { token } => (OpType::Ok, token, None, Outcome::Ok(token)),
-                    OpResult::Fail { error } => (OpType::Fail, None, Some(error), Outcome::Failed),
-                    OpResult::Unknown { error } => {
-                        (OpType::Info, None, Some(error), Outcome::Unknown)
-                    }
-                };
-                let mut record = tpl.record(op_type);
-                if token.is_some() {
-                    record.token = token;
-                }
-                record.error = error;
-                world.op_cached(record, clock);
-                if op_type == OpType::Info {
-                    *process = world.new_process();
-                }
-                ended.result = Some(outcome);
-            }
-            ClientEffect::Believe { token, until_ms } => {
-                // Valid until `until_ms` on the monotonic clock, or until told otherwise when
-                // the client does not check validity.
-                let until = spec.validity_check.then_some(until_ms);
-                world.believe(name, &spec.lock, token, until);
-            }
-            ClientEffect::Lost { reason } => {
-                world.end_belief(name, &reason);
-                ended.lost = true;
-            }
-            ClientEffect::RenewNow => workload.renew_now(),
-            ClientEffect::StopRenewing => workload.stop_renewing(),
+        // Effects pushed after a design safepoint wait for it (`pending`).
+        let mut held: Option<(&'static str, Vec<ClientEffect<P::Msg>>)> = None;
+        let mut apply = |effect: ClientEffect<P::Msg>| match (effect, &mut held) {
+            (effect, Some((_, after))) => after.push(effect),
+            (ClientEffect::Safepoint(name), None) => held = Some((name, Vec::new())),
+            (effect, None) => apply_effect(
+                effect,
+                &mut Parts {
+                    world,
+                    spec,
+                    name,
+                    clock,
+                    process,
+                    workload,
+                    service_nodes,
+                    requests,
+                    timers,
+                    boxes,
+                    now_ns: &now_ns,
+                },
+                tpl,
+                invoke,
+                ended,
+            ),
         };
         let mut ctx = ClientCtx::new(&mut apply, last_request, &mut env);
         match input {
@@ -356,6 +346,155 @@ impl<P: ClientProtocol> Client<P> {
             Input::Message(from, msg) => protocol.on_message(&from, msg, &mut ctx),
             Input::Timer(id) => protocol.on_timer(id, &mut ctx),
         }
+        *pending = held;
         now_ns.get()
+    }
+
+    /// Pass each design safepoint the protocol passed (both its `before` and `after`
+    /// triggers: a design's point is one instant), then apply the effects it pushed after it,
+    /// which may pass another.
+    async fn pass_design_safepoints(&mut self, tpl: &OpTemplate, invoke: u64, ended: &mut Ended) {
+        while let Some((point, after)) = self.protocol.pending.take() {
+            self.check_declared(point);
+            self.safepoint(When::Before, NodeEvent::Design(point)).await;
+            self.safepoint(When::After, NodeEvent::Design(point)).await;
+            // A new instant: the effects after the safepoint read the time they are applied at.
+            let now_ns = Cell::new(None);
+            let mut rest = after.into_iter();
+            while let Some(effect) = rest.next() {
+                if let ClientEffect::Safepoint(next) = effect {
+                    self.protocol.pending = Some((next, rest.collect()));
+                    break;
+                }
+                let Client {
+                    world,
+                    spec,
+                    process,
+                    protocol: state,
+                    workload,
+                    clock,
+                    ..
+                } = self;
+                let parts = &mut Parts {
+                    world,
+                    spec,
+                    name: spec.name.as_str(),
+                    clock,
+                    process,
+                    workload,
+                    service_nodes: &state.service_nodes,
+                    requests: &mut state.requests,
+                    timers: &mut state.timers,
+                    boxes: &mut state.boxes,
+                    now_ns: &now_ns,
+                };
+                apply_effect(effect, parts, tpl, invoke, ended);
+            }
+        }
+    }
+
+    /// Panic on a safepoint the design did not declare: a bug in the design's code, which the
+    /// first run that passes it shows.
+    fn check_declared(&self, point: &str) {
+        let shape = &self.world.scenario.lock_service.shape;
+        let declared = shape
+            .safepoints
+            .iter()
+            .any(|s| s.name == point && s.side == fencesim_design::SafepointSide::Client);
+        assert!(
+            declared,
+            "the design's client protocol passed safepoint {point:?}, which its ServiceShape \
+             does not declare for the client side"
+        );
+    }
+}
+
+/// What applying one effect of a client protocol touches: the client's parts, split out so
+/// that effects can be applied while the protocol runs and, after a design safepoint, later.
+struct Parts<'a, M> {
+    world: &'a Arc<World>,
+    spec: &'a ClientSpec,
+    name: &'a str,
+    clock: &'a ClockCache,
+    process: &'a mut u64,
+    workload: &'a mut fencesim_workload::Workload,
+    service_nodes: &'a [String],
+    requests: &'a mut Vec<(u64, RequestId)>,
+    timers: &'a mut crate::design_timers::Timers,
+    boxes: &'a mut Boxes<M>,
+    /// True time of the instant the effect belongs to, read at its first use.
+    now_ns: &'a Cell<Option<u64>>,
+}
+
+/// Apply one effect of a client protocol, for operation `tpl` invoked at history index
+/// `invoke`.
+fn apply_effect<M: fencesim_design::DesignMessage>(
+    effect: ClientEffect<M>,
+    parts: &mut Parts<'_, M>,
+    tpl: &OpTemplate,
+    invoke: u64,
+    ended: &mut Ended,
+) {
+    let Parts {
+        world,
+        spec,
+        name,
+        clock,
+        process,
+        workload,
+        service_nodes,
+        requests,
+        timers,
+        boxes,
+        now_ns,
+    } = parts;
+    let (world, spec, name, clock, now_ns) = (*world, *spec, *name, *clock, *now_ns);
+    match effect {
+        ClientEffect::Request { id, node, msg } => {
+            let to = &service_nodes[node];
+            let body = Message::Design(boxes.wrap(msg));
+            let net_id = world.net.send(name, to, None, Some(invoke), body);
+            requests.push((net_id, id));
+        }
+        ClientEffect::Send { node, msg } => {
+            let to = &service_nodes[node];
+            let body = Message::Design(boxes.wrap(msg));
+            world.net.send(name, to, None, Some(invoke), body);
+        }
+        ClientEffect::SetTimer { id, after_ms } => {
+            timers.set_from(true_ns_in(now_ns), id, after_ms);
+        }
+        ClientEffect::CancelTimer(id) => timers.cancel(id),
+        ClientEffect::Complete(result) => {
+            let (op_type, token, error, outcome) = match result {
+                OpResult::Ok { token } => (OpType::Ok, token, None, Outcome::Ok(token)),
+                OpResult::Fail { error } => (OpType::Fail, None, Some(error), Outcome::Failed),
+                OpResult::Unknown { error } => (OpType::Info, None, Some(error), Outcome::Unknown),
+            };
+            let mut record = tpl.record(op_type);
+            if token.is_some() {
+                record.token = token;
+            }
+            record.error = error;
+            world.op_cached(record, clock);
+            if op_type == OpType::Info {
+                **process = world.new_process();
+            }
+            ended.result = Some(outcome);
+        }
+        ClientEffect::Believe { token, until_ms } => {
+            // Valid until `until_ms` on the monotonic clock, or until told otherwise when
+            // the client does not check validity.
+            let until = spec.validity_check.then_some(until_ms);
+            world.believe(name, &spec.lock, token, until);
+        }
+        ClientEffect::Lost { reason } => {
+            world.end_belief(name, &reason);
+            ended.lost = true;
+        }
+        ClientEffect::RenewNow => workload.renew_now(),
+        ClientEffect::StopRenewing => workload.stop_renewing(),
+        // Split off before it reaches here (`feed`, `pass_design_safepoints`).
+        ClientEffect::Safepoint(_) => unreachable!("a safepoint is not applied"),
     }
 }
