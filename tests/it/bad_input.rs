@@ -1502,3 +1502,16 @@ fn a_trigger_on_a_designs_own_safepoint_has_no_live_form() {
         "{err}"
     );
 }
+
+/// A seed range whose end is past 2^64 - 1 says so, rather than that A < B fails.
+#[test]
+fn a_seed_range_past_the_largest_seed_says_so() {
+    assert_located(
+        "bad-seeds-past-u64",
+        "duration_ms = 10000",
+        "seeds = \"18446744073709551615..18446744073709551616\"\nduration_ms = 10000",
+        "2:9",
+        "seeds",
+        "is past 18446744073709551615 (2^64 - 1), the largest a scenario file takes",
+    );
+}

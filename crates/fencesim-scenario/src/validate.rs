@@ -335,6 +335,22 @@ fn parse_seeds(cx: &Ctx, s: &Spanned<String>) -> Result<SeedRange, ScenarioError
     };
     let (a, b) = s.get_ref().split_once("..").ok_or_else(bad)?;
     let start: u64 = a.trim().parse().map_err(|_| bad())?;
+    // A whole number past u64 is no typo: say what the file can hold, and what reaches further.
+    let past_u64 = |n: &str| {
+        n.trim()
+            .parse::<u128>()
+            .is_ok_and(|n| n > u128::from(u64::MAX))
+    };
+    if past_u64(b) {
+        let m = format!(
+            "the end of {:?} is past {} (2^64 - 1), the largest a scenario file takes, so the \
+             last seed a file can name is 2^64 - 2; `fencesim run --seed` and \
+             `explore --seeds` reach 2^64 - 1",
+            s.get_ref(),
+            u64::MAX
+        );
+        return Err(cx.err(s.span(), "seeds", m));
+    }
     let end: u64 = b.trim().parse().map_err(|_| bad())?;
     if start >= end {
         return Err(bad());
