@@ -118,6 +118,9 @@ fn event_details(ev: &Event) -> String {
     push(&mut d, "token", &ev.token);
     push(&mut d, "highest", &ev.highest);
     push(&mut d, "expires_at_ms", &ev.expires_at_ms);
+    // The TTL a grant, renewal or key promised, which the checks hold it to.
+    push(&mut d, "ttl_ms", &ev.ttl_ms);
+    push(&mut d, "nodes", &ev.nodes);
     push(&mut d, "op", &ev.op);
     push(&mut d, "target", &ev.target);
     push(&mut d, "window_ms", &ev.window_ms);
