@@ -416,27 +416,16 @@ impl Serialize for NodeEvent {
 impl<'de> Deserialize<'de> for NodeEvent {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;
-        Ok(NodeEvent::built_in(&name).unwrap_or_else(|| NodeEvent::Design(intern(name))))
+        Ok(NodeEvent::built_in(&name).unwrap_or_else(|| NodeEvent::Design(kept(name))))
     }
 }
 
-/// `name` as the `&'static str` a [`NodeEvent::Design`] holds: a design declares its names
-/// as constants, and one read from a file (a report's scenario) is kept once per distinct name
-/// for the rest of the process (a handful: one per safepoint a design declares).
-fn intern(name: String) -> &'static str {
-    use std::collections::BTreeSet;
-    use std::sync::{Mutex, OnceLock};
-    static NAMES: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(known) = names.get(name.as_str()) {
-        return known;
-    }
-    let kept: &'static str = Box::leak(name.into_boxed_str());
-    names.insert(kept);
-    kept
+/// `name` as the `&'static str` a [`NodeEvent::Design`] holds. A design declares its names as
+/// constants; one read from a file (a trigger in a report's scenario) is kept for the rest of
+/// the process, a few bytes per trigger read: validation then resolves the scenario against its
+/// design, whose own constant replaces it.
+fn kept(name: String) -> &'static str {
+    Box::leak(name.into_boxed_str())
 }
 
 /// What a node is, which decides the events it has and the messages it sends.

@@ -314,30 +314,25 @@ impl<P: ClientProtocol> Client<P> {
             now_ns: &now_ns,
             now: Cell::new(None),
         };
+        let mut parts = Parts {
+            world,
+            spec,
+            name,
+            clock,
+            process,
+            workload,
+            service_nodes,
+            requests,
+            timers,
+            boxes,
+            now_ns: &now_ns,
+        };
         // Effects pushed after a design safepoint wait for it (`pending`).
         let mut held: Option<(&'static str, Vec<ClientEffect<P::Msg>>)> = None;
         let mut apply = |effect: ClientEffect<P::Msg>| match (effect, &mut held) {
             (effect, Some((_, after))) => after.push(effect),
             (ClientEffect::Safepoint(name), None) => held = Some((name, Vec::new())),
-            (effect, None) => apply_effect(
-                effect,
-                &mut Parts {
-                    world,
-                    spec,
-                    name,
-                    clock,
-                    process,
-                    workload,
-                    service_nodes,
-                    requests,
-                    timers,
-                    boxes,
-                    now_ns: &now_ns,
-                },
-                tpl,
-                invoke,
-                ended,
-            ),
+            (effect, None) => apply_effect(effect, &mut parts, tpl, invoke, ended),
         };
         let mut ctx = ClientCtx::new(&mut apply, last_request, &mut env);
         match input {
@@ -360,35 +355,35 @@ impl<P: ClientProtocol> Client<P> {
             self.safepoint(When::After, NodeEvent::Design(point)).await;
             // A new instant: the effects after the safepoint read the time they are applied at.
             let now_ns = Cell::new(None);
+            let Client {
+                world,
+                spec,
+                process,
+                protocol: state,
+                workload,
+                clock,
+                ..
+            } = self;
+            let mut parts = Parts {
+                world,
+                spec,
+                name: spec.name.as_str(),
+                clock,
+                process,
+                workload,
+                service_nodes: &state.service_nodes,
+                requests: &mut state.requests,
+                timers: &mut state.timers,
+                boxes: &mut state.boxes,
+                now_ns: &now_ns,
+            };
             let mut rest = after.into_iter();
             while let Some(effect) = rest.next() {
                 if let ClientEffect::Safepoint(next) = effect {
-                    self.protocol.pending = Some((next, rest.collect()));
+                    state.pending = Some((next, rest.collect()));
                     break;
                 }
-                let Client {
-                    world,
-                    spec,
-                    process,
-                    protocol: state,
-                    workload,
-                    clock,
-                    ..
-                } = self;
-                let parts = &mut Parts {
-                    world,
-                    spec,
-                    name: spec.name.as_str(),
-                    clock,
-                    process,
-                    workload,
-                    service_nodes: &state.service_nodes,
-                    requests: &mut state.requests,
-                    timers: &mut state.timers,
-                    boxes: &mut state.boxes,
-                    now_ns: &now_ns,
-                };
-                apply_effect(effect, parts, tpl, invoke, ended);
+                apply_effect(effect, &mut parts, tpl, invoke, ended);
             }
         }
     }
