@@ -16,7 +16,7 @@ use fencesim_design::MessageKind;
 use fencesim_lease::PeerMessage;
 
 pub use node::{RaftLog, RaftNode, RaftNodeConfig};
-pub use replica::RaftMessage;
+pub use replica::{RaftMessage, Replica, ReplicaConfig, StateMachine};
 pub use spec::{
     RaftDesign, RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS, RAFT_TICK_MS,
 };

@@ -10,15 +10,17 @@
 //! apply it. An applied entry's `after` safepoint comes right after it, before the replies:
 //! the node hands out what one drain applied one entry per [`LockNode::settle`] call.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use fencesim_design::{
     Clock, LockNode, NodeCtx, NodeStart, Origin, ServiceEvent, ServiceEventKind, TimerId,
 };
 
-use fencesim_lease::replicated::{Applied, ClientOp, ClientOutcome, ReplicationPolicy};
-use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
+use fencesim_lease::replicated::{
+    Applied, ClientOp, ClientOutcome, Command, ReplicatedLeases, ReplicationPolicy,
+};
+use fencesim_lease::{AcquireOutcome, LeaseConfig, ReleaseOutcome, RenewOutcome};
 
 use crate::replica::{new_storage, Output, Proposal, RaftStorage, Replica, ReplicaConfig};
 use crate::RaftPeer;
@@ -65,9 +67,12 @@ impl std::fmt::Debug for RaftLog {
 /// One Raft replica of the lease service.
 pub struct RaftNode {
     config: RaftNodeConfig,
-    replica: Replica,
+    replica: Replica<ReplicatedLeases>,
     /// Client requests proposed here, by request id (unique in a run) -> their origin.
     requests: BTreeMap<u64, Origin>,
+    /// (client, request) proposed here and not yet applied: the first application of each is
+    /// answered (a duplicated request may be proposed and applied twice).
+    pending: BTreeSet<(String, u64)>,
     /// What the last drain applied, handed out one entry per settle, and then its replies.
     applied: VecDeque<(u64, Applied)>,
     replies: Vec<(String, u64, ClientOutcome)>,
@@ -101,9 +106,12 @@ impl RaftNode {
         let Output {
             messages,
             applied,
-            replies,
             became_leader,
         } = self.replica.drain(now);
+        let replies: Vec<_> = applied
+            .iter()
+            .filter_map(|(_, applied)| self.reply_to(applied))
+            .collect();
         for m in messages {
             ctx.send(
                 node_name(m.get_to()),
@@ -128,16 +136,40 @@ impl RaftNode {
 
     /// A client's request: proposed if this replica leads, redirected otherwise.
     fn propose(&mut self, origin: &Origin, op: ClientOp, ctx: &mut Ctx<'_>) {
-        let now = self.now_ms(ctx);
-        match self.replica.propose(origin.from(), origin.id(), op, now) {
+        let command = Command::Client {
+            client: origin.from().to_owned(),
+            request: origin.id(),
+            op,
+            now_ms: self.now_ms(ctx),
+        };
+        match self.replica.propose(&command) {
             Proposal::Proposed => {
                 self.requests.insert(origin.id(), origin.clone());
+                self.pending.insert((origin.from().to_owned(), origin.id()));
             }
             Proposal::NotLeader { leader } => {
                 let leader = leader.map(node_name);
                 ctx.reply(origin, LeaseMessage::Redirect { leader });
             }
         }
+    }
+
+    /// The answer to a client's command applied here, if this replica proposed it and has not
+    /// answered it yet.
+    fn reply_to(&mut self, applied: &Applied) -> Option<(String, u64, ClientOutcome)> {
+        let Applied::Client {
+            client,
+            request,
+            outcome,
+            ..
+        } = applied
+        else {
+            return None;
+        };
+        let key = (client.clone(), *request);
+        self.pending
+            .remove(&key)
+            .then(|| (key.0, key.1, outcome.clone()))
     }
 
     /// The history events of entry `index`, if it changed a lease.
@@ -185,7 +217,7 @@ impl RaftNode {
                 // The TTL a grant or renewal promised: the lease's own, while the table still
                 // has this lease (the same token; a later entry may have ended it since).
                 let ttl_ms = expires_at_ms.and_then(|_| {
-                    let lease = self.replica.leases().service().lease(lock)?;
+                    let lease = self.replica.state().service().lease(lock)?;
                     (lease.token == token).then_some(lease.ttl_ms)
                 });
                 ctx.record(ServiceEvent {
@@ -252,11 +284,15 @@ impl LockNode for RaftNode {
             peers,
             election_tick: config.election_ticks,
             heartbeat_tick: config.heartbeat_ticks,
-            max_ttl_ms: config.max_ttl_ms,
-            policy: config.policy,
             lessor_check_ticks: config.lessor_check_ticks,
         };
-        let replica = match Replica::new(replica_config, log.0) {
+        let leases = ReplicatedLeases::new(
+            LeaseConfig {
+                max_ttl_ms: config.max_ttl_ms,
+            },
+            config.policy,
+        );
+        let replica = match Replica::new(replica_config, log.0, leases) {
             Ok(replica) => replica,
             Err(e) => panic!("an invalid Raft configuration: {e}"),
         };
@@ -265,6 +301,7 @@ impl LockNode for RaftNode {
             config: *config,
             replica,
             requests: BTreeMap::new(),
+            pending: BTreeSet::new(),
             applied: VecDeque::new(),
             replies: Vec::new(),
         }

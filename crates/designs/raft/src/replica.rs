@@ -1,28 +1,104 @@
-//! One replica of the consensus-backed lease service: raft-rs (a pure state machine driven by
-//! `tick` and `step`) around the [`ReplicatedLeases`] table. Sans-IO like the rest of this
-//! crate: the caller feeds ticks, messages, client requests and its clock reading, and gets back
-//! messages to send, replies to route and what each applied entry changed.
+//! One replica of a Raft-replicated service: raft-rs (a pure state machine driven by `tick` and
+//! `step`) around a [`StateMachine`] it applies, with a lessor on the leader. The Raft lease
+//! service applies fencesim-lease's replicated lease table ([`ReplicatedLeases`]); the etcd
+//! design applies its MVCC key space and leases. Sans-IO like the rest of this crate: the
+//! caller feeds ticks, messages, commands and its clock reading, and gets back messages to send
+//! and what each applied entry changed.
 //!
 //! The log and hard state live in a [`RaftStorage`] the caller keeps across crashes (persisted
-//! before messages go out, as Raft requires). The table is volatile: a restarted replica
-//! rebuilds it by applying the log from the start. The leader's lessor revokes leases its clock
-//! shows expired; like etcd's, it learns of its own demotion only at its next periodic check,
-//! which is why revocations carry the term they were decided in (see [`fencesim_lease::replicated`]).
+//! before messages go out, as Raft requires). The state machine is volatile: a restarted
+//! replica rebuilds it by applying the log from the start. The leader's lessor revokes leases
+//! its clock shows expired; like etcd's, it learns of its own demotion only at its next periodic
+//! check, which is why revocations carry the term they were decided in (see
+//! [`fencesim_lease::replicated`]).
 
 use std::collections::BTreeSet;
 
 use raft::eraftpb::{ConfState, Entry, EntryType};
 use raft::{Config, RawNode, StateRole};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
-use fencesim_lease::replicated::{
-    Applied, ClientOp, ClientOutcome, Command, LeaderChange, ReplicatedLeases, ReplicationPolicy,
-};
-use fencesim_lease::LeaseConfig;
+use fencesim_lease::replicated::{Applied, Command, LeaderChange, ReplicatedLeases};
 
 /// A Raft message between replicas.
 pub use raft::eraftpb::Message as RaftMessage;
 /// Durable Raft log and hard state (clones share the same data).
 pub use raft::storage::MemStorage as RaftStorage;
+
+/// What a [`Replica`] applies: a deterministic state machine fed the committed commands in log
+/// order, whose leases a lessor on the leader revokes when they expire by the leader's clock
+/// (etcd's lessor). Every replica applies the same commands and so reaches the same state.
+pub trait StateMachine {
+    /// An entry of the log (serialized with serde into the entry's data).
+    type Command: Serialize + DeserializeOwned;
+    /// What applying one entry changed, for the node to record and answer.
+    type Applied;
+    /// Names one lease, so that one revocation of it at a time is in flight.
+    type LeaseId: Ord + Clone;
+
+    /// The leases whose expiry is at or before `now_ms` (the leader's clock, local ms), in a
+    /// deterministic order.
+    fn expired(&self, now_ms: i64) -> Vec<Self::LeaseId>;
+
+    /// The command revoking `lease`, decided at `now_ms` by a lessor that believes it leads in
+    /// `term`.
+    fn revoke(&self, lease: &Self::LeaseId, now_ms: i64, term: u64) -> Self::Command;
+
+    /// A new leader's first command, if it has one (etcd's lessor promotion: extend every
+    /// lease by its TTL from the new leader's clock, `now_ms`).
+    fn promote(&self, now_ms: i64) -> Option<Self::Command>;
+
+    /// Apply the committed `command` found at log `index`, written in term `entry_term`.
+    fn apply(&mut self, index: u64, entry_term: u64, command: Self::Command) -> Self::Applied;
+
+    /// The lease a revocation ended or refused to end, if `applied` was one: the lessor may
+    /// propose revoking it again.
+    fn revocation_settled(applied: &Self::Applied) -> Option<Self::LeaseId>;
+}
+
+/// The Raft lease service's state machine: the replicated lease table, whose leases are named
+/// by (lock, token).
+impl StateMachine for ReplicatedLeases {
+    type Command = Command;
+    type Applied = Applied;
+    type LeaseId = (String, u64);
+
+    fn expired(&self, now_ms: i64) -> Vec<(String, u64)> {
+        self.service()
+            .table()
+            .iter()
+            .filter_map(|(lock, r)| r.lease.as_ref().map(|l| (lock, l)))
+            .filter(|(_, l)| l.expires_at_ms <= now_ms)
+            .map(|(lock, l)| (lock.clone(), l.token))
+            .collect()
+    }
+
+    fn revoke(&self, (lock, token): &(String, u64), now_ms: i64, term: u64) -> Command {
+        Command::Revoke {
+            lock: lock.clone(),
+            token: *token,
+            now_ms,
+            term,
+        }
+    }
+
+    fn promote(&self, now_ms: i64) -> Option<Command> {
+        (self.policy().leader_change == LeaderChange::Extend).then_some(Command::Promote { now_ms })
+    }
+
+    fn apply(&mut self, index: u64, entry_term: u64, command: Command) -> Applied {
+        ReplicatedLeases::apply(self, index, entry_term, command)
+    }
+
+    fn revocation_settled(applied: &Applied) -> Option<(String, u64)> {
+        match applied {
+            Applied::Revoked { lock, lease, .. } => Some((lock.clone(), lease.token)),
+            Applied::RevokeRefused { lock, token } => Some((lock.clone(), *token)),
+            Applied::Client { .. } | Applied::Promoted => None,
+        }
+    }
+}
 
 /// Settings of one replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,31 +111,35 @@ pub struct ReplicaConfig {
     pub election_tick: usize,
     /// Ticks between heartbeats.
     pub heartbeat_tick: usize,
-    /// Longest lease TTL, local-clock ms.
-    pub max_ttl_ms: u64,
-    /// The safety knobs.
-    pub policy: ReplicationPolicy,
     /// How many ticks after Raft steps down the lessor still believes this replica leads.
     pub lessor_check_ticks: u64,
 }
 
 /// What a replica wants done after an input.
-#[derive(Clone, Debug, Default)]
-pub struct Output {
+#[derive(Clone, Debug)]
+pub struct Output<A> {
     /// Messages to send (`to` is the receiving replica's id).
     pub messages: Vec<RaftMessage>,
     /// Each entry applied here, with its log index.
-    pub applied: Vec<(u64, Applied)>,
-    /// Answers to requests this replica proposed: (client, request id, outcome).
-    pub replies: Vec<(String, u64, ClientOutcome)>,
+    pub applied: Vec<(u64, A)>,
     /// Set when this replica became leader, with the term.
     pub became_leader: Option<u64>,
+}
+
+impl<A> Default for Output<A> {
+    fn default() -> Self {
+        Output {
+            messages: Vec::new(),
+            applied: Vec::new(),
+            became_leader: None,
+        }
+    }
 }
 
 /// The answer to [`Replica::propose`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Proposal {
-    /// In the log; the reply comes when it commits (or never, if leadership is lost first).
+    /// In the log; it is applied when it commits (or never, if leadership is lost first).
     Proposed,
     /// Not the leader; `leader` is the id it believes leads, if any.
     NotLeader {
@@ -68,15 +148,13 @@ pub enum Proposal {
     },
 }
 
-/// One lease-service replica.
-pub struct Replica {
+/// One replica applying `S`.
+pub struct Replica<S: StateMachine> {
     raw: RawNode<RaftStorage>,
-    leases: ReplicatedLeases,
+    state: S,
     config: ReplicaConfig,
-    /// (client, request) proposed here and not yet applied.
-    pending: BTreeSet<(String, u64)>,
-    /// (lock, token) revocations proposed here and not yet applied.
-    revoking: BTreeSet<(String, u64)>,
+    /// Revocations proposed here and not yet applied.
+    revoking: BTreeSet<S::LeaseId>,
     /// The lessor's belief that this replica leads, and in which term.
     lessor: Option<u64>,
     ticks: u64,
@@ -93,9 +171,10 @@ pub fn new_storage(peers: &[u64]) -> RaftStorage {
     RaftStorage::new_with_conf_state(ConfState::from((peers.to_vec(), vec![])))
 }
 
-impl Replica {
-    /// A replica over `storage` (fresh, or what survived a crash: the log is replayed).
-    pub fn new(config: ReplicaConfig, storage: RaftStorage) -> Result<Self, raft::Error> {
+impl<S: StateMachine> Replica<S> {
+    /// A replica over `storage` (fresh, or what survived a crash: the log is replayed into
+    /// `state`, which starts empty).
+    pub fn new(config: ReplicaConfig, storage: RaftStorage, state: S) -> Result<Self, raft::Error> {
         let raft_config = Config {
             id: config.id,
             election_tick: config.election_tick,
@@ -108,18 +187,11 @@ impl Replica {
         raft_config.validate()?;
         let logger = slog::Logger::root(slog::Discard, slog::o!());
         let raw = RawNode::new(&raft_config, storage, &logger)?;
-        let leases = ReplicatedLeases::new(
-            LeaseConfig {
-                max_ttl_ms: config.max_ttl_ms,
-            },
-            config.policy,
-        );
         let seen = (raw.raft.term, raw.raft.state);
         Ok(Replica {
             raw,
-            leases,
+            state,
             config,
-            pending: BTreeSet::new(),
             revoking: BTreeSet::new(),
             lessor: None,
             ticks: 0,
@@ -130,9 +202,9 @@ impl Replica {
         })
     }
 
-    /// The applied lease table.
-    pub fn leases(&self) -> &ReplicatedLeases {
-        &self.leases
+    /// The applied state.
+    pub fn state(&self) -> &S {
+        &self.state
     }
 
     /// Whether this replica leads, by Raft's current state.
@@ -148,6 +220,12 @@ impl Replica {
     /// The current term.
     pub fn term(&self) -> u64 {
         self.raw.raft.term
+    }
+
+    /// The lessor's term, while it believes this replica leads (it may lag Raft's own role
+    /// by up to `lessor_check_ticks` after a demotion).
+    pub fn lessor_term(&self) -> Option<u64> {
+        self.lessor
     }
 
     /// True once after each change of term or role: the caller should then draw a new election
@@ -189,50 +267,28 @@ impl Replica {
         self.note_role();
     }
 
-    /// A client's request, stamped with this replica's clock. Only a leader proposes.
-    pub fn propose(&mut self, client: &str, request: u64, op: ClientOp, now_ms: i64) -> Proposal {
-        if !self.is_leader() {
+    /// Propose `command` (a client's request, stamped by the caller with this replica's
+    /// clock). Only a leader proposes.
+    pub fn propose(&mut self, command: &S::Command) -> Proposal {
+        if !self.is_leader() || self.raw.propose(vec![], encode(command)).is_err() {
             return Proposal::NotLeader {
                 leader: self.leader(),
             };
         }
-        let command = Command::Client {
-            client: client.to_owned(),
-            request,
-            op,
-            now_ms,
-        };
-        if self.raw.propose(vec![], encode(&command)).is_err() {
-            return Proposal::NotLeader {
-                leader: self.leader(),
-            };
-        }
-        self.pending.insert((client.to_owned(), request));
         Proposal::Proposed
     }
 
     /// Propose revoking every lease this (believed) leader's clock shows expired.
     fn revoke_expired(&mut self, now_ms: i64, term: u64) {
-        let due: Vec<(String, u64)> = self
-            .leases
-            .service()
-            .table()
-            .iter()
-            .filter_map(|(lock, r)| r.lease.as_ref().map(|l| (lock, l)))
-            .filter(|(_, l)| l.expires_at_ms <= now_ms)
-            .map(|(lock, l)| (lock.clone(), l.token))
-            .filter(|key| !self.revoking.contains(key))
-            .collect();
-        for (lock, token) in due {
-            let command = Command::Revoke {
-                lock: lock.clone(),
-                token,
-                now_ms,
-                term,
-            };
+        let due = self.state.expired(now_ms);
+        for lease in due {
+            if self.revoking.contains(&lease) {
+                continue;
+            }
+            let command = self.state.revoke(&lease, now_ms, term);
             // A follower forwards the proposal to the leader it knows (the K08 path).
             if self.raw.propose(vec![], encode(&command)).is_ok() {
-                self.revoking.insert((lock, token));
+                self.revoking.insert(lease);
             }
         }
     }
@@ -249,7 +305,7 @@ impl Replica {
     }
 
     /// Persist, apply and collect everything Raft has ready. Call after every input.
-    pub fn drain(&mut self, now_ms: i64) -> Output {
+    pub fn drain(&mut self, now_ms: i64) -> Output<S::Applied> {
         let mut out = Output::default();
         while self.raw.has_ready() {
             let mut ready = self.raw.ready();
@@ -279,66 +335,47 @@ impl Replica {
             self.led = Some(term);
             out.became_leader = Some(term);
             self.lessor = Some(term);
-            if self.config.policy.leader_change == LeaderChange::Extend {
-                let _ = self
-                    .raw
-                    .propose(vec![], encode(&Command::Promote { now_ms }));
+            if let Some(promote) = self.state.promote(now_ms) {
+                let _ = self.raw.propose(vec![], encode(&promote));
             }
             self.note_role();
             // The promotion needs its own round of ready handling.
             let more = self.drain(now_ms);
             out.messages.extend(more.messages);
             out.applied.extend(more.applied);
-            out.replies.extend(more.replies);
         }
         out
     }
 
-    fn apply(&mut self, entries: Vec<Entry>, out: &mut Output) {
+    fn apply(&mut self, entries: Vec<Entry>, out: &mut Output<S::Applied>) {
         for entry in entries {
             if entry.get_entry_type() != EntryType::EntryNormal || entry.get_data().is_empty() {
                 continue;
             }
-            let command: Command = serde_json::from_slice(entry.get_data())
+            let command: S::Command = serde_json::from_slice(entry.get_data())
                 .expect("entries are commands this crate encoded");
             let applied = self
-                .leases
+                .state
                 .apply(entry.get_index(), entry.get_term(), command);
-            match &applied {
-                Applied::Client {
-                    client,
-                    request,
-                    outcome,
-                    ..
-                } => {
-                    if self.pending.remove(&(client.clone(), *request)) {
-                        out.replies
-                            .push((client.clone(), *request, outcome.clone()));
-                    }
-                }
-                Applied::Revoked { lock, lease, .. } => {
-                    self.revoking.remove(&(lock.clone(), lease.token));
-                }
-                Applied::RevokeRefused { lock, token } => {
-                    self.revoking.remove(&(lock.clone(), *token));
-                }
-                Applied::Promoted => {}
+            if let Some(lease) = S::revocation_settled(&applied) {
+                self.revoking.remove(&lease);
             }
             out.applied.push((entry.get_index(), applied));
         }
     }
 }
 
-fn encode(command: &Command) -> Vec<u8> {
+fn encode<C: Serialize>(command: &C) -> Vec<u8> {
     serde_json::to_vec(command).expect("commands serialize")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fencesim_lease::AcquireOutcome;
+    use fencesim_lease::replicated::{ClientOp, ClientOutcome, ReplicationPolicy};
+    use fencesim_lease::{AcquireOutcome, LeaseConfig};
 
-    fn cluster(n: u64) -> Vec<Replica> {
+    fn cluster(n: u64) -> Vec<Replica<ReplicatedLeases>> {
         let peers: Vec<u64> = (1..=n).collect();
         let policy = ReplicationPolicy {
             revoke_term_check: true,
@@ -352,11 +389,10 @@ mod tests {
                     peers: peers.clone(),
                     election_tick: 10,
                     heartbeat_tick: 3,
-                    max_ttl_ms: 1_000,
-                    policy,
                     lessor_check_ticks: 10,
                 };
-                let mut r = Replica::new(config, new_storage(&peers)).unwrap();
+                let leases = ReplicatedLeases::new(LeaseConfig { max_ttl_ms: 1_000 }, policy);
+                let mut r = Replica::new(config, new_storage(&peers), leases).unwrap();
                 // Deterministic, distinct timeouts so replica 1 campaigns first.
                 r.set_election_timeout(10 + id as usize);
                 r
@@ -365,7 +401,7 @@ mod tests {
     }
 
     /// Deliver every message until the cluster is quiet; returns what was applied where.
-    fn settle(replicas: &mut [Replica], now_ms: i64) -> Vec<Output> {
+    fn settle(replicas: &mut [Replica<ReplicatedLeases>], now_ms: i64) -> Vec<Output<Applied>> {
         let mut outputs = Vec::new();
         loop {
             let mut messages = Vec::new();
@@ -380,6 +416,18 @@ mod tests {
             for m in messages {
                 replicas[m.get_to() as usize - 1].step(m);
             }
+        }
+    }
+
+    fn acquire(request: u64) -> Command {
+        Command::Client {
+            client: "c".into(),
+            request,
+            op: ClientOp::Acquire {
+                lock: "l".into(),
+                ttl_ms: 500,
+            },
+            now_ms: 3_000,
         }
     }
 
@@ -398,33 +446,32 @@ mod tests {
             .map(|r| r.config.id)
             .collect();
         assert_eq!(leaders, [1]);
-        let op = ClientOp::Acquire {
-            lock: "l".into(),
-            ttl_ms: 500,
-        };
         assert_eq!(
-            rs[1].propose("c", 1, op.clone(), 3_000),
+            rs[1].propose(&acquire(1)),
             Proposal::NotLeader { leader: Some(1) }
         );
-        assert_eq!(rs[0].propose("c", 1, op, 3_000), Proposal::Proposed);
+        assert_eq!(rs[0].propose(&acquire(1)), Proposal::Proposed);
         let outputs = settle(&mut rs, 3_000);
-        let replies: Vec<_> = outputs.iter().flat_map(|o| o.replies.clone()).collect();
-        let [(
-            client,
-            1,
-            ClientOutcome::Acquire(AcquireOutcome::Granted {
-                token,
-                expires_at_ms: 3_500,
-            }),
-        )] = &replies[..]
-        else {
-            panic!("{replies:?}")
-        };
-        assert_eq!(client, "c");
+        // Every replica applies the acquire once.
+        let grants: Vec<_> = outputs
+            .iter()
+            .flat_map(|o| o.applied.clone())
+            .filter_map(|(index, applied)| match applied {
+                Applied::Client {
+                    outcome:
+                        ClientOutcome::Acquire(AcquireOutcome::Granted {
+                            token,
+                            expires_at_ms,
+                        }),
+                    ..
+                } => Some((index, token, expires_at_ms)),
+                _ => None,
+            })
+            .collect();
         // Entry 1 is the leader's empty entry and 2 its promotion, so the acquire is index 3.
-        assert_eq!(*token, 3);
+        assert_eq!(grants, [(3, 3, 3_500); 3]);
         for r in &rs {
-            assert_eq!(r.leases().service().lease("l").map(|l| l.token), Some(3));
+            assert_eq!(r.state().service().lease("l").map(|l| l.token), Some(3));
         }
     }
 }
