@@ -8,6 +8,7 @@
 //! part of the lease messages every lease-table service shares.
 #![deny(missing_docs)]
 
+mod host;
 mod node;
 pub mod replica;
 mod spec;
@@ -15,7 +16,8 @@ mod spec;
 use fencesim_design::MessageKind;
 use fencesim_lease::PeerMessage;
 
-pub use node::{RaftLog, RaftNode, RaftNodeConfig};
+pub use host::{node_name, RaftCore, RaftLog, RaftTiming};
+pub use node::{RaftNode, RaftNodeConfig};
 pub use replica::{RaftMessage, Replica, ReplicaConfig, StateMachine};
 pub use spec::{
     RaftDesign, RAFT_ELECTION_TICKS, RAFT_HEARTBEAT_TICKS, RAFT_LESSOR_CHECK_TICKS, RAFT_TICK_MS,

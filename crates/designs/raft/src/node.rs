@@ -22,8 +22,9 @@ use fencesim_lease::replicated::{
 };
 use fencesim_lease::{AcquireOutcome, LeaseConfig, ReleaseOutcome, RenewOutcome};
 
-use crate::replica::{new_storage, Output, Proposal, RaftStorage, Replica, ReplicaConfig};
-use crate::RaftPeer;
+use crate::host::{RaftCore, RaftLog, RaftTiming};
+use crate::replica::Proposal;
+use crate::{RaftMessage, RaftPeer};
 
 /// This service's lease messages: the requests and answers every lease service shares, and
 /// Raft's own.
@@ -49,25 +50,9 @@ pub struct RaftNodeConfig {
     pub lessor_check_ticks: u64,
 }
 
-/// The Raft tick.
-const TICK: TimerId = TimerId(1);
-
-/// A Raft replica's durable log and hard state: raft-rs's storage, written before any
-/// message leaves the replica (as Raft requires), so every write is synced. The node persists
-/// the handle once, at its first start; the replica writes through it.
-#[derive(Clone)]
-pub struct RaftLog(pub RaftStorage);
-
-impl std::fmt::Debug for RaftLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RaftLog")
-    }
-}
-
 /// One Raft replica of the lease service.
 pub struct RaftNode {
-    config: RaftNodeConfig,
-    replica: Replica<ReplicatedLeases>,
+    core: RaftCore<ReplicatedLeases>,
     /// Client requests proposed here, by request id (unique in a run) -> their origin.
     requests: BTreeMap<u64, Origin>,
     /// (client, request) proposed here and not yet applied: the first application of each is
@@ -80,47 +65,42 @@ pub struct RaftNode {
 
 impl std::fmt::Debug for RaftNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let replica = self.core.replica();
         f.debug_struct("RaftNode")
-            .field("term", &self.replica.term())
-            .field("leader", &self.replica.leader())
+            .field("term", &replica.term())
+            .field("leader", &replica.leader())
             .finish_non_exhaustive()
     }
 }
 
 type Ctx<'a> = NodeCtx<'a, LeaseMessage, RaftLog>;
 
-/// Node name of Raft id `id`.
-fn node_name(id: u64) -> String {
-    format!("lease-{id}")
+/// A Raft message as this service's.
+fn peer(m: RaftMessage) -> LeaseMessage {
+    LeaseMessage::Peer(RaftPeer(Box::new(m)))
+}
+
+impl RaftNodeConfig {
+    /// The Raft timing and the clock its lessor reads.
+    pub fn timing(&self) -> RaftTiming {
+        RaftTiming {
+            tick_ms: self.tick_ms,
+            election_ticks: self.election_ticks,
+            heartbeat_ticks: self.heartbeat_ticks,
+            lessor_check_ticks: self.lessor_check_ticks,
+            clock: self.expiry_clock,
+        }
+    }
 }
 
 impl RaftNode {
-    fn now_ms(&self, ctx: &Ctx<'_>) -> i64 {
-        ctx.now().on(self.config.expiry_clock)
-    }
-
-    /// After any input: what the replica wants done. Messages and leadership go out at once;
-    /// applied entries and replies wait for `settle`.
-    fn drain(&mut self, ctx: &mut Ctx<'_>) {
-        let now = self.now_ms(ctx);
-        let Output {
-            messages,
-            applied,
-            became_leader,
-        } = self.replica.drain(now);
+    /// After any input: what the replica applied waits for `settle`, and so do the replies
+    /// to what this replica proposed.
+    fn take(&mut self, applied: Vec<(u64, Applied)>) {
         let replies: Vec<_> = applied
             .iter()
             .filter_map(|(_, applied)| self.reply_to(applied))
             .collect();
-        for m in messages {
-            ctx.send(
-                node_name(m.get_to()),
-                LeaseMessage::Peer(RaftPeer(Box::new(m))),
-            );
-        }
-        if let Some(term) = became_leader {
-            ctx.leads(term, Some(format!("term {term}")));
-        }
         // Handed out by the settles that follow, so both are empty here: take them whole.
         if self.applied.is_empty() {
             self.applied = VecDeque::from(applied);
@@ -140,15 +120,15 @@ impl RaftNode {
             client: origin.from().to_owned(),
             request: origin.id(),
             op,
-            now_ms: self.now_ms(ctx),
+            now_ms: self.core.now_ms(ctx),
         };
-        match self.replica.propose(&command) {
+        match self.core.propose(&command) {
             Proposal::Proposed => {
                 self.requests.insert(origin.id(), origin.clone());
                 self.pending.insert((origin.from().to_owned(), origin.id()));
             }
-            Proposal::NotLeader { leader } => {
-                let leader = leader.map(node_name);
+            Proposal::NotLeader { .. } => {
+                let leader = self.core.leader_name();
                 ctx.reply(origin, LeaseMessage::Redirect { leader });
             }
         }
@@ -217,7 +197,7 @@ impl RaftNode {
                 // The TTL a grant or renewal promised: the lease's own, while the table still
                 // has this lease (the same token; a later entry may have ended it since).
                 let ttl_ms = expires_at_ms.and_then(|_| {
-                    let lease = self.replica.state().service().lease(lock)?;
+                    let lease = self.core.replica().state().service().lease(lock)?;
                     (lease.token == token).then_some(lease.ttl_ms)
                 });
                 ctx.record(ServiceEvent {
@@ -270,36 +250,14 @@ impl LockNode for RaftNode {
     type Config = RaftNodeConfig;
 
     fn start(config: &RaftNodeConfig, start: NodeStart<RaftLog>, ctx: &mut Ctx<'_>) -> Self {
-        let peers: Vec<u64> = (1..=start.service_nodes.len() as u64).collect();
-        let log = match start.durable {
-            Some(log) => log,
-            None => {
-                let log = RaftLog(new_storage(&peers));
-                ctx.persist(log.clone(), fencesim_design::Durability::Synced);
-                log
-            }
-        };
-        let replica_config = ReplicaConfig {
-            id: start.index as u64 + 1,
-            peers,
-            election_tick: config.election_ticks,
-            heartbeat_tick: config.heartbeat_ticks,
-            lessor_check_ticks: config.lessor_check_ticks,
-        };
         let leases = ReplicatedLeases::new(
             LeaseConfig {
                 max_ttl_ms: config.max_ttl_ms,
             },
             config.policy,
         );
-        let replica = match Replica::new(replica_config, log.0, leases) {
-            Ok(replica) => replica,
-            Err(e) => panic!("an invalid Raft configuration: {e}"),
-        };
-        ctx.set_timer(TICK, config.tick_ms);
         RaftNode {
-            config: *config,
-            replica,
+            core: RaftCore::start(config.timing(), start, leases, ctx),
             requests: BTreeMap::new(),
             pending: BTreeSet::new(),
             applied: VecDeque::new(),
@@ -310,8 +268,8 @@ impl LockNode for RaftNode {
     fn on_message(&mut self, origin: &Origin, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
         let op = match msg {
             LeaseMessage::Peer(RaftPeer(m)) => {
-                self.replica.step(*m);
-                return self.drain(ctx);
+                let applied = self.core.on_peer(*m, peer, ctx);
+                return self.take(applied);
             }
             LeaseMessage::Acquire { lock, ttl_ms, .. } => ClientOp::Acquire { lock, ttl_ms },
             LeaseMessage::Renew { lock, token } => ClientOp::Renew { lock, token },
@@ -320,15 +278,13 @@ impl LockNode for RaftNode {
             _ => return,
         };
         self.propose(origin, op, ctx);
-        self.drain(ctx);
+        let applied = self.core.drain(peer, ctx);
+        self.take(applied);
     }
 
     fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
-        if id == TICK {
-            let now = self.now_ms(ctx);
-            self.replica.tick(now);
-            ctx.set_timer(TICK, self.config.tick_ms);
-            self.drain(ctx);
+        if let Some(applied) = self.core.on_timer(id, peer, ctx) {
+            self.take(applied);
         }
     }
 
@@ -341,11 +297,7 @@ impl LockNode for RaftNode {
             return true;
         }
         self.reply_all(ctx);
-        if self.replica.take_timeout_due() {
-            let ticks = self.config.election_ticks as u64;
-            let timeout = ctx.random_range(ticks, 2 * ticks);
-            self.replica.set_election_timeout(timeout as usize);
-        }
+        self.core.settle_timeout(ctx);
         false
     }
 }
