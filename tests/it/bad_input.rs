@@ -469,7 +469,7 @@ fn the_leader_of_a_single_service() {
         "node = \"leader\"",
         "10:8",
         "faults.node",
-        "unknown node \"leader\"; the nodes are lease-service, resource, client-1 (\"leader\" names the leading node of a raft or primary-backup service)",
+        "unknown node \"leader\"; the nodes are lease-service, resource, client-1 (\"leader\" names the leading node of a raft, primary-backup or etcd service)",
     );
 }
 
@@ -715,7 +715,7 @@ fn a_client_defect_on_a_redlock_client() {
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        format!("error: {file}:9:17: field `clients.deadline_from`: only clients of a kind = \"single\", \"raft\" or \"primary-backup\" lock service use `deadline_from`")
+        format!("error: {file}:9:17: field `clients.deadline_from`: only clients of a kind = \"single\", \"raft\", \"primary-backup\" or \"etcd\" lock service use `deadline_from`")
     );
 }
 
@@ -842,7 +842,7 @@ fn session_defects_belong_to_plain_clients() {
         assert_eq!(code, Some(2), "{stderr}");
         assert_eq!(
             stderr.trim_end(),
-            format!("error: {file}:9:{column}: field `clients.{knob}`: only clients of a kind = \"single\", \"raft\" or \"primary-backup\" lock service use `{knob}`")
+            format!("error: {file}:9:{column}: field `clients.{knob}`: only clients of a kind = \"single\", \"raft\", \"primary-backup\" or \"etcd\" lock service use `{knob}`")
         );
     }
 }
@@ -1238,7 +1238,7 @@ fn design_knob_errors_name_no_rust_type_and_point_at_the_fix() {
             "kind = \"\"",
             "4:8",
             "lock_service.kind",
-            "expected one of `single`, `raft`, `redlock`, `primary-backup`, `lease-record`, found an empty string",
+            "expected one of `single`, `raft`, `redlock`, `primary-backup`, `lease-record`, `etcd`, found an empty string",
         ),
         (
             "max_ttl_ms = 20000",

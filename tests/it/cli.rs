@@ -872,7 +872,7 @@ fn quick_search_bench_says_it_ran_one_of_the_matching_rows() {
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
-        stdout.starts_with("search (--quick): the first of 8 matching rows only\n"),
+        stdout.starts_with("search (--quick): the first of 9 matching rows only\n"),
         "{stdout}"
     );
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("| `")).collect();

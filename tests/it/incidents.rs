@@ -36,6 +36,12 @@ macro_rules! incidents {
 }
 
 incidents! {
+    etcd_pause_unfenced: "etcd-pause-unfenced",
+    etcd_pause_revision_fenced: "etcd-pause-revision-fenced",
+    etcd_lock_after_expiry: "etcd-lock-after-expiry",
+    etcd_lock_checks_own_key: "etcd-lock-checks-own-key",
+    etcd_holder_partitioned: "etcd-holder-partitioned",
+    etcd_leader_crash: "etcd-leader-crash",
     k13_old_session_entry: "k13-old-session-entry",
     k13_session_owned_entry: "k13-session-owned-entry",
     k14_leader_keeps_role: "k14-leader-keeps-role",

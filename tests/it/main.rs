@@ -10,6 +10,7 @@ mod bad_input;
 mod cleanup;
 mod cli;
 mod determinism;
+mod etcd;
 mod examples;
 mod explore;
 mod fault_mechanics;

@@ -238,6 +238,14 @@ pub const CAUGHT: &[Defect] = &[
         shows: "mutual-exclusion-client",
     },
     Defect {
+        name: "lock_checks_own_key = false",
+        case: "K07 (etcd 3.4.3)",
+        base: "etcd-waiter-pauses",
+        workload: as_bundled,
+        apply: |s| knob(s, "lock_checks_own_key", false),
+        shows: "mutual-exclusion-client",
+    },
+    Defect {
         name: "tokenless = accept",
         case: "cleanup",
         base: "random-nemesis-fenced",

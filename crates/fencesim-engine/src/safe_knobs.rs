@@ -23,6 +23,7 @@ pub const SAFE_BASES: &[&str] = &[
     "raft-random-nemesis",
     "redlock-random-nemesis",
     "lease-record-random-nemesis",
+    "etcd-random-nemesis",
 ];
 
 /// What one seed drew, for the bench's table.

@@ -21,6 +21,7 @@ pub fn register<R: Register>(registry: R) -> R {
         .with_design(&fencesim_redlock::RedlockDesign)
         .with_design(&fencesim_primary_backup::PrimaryBackupDesign)
         .with_design(&fencesim_lease_record::LeaseRecordDesign)
+        .with_design(&fencesim_etcd::EtcdDesign)
         .with_resource(&fencesim_resource::FENCED)
         .with_resource(&fencesim_resource::UNFENCED)
         .with_resource(&fencesim_resource::EQUALITY)
@@ -76,7 +77,8 @@ mod tests {
                 "raft",
                 "redlock",
                 "primary-backup",
-                "lease-record"
+                "lease-record",
+                "etcd"
             ]
         );
         let modes: Vec<&str> = catalog.all_resources().iter().map(|r| r.mode()).collect();

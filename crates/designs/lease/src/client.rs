@@ -28,6 +28,16 @@ pub struct LeaseClientConfig {
     /// The service's maximum TTL, ms: a queued acquire waits twice that (plus its timeout) for
     /// the service's answer, long enough to outlive its own lease in the queue (K07).
     pub max_ttl_ms: u64,
+    /// While its acquire blocks in the queue, it keeps its own lease alive every third of its
+    /// TTL, as etcd's clientv3 session does while `Mutex.Lock` waits (etcd design). Without
+    /// it a waiter renews nothing while blocked (the single service's queue, K07). The
+    /// keepalive goes to every node, as an etcd follower forwards it to the leader, and its
+    /// answer is not awaited.
+    pub keepalive_while_queued: bool,
+    /// The design's client safepoint passed when an acquire is queued (`Queued`), after the
+    /// client has set its timers: the etcd design's `lock-blocked`, where a pause keeps a
+    /// waiter from keeping its session alive. `None`: no safepoint (the single service's queue).
+    pub queued_safepoint: Option<&'static str>,
 }
 
 /// The reply deadline of the request in flight (kept across redirects).
@@ -36,6 +46,8 @@ const REPLY: TimerId = TimerId(1);
 const QUEUE: TimerId = TimerId(2);
 /// The pause after a redirect that names no leader.
 const PAUSE: TimerId = TimerId(3);
+/// The next keepalive of a queued acquire's lease (`keepalive_while_queued`).
+const KEEPALIVE: TimerId = TimerId(4);
 
 /// How long a client waits after a redirect that names no leader before trying the next node,
 /// ms: an election is on.
@@ -82,6 +94,12 @@ pub struct LeaseClient<P = NoPeers> {
     target: usize,
     attempt: Attempt,
     step: Step,
+    /// The keepalives a queued acquire sent (`keepalive_while_queued`): request and send
+    /// time (monotonic ms).
+    keepalives: Vec<(RequestId, i64)>,
+    /// The send time of the latest keepalive the service answered with a renewal while the
+    /// acquire was queued: its lease is good for a TTL from then.
+    alive_from_ms: Option<i64>,
     peers: PhantomData<P>,
 }
 
@@ -100,6 +118,8 @@ impl<P: PeerMessage> LeaseClient<P> {
             target: 0,
             attempt,
             step: Step::Idle,
+            keepalives: Vec::new(),
+            alive_from_ms: None,
             peers: PhantomData,
         }
     }
@@ -173,9 +193,15 @@ impl<P: PeerMessage> LeaseClient<P> {
                 self.fail(refusal("service recovering until ", until_ms), ctx);
             }
             AcquireOutcome::Queued { token: entry } => {
-                // Blocked in the lock's queue (K07): no keepalive; the service answers when
-                // the client's turn comes.
+                // Blocked in the lock's queue (K07): the service answers when the client's
+                // turn comes; meanwhile its lease is kept alive only by an etcd session.
                 ctx.set_timer(QUEUE, self.queue_wait_ms());
+                if self.config.keepalive_while_queued {
+                    ctx.set_timer(KEEPALIVE, self.keepalive_ms());
+                }
+                if let Some(point) = self.config.queued_safepoint {
+                    ctx.safepoint(point);
+                }
                 self.step = Step::Queued {
                     entry,
                     attempt: self.attempt,
@@ -193,6 +219,38 @@ impl<P: PeerMessage> LeaseClient<P> {
     /// forgot the queue.
     fn queue_wait_ms(&self) -> u64 {
         2 * self.config.max_ttl_ms + self.info.timeout_ms
+    }
+
+    /// A keepalive's answer while the acquire is queued: a renewal proves the lease good for a
+    /// TTL from the keepalive's send time; a follower's redirect or a refusal proves nothing.
+    fn on_keepalive_reply(&mut self, request: RequestId, reply: LeaseMessage<P>) {
+        let Some(&(_, sent_ms)) = self.keepalives.iter().find(|(id, _)| *id == request) else {
+            return;
+        };
+        if let LeaseMessage::RenewReply(RenewOutcome::Renewed { .. }) = reply {
+            self.alive_from_ms = Some(self.alive_from_ms.map_or(sent_ms, |t| t.max(sent_ms)));
+        }
+    }
+
+    /// Delete the key of a queued acquire given up (`entry`), at every node, not waiting for
+    /// an answer.
+    fn abandon(&mut self, entry: u64, ctx: &mut Ctx<'_, P>) {
+        for node in 0..self.info.service_nodes.len() {
+            let lock = self.info.lock.clone();
+            ctx.send(node, LeaseMessage::Release { lock, token: entry });
+        }
+    }
+
+    /// Forget the queued acquire's keepalives; returns the send time of the latest answered.
+    fn leave_queue(&mut self) -> Option<i64> {
+        self.keepalives.clear();
+        self.alive_from_ms.take()
+    }
+
+    /// A queued acquire's keepalive interval: a third of its TTL, as etcd's clientv3 sends
+    /// them.
+    fn keepalive_ms(&self) -> u64 {
+        (self.info.ttl_ms / 3).max(1)
     }
 
     fn on_renew(&mut self, outcome: RenewOutcome, token: u64, sent_ms: i64, ctx: &mut Ctx<'_, P>) {
@@ -247,6 +305,9 @@ impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
     }
 
     fn on_reply(&mut self, request: RequestId, reply: LeaseMessage<P>, ctx: &mut Ctx<'_, P>) {
+        if let Step::Queued { .. } = self.step {
+            return self.on_keepalive_reply(request, reply);
+        }
         let Step::Asking {
             request: waiting,
             purpose,
@@ -310,11 +371,15 @@ impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
             return; // meant for an earlier entry or attempt
         }
         ctx.cancel_timer(QUEUE);
+        ctx.cancel_timer(KEEPALIVE);
+        let alive_from_ms = self.leave_queue();
         match outcome {
             AcquireOutcome::Granted { token, .. } => {
-                // The conservative deadline counts from the request, not the grant.
+                // The conservative deadline counts from the request, not the grant, or from
+                // the latest keepalive the service answered while the acquire waited.
                 ctx.renew_now();
-                self.acquired(token, sent_ms, ctx);
+                let from_ms = alive_from_ms.map_or(sent_ms, |alive| alive.max(sent_ms));
+                self.acquired(token, from_ms, ctx);
             }
             _waiter_expired => {
                 let error = format!("waited with token {entry} until its own lease expired");
@@ -338,7 +403,23 @@ impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
                 self.next_node();
                 self.ask(purpose, sent_ms, ctx);
             }
-            (QUEUE, Step::Queued { .. }) => {
+            (KEEPALIVE, Step::Queued { entry, .. }) => {
+                let sent_ms = ctx.now().mono_ms;
+                for node in 0..self.info.service_nodes.len() {
+                    let lock = self.info.lock.clone();
+                    let request = ctx.request(node, LeaseMessage::Renew { lock, token: entry });
+                    self.keepalives.push((request, sent_ms));
+                }
+                ctx.set_timer(KEEPALIVE, self.keepalive_ms());
+            }
+            (QUEUE, Step::Queued { entry, .. }) => {
+                ctx.cancel_timer(KEEPALIVE);
+                self.leave_queue();
+                if self.config.keepalive_while_queued {
+                    // Giving up, etcd's Mutex deletes its own key, which would otherwise block
+                    // every later caller until its lease ran out.
+                    self.abandon(entry, ctx);
+                }
                 let error = format!("no answer within {} ms in the queue", self.queue_wait_ms());
                 self.complete(OpResult::Unknown { error }, ctx);
             }

@@ -73,6 +73,8 @@ pub fn lease_client_settings(
         deadline_from_notice,
         stop_renewing_after_failure,
         max_ttl_ms,
+        keepalive_while_queued: false,
+        queued_safepoint: None,
     })
 }
 

@@ -29,7 +29,9 @@ impl PeerMessage for NoPeers {
 /// Which acquire attempt of which client start an acquire is: a queued grant names it, so a
 /// client never takes an answer meant for an earlier attempt with the same queue token (a
 /// service that lost its counter hands the same token out again).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Attempt {
     /// The client's start (1, then one more after each restart).
     pub incarnation: u64,

@@ -41,15 +41,12 @@ impl std::fmt::Debug for RaftLog {
     }
 }
 
-/// Node name of Raft id `id` (`lease-1`).
-pub fn node_name(id: u64) -> String {
-    format!("lease-{id}")
-}
-
 /// The Raft half of a replicated design's node: the replica applying `S`, and its timing.
 pub struct RaftCore<S: StateMachine> {
     timing: RaftTiming,
     replica: Replica<S>,
+    /// The service's node names: Raft id `i` is `nodes[i - 1]`.
+    nodes: Vec<String>,
 }
 
 impl<S: StateMachine> RaftCore<S> {
@@ -86,7 +83,11 @@ impl<S: StateMachine> RaftCore<S> {
             Err(e) => panic!("an invalid Raft configuration: {e}"),
         };
         ctx.set_timer(TICK, timing.tick_ms);
-        RaftCore { timing, replica }
+        RaftCore {
+            timing,
+            replica,
+            nodes: start.service_nodes,
+        }
     }
 
     /// The replica.
@@ -106,7 +107,12 @@ impl<S: StateMachine> RaftCore<S> {
 
     /// The leader's node name as this replica knows it.
     pub fn leader_name(&self) -> Option<String> {
-        self.replica.leader().map(node_name)
+        self.replica.leader().map(|id| self.node_name(id))
+    }
+
+    /// The node name of Raft id `id` (1-based, as the service's shape lists them).
+    fn node_name(&self, id: u64) -> String {
+        self.nodes[id as usize - 1].clone()
     }
 
     /// Step a peer's message; returns what it applied.
@@ -150,7 +156,8 @@ impl<S: StateMachine> RaftCore<S> {
             became_leader,
         } = self.replica.drain(now);
         for m in messages {
-            ctx.send(node_name(m.get_to()), wrap(m));
+            let to = self.node_name(m.get_to());
+            ctx.send(to, wrap(m));
         }
         if let Some(term) = became_leader {
             ctx.leads(term, Some(format!("term {term}")));

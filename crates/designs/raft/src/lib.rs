@@ -16,7 +16,7 @@ mod spec;
 use fencesim_design::MessageKind;
 use fencesim_lease::PeerMessage;
 
-pub use host::{node_name, RaftCore, RaftLog, RaftTiming};
+pub use host::{RaftCore, RaftLog, RaftTiming};
 pub use node::{RaftNode, RaftNodeConfig};
 pub use replica::{RaftMessage, Replica, ReplicaConfig, StateMachine};
 pub use spec::{
