@@ -300,7 +300,7 @@ fn refused(args: &[&str], why: &str) {
 fn parts_without_a_live_form_are_refused_by_name() {
     refused(
         &["scenarios/incidents/raft-leader-crash.toml"],
-        "[lock_service] kind = \"raft\" has no live form (live mode runs: \"single\", \"redlock\")",
+        "[lock_service] kind = \"raft\" has no live form (live mode runs: \"single\", \"redlock\", \"etcd\")",
     );
     refused(
         &["scenarios/incidents/delayed-write-unfenced.toml"],
@@ -1452,4 +1452,205 @@ fn a_client_killed_from_outside_fails_the_trial_instead_of_being_judged() {
         stderr.contains("process ended outside the scenario (signal: 9"),
         "{stderr}"
     );
+}
+
+/// Whether etcd (Debian's `etcd-server`) and PostgreSQL can be started here; under CI their
+/// absence fails the test.
+fn etcd_installed(test: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("etcd").exists()));
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test}: etcd is not installed, and CI must run the live tests (.ci/run installs \
+             the `etcd-server` package)"
+        );
+        eprintln!("{test}: SKIPPED: etcd is not installed (apt-get install etcd-server)");
+    }
+    found && postgres_installed(test)
+}
+
+/// Jepsen's first etcd 3.4.3 finding against a real member: a holder stopped past its session
+/// lease, a second holder, and the stale write taken by the unfenced table; fenced by the
+/// lock key's create revision, the same pause leaves two holders and the write rejected.
+#[test]
+fn k01_on_a_real_etcd_member_two_holders_and_the_fence_decides_the_write() {
+    if !etcd_installed("k01 etcd") {
+        return;
+    }
+    let (out, stdout) = live_ok(
+        "live-etcd-k01-unfenced",
+        &["scenarios/live/etcd-live-pause-unfenced.toml", "--expect"],
+    );
+    assert!(
+        stdout.contains("stale-write-accepted: live 1 of 1 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("not observed: etcd's own decisions"),
+        "{stdout}"
+    );
+    let history = entries(&out.join("etcd-live-pause-unfenced/live-1/history.jsonl"));
+    // client-1's token is its key's create revision, and client-2's a higher one.
+    let tokens: Vec<(String, u64)> = history
+        .iter()
+        .filter(|e| e["f"] == "acquire" && e["type"] == "ok")
+        .map(|e| {
+            (
+                e["node"].as_str().unwrap().to_owned(),
+                e["token"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(tokens.len(), 2, "{tokens:?}");
+    assert_eq!(tokens[0].0, "client-1");
+    assert!(tokens[1].1 > tokens[0].1, "{tokens:?}");
+
+    let (out, stdout) = live_ok(
+        "live-etcd-k01-fenced",
+        &["scenarios/live/etcd-live-pause-fenced.toml", "--expect"],
+    );
+    assert!(
+        stdout.contains("mutual-exclusion-client: live 1 of 1 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    let history = entries(&out.join("etcd-live-pause-fenced/live-1/history.jsonl"));
+    let late = history
+        .iter()
+        .find(|e| e["node"] == "client-1" && e["f"] == "write" && e["type"] != "invoke")
+        .expect("client-1's write completes");
+    assert_eq!(late["type"], "fail", "the fenced table rejects it");
+}
+
+/// A real three-member cluster loses its leader (asked of the cluster when the fault strikes)
+/// while a lock is held: the holder's keepalives carry on through another member.
+#[test]
+fn k06_the_leading_etcd_member_killed_while_a_lock_is_held() {
+    if !etcd_installed("k06 etcd") {
+        return;
+    }
+    let (out, stdout) = live_ok(
+        "live-etcd-k06",
+        &[
+            "scenarios/live/etcd-live-leader-kill.toml",
+            "--expect",
+            "--write-all",
+        ],
+    );
+    assert!(stdout.contains("live: 1 of 1 trials valid"), "{stdout}");
+    let history = entries(&out.join("etcd-live-leader-kill/live-1/history.jsonl"));
+    let crash = events(&history, "crash");
+    assert_eq!(crash.len(), 2, "a start and an end");
+    let killed = crash[0]["target"].as_str().unwrap();
+    assert!(killed.starts_with("etcd-"), "{killed}");
+    // client-1 renewed after the kill, through a member still up.
+    let killed_at = crash[0]["time_ns"].as_u64().unwrap();
+    assert!(history.iter().any(|e| e["node"] == "client-1"
+        && e["f"] == "renew"
+        && e["type"] == "ok"
+        && e["time_ns"].as_u64().unwrap() > killed_at));
+}
+
+#[test]
+fn etcd_faults_without_a_live_form_are_refused_by_name() {
+    let dir = out_dir("live-etcd-refusals");
+    let base =
+        std::fs::read_to_string(root().join("scenarios/live/etcd-live-leader-kill.toml")).unwrap();
+    let base = &base[..base.find("[[faults]]").unwrap()];
+    let cases = [
+        (
+            "[[faults]]\nkind = \"clock-jump\"\nnode = \"etcd-2\"\nat_ms = 3000\ndelta_ms = 5000\n",
+            "etcd is a Go binary, which reads the clock without libc",
+        ),
+        (
+            "[[faults]]\nkind = \"partition\"\nat_ms = 3000\nduration_ms = 1000\ngroups = [[\"etcd-1\"], [\"etcd-2\", \"etcd-3\"]]\n",
+            "a partition between etcd members (etcd-1 and etcd-2) has no live form yet",
+        ),
+    ];
+    for (n, (fault, why)) in cases.iter().enumerate() {
+        let file = dir.join(format!("refused-{n}.toml"));
+        let text = format!("{base}{fault}\n[expect]\nverdict = \"valid\"\n");
+        std::fs::write(&file, text).unwrap();
+        refused(&[file.to_str().unwrap()], why);
+    }
+}
+
+/// Jepsen's second etcd 3.4.3 finding on the real server: the lock API answers a waiter whose
+/// session lease expired while it waited (etcd 3.4.23 still does), and a client that trusts
+/// the answer holds the lock beside the next waiter; a client that checks its own key fails
+/// its acquire instead.
+#[test]
+fn k07_a_real_etcd_returns_a_lock_to_a_waiter_whose_lease_expired() {
+    if !etcd_installed("k07 etcd") {
+        return;
+    }
+    let (out, stdout) = live_ok(
+        "live-etcd-k07-trusting",
+        &[
+            "scenarios/live/etcd-live-lock-after-expiry.toml",
+            "--expect",
+        ],
+    );
+    assert!(
+        stdout.contains("mutual-exclusion-client: live 1 of 1 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    let history = entries(&out.join("etcd-live-lock-after-expiry/live-1/history.jsonl"));
+    // client-2 was stopped while it waited, and its acquire returned only after the pause.
+    let resumed_at = events(&history, "pause")[1]["time_ns"].as_u64().unwrap();
+    let granted = history
+        .iter()
+        .find(|e| e["node"] == "client-2" && e["f"] == "acquire" && e["type"] == "ok")
+        .expect("client-2's acquire returns");
+    assert!(granted["time_ns"].as_u64().unwrap() > resumed_at);
+
+    let (_, stdout) = live_ok(
+        "live-etcd-k07-checking",
+        &[
+            "scenarios/live/etcd-live-lock-checks-own-key.toml",
+            "--expect",
+            "--write-all",
+        ],
+    );
+    assert!(stdout.contains("live: 1 of 1 trials valid"), "{stdout}");
+}
+
+/// A holder cut off from its etcd member through the proxy: its keepalives go unanswered,
+/// etcd expires its lease and the next caller holds; the fenced table rejects the late write.
+#[test]
+fn k15_a_partition_cuts_the_holder_off_from_its_etcd_member() {
+    if !etcd_installed("k15 etcd") {
+        return;
+    }
+    let (out, stdout) = live_ok(
+        "live-etcd-k15",
+        &[
+            "scenarios/live/etcd-live-holder-partitioned.toml",
+            "--expect",
+        ],
+    );
+    assert!(
+        stdout.contains("mutual-exclusion-client: live 1 of 1 trials, simulation 10 of 10 seeds"),
+        "{stdout}"
+    );
+    let history = entries(&out.join("etcd-live-holder-partitioned/live-1/history.jsonl"));
+    let partition = events(&history, "partition");
+    let cut_at = partition[0]["time_ns"].as_u64().unwrap();
+    let healed_at = partition[1]["time_ns"].as_u64().unwrap();
+    // Every keepalive that ends while the link is cut ends without an answer.
+    let across: Vec<&str> = history
+        .iter()
+        .filter(|e| e["node"] == "client-1" && e["f"] == "renew" && e["type"] != "invoke")
+        .filter(|e| (cut_at..healed_at).contains(&e["time_ns"].as_u64().unwrap()))
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        !across.is_empty() && across.iter().all(|t| *t == "info"),
+        "{across:?}"
+    );
+    let late = history
+        .iter()
+        .find(|e| e["node"] == "client-1" && e["f"] == "write" && e["type"] != "invoke")
+        .expect("client-1's write completes");
+    assert_eq!(late["type"], "fail", "the fenced table rejects it");
 }

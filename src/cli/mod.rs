@@ -89,7 +89,7 @@ enum Command {
     /// List the bundled scenarios with their expectations (or, with --designs, the lock designs
     /// and resources a scenario may name, with their knobs).
     List(commands::list::Args),
-    /// Run a scenario against real servers (PostgreSQL, redis-server for Redlock) with clients
+    /// Run a scenario against real servers (PostgreSQL, redis-server for Redlock, etcd) with clients
     /// as OS processes and real faults (SIGSTOP pauses, SIGKILL crashes, a TCP proxy for the
     /// network), record the same history and judge it with the same checks (docs/live.md).
     /// Exit 0 if every trial is valid (with --expect: meets the scenario's expectation), 1 if

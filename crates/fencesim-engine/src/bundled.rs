@@ -94,6 +94,12 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("live/redis-partition-crash-no-fsync"),
     bundle!("live/redis-clock-jump"),
     bundle!("live/pg-crash-durable"),
+    bundle!("live/etcd-live-pause-unfenced"),
+    bundle!("live/etcd-live-pause-fenced"),
+    bundle!("live/etcd-live-leader-kill"),
+    bundle!("live/etcd-live-lock-after-expiry"),
+    bundle!("live/etcd-live-lock-checks-own-key"),
+    bundle!("live/etcd-live-holder-partitioned"),
 ];
 
 /// The bundled scenario called `name` (with or without `.toml`), as (path under

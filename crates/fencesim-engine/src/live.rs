@@ -157,7 +157,7 @@ fn check_setup(
         let touches_nodes = plan
             .faults
             .iter()
-            .any(|f| matches!(f.target, fencesim_live::plan::Target::Redis(_)));
+            .any(|f| matches!(f.target, fencesim_live::plan::Target::Server(_)));
         if touches_nodes || plan.uses_network() {
             return Err(LiveError::Unsupported(
                 "faults on Redis nodes and network faults need the nodes fencesim starts; \
@@ -196,9 +196,9 @@ fn check_setup(
                 fencesim_live::plan::Target::Network => {
                     format!("the {}", fault.action.kind().as_str())
                 }
-                fencesim_live::plan::Target::Client(_) | fencesim_live::plan::Target::Redis(_) => {
-                    continue
-                }
+                fencesim_live::plan::Target::Client(_)
+                | fencesim_live::plan::Target::Server(_)
+                | fencesim_live::plan::Target::Leader => continue,
             };
             if !needing.contains(&what) {
                 needing.push(what);

@@ -129,6 +129,9 @@ pub struct Endpoints {
     /// `fencesim-live-<pid>-<trial>:` on servers of the user's (`--redis`), beside their own keys.
     #[serde(default)]
     pub redis_prefix: String,
+    /// `http://127.0.0.1:PORT` of each etcd member, in the design's node order.
+    #[serde(default)]
+    pub etcd: Vec<String>,
     /// How long the client waits for any one answer, ms (its `timeout_ms`).
     pub timeout_ms: u64,
 }
@@ -150,6 +153,15 @@ pub struct Needs {
     pub postgres_schema: Option<&'static str>,
     /// Redis nodes, if it runs on Redis.
     pub redis: Option<RedisNeeds>,
+    /// etcd members, if it runs on etcd.
+    pub etcd: Option<EtcdNeeds>,
+}
+
+/// The etcd cluster a form runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdNeeds {
+    /// Its members' names (`etcd-1`..), as the scenario's faults name them.
+    pub nodes: Vec<String>,
 }
 
 /// The Redis nodes a form runs on.

@@ -20,6 +20,7 @@
 pub mod assemble;
 pub mod client;
 pub mod clock;
+pub mod etcd_server;
 pub mod form;
 mod nemesis;
 pub use nemesis::LATE_MS;
@@ -30,6 +31,7 @@ pub mod proxy;
 pub mod reaper;
 pub mod redis_server;
 pub mod secret;
+pub mod server_node;
 pub mod trial;
 pub mod wire;
 
@@ -88,5 +90,7 @@ pub use fencesim_history as history;
 pub use postgres;
 /// The Redis client library the live forms speak through, re-exported for the same reason.
 pub use redis;
+/// The JSON the etcd gateway speaks, for live forms on etcd.
+pub use serde_json;
 /// The knob tables' type, re-exported for the forms' constructors.
 pub use toml;

@@ -13,11 +13,10 @@ use nix::sys::signal::{kill, Signal};
 
 use crate::assemble::ClientRecord;
 use crate::clock::{mono_ns, Origin};
-use crate::form::RedisPersistence;
 use crate::plan::{FaultAt, LiveAction, LiveFault, LivePlan, Target};
 use crate::processes::{FromClient, Processes};
 use crate::proxy::Proxy;
-use crate::redis_server::RedisNode;
+use crate::server_node::ServerProcess;
 use crate::wire::ClientLine;
 use crate::LiveError;
 
@@ -28,7 +27,7 @@ pub(crate) enum Due {
     Fire(usize),
     /// Continue a paused target.
     Resume(Target),
-    /// Start crashed Redis node `0` again.
+    /// Start crashed server node `0` again.
     Restart(usize),
     /// Start the crashed PostgreSQL server again.
     RestartPostgres,
@@ -60,7 +59,7 @@ pub(crate) struct Running<'p> {
     plan: &'p LivePlan,
     origin: Origin,
     processes: Processes,
-    redis: Vec<RedisNode>,
+    servers: Vec<Box<dyn ServerProcess>>,
     postgres: Option<&'p std::sync::Mutex<crate::pg_server::PgServer>>,
     /// Scheduled actions by (monotonic deadline, order).
     due: BTreeMap<(u64, u64), Due>,
@@ -90,7 +89,7 @@ impl<'p> Running<'p> {
         plan: &'p LivePlan,
         origin: Origin,
         processes: Processes,
-        redis: Vec<RedisNode>,
+        servers: Vec<Box<dyn ServerProcess>>,
         postgres: Option<&'p std::sync::Mutex<crate::pg_server::PgServer>>,
     ) -> Self {
         let mut run = Running {
@@ -98,7 +97,7 @@ impl<'p> Running<'p> {
             origin,
             open: processes.children.len(),
             processes,
-            redis,
+            servers,
             postgres,
             due: BTreeMap::new(),
             next: 0,
@@ -185,7 +184,7 @@ impl<'p> Running<'p> {
         }
     }
 
-    /// Every Redis node that no fault has down must still run at the trial's end: one that
+    /// Every server node that no fault has down must still run at the trial's end: one that
     /// died outside the scenario fails the trial (its keys went with it, unrecorded).
     pub(crate) fn check_servers(&mut self) {
         let down: Vec<usize> = self
@@ -196,12 +195,12 @@ impl<'p> Running<'p> {
                 _ => None,
             })
             .collect();
-        for (i, node) in self.redis.iter_mut().enumerate() {
+        for (i, node) in self.servers.iter_mut().enumerate() {
             if down.contains(&i) {
                 continue;
             }
             if let Some(status) = node.exited() {
-                let name = self.plan.name(Target::Redis(i));
+                let name = self.plan.name(Target::Server(i));
                 self.failure.get_or_insert(LiveError::Server(format!(
                     "{name} ended outside the scenario ({status}): the trial is not judged"
                 )));
@@ -259,7 +258,7 @@ impl<'p> Running<'p> {
                 format!("the fault on {}", self.plan.name(fault.target))
             }
             Due::Resume(target) => format!("the resume of {}", self.plan.name(target)),
-            Due::Restart(i) => format!("the restart of {}", self.plan.name(Target::Redis(i))),
+            Due::Restart(i) => format!("the restart of {}", self.plan.name(Target::Server(i))),
             Due::RestartPostgres => "the restart of PostgreSQL".to_owned(),
             Due::EndWindow(_) => "the end of a network fault".to_owned(),
         }
@@ -306,7 +305,9 @@ impl<'p> Running<'p> {
     /// Apply `fault` now.
     fn fire(&mut self, fault: LiveFault) {
         let now = mono_ns();
-        let target = fault.target;
+        let Some(target) = self.resolve(fault.target) else {
+            return;
+        };
         let name = self.plan.name(target);
         match fault.action {
             LiveAction::Pause { duration_ms } => {
@@ -343,19 +344,20 @@ impl<'p> Running<'p> {
                 self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
             }
             LiveAction::Crash { restart_after_ms } => {
-                let Target::Redis(i) = target else { return };
-                self.redis[i].crash();
+                let Target::Server(i) = target else { return };
+                self.servers[i].crash();
+                let loses = self.servers[i].crash_loses();
                 let detail = match restart_after_ms {
                     Some(ms) => {
                         self.schedule(now + ms * 1_000_000, Due::Restart(i));
-                        format!("SIGKILL, restarted after {ms} ms ({})", self.lost())
+                        format!("SIGKILL, restarted after {ms} ms ({loses})")
                     }
-                    None => format!("SIGKILL, down until a restart ({})", self.lost()),
+                    None => format!("SIGKILL, down until a restart ({loses})"),
                 };
                 self.nemesis_event(now, EventKind::Crash, Phase::Start, &name, detail);
             }
             LiveAction::Restart => match target {
-                Target::Redis(i) => self.restart(i),
+                Target::Server(i) => self.restart(i),
                 Target::Postgres => self.restart_postgres(),
                 _ => {}
             },
@@ -414,14 +416,14 @@ impl<'p> Running<'p> {
                 );
             }
             LiveAction::ClockJump { delta_ms } => {
-                let Target::Redis(i) = target else { return };
-                if let Err(e) = self.redis[i].jump_clock(delta_ms) {
+                let Target::Server(i) = target else { return };
+                if let Err(e) = self.servers[i].jump_clock(delta_ms) {
                     self.failure = Some(e);
                     return;
                 }
                 let detail = format!(
                     "wall clock {delta_ms:+} ms ({})",
-                    self.redis[i].clock_library()
+                    self.servers[i].clock_library()
                 );
                 self.nemesis_event(now, EventKind::ClockJump, Phase::Start, &name, detail);
                 let end = "instantaneous".to_owned();
@@ -498,20 +500,29 @@ impl<'p> Running<'p> {
         }
     }
 
-    /// What a crash of a Redis node loses, as the nodes' persistence decides.
-    fn lost(&self) -> &'static str {
-        match self.plan.needs.redis.as_ref().map(|r| r.persistence) {
-            Some(RedisPersistence::Always) => "appendfsync always: every acknowledged key kept",
-            _ => "no persistence: every key lost, as unsynced writes are in a power loss",
+    /// The node a fault on `target` strikes now: `leader` is whichever etcd member the
+    /// cluster says leads (the trial fails if none answers).
+    fn resolve(&mut self, target: Target) -> Option<Target> {
+        if target != Target::Leader {
+            return Some(target);
         }
+        let urls: Vec<String> = self.servers.iter().map(|s| s.url_at(s.port())).collect();
+        let leader = crate::etcd_server::leader(&urls)
+            .and_then(|name| self.plan.server_nodes().iter().position(|n| *n == name));
+        if leader.is_none() {
+            self.failure.get_or_insert(LiveError::Server(
+                "a fault on the leader: no etcd member said which member leads".to_owned(),
+            ));
+        }
+        leader.map(Target::Server)
     }
 
     fn restart(&mut self, i: usize) {
-        if let Err(e) = self.redis[i].restart() {
+        if let Err(e) = self.servers[i].restart() {
             self.failure = Some(e);
             return;
         }
-        let name = self.plan.name(Target::Redis(i));
+        let name = self.plan.name(Target::Server(i));
         let detail = format!("{name} restarted");
         self.nemesis_event(mono_ns(), EventKind::Crash, Phase::End, &name, detail);
     }
@@ -553,10 +564,12 @@ impl<'p> Running<'p> {
             Target::Client(i) => {
                 let _ = kill(self.processes.pid(i), signal);
             }
-            Target::Redis(i) => match signal {
-                Signal::SIGSTOP => self.redis[i].pause(),
-                _ => self.redis[i].resume(),
+            Target::Server(i) => match signal {
+                Signal::SIGSTOP => self.servers[i].pause(),
+                _ => self.servers[i].resume(),
             },
+            // Resolved when the fault fires.
+            Target::Leader => {}
             Target::Network => {}
             Target::Postgres => match self.postgres.and_then(|s| s.lock().ok()) {
                 Some(server) => server.signal_all(signal),

@@ -13,8 +13,10 @@ use crate::wire::Armed;
 pub enum Target {
     /// Client `0` of `scenario.clients` (its process).
     Client(usize),
-    /// Redis node `0` of the design's nodes.
-    Redis(usize),
+    /// Server node `0` of the design's own servers (a Redis node, an etcd member).
+    Server(usize),
+    /// Whichever etcd member leads when the fault strikes (the cluster is asked then).
+    Leader,
     /// The PostgreSQL server's whole process group (the lease table's and the resource's
     /// server).
     Postgres,
@@ -30,12 +32,12 @@ pub enum LiveAction {
         /// How long, ms.
         duration_ms: u64,
     },
-    /// SIGKILL of a Redis node; started again `restart_after_ms` later if set.
+    /// SIGKILL of a server node; started again `restart_after_ms` later if set.
     Crash {
         /// Down time, ms, or down until a `restart` fault.
         restart_after_ms: Option<u64>,
     },
-    /// Start a crashed Redis node again.
+    /// Start a crashed server node again.
     Restart,
     /// Step a Redis node's wall clock (libfaketime).
     ClockJump {
@@ -119,7 +121,7 @@ pub struct LivePlan {
     pub token_order: fencesim_history::TokenOrder,
     /// Its faults, in their live form.
     pub faults: Vec<LiveFault>,
-    /// Redis nodes whose clocks the faults step (they run under libfaketime).
+    /// Server nodes whose clocks the faults step (Redis nodes, under a clock library).
     pub faked_clocks: Vec<usize>,
     /// What differs from the simulation and is worth saying (one line each).
     pub notes: Vec<String>,
@@ -142,7 +144,8 @@ impl LivePlan {
     pub fn name(&self, target: Target) -> String {
         match target {
             Target::Client(i) => self.scenario.clients[i].name.clone(),
-            Target::Redis(i) => self.redis_nodes()[i].clone(),
+            Target::Server(i) => self.server_nodes()[i].clone(),
+            Target::Leader => "leader".to_owned(),
             Target::Postgres => "postgresql".to_owned(),
             Target::Network => "network".to_owned(),
         }
@@ -157,9 +160,9 @@ impl LivePlan {
     /// service node on PostgreSQL (its shape's one node: `lease-service` for the single
     /// service) or its Redis nodes, and `resource`.
     pub fn servers(&self) -> Vec<String> {
-        let mut servers: Vec<String> = match self.needs.redis {
-            Some(_) => self.redis_nodes().to_vec(),
-            None => self.scenario.lock_service.nodes(),
+        let mut servers: Vec<String> = match self.server_nodes() {
+            [] => self.scenario.lock_service.nodes(),
+            nodes => nodes.to_vec(),
         };
         servers.push(RESOURCE_NODE.to_owned());
         servers
@@ -180,6 +183,19 @@ impl LivePlan {
     /// The Redis nodes' names (none if the design does not run on Redis).
     pub fn redis_nodes(&self) -> &[String] {
         self.needs.redis.as_ref().map_or(&[], |r| &r.nodes)
+    }
+
+    /// The etcd members' names (none if the design does not run on etcd).
+    pub fn etcd_nodes(&self) -> &[String] {
+        self.needs.etcd.as_ref().map_or(&[], |e| &e.nodes)
+    }
+
+    /// The names of the design's own server processes: its Redis nodes or its etcd members.
+    pub fn server_nodes(&self) -> &[String] {
+        match self.redis_nodes() {
+            [] => self.etcd_nodes(),
+            redis => redis,
+        }
     }
 }
 
@@ -231,7 +247,7 @@ pub fn plan(scenario: &Scenario, forms: &LiveForms) -> Result<LivePlan, String> 
     };
     for (n, fault) in scenario.faults.iter().enumerate() {
         let live = live_fault(&plan, n, fault)?;
-        if let (Target::Redis(i), LiveAction::ClockJump { .. }) = (live.target, &live.action) {
+        if let (Target::Server(i), LiveAction::ClockJump { .. }) = (live.target, &live.action) {
             plan.faked_clocks.push(i);
         }
         plan.faults.push(live);
@@ -251,6 +267,9 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     if let Some(action) = network_action(&fault.action, fault.duration_ms) {
         let at_point = at_ms(fault.trigger)
             .ok_or_else(|| format!("{at}: a network fault fires at at_ms in live mode"))?;
+        if let LiveAction::Partition { cut, .. } = &action {
+            refuse_peer_cut(plan, cut).map_err(|why| format!("{at}: {why}"))?;
+        }
         return Ok(LiveFault {
             target: Target::Network,
             action,
@@ -282,8 +301,20 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     let target = target(plan, node).ok_or_else(|| {
         format!("{at}: node {node:?} is neither a client nor a server of this live run")
     })?;
+    let on_etcd = match target {
+        Target::Server(i) => plan.etcd_nodes().get(i).is_some(),
+        Target::Leader => true,
+        _ => false,
+    } && plan.redis_nodes().is_empty();
+    if on_etcd && matches!(action, LiveAction::ClockJump { .. }) {
+        return Err(format!(
+            "{at}: kind = \"clock-jump\" of etcd member {node:?} has no live form: etcd is a Go \
+             binary, which reads the clock without libc, so fencesim's clock shim cannot move \
+             it (pauses, crashes and restarts of members do)"
+        ));
+    }
     match (target, &action) {
-        (_, LiveAction::Pause { .. }) | (Target::Redis(_), _) => {}
+        (_, LiveAction::Pause { .. }) | (Target::Server(_) | Target::Leader, _) => {}
         (Target::Network, _) => {}
         (Target::Postgres, LiveAction::Crash { .. } | LiveAction::Restart) => {}
         (Target::Postgres, _) => {
@@ -364,6 +395,25 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     })
 }
 
+/// Refuse a partition that cuts one etcd member off from another: live mode's proxies sit
+/// on the links from clients to servers, and the members talk to each other directly.
+fn refuse_peer_cut(plan: &LivePlan, cut: &Cut) -> Result<(), String> {
+    let members = plan.etcd_nodes();
+    for a in members {
+        for b in members {
+            if cut.blocks(a, b) {
+                return Err(format!(
+                    "a partition between etcd members ({a} and {b}) has no live form yet: live \
+                     mode's proxies sit on the links from clients to servers, and the members \
+                     talk to each other directly; cut clients off from members with `groups` \
+                     that keep every member together"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A network fault's live form, if `action` is one.
 fn network_action(action: &Action, duration_ms: Option<u64>) -> Option<LiveAction> {
     Some(match action {
@@ -397,8 +447,11 @@ fn target(plan: &LivePlan, node: &str) -> Option<Target> {
     if let Some(i) = plan.scenario.clients.iter().position(|c| c.name == node) {
         return Some(Target::Client(i));
     }
-    if let Some(i) = plan.redis_nodes().iter().position(|r| r == node) {
-        return Some(Target::Redis(i));
+    if let Some(i) = plan.server_nodes().iter().position(|r| r == node) {
+        return Some(Target::Server(i));
+    }
+    if node == "leader" && !plan.etcd_nodes().is_empty() {
+        return Some(Target::Leader);
     }
     let on_postgres =
         node == RESOURCE_NODE || plan.postgres_service_node().is_some_and(|n| n == node);

@@ -124,6 +124,11 @@ impl RedisNode {
         self.port
     }
 
+    /// What it keeps over a crash.
+    pub fn persistence(&self) -> RedisPersistence {
+        self.persistence
+    }
+
     /// Its URL for the `redis` crate.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)

@@ -15,6 +15,7 @@ use crate::plan::LivePlan;
 use crate::processes::Processes;
 use crate::proxy::Proxy;
 use crate::redis_server::RedisNode;
+use crate::server_node::ServerProcess;
 use crate::wire::ClientConfig;
 use crate::LiveError;
 
@@ -89,11 +90,11 @@ pub fn run_trial(
     let mut admin = postgres::Client::connect(setup.conninfo, postgres::NoTls).map_err(db)?;
     prepare(&mut admin, plan, setup.forms)?;
     drop(admin);
-    let redis = match setup.redis_urls {
+    let servers = match setup.redis_urls {
         Some(_) => Vec::new(),
-        None => start_redis(plan)?,
+        None => start_servers(plan)?,
     };
-    let proxies = start_proxies(plan, &redis, setup.postgres_port, trial)?;
+    let proxies = start_proxies(plan, &servers, setup.postgres_port, trial)?;
 
     let (tx, rx) = mpsc::channel();
     let mut processes = Processes::default();
@@ -111,13 +112,14 @@ pub fn run_trial(
                     redis: urls.to_vec(),
                     // A trial's keys must not meet the last trial's (still within their TTL).
                     redis_prefix: format!("fencesim-live-{}-{trial}:", std::process::id()),
+                    etcd: Vec::new(),
                     timeout_ms: client.timeout_ms,
                 },
                 None => endpoints(
                     plan,
                     &client.name,
                     &conninfo,
-                    &redis,
+                    &servers,
                     &proxies,
                     client.timeout_ms,
                 ),
@@ -134,7 +136,7 @@ pub fn run_trial(
     drop(tx);
     let origin = processes.start_together(&rx)?;
 
-    let mut run = Running::new(plan, origin, processes, redis, setup.postgres);
+    let mut run = Running::new(plan, origin, processes, servers, setup.postgres);
     run.proxies = proxies;
     let cut_short = run.drive(&rx, setup.interrupted);
     let end_ns = origin.since_ns(mono_ns());
@@ -206,7 +208,7 @@ fn late_starts(plan: &LivePlan, records: &[ClientRecord]) -> Vec<String> {
 /// A proxy on every link from a client to a server, if the plan has network faults.
 fn start_proxies(
     plan: &LivePlan,
-    redis: &[RedisNode],
+    servers: &[Box<dyn ServerProcess>],
     postgres_port: Option<u16>,
     trial: u64,
 ) -> Result<Vec<Proxy>, LiveError> {
@@ -221,14 +223,14 @@ fn start_proxies(
     let mut proxies = Vec::new();
     for (c, client) in plan.scenario.clients.iter().enumerate() {
         for (s, server) in plan.servers().iter().enumerate() {
-            let target = match plan.redis_nodes().iter().position(|r| r == server) {
-                Some(i) => redis[i].port(),
+            let target = match plan.server_nodes().iter().position(|r| r == server) {
+                Some(i) => servers[i].port(),
                 None => postgres_port,
             };
             let seed = trial << 32 | (c as u64) << 16 | s as u64;
             let proxy = Proxy::start(&client.name, server, target, seed)?;
             // PostgreSQL's client library cannot time a call out: a cut link resets.
-            proxy.set(|l| l.reset_when_stopped = redis.iter().all(|r| r.name != *server));
+            proxy.set(|l| l.reset_when_stopped = servers.iter().all(|r| r.name() != *server));
             proxies.push(proxy);
         }
     }
@@ -241,7 +243,7 @@ fn endpoints(
     plan: &LivePlan,
     client: &str,
     conninfo: &str,
-    redis: &[RedisNode],
+    servers: &[Box<dyn ServerProcess>],
     proxies: &[Proxy],
     timeout_ms: u64,
 ) -> Endpoints {
@@ -251,6 +253,14 @@ fn endpoints(
             .find(|p| p.client == client && p.server == server)
             .map(|p| p.port)
     };
+    // Each node's URL, through its link's proxy if it has one.
+    let urls = |nodes: &[String]| -> Vec<String> {
+        nodes
+            .iter()
+            .zip(servers)
+            .map(|(name, node)| node.url_at(via(name).unwrap_or(node.port())))
+            .collect()
+    };
     let postgres = |server: &str| match via(server) {
         Some(port) => with_schema(&crate::pg_server::conninfo(port)),
         None => conninfo.to_owned(),
@@ -259,23 +269,23 @@ fn endpoints(
         // A design on Redis has no lock service node on PostgreSQL; its sessions never use it.
         postgres: postgres(&plan.postgres_service_node().unwrap_or_default()),
         resource: postgres(fencesim_scenario::RESOURCE_NODE),
-        redis: plan
-            .redis_nodes()
-            .iter()
-            .zip(redis)
-            .map(|(name, node)| match via(name) {
-                Some(port) => format!("redis://127.0.0.1:{port}/"),
-                None => node.url(),
-            })
-            .collect(),
+        redis: urls(plan.redis_nodes()),
         redis_prefix: String::new(),
+        etcd: urls(plan.etcd_nodes()),
         timeout_ms,
     }
 }
 
-/// The design's Redis nodes, fresh for the trial (those whose clocks a fault steps under
-/// libfaketime).
-fn start_redis(plan: &LivePlan) -> Result<Vec<RedisNode>, LiveError> {
+/// The design's own servers, fresh for the trial: its Redis nodes (those whose clocks a
+/// fault steps under a clock library), or its etcd cluster.
+fn start_servers(plan: &LivePlan) -> Result<Vec<Box<dyn ServerProcess>>, LiveError> {
+    if let Some(needs) = &plan.needs.etcd {
+        let members = crate::etcd_server::start_cluster(&needs.nodes)?;
+        return Ok(members
+            .into_iter()
+            .map(|m| Box::new(m) as Box<dyn ServerProcess>)
+            .collect());
+    }
     let Some(needs) = &plan.needs.redis else {
         return Ok(Vec::new());
     };
@@ -286,6 +296,7 @@ fn start_redis(plan: &LivePlan) -> Result<Vec<RedisNode>, LiveError> {
         .map(|(i, name)| {
             let persistence: RedisPersistence = needs.persistence;
             RedisNode::start(name, persistence, plan.faked_clocks.contains(&i))
+                .map(|node| Box::new(node) as Box<dyn ServerProcess>)
         })
         .collect()
 }

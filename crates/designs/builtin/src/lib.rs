@@ -28,7 +28,7 @@ pub fn register<R: Register>(registry: R) -> R {
 }
 
 /// The live forms of the built-in designs and resources that have one (feature `live`): the
-/// single lease service's and Redlock's, the fenced and unfenced resources', each filed under
+/// single lease service's, Redlock's and etcd's, the fenced and unfenced resources', each filed under
 /// its design's own kind or its resource's own mode (live mode, docs/live.md).
 #[cfg(feature = "live")]
 pub fn live_forms() -> fencesim_live::form::LiveForms {
@@ -42,6 +42,10 @@ pub fn live_forms() -> fencesim_live::form::LiveForms {
             (
                 Design::kind(&fencesim_redlock::RedlockDesign),
                 fencesim_redlock::live::REDLOCK_LIVE,
+            ),
+            (
+                Design::kind(&fencesim_etcd::EtcdDesign),
+                fencesim_etcd::live::ETCD_LIVE,
             ),
         ],
         resources: vec![

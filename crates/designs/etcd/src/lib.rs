@@ -14,8 +14,11 @@
 //! - [`mvcc`]: the key space and the leases.
 //! - [`store`]: the state every member applies, with the lock recipe.
 //! - [`EtcdNode`]: a member; [`EtcdDesign`]: the design.
+//! - `live` (feature `live`): the live form against a real etcd cluster.
 #![deny(missing_docs)]
 
+#[cfg(feature = "live")]
+pub mod live;
 pub mod mvcc;
 mod node;
 mod spec;

@@ -148,7 +148,8 @@ pub struct Turn {
     /// `Granted` (with its lease's expiry, passed already if its key is gone and the recipe
     /// does not check), or `WaiterExpired`.
     pub outcome: AcquireOutcome,
-    /// Its lease's TTL, ms.
+    /// What is left of its lease at its turn, ms of the leader's clock (its lease was kept
+    /// alive while it waited, so this is less than its whole TTL): the time a grant promises.
     pub ttl_ms: u64,
     /// When its lease had expired, ms of the leader's clock, if it had: a call granted all the
     /// same (`lock_checks_own_key = false`) holds a lock whose lease ended before it began.
@@ -341,7 +342,7 @@ impl EtcdStore {
     }
 
     /// Revoke `lease`: delete its keys, and answer the lock calls whose turn that brings.
-    fn revoke(&mut self, lease: LeaseId, applied: &mut Applied) {
+    fn revoke(&mut self, lease: LeaseId, now_ms: i64, applied: &mut Applied) {
         let Some(revoked) = self.lessor.revoke(lease) else {
             return;
         };
@@ -368,14 +369,14 @@ impl EtcdStore {
                     call.lapsed_at_ms = Some(revoked.expires_at_ms);
                 }
             }
-            self.take_turns(&lock, &mut applied.turns);
+            self.take_turns(&lock, now_ms, &mut applied.turns);
         }
     }
 
     /// Answer every blocked call on `lock` with no key created before its own left, in token
     /// order: it holds if its key still exists; if its lease expired while it waited, its call
     /// fails, or (etcd 3.4.3) returns as if it held.
-    fn take_turns(&mut self, lock: &str, turns: &mut Vec<Turn>) {
+    fn take_turns(&mut self, lock: &str, now_ms: i64, turns: &mut Vec<Turn>) {
         let prefix = Self::prefix(lock);
         let waiting: Vec<u64> = self
             .calls
@@ -411,8 +412,10 @@ impl EtcdStore {
                 client: call.client.clone(),
                 request: call.request,
                 attempt: call.attempt,
+                // What is left of its lease: kept alive while it waited, it runs out sooner than
+                // a whole TTL from now.
+                ttl_ms: lease.map_or(0, |at| at.saturating_sub(now_ms).max(0) as u64),
                 outcome,
-                ttl_ms: call.ttl_ms,
                 lapsed_at_ms: call.lapsed_at_ms.filter(|_| granted),
             });
             if granted && key_exists {
@@ -474,7 +477,7 @@ impl EtcdStore {
                     if !held {
                         self.calls.remove(&(lock.clone(), token));
                     }
-                    self.revoke(lease, &mut applied);
+                    self.revoke(lease, now_ms, &mut applied);
                     // The unlock is the release itself, not an end to record beside it.
                     applied
                         .ended
@@ -506,7 +509,7 @@ impl EtcdStore {
             ended: Vec::new(),
             turns: Vec::new(),
         };
-        self.revoke(lease, &mut applied);
+        self.revoke(lease, now_ms, &mut applied);
         applied
     }
 }
@@ -672,6 +675,8 @@ mod tests {
                 expires_at_ms: 1_010
             }
         );
+        // Its grant promises what is left of its lease (1 010 - 500), not a whole TTL.
+        assert_eq!(turn.ttl_ms, 510);
         assert_eq!(s.keys().revision(), 3);
         // The next lock call's key is revision 4: tokens grow with every write.
         assert_eq!(

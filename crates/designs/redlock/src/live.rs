@@ -95,6 +95,7 @@ impl LiveLockService for LiveRedlock {
                 nodes: (1..=self.replicas).map(|n| format!("redis-{n}")).collect(),
                 persistence: self.persistence,
             }),
+            ..Needs::default()
         }
     }
 

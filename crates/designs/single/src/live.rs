@@ -133,7 +133,7 @@ impl LiveLockService for PgSingleService {
     fn needs(&self) -> Needs {
         Needs {
             postgres_schema: Some(SCHEMA),
-            redis: None,
+            ..Needs::default()
         }
     }
 
