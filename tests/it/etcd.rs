@@ -5,7 +5,7 @@
 use fencesim::mutation_table::knob;
 use fencesim::run::{default_jobs, evaluate, sweep, RunOptions};
 use fencesim::Scenario;
-use fencesim_history::EventKind;
+use fencesim_history::{EventKind, OpFn, OpType};
 
 /// The detail of the `expire` that follows a lapsed waiter's grant.
 const LAPSED: &str = "its session lease had expired while it waited";
@@ -97,4 +97,98 @@ fn the_search_finds_lock_after_expiry_and_shrinks_it_to_the_waiters_pause() {
         !done.report.violations.is_empty(),
         "the minimal scenario reproduces"
     );
+}
+
+/// A scenario text with `kind = "etcd"`, parsed.
+fn parsed(name: &str, text: &str) -> Scenario {
+    crate::support::engine()
+        .parse_scenario(text, name)
+        .expect("valid")
+}
+
+/// The acquires that waited out their whole queue wait without an answer.
+fn unanswered_waits(scenario: &Scenario, seed: u64) -> usize {
+    let done = evaluate(
+        crate::support::engine(),
+        scenario,
+        seed,
+        &RunOptions::in_memory(),
+    )
+    .expect("runs");
+    done.records
+        .ops()
+        .filter(|o| {
+            o.error
+                .as_deref()
+                .is_some_and(|e| e.contains("in the queue"))
+        })
+        .count()
+}
+
+/// From a review: a waiter on lock `a` was never told its turn when the key it waited on was
+/// `a/b`'s (under `a/` too, as etcd's prefix watch sees it), and its call timed out.
+#[test]
+fn a_waiter_on_a_lock_whose_prefix_holds_another_locks_key_gets_its_turn() {
+    let text = "name = \"prefix\"\nseeds = \"0..1\"\nduration_ms = 30000\n\
+        [lock_service]\nkind = \"etcd\"\nmax_ttl_ms = 5000\n\
+        [resource]\nmode = \"fenced\"\nkeys = [\"k1\", \"k2\"]\n\
+        [[clients]]\nname = \"holder-ab\"\nlock = \"a/b\"\nkey = \"k2\"\nttl_ms = 2000\nrenew_ms = 500\nwork_ms = 2000\nstart_ms = 1000\n\
+        [[clients]]\nname = \"waiter-a\"\nlock = \"a\"\nkey = \"k1\"\nttl_ms = 2000\nrenew_ms = 500\nwork_ms = 100\nstart_ms = 1100\n\
+        [expect]\nverdict = \"valid\"\n";
+    assert_eq!(unanswered_waits(&parsed("prefix.toml", text), 0), 0);
+}
+
+/// From a review (seed 26): with one member, the turn's answer could overtake the reply that
+/// queued the call; the client dropped it, held the lock without knowing, and every other
+/// client waited out its queue wait.
+#[test]
+fn a_turn_answer_that_overtakes_the_queued_reply_is_kept() {
+    let text = "name = \"m1race\"\nseeds = \"26..27\"\nduration_ms = 30000\n\
+        [lock_service]\nkind = \"etcd\"\nmax_ttl_ms = 5000\nmembers = 1\n\
+        [resource]\nmode = \"fenced\"\n\
+        [[clients]]\ncount = 4\nttl_ms = 2000\nrenew_ms = 500\nwork_ms = 5\ncycles = 30\nstart_ms = 1000\n\
+        [expect]\nverdict = \"valid\"\n";
+    assert_eq!(unanswered_waits(&parsed("m1race.toml", text), 26), 0);
+}
+
+/// From a review (seed 5): a duplicated lock call was a second call with a lease of its own,
+/// granted to nobody who asked; applied again it is the same call, as etcd's `Lock` with the
+/// same lease finds the same key.
+#[test]
+fn a_duplicated_lock_call_is_the_same_call() {
+    let text = "name = \"dup\"\nseeds = \"5..6\"\nduration_ms = 30000\n\
+        [network]\nlatency_ms = [1, 10]\nduplicate = 0.3\n\
+        [lock_service]\nkind = \"etcd\"\nmax_ttl_ms = 5000\n\
+        [resource]\nmode = \"fenced\"\n\
+        [[clients]]\ncount = 3\nttl_ms = 2000\nrenew_ms = 500\nwork_ms = 300\ncycles = 5\nstart_ms = 1000\n\
+        [expect]\nverdict = \"valid\"\n";
+    let scenario = parsed("dup.toml", text);
+    let done = evaluate(
+        crate::support::engine(),
+        &scenario,
+        5,
+        &RunOptions::in_memory(),
+    )
+    .unwrap();
+    // Every grant reached its holder: an ok acquire with the grant's token.
+    let acquired: Vec<(String, u64)> = done
+        .records
+        .ops()
+        .filter(|o| o.f == OpFn::Acquire && o.op_type == OpType::Ok)
+        .filter_map(|o| Some((o.node.to_string(), o.token?)))
+        .collect();
+    let orphans: Vec<(String, u64)> = done
+        .records
+        .events()
+        .filter(|e| e.event == EventKind::Grant)
+        .map(|e| {
+            (
+                e.holder.clone().unwrap_or_default().to_string(),
+                e.token.unwrap_or(0),
+            )
+        })
+        .filter(|grant| !acquired.contains(grant))
+        .collect();
+    assert!(orphans.is_empty(), "{orphans:?}");
+    assert!(done.report.violations.is_empty());
 }

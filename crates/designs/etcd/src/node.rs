@@ -3,10 +3,11 @@
 //!
 //! The member a client asks proposes its request if it leads, and redirects the client to the
 //! leader otherwise (etcd forwards a follower's proposals itself; the client's redirect costs one
-//! round trip more and changes nothing else). A blocked lock call is answered later, by the
-//! member that proposed it, when it applies the entry that brings the call's turn, as etcd's
-//! `v3lock` waits on a watch of the member the client asked: a crash of that member loses the
-//! answer, and the client's call times out.
+//! round trip more and changes nothing else). A blocked lock call is answered later, when the
+//! entry that brings its turn is applied, by every member that applies it (etcd's `v3lock`
+//! waits on a watch of the member the client asked; a real client whose member dies calls again
+//! with the same session and finds its own key, which the answer from every member stands
+//! for).
 //!
 //! Every member applies every entry, so each event carries its log index and the history has
 //! it once, from the first member to apply it; an entry's `after` safepoints come before the

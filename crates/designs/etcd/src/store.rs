@@ -225,6 +225,10 @@ pub struct EtcdStore {
     lessor: Lessor,
     /// Every lock call's key by (lock, token), until the key is deleted and the call answered.
     calls: BTreeMap<(String, u64), LockKey>,
+    /// The token of every lock call applied, by (client, request): a call applied again (a
+    /// duplicated message) is the same call, as etcd's `Lock` with the same lease finds the
+    /// same key.
+    lock_calls: BTreeMap<(String, u64), u64>,
 }
 
 impl EtcdStore {
@@ -235,6 +239,7 @@ impl EtcdStore {
             keys: KeySpace::default(),
             lessor: Lessor::default(),
             calls: BTreeMap::new(),
+            lock_calls: BTreeMap::new(),
         }
     }
 
@@ -266,6 +271,20 @@ impl EtcdStore {
         now_ms: i64,
     ) -> Applied {
         let ttl_ms = ttl_ms.min(self.policy.max_ttl_ms);
+        let op = Request::Lock {
+            lock: lock.to_owned(),
+            ttl_ms,
+            attempt,
+        };
+        if let Some(&token) = self.lock_calls.get(&(client.to_owned(), request)) {
+            // Applied before: nothing new, and no answer (the first application gave it).
+            let again = Outcome::Lock(AcquireOutcome::Queued { token });
+            return Applied {
+                what: client_applied(client, request, op, again, None, false),
+                ended: Vec::new(),
+                turns: Vec::new(),
+            };
+        }
         let lease = self.lessor.grant(ttl_ms, now_ms);
         // etcd names the key by the lease id in hex.
         let key = format!("{}{lease:x}", Self::prefix(lock));
@@ -291,11 +310,7 @@ impl EtcdStore {
             lapsed_at_ms: None,
         };
         self.calls.insert((lock.to_owned(), token), call);
-        let op = Request::Lock {
-            lock: lock.to_owned(),
-            ttl_ms,
-            attempt,
-        };
+        self.lock_calls.insert((client.to_owned(), request), token);
         Applied {
             what: client_applied(
                 client,
@@ -369,8 +384,26 @@ impl EtcdStore {
                     call.lapsed_at_ms = Some(revoked.expires_at_ms);
                 }
             }
-            self.take_turns(&lock, now_ms, &mut applied.turns);
+            // Every lock whose prefix holds the key waits on it: `a/b`'s keys are under `a/`
+            // too, as etcd's watch of the prefix sees them.
+            for waiting in self.waiting_locks() {
+                if key.starts_with(&Self::prefix(&waiting)) {
+                    self.take_turns(&waiting, now_ms, &mut applied.turns);
+                }
+            }
         }
+    }
+
+    /// The locks with a blocked call, in order.
+    fn waiting_locks(&self) -> Vec<String> {
+        let mut locks: Vec<String> = self
+            .calls
+            .iter()
+            .filter(|(_, call)| !call.held)
+            .map(|((lock, _), _)| lock.clone())
+            .collect();
+        locks.dedup();
+        locks
     }
 
     /// Answer every blocked call on `lock` with no key created before its own left, in token

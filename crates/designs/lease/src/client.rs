@@ -100,6 +100,8 @@ pub struct LeaseClient<P = NoPeers> {
     /// The send time of the latest keepalive the service answered with a renewal while the
     /// acquire was queued: its lease is good for a TTL from then.
     alive_from_ms: Option<i64>,
+    /// A queued acquire's second answer that arrived before the reply that queued it.
+    early: Option<(u64, Attempt, AcquireOutcome)>,
     peers: PhantomData<P>,
 }
 
@@ -120,6 +122,7 @@ impl<P: PeerMessage> LeaseClient<P> {
             step: Step::Idle,
             keepalives: Vec::new(),
             alive_from_ms: None,
+            early: None,
             peers: PhantomData,
         }
     }
@@ -207,6 +210,11 @@ impl<P: PeerMessage> LeaseClient<P> {
                     attempt: self.attempt,
                     sent_ms,
                 };
+                if let Some((e, a, outcome)) = self.early.take() {
+                    if (e, a) == (entry, self.attempt) {
+                        self.on_queue_answer(entry, sent_ms, outcome, ctx);
+                    }
+                }
             }
             AcquireOutcome::WaiterExpired { .. } => {
                 unreachable!("a lease service answers a waiter's expiry only in the queue")
@@ -245,6 +253,32 @@ impl<P: PeerMessage> LeaseClient<P> {
     fn leave_queue(&mut self) -> Option<i64> {
         self.keepalives.clear();
         self.alive_from_ms.take()
+    }
+
+    /// The service's second answer to the queued acquire with `entry`, sent at `sent_ms`.
+    fn on_queue_answer(
+        &mut self,
+        entry: u64,
+        sent_ms: i64,
+        outcome: AcquireOutcome,
+        ctx: &mut Ctx<'_, P>,
+    ) {
+        ctx.cancel_timer(QUEUE);
+        ctx.cancel_timer(KEEPALIVE);
+        let alive_from_ms = self.leave_queue();
+        match outcome {
+            AcquireOutcome::Granted { token, .. } => {
+                // The conservative deadline counts from the request, not the grant, or from
+                // the latest keepalive the service answered while the acquire waited.
+                ctx.renew_now();
+                let from_ms = alive_from_ms.map_or(sent_ms, |alive| alive.max(sent_ms));
+                self.acquired(token, from_ms, ctx);
+            }
+            _waiter_expired => {
+                let error = format!("waited with token {entry} until its own lease expired");
+                self.fail(error, ctx);
+            }
+        }
     }
 
     /// A queued acquire's keepalive interval: a third of its TTL, as etcd's clientv3 sends
@@ -291,6 +325,7 @@ impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
     type Msg = LeaseMessage<P>;
 
     fn begin(&mut self, op: LockOp, ctx: &mut Ctx<'_, P>) {
+        self.early = None;
         let purpose = match op {
             LockOp::Acquire => {
                 self.attempt.number += 1;
@@ -351,14 +386,6 @@ impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
     }
 
     fn on_message(&mut self, _from: &str, msg: LeaseMessage<P>, ctx: &mut Ctx<'_, P>) {
-        let Step::Queued {
-            entry,
-            attempt,
-            sent_ms,
-        } = self.step
-        else {
-            return;
-        };
         let LeaseMessage::QueueAnswer {
             entry: e,
             attempt: a,
@@ -367,24 +394,20 @@ impl<P: PeerMessage> ClientProtocol for LeaseClient<P> {
         else {
             return;
         };
-        if (e, a) != (entry, attempt) {
-            return; // meant for an earlier entry or attempt
-        }
-        ctx.cancel_timer(QUEUE);
-        ctx.cancel_timer(KEEPALIVE);
-        let alive_from_ms = self.leave_queue();
-        match outcome {
-            AcquireOutcome::Granted { token, .. } => {
-                // The conservative deadline counts from the request, not the grant, or from
-                // the latest keepalive the service answered while the acquire waited.
-                ctx.renew_now();
-                let from_ms = alive_from_ms.map_or(sent_ms, |alive| alive.max(sent_ms));
-                self.acquired(token, from_ms, ctx);
-            }
-            _waiter_expired => {
-                let error = format!("waited with token {entry} until its own lease expired");
-                self.fail(error, ctx);
-            }
+        match self.step {
+            Step::Queued {
+                entry,
+                attempt,
+                sent_ms,
+            } if (e, a) == (entry, attempt) => self.on_queue_answer(entry, sent_ms, outcome, ctx),
+            // The answer overtook the reply that queues the acquire (two messages, each with
+            // its own latency): kept for that reply.
+            Step::Asking {
+                purpose: Purpose::Acquire,
+                ..
+            } if a == self.attempt => self.early = Some((e, a, outcome)),
+            // Meant for an earlier entry or attempt.
+            _ => {}
         }
     }
 
