@@ -42,6 +42,7 @@ incidents! {
     etcd_lock_checks_own_key: "etcd-lock-checks-own-key",
     etcd_holder_partitioned: "etcd-holder-partitioned",
     etcd_leader_crash: "etcd-leader-crash",
+    etcd_leader_partitioned: "etcd-leader-partitioned",
     k13_old_session_entry: "k13-old-session-entry",
     k13_session_owned_entry: "k13-session-owned-entry",
     k14_leader_keeps_role: "k14-leader-keeps-role",

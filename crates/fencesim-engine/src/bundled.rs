@@ -84,6 +84,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/etcd-lock-checks-own-key"),
     bundle!("incidents/etcd-holder-partitioned"),
     bundle!("incidents/etcd-leader-crash"),
+    bundle!("incidents/etcd-leader-partitioned"),
     bundle!("bench-reference"),
     bundle!("live/pg-pause-unfenced"),
     bundle!("live/pg-pause-fenced"),

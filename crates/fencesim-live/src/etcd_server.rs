@@ -17,6 +17,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::pg_server::{free_port, temp_folder};
+use crate::redis_server::which;
 use crate::LiveError;
 
 /// The Debian package of `etcd`.
@@ -305,11 +306,4 @@ pub fn leader(urls: &[String]) -> Option<String> {
             .map(str::to_owned);
     }
     None
-}
-
-fn which(binary: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(binary))
-        .find(|p| p.exists())
 }

@@ -318,7 +318,8 @@ impl Drop for RedisNode {
     }
 }
 
-fn which(binary: &str) -> Option<PathBuf> {
+/// The path of `binary` on the `PATH`, if it is there.
+pub(crate) fn which(binary: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(binary))
