@@ -1566,6 +1566,10 @@ fn etcd_faults_without_a_live_form_are_refused_by_name() {
             "[[faults]]\nkind = \"partition\"\nat_ms = 3000\nduration_ms = 1000\ngroups = [[\"etcd-1\"], [\"etcd-2\", \"etcd-3\"]]\n",
             "a partition between etcd members (etcd-1 and etcd-2) has no live form yet",
         ),
+        (
+            "[[faults]]\nkind = \"partition\"\nnode = \"leader\"\nat_ms = 3000\nduration_ms = 1000\n",
+            "a partition of `leader` has no live form",
+        ),
     ];
     for (n, (fault, why)) in cases.iter().enumerate() {
         let file = dir.join(format!("refused-{n}.toml"));

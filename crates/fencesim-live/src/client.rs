@@ -456,6 +456,7 @@ fn lock_call<'p>(
         lock: &config.client.lock,
         holder: &config.client.name,
         ttl_ms: config.client.ttl_ms,
+        safety_margin_ms: config.client.safety_margin_ms,
         token,
         op: reference,
         now_ms: mono_ms,

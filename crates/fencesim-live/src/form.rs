@@ -98,6 +98,9 @@ pub struct LockCall<'a> {
     pub holder: &'a str,
     /// The TTL asked for, ms (acquire, renew).
     pub ttl_ms: u64,
+    /// The client's `safety_margin_ms`: a form that computes its own deadline
+    /// ([`Grant::valid_until_ms`]) takes it off, as the default rule does.
+    pub safety_margin_ms: u64,
     /// The fencing token held (renew, release; 0 for an acquire).
     pub token: u64,
     /// The operation's reference, to store in the log's `op` column.

@@ -395,9 +395,21 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     })
 }
 
-/// Refuse a partition that cuts one etcd member off from another: live mode's proxies sit
+/// Refuse a partition that names `leader`, or that cuts one etcd member off from another: live mode's proxies sit
 /// on the links from clients to servers, and the members talk to each other directly.
 fn refuse_peer_cut(plan: &LivePlan, cut: &Cut) -> Result<(), String> {
+    let names: Vec<&String> = match cut {
+        Cut::Isolate(node) => vec![node],
+        Cut::Groups(groups) => groups.iter().flatten().collect(),
+        Cut::OneWay { from, to } => vec![from, to],
+    };
+    if names.iter().any(|n| *n == "leader") {
+        return Err(
+            "a partition of `leader` has no live form: the proxies are set up before the trial, \
+             for fixed nodes; name the member"
+                .to_owned(),
+        );
+    }
     let members = plan.etcd_nodes();
     for a in members {
         for b in members {

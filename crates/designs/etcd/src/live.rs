@@ -203,7 +203,8 @@ impl LockSession for EtcdSession {
     fn acquire(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, Unknown> {
         let lease = self.grant_lease(call.ttl_ms)?;
         let name = base64::engine::general_purpose::STANDARD.encode(call.lock);
-        // It blocks until the lock is free: as long as the simulated client waits in the queue.
+        // It blocks until the lock is free, at most twice its TTL and its timeout (the simulated
+        // client waits twice the service's longest TTL).
         let wait_ms = 2 * call.ttl_ms + self.timeout_ms;
         let body = json!({ "name": name, "lease": lease });
         // The server does not keep the lease alive while the call blocks: the session does,
@@ -252,7 +253,8 @@ impl LockSession for EtcdSession {
                 "its session lease had expired when the lock call returned".to_owned(),
             ));
         }
-        let valid_until_ms = sent_ms.saturating_add_unsigned(call.ttl_ms);
+        let valid_until_ms =
+            sent_ms.saturating_add_unsigned(call.ttl_ms.saturating_sub(call.safety_margin_ms));
         self.held.push(Held { token, key, lease });
         Ok(Ok(Grant {
             token,
