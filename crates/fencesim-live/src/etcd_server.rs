@@ -273,6 +273,31 @@ pub fn post(
     serde_json::from_str(&text).map_err(|e| format!("{path}: not JSON ({e}): {text}"))
 }
 
+/// Run `call` (a blocking lock call) while a thread keeps `lease` alive on the member at `url`,
+/// one keepalive every third of `ttl_ms` (as clientv3's session does), until `call` returns:
+/// etcd keeps no blocked caller's lease alive itself. Live mode is the one place with threads.
+pub fn keeping_alive<T>(url: &str, lease: &str, ttl_ms: u64, call: impl FnOnce() -> T) -> T {
+    let every = Duration::from_millis((ttl_ms / 3).max(1));
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let agent = agent(every);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
+            {
+                let _ = post(
+                    &agent,
+                    url,
+                    "/v3/lease/keepalive",
+                    &serde_json::json!({ "ID": lease }),
+                );
+            }
+        });
+        let answer = call();
+        let _ = stop.send(());
+        answer
+    })
+}
+
 /// The name of the member that leads, asked of the members at `urls` in turn (the first that
 /// answers says which member id leads; the member list names it). `None`: no member answered
 /// or none leads.

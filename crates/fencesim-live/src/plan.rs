@@ -268,7 +268,7 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
         let at_point = at_ms(fault.trigger)
             .ok_or_else(|| format!("{at}: a network fault fires at at_ms in live mode"))?;
         if let LiveAction::Partition { cut, .. } = &action {
-            refuse_peer_cut(plan, cut).map_err(|why| format!("{at}: {why}"))?;
+            refuse_unproxied_cut(plan, cut).map_err(|why| format!("{at}: {why}"))?;
         }
         return Ok(LiveFault {
             target: Target::Network,
@@ -397,7 +397,7 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
 
 /// Refuse a partition that names `leader`, or that cuts one etcd member off from another: live mode's proxies sit
 /// on the links from clients to servers, and the members talk to each other directly.
-fn refuse_peer_cut(plan: &LivePlan, cut: &Cut) -> Result<(), String> {
+fn refuse_unproxied_cut(plan: &LivePlan, cut: &Cut) -> Result<(), String> {
     let names: Vec<&String> = match cut {
         Cut::Isolate(node) => vec![node],
         Cut::Groups(groups) => groups.iter().flatten().collect(),

@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use fencesim_live::etcd_server::{agent, post};
+use fencesim_live::etcd_server::{agent, keeping_alive, post};
 use fencesim_live::form::{
     only_knobs, Endpoints, EtcdNeeds, Grant, LiveLockService, LockAnswer, LockCall,
     LockServiceForm, LockSession, Needs, Unknown,
@@ -291,25 +291,6 @@ impl LockSession for EtcdSession {
         self.revoke(&held.lease);
         Ok(Ok(()))
     }
-}
-
-/// Run `call` (a blocking lock call) while a thread keeps the session lease alive beside it,
-/// one keepalive every third of the TTL (as clientv3's session does), until `call` returns.
-fn keeping_alive<T>(url: &str, lease: &str, ttl_ms: u64, call: impl FnOnce() -> T) -> T {
-    let every = Duration::from_millis((ttl_ms / 3).max(1));
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let agent = agent(every);
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
-            {
-                let _ = post(&agent, url, "/v3/lease/keepalive", &json!({ "ID": lease }));
-            }
-        });
-        let answer = call();
-        let _ = stop.send(());
-        answer
-    })
 }
 
 /// A field the gateway writes as a string (int64s and keys are strings in its JSON).

@@ -13,7 +13,7 @@
 //! it once, from the first member to apply it; an entry's `after` safepoints come before the
 //! answers, as in the Raft lease service.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use fencesim_design::{
@@ -21,7 +21,7 @@ use fencesim_design::{
 };
 use fencesim_lease::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 use fencesim_raft::replica::Proposal;
-use fencesim_raft::{RaftCore, RaftLog, RaftMessage, RaftPeer, RaftTiming};
+use fencesim_raft::{RaftCore, RaftLog, RaftPeer, RaftTiming};
 
 use crate::store::{Applied, AppliedKind, Command, EtcdPolicy, EtcdStore, Outcome, Request};
 
@@ -54,8 +54,7 @@ pub struct EtcdNode {
     asked: BTreeMap<u64, Origin>,
     /// Lock calls proposed here that block, by request id.
     blocked: BTreeMap<u64, Origin>,
-    /// What the last drain applied, recorded one entry per settle, then the answers.
-    applied: VecDeque<(u64, Applied)>,
+    /// The answers the last drain's entries gave, sent once those entries are recorded.
     answers: Vec<Answer>,
 }
 
@@ -70,11 +69,6 @@ impl std::fmt::Debug for EtcdNode {
 }
 
 type Ctx<'a> = NodeCtx<'a, EtcdMessage, RaftLog>;
-
-/// A Raft message as this design's.
-fn peer(m: RaftMessage) -> EtcdMessage {
-    EtcdMessage::Peer(RaftPeer(Box::new(m)))
-}
 
 impl EtcdNode {
     /// A client's request: proposed if this member leads, redirected otherwise.
@@ -101,7 +95,7 @@ impl EtcdNode {
         for (_, entry) in &applied {
             self.answer(entry);
         }
-        self.applied.extend(applied);
+        self.core.queue(applied);
     }
 
     /// The answers an applied entry gives to requests proposed here (once each: a duplicated
@@ -271,7 +265,6 @@ impl LockNode for EtcdNode {
             core: RaftCore::start(config.timing, start, store, ctx),
             asked: BTreeMap::new(),
             blocked: BTreeMap::new(),
-            applied: VecDeque::new(),
             answers: Vec::new(),
         }
     }
@@ -279,7 +272,7 @@ impl LockNode for EtcdNode {
     fn on_message(&mut self, origin: &Origin, msg: EtcdMessage, ctx: &mut Ctx<'_>) {
         let op = match msg {
             EtcdMessage::Peer(RaftPeer(m)) => {
-                let applied = self.core.on_peer(*m, peer, ctx);
+                let applied = self.core.on_peer(*m, RaftPeer::wrap, ctx);
                 return self.take(applied);
             }
             EtcdMessage::Acquire {
@@ -297,12 +290,12 @@ impl LockNode for EtcdNode {
             _ => return,
         };
         self.propose(origin, op, ctx);
-        let applied = self.core.drain(peer, ctx);
+        let applied = self.core.drain(RaftPeer::wrap, ctx);
         self.take(applied);
     }
 
     fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
-        if let Some(applied) = self.core.on_timer(id, peer, ctx) {
+        if let Some(applied) = self.core.on_timer(id, RaftPeer::wrap, ctx) {
             self.take(applied);
         }
     }
@@ -311,7 +304,7 @@ impl LockNode for EtcdNode {
     /// before the answers; then the answers, and a fresh election timeout if the term or role
     /// changed.
     fn settle(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        if let Some((index, entry)) = self.applied.pop_front() {
+        if let Some((index, entry)) = self.core.next_applied() {
             self.record(index, &entry, ctx);
             return true;
         }

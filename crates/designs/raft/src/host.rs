@@ -5,6 +5,8 @@
 //! [`RaftCore`] and add only how client requests become commands and what an applied entry
 //! records and answers.
 
+use std::collections::VecDeque;
+
 use fencesim_design::{Clock, DesignMessage, Durability, NodeCtx, NodeStart, TimerId};
 
 use crate::replica::{new_storage, Output, Proposal, RaftStorage, Replica, ReplicaConfig};
@@ -47,6 +49,9 @@ pub struct RaftCore<S: StateMachine> {
     replica: Replica<S>,
     /// The service's node names: Raft id `i` is `nodes[i - 1]`.
     nodes: Vec<String>,
+    /// Entries applied and not yet handed out: the node records one per `settle`, so that
+    /// each passes its safepoints before the next.
+    queued: VecDeque<(u64, S::Applied)>,
 }
 
 impl<S: StateMachine> RaftCore<S> {
@@ -87,6 +92,7 @@ impl<S: StateMachine> RaftCore<S> {
             timing,
             replica,
             nodes: start.service_nodes,
+            queued: VecDeque::new(),
         }
     }
 
@@ -163,6 +169,22 @@ impl<S: StateMachine> RaftCore<S> {
             ctx.leads(term, Some(format!("term {term}")));
         }
         applied
+    }
+
+    /// Keep `applied` (what a drain returned, after the node has answered what it must) to be
+    /// handed out by [`Self::next_applied`], in order.
+    pub fn queue(&mut self, applied: Vec<(u64, S::Applied)>) {
+        // Handed out by the settles that follow, so the queue is empty here: take it whole.
+        if self.queued.is_empty() {
+            self.queued = VecDeque::from(applied);
+        } else {
+            self.queued.extend(applied);
+        }
+    }
+
+    /// The next entry applied, for `settle` to record.
+    pub fn next_applied(&mut self) -> Option<(u64, S::Applied)> {
+        self.queued.pop_front()
     }
 
     /// At the end of a settle: a fresh election timeout from the node's seeded stream if the

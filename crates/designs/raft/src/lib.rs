@@ -28,6 +28,14 @@ pub use spec::{
 #[derive(Clone, Debug, PartialEq)]
 pub struct RaftPeer(pub Box<RaftMessage>);
 
+impl RaftPeer {
+    /// `message` as a lease message between the replicas of a Raft design (the Raft lease
+    /// service's and the etcd design's).
+    pub fn wrap(message: RaftMessage) -> fencesim_lease::LeaseMessage<RaftPeer> {
+        fencesim_lease::LeaseMessage::Peer(RaftPeer(Box::new(message)))
+    }
+}
+
 impl PeerMessage for RaftPeer {
     fn kind(&self) -> MessageKind {
         MessageKind::Raft

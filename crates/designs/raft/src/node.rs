@@ -10,7 +10,7 @@
 //! apply it. An applied entry's `after` safepoint comes right after it, before the replies:
 //! the node hands out what one drain applied one entry per [`LockNode::settle`] call.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use fencesim_design::{
@@ -24,7 +24,7 @@ use fencesim_lease::{AcquireOutcome, LeaseConfig, ReleaseOutcome, RenewOutcome};
 
 use crate::host::{RaftCore, RaftLog, RaftTiming};
 use crate::replica::Proposal;
-use crate::{RaftMessage, RaftPeer};
+use crate::RaftPeer;
 
 /// This service's lease messages: the requests and answers every lease service shares, and
 /// Raft's own.
@@ -58,8 +58,7 @@ pub struct RaftNode {
     /// (client, request) proposed here and not yet applied: the first application of each is
     /// answered (a duplicated request may be proposed and applied twice).
     pending: BTreeSet<(String, u64)>,
-    /// What the last drain applied, handed out one entry per settle, and then its replies.
-    applied: VecDeque<(u64, Applied)>,
+    /// The replies to what the last drain applied, sent once its entries are recorded.
     replies: Vec<(String, u64, ClientOutcome)>,
 }
 
@@ -74,11 +73,6 @@ impl std::fmt::Debug for RaftNode {
 }
 
 type Ctx<'a> = NodeCtx<'a, LeaseMessage, RaftLog>;
-
-/// A Raft message as this service's.
-fn peer(m: RaftMessage) -> LeaseMessage {
-    LeaseMessage::Peer(RaftPeer(Box::new(m)))
-}
 
 impl RaftNodeConfig {
     /// The Raft timing and the clock its lessor reads.
@@ -101,12 +95,7 @@ impl RaftNode {
             .iter()
             .filter_map(|(_, applied)| self.reply_to(applied))
             .collect();
-        // Handed out by the settles that follow, so both are empty here: take them whole.
-        if self.applied.is_empty() {
-            self.applied = VecDeque::from(applied);
-        } else {
-            self.applied.extend(applied);
-        }
+        self.core.queue(applied);
         if self.replies.is_empty() {
             self.replies = replies;
         } else {
@@ -260,7 +249,6 @@ impl LockNode for RaftNode {
             core: RaftCore::start(config.timing(), start, leases, ctx),
             requests: BTreeMap::new(),
             pending: BTreeSet::new(),
-            applied: VecDeque::new(),
             replies: Vec::new(),
         }
     }
@@ -268,7 +256,7 @@ impl LockNode for RaftNode {
     fn on_message(&mut self, origin: &Origin, msg: LeaseMessage, ctx: &mut Ctx<'_>) {
         let op = match msg {
             LeaseMessage::Peer(RaftPeer(m)) => {
-                let applied = self.core.on_peer(*m, peer, ctx);
+                let applied = self.core.on_peer(*m, RaftPeer::wrap, ctx);
                 return self.take(applied);
             }
             LeaseMessage::Acquire { lock, ttl_ms, .. } => ClientOp::Acquire { lock, ttl_ms },
@@ -278,12 +266,12 @@ impl LockNode for RaftNode {
             _ => return,
         };
         self.propose(origin, op, ctx);
-        let applied = self.core.drain(peer, ctx);
+        let applied = self.core.drain(RaftPeer::wrap, ctx);
         self.take(applied);
     }
 
     fn on_timer(&mut self, id: TimerId, ctx: &mut Ctx<'_>) {
-        if let Some(applied) = self.core.on_timer(id, peer, ctx) {
+        if let Some(applied) = self.core.on_timer(id, RaftPeer::wrap, ctx) {
             self.take(applied);
         }
     }
@@ -292,7 +280,7 @@ impl LockNode for RaftNode {
     /// before the replies; then the replies, and a fresh election timeout if the term or role
     /// changed.
     fn settle(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        if let Some((index, applied)) = self.applied.pop_front() {
+        if let Some((index, applied)) = self.core.next_applied() {
             self.record(index, &applied, ctx);
             return true;
         }
