@@ -1563,10 +1563,6 @@ fn etcd_faults_without_a_live_form_are_refused_by_name() {
             "etcd is a Go binary, which reads the clock without libc",
         ),
         (
-            "[[faults]]\nkind = \"partition\"\nat_ms = 3000\nduration_ms = 1000\ngroups = [[\"etcd-1\"], [\"etcd-2\", \"etcd-3\"]]\n",
-            "a partition between etcd members (etcd-1 and etcd-2) has no live form yet",
-        ),
-        (
             "[[faults]]\nkind = \"partition\"\nnode = \"leader\"\nat_ms = 3000\nduration_ms = 1000\n",
             "a partition of `leader` has no live form",
         ),
@@ -1657,4 +1653,337 @@ fn k15_a_partition_cuts_the_holder_off_from_its_etcd_member() {
         .find(|e| e["node"] == "client-1" && e["f"] == "write" && e["type"] != "invoke")
         .expect("client-1's write completes");
     assert_eq!(late["type"], "fail", "the fenced table rejects it");
+}
+
+/// An `etcd` member of the test's own on free ports in a folder of its own (killed and
+/// deleted on drop), as a user's cluster of one.
+struct UserEtcd {
+    child: std::process::Child,
+    folder: std::path::PathBuf,
+    url: String,
+}
+
+impl UserEtcd {
+    fn start() -> Self {
+        let port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let (client, peer) = (port(), port());
+        let folder = std::env::temp_dir().join(format!("fencesim-test-etcd-{client}"));
+        let url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let child = Command::new("etcd")
+            .args(["--name", "own", "--data-dir"])
+            .arg(&folder)
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("own={peer_url}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let etcd = UserEtcd { child, folder, url };
+        for _ in 0..200 {
+            if etcd.call("/v3/maintenance/status", "{}").is_ok() {
+                return etcd;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the test's etcd did not answer");
+    }
+
+    /// POST to the member's JSON gateway, with a token if given.
+    fn call(&self, path: &str, body: &str) -> Result<serde_json::Value, String> {
+        let value: serde_json::Value = serde_json::from_str(body).unwrap();
+        let agent = fencesim_live::etcd_gateway::agent(std::time::Duration::from_secs(2));
+        fencesim_live::etcd_gateway::post(&agent, &self.url, path, &value)
+    }
+
+    /// Turn on etcd's auth with user `root` and `password`.
+    fn require_password(&self, password: &str) {
+        let user = format!(r#"{{"name": "root", "password": "{password}"}}"#);
+        self.call("/v3/auth/user/add", &user).unwrap();
+        self.call("/v3/auth/user/grant", r#"{"user": "root", "role": "root"}"#)
+            .unwrap();
+        self.call("/v3/auth/enable", "{}").unwrap();
+    }
+
+    /// The keys (decoded) under `prefix`, read as `root` with `password`.
+    fn keys(&self, prefix: &str, password: &str) -> Vec<String> {
+        let agent = fencesim_live::etcd_gateway::agent(std::time::Duration::from_secs(2));
+        let mut member = fencesim_live::etcd_gateway::Gateway::new(
+            &self
+                .url
+                .replace("http://", &format!("http://root:{password}@")),
+        );
+        let (key, end) = (b64(prefix), b64(&format!("{prefix}\u{7f}")));
+        let body = serde_json::json!({ "key": key, "range_end": end, "keys_only": true });
+        let answer = member.post(&agent, "/v3/kv/range", &body).unwrap();
+        let kvs = answer["kvs"].as_array().cloned().unwrap_or_default();
+        kvs.iter()
+            .map(|kv| unb64(kv["key"].as_str().unwrap()))
+            .collect()
+    }
+}
+
+impl Drop for UserEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+fn b64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn unb64(text: &str) -> String {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap();
+    String::from_utf8(bytes).unwrap()
+}
+
+/// `--etcd`: a cluster of the user's, with auth on. The run's lock names go under a prefix of
+/// its own and leave the user's keys alone; the password (in the URL, or from
+/// ETCDCTL_PASSWORD) reaches no output and no file; what cannot work on a cluster of the
+/// user's is refused before anything starts.
+#[test]
+fn an_etcd_cluster_of_the_users_keeps_its_keys_and_its_password() {
+    if !etcd_installed("user etcd") {
+        return;
+    }
+    let etcd = UserEtcd::start();
+    let secret = "etcd-Pw-4u";
+    etcd.call(
+        "/v3/kv/put",
+        &format!(
+            r#"{{"key": "{}", "value": "{}"}}"#,
+            b64("precious"),
+            b64("data")
+        ),
+    )
+    .unwrap();
+    // A user who may only read under the run's prefix.
+    etcd.call("/v3/auth/role/add", r#"{"name": "reader"}"#)
+        .unwrap();
+    let read_only = serde_json::json!({ "name": "reader", "perm": {
+        "permType": "READ", "key": b64("fencesim-live-"), "range_end": b64("fencesim-live.") } });
+    etcd.call("/v3/auth/role/grant", &read_only.to_string())
+        .unwrap();
+    etcd.call(
+        "/v3/auth/user/add",
+        r#"{"name": "lim", "password": "lim-Pw-1"}"#,
+    )
+    .unwrap();
+    etcd.call(
+        "/v3/auth/user/grant",
+        r#"{"user": "lim", "role": "reader"}"#,
+    )
+    .unwrap();
+    etcd.require_password(secret);
+    let with_password = etcd
+        .url
+        .replace("http://", &format!("http://root:{secret}@"));
+    let scenario = "scenarios/live/etcd-live-pause-unfenced.toml";
+    let (stdout, files) = live_keeps_secret(
+        "live-user-etcd",
+        &[scenario, "--expect", "--etcd", &with_password],
+        &[],
+        secret,
+    );
+    // The same defect as on the members fencesim starts.
+    assert!(
+        stdout.contains("stale-write-accepted: live 1 of 1 trials"),
+        "{stdout}"
+    );
+    let shown = etcd.url.replace("http://", "http://root:***@");
+    assert!(
+        stdout.contains(&format!("of the user's: {shown}")),
+        "{stdout}"
+    );
+    // The reproduce line names the user and leaves the password to the environment.
+    let rerun = etcd.url.replace("http://", "http://root@");
+    let report = &files
+        .iter()
+        .find(|(p, _)| p.ends_with("report.json"))
+        .unwrap()
+        .1;
+    assert!(report.contains(&format!("--etcd {rerun}")), "{report}");
+    // From ETCDCTL_PASSWORD, with the user in the URL.
+    live_keeps_secret(
+        "live-user-etcd-env",
+        &[scenario, "--etcd", &rerun],
+        &[("ETCDCTL_PASSWORD", secret)],
+        secret,
+    );
+    // The user's key is there; the run's keys went with their leases (2 s).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert_eq!(etcd.keys("precious", secret), ["precious"]);
+    assert_eq!(etcd.keys("fencesim-live-", secret), Vec::<String>::new());
+
+    // Refused, exit 2, naming why, the password nowhere.
+    let wrong = etcd.url.replace("http://", "http://root:not-Its-pw@");
+    let reader = etcd.url.replace("http://", "http://lim:lim-Pw-1@");
+    for (args, expected) in [
+        (
+            vec![scenario, "--etcd", &wrong],
+            "authenticating as \"root\"",
+        ),
+        (
+            vec![scenario, "--etcd", &etcd.url],
+            "user name is empty: the cluster has auth enabled: give a user in the URL",
+        ),
+        (
+            vec![scenario, "--etcd", &reader],
+            "permission denied: the user may not write under",
+        ),
+        (
+            vec![
+                "scenarios/live/etcd-live-leader-kill.toml",
+                "--etcd",
+                &with_password,
+            ],
+            "faults on etcd members and network faults need the members fencesim starts",
+        ),
+        (
+            vec![
+                "tests/fixtures/live-user-redis.toml",
+                "--etcd",
+                &with_password,
+            ],
+            "(kind = \"redlock\") does not run on etcd",
+        ),
+        (
+            vec![scenario, "--etcd", &with_password, "--etcd", &with_password],
+            "is given twice",
+        ),
+    ] {
+        let run = live(&args);
+        let (stdout, stderr) = text(&run);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains(secret) && !stderr.contains("not-Its-pw"),
+            "{stderr}"
+        );
+    }
+}
+
+/// A partition between etcd members cuts exactly the links it names. Each member's peer port
+/// is behind a proxy that tells the connecting member by the process owning the connection, so
+/// that even a follower's forwarded keepalives (`POST /leases`, which name no sender) stop.
+/// Here one follower is cut off from both other members, and the clients are not cut at all:
+/// a keepalive through it goes unanswered, the other follower's reaches the leader, the cut
+/// follower still answers its own clients, and after the heal its keepalives go through again.
+#[test]
+fn a_partition_between_etcd_members_cuts_exactly_those_links() {
+    if !etcd_installed("etcd peer partition") {
+        return;
+    }
+    let names: Vec<String> = (1..=3).map(|n| format!("etcd-{n}")).collect();
+    let cluster = fencesim_live::etcd_server::start_cluster(&names, true, 1).unwrap();
+    assert_eq!(cluster.peer_links.len(), 6, "one link per ordered pair");
+    let urls: Vec<String> = cluster.members.iter().map(|m| m.url()).collect();
+    let leader = fencesim_live::etcd_gateway::leader(&urls).expect("a leader");
+    let i = names.iter().position(|n| *n == leader).unwrap();
+    let (cut, other) = ((i + 1) % 3, (i + 2) % 3);
+    let agent = fencesim_live::etcd_gateway::agent(std::time::Duration::from_secs(2));
+    let call = |member: usize, path: &str, body: serde_json::Value| {
+        fencesim_live::etcd_gateway::post(&agent, &urls[member], path, &body)
+    };
+    let grant = call(i, "/v3/lease/grant", serde_json::json!({ "TTL": 60 })).unwrap();
+    let lease = grant["ID"].as_str().unwrap().to_owned();
+    let keepalive = |member: usize| {
+        call(
+            member,
+            "/v3/lease/keepalive",
+            serde_json::json!({ "ID": lease }),
+        )
+        .map(|a| a["result"]["TTL"].as_str().unwrap_or("0").to_owned())
+    };
+    assert!(
+        keepalive(cut).is_ok(),
+        "through the follower before the cut"
+    );
+
+    let set = |stopped: bool| {
+        for link in &cluster.peer_links {
+            if link.client == names[cut] || link.server == names[cut] {
+                link.set(|l| {
+                    l.up.stopped = stopped;
+                    l.down.stopped = stopped;
+                });
+            }
+        }
+    };
+    set(true);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let through_cut = keepalive(cut);
+    assert!(
+        through_cut.is_err(),
+        "forwarded across the cut: {through_cut:?}"
+    );
+    assert_eq!(
+        keepalive(other).as_deref(),
+        Ok("60"),
+        "the other follower's link is not cut"
+    );
+    assert!(
+        call(cut, "/v3/maintenance/status", serde_json::json!({})).is_ok(),
+        "its clients still reach the cut member"
+    );
+    assert_eq!(
+        fencesim_live::etcd_gateway::leader(&urls[other..=other]).as_deref(),
+        Some(leader.as_str()),
+        "the majority kept its leader"
+    );
+
+    set(false);
+    let healed = (0..40).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        keepalive(cut).is_ok_and(|ttl| ttl != "0")
+    });
+    assert!(
+        healed,
+        "keepalives through the member go through after the heal"
+    );
+    drop(cluster);
+
+    // The scenario: client-1's keepalive through etcd-1 goes unanswered in the cut, and its
+    // session carries the lease on through another member.
+    let (out, stdout) = live_ok(
+        "live-etcd-member-partitioned",
+        &[
+            "scenarios/live/etcd-live-member-partitioned.toml",
+            "--expect",
+            "--write-all",
+        ],
+    );
+    assert!(stdout.contains("live: 1 of 1 trials valid"), "{stdout}");
+    let history = entries(&out.join("etcd-live-member-partitioned/live-1/history.jsonl"));
+    let cut_at = events(&history, "partition")[0]["time_ns"]
+        .as_u64()
+        .unwrap();
+    let renewals: Vec<&str> = history
+        .iter()
+        .filter(|e| e["node"] == "client-1" && e["f"] == "renew" && e["type"] != "invoke")
+        .filter(|e| e["time_ns"].as_u64().unwrap() > cut_at)
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(renewals.first(), Some(&"info"), "{renewals:?}");
+    assert!(renewals.contains(&"ok"), "{renewals:?}");
 }

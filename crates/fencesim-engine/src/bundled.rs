@@ -98,6 +98,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("live/etcd-live-pause-unfenced"),
     bundle!("live/etcd-live-pause-fenced"),
     bundle!("live/etcd-live-leader-kill"),
+    bundle!("live/etcd-live-member-partitioned"),
     bundle!("live/etcd-live-lock-after-expiry"),
     bundle!("live/etcd-live-lock-checks-own-key"),
     bundle!("live/etcd-live-holder-partitioned"),

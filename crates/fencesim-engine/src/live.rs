@@ -36,6 +36,9 @@ pub struct LiveOptions {
     /// Redis servers of the user's, one per node of the design, instead of nodes fencesim
     /// starts; keys go under `fencesim-live-<pid>-<trial>:`.
     pub redis: Vec<Endpoint>,
+    /// An etcd cluster of the user's, its members' client URLs, instead of members fencesim
+    /// starts; lock names go under `fencesim-live-<pid>-<trial>/`.
+    pub etcd: Vec<Endpoint>,
     /// How the user named the scenario, for the reproduce line.
     pub scenario_arg: String,
     /// Stop early when cancelled (Ctrl-C): the trial in progress continues what it paused,
@@ -63,23 +66,28 @@ pub struct Servers {
     postgres: Option<std::sync::Mutex<PgServer>>,
     /// What the clients connect to PostgreSQL with (a password included: never shown).
     conninfo: String,
-    /// The user's Redis servers' URLs to connect with (passwords included: never shown).
-    redis: Vec<String>,
+    /// The URLs of the user's Redis servers or etcd members to connect with (passwords
+    /// included: never shown).
+    own: Vec<String>,
     /// How the reports name them.
     pub names: Vec<String>,
 }
 
 impl Servers {
-    /// Start what `plan` needs (a PostgreSQL server), or connect to the user's.
+    /// Start what `plan` needs (a PostgreSQL server), or connect to the user's: `postgres`,
+    /// and `redis` or `etcd` for the design's own nodes.
     ///
     /// # Errors
-    /// A server binary is missing, or the server would not start or answer.
+    /// A server binary is missing, or the server would not start or answer; a server of the
+    /// user's does not suit the plan ([`LiveError::Unsupported`]).
     pub fn start(
         plan: &LivePlan,
         postgres: Option<&Endpoint>,
         redis: &[Endpoint],
+        etcd: &[Endpoint],
     ) -> Result<Servers, LiveError> {
         check_setup(plan, postgres, redis)?;
+        let etcd_cluster = check_etcd(plan, etcd)?;
         let (server, conninfo) = match postgres {
             Some(endpoint) => (None, endpoint.connect().to_owned()),
             None => {
@@ -122,10 +130,31 @@ impl Servers {
             }
             (None, _) => {}
         }
+        match (&plan.needs.etcd, etcd) {
+            (Some(needs), []) => names.push(format!(
+                "{} {} member{} on 127.0.0.1, started afresh for each trial",
+                etcd_version(),
+                needs.nodes.len(),
+                if needs.nodes.len() == 1 { "" } else { "s" }
+            )),
+            (Some(_), urls) => {
+                let shown: Vec<&str> = urls.iter().map(|u| u.shown.as_str()).collect();
+                names.push(format!(
+                    "etcd cluster {} of the user's: {}",
+                    etcd_cluster.unwrap_or_default(),
+                    shown.join(", ")
+                ))
+            }
+            (None, _) => {}
+        }
         Ok(Servers {
             postgres: server.map(std::sync::Mutex::new),
             conninfo,
-            redis: redis.iter().map(|e| e.connect().to_owned()).collect(),
+            own: redis
+                .iter()
+                .chain(etcd)
+                .map(|e| e.connect().to_owned())
+                .collect(),
             names,
         })
     }
@@ -218,6 +247,74 @@ fn check_setup(
     Ok(())
 }
 
+/// An etcd cluster of the user's (`--etcd`), checked before anything starts: the design
+/// runs on etcd, the scenario strikes neither a member nor the network, no URL is given
+/// twice, and every member answers, lets the user read under the run's prefix, and belongs to
+/// one cluster. Its cluster id (hex), if URLs were given.
+fn check_etcd(plan: &LivePlan, etcd: &[Endpoint]) -> Result<Option<String>, LiveError> {
+    if etcd.is_empty() {
+        return Ok(None);
+    }
+    let unsupported = |why: String| Err(LiveError::Unsupported(why));
+    if plan.needs.etcd.is_none() {
+        return unsupported(format!(
+            "--etcd: this scenario's design (kind = {:?}) does not run on etcd",
+            plan.scenario.lock_service.kind
+        ));
+    }
+    let needing = plan.faults.iter().position(|f| {
+        use fencesim_live::plan::Target;
+        matches!(
+            f.target,
+            Target::Server(_) | Target::Leader | Target::Network
+        )
+    });
+    if let Some(n) = needing {
+        return unsupported(format!(
+            "[[faults]] #{}, kind = \"{}\": faults on etcd members and network faults need the \
+             members fencesim starts; leave out --etcd",
+            n + 1,
+            plan.faults[n].action.kind().as_str()
+        ));
+    }
+    let mut cluster: Option<String> = None;
+    for (i, url) in etcd.iter().enumerate() {
+        let shown = fencesim_live::secret::shown_capped(&url.shown);
+        if etcd[..i].contains(url) {
+            return unsupported(format!("--etcd {shown:?} is given twice"));
+        }
+        let prefix = fencesim_live::trial::own_prefix();
+        let id = fencesim_live::etcd_gateway::cluster_of(url.connect(), &prefix)
+            .map_err(|e| LiveError::Unsupported(format!("--etcd {shown:?}: {}", url.scrub(&e))))?;
+        let id = id.parse::<u64>().map_or(id, |n| format!("{n:x}"));
+        match &cluster {
+            Some(first) if *first != id => {
+                return unsupported(format!(
+                    "--etcd {shown:?} is a member of cluster {id}, not of cluster {first} as \
+                     {:?}: give the members of one cluster",
+                    fencesim_live::secret::shown_capped(&etcd[0].shown)
+                ))
+            }
+            _ => cluster = Some(id),
+        }
+    }
+    Ok(cluster)
+}
+
+/// `etcd --version`'s `etcd Version: 3.4.23`, as `etcd 3.4.23`.
+fn etcd_version() -> String {
+    let out = std::process::Command::new("etcd")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let version = out
+        .lines()
+        .find_map(|l| l.strip_prefix("etcd Version: "))
+        .unwrap_or("?");
+    format!("etcd {}", version.trim())
+}
+
 /// `redis-server v=7.0.15`'s version, as `redis-server 7.0.15`.
 fn redis_version() -> String {
     let out = std::process::Command::new("redis-server")
@@ -255,7 +352,7 @@ pub fn trial(
             .postgres
             .as_ref()
             .and_then(|s| s.lock().ok().map(|s| s.port())),
-        redis_urls: (!servers.redis.is_empty()).then_some(servers.redis.as_slice()),
+        own_servers: (!servers.own.is_empty()).then_some(servers.own.as_slice()),
     };
     let record = run_trial(plan, &setup, trial)?;
     let result = fencesim_checker::check(&record.history);
@@ -326,6 +423,9 @@ fn reproduce(engine: &Engine, opts: &LiveOptions) -> String {
     }
     for url in &opts.redis {
         line.push_str(&format!(" --redis {}", shell_word(&url.rerun)));
+    }
+    for url in &opts.etcd {
+        line.push_str(&format!(" --etcd {}", shell_word(&url.rerun)));
     }
     line
 }

@@ -5,10 +5,11 @@
 //! a killed member keeps every acknowledged entry) and starts it again on the same ports and
 //! folder, where it rejoins the cluster. Dropping a member kills it and deletes its folder.
 //!
-//! The cluster is asked over etcd's JSON gateway (`/health`, `/v3/maintenance/status`,
-//! `/v3/cluster/member/list`): which member leads, so that `node = "leader"` faults strike it.
+//! The cluster is asked over etcd's JSON gateway ([`crate::etcd_gateway`]): `/health` here,
+//! and which member leads, so that `node = "leader"` faults strike it.
 
 use std::fs;
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -16,7 +17,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::etcd_gateway::agent;
 use crate::pg_server::{free_port, temp_folder};
+use crate::proxy::{Owners, Proxy};
 use crate::redis_server::which;
 use crate::LiveError;
 
@@ -31,7 +34,10 @@ const READY_WITHIN: Duration = Duration::from_secs(20);
 struct Seat {
     name: String,
     client_port: u16,
+    /// Where it listens for its peers.
     peer_port: u16,
+    /// Where its peers reach it: `peer_port`, or its peer proxy's port.
+    advertised_peer_port: u16,
 }
 
 /// One etcd member.
@@ -44,32 +50,70 @@ pub struct EtcdMember {
     child: Option<Child>,
     /// Its folder's and its process's entries in [`crate::reaper`]'s list.
     owned: Vec<u64>,
+    /// Where its process is told to the peer proxies, if the cluster has them.
+    owners: Option<Owners>,
+}
+
+/// A started cluster: its members, and the proxies in front of their peer ports (one per
+/// ordered pair of members, `client` the member that connects) if it was asked for them.
+pub struct Cluster {
+    /// The members, in the order of their names.
+    pub members: Vec<EtcdMember>,
+    /// The links between members, for partitions between them.
+    pub peer_links: Vec<Proxy>,
 }
 
 /// Start a cluster of members named `names` (`etcd-1`..), and wait until every member
-/// answers healthy (a leader is elected).
+/// answers healthy (a leader is elected). With `peer_proxies`, each member's peer port is
+/// reached through a proxy ([`Proxy::for_peers`]) that partitions between members stop.
 ///
 /// # Errors
 /// `etcd` is not installed, or a member did not start or the cluster did not become healthy
 /// within 20 s (with the member's log).
-pub fn start_cluster(names: &[String]) -> Result<Vec<EtcdMember>, LiveError> {
+pub fn start_cluster(
+    names: &[String],
+    peer_proxies: bool,
+    seed: u64,
+) -> Result<Cluster, LiveError> {
     which("etcd").ok_or(LiveError::Missing {
         what: "etcd",
         package: PACKAGE,
     })?;
-    let seats = names
+    let mut seats = names
         .iter()
         .map(|name| {
+            let peer_port = free_port()?;
             Ok(Seat {
                 name: name.clone(),
                 client_port: free_port()?,
-                peer_port: free_port()?,
+                peer_port,
+                advertised_peer_port: peer_port,
             })
         })
         .collect::<Result<Vec<Seat>, LiveError>>()?;
+    let owners = peer_proxies.then(Owners::default);
+    let mut peer_links = Vec::new();
+    if let Some(owners) = &owners {
+        for (i, seat) in seats.iter_mut().enumerate() {
+            // Bound before any member starts: the members dial the advertised port at once.
+            let listener = TcpListener::bind("127.0.0.1:0")
+                .map_err(|e| LiveError::Server(format!("peer proxy of {}: {e}", seat.name)))?;
+            let others: Vec<String> = names.iter().filter(|n| **n != seat.name).cloned().collect();
+            let links = Proxy::for_peers(
+                &seat.name,
+                listener,
+                seat.peer_port,
+                &others,
+                owners,
+                seed ^ ((i as u64) << 24),
+            )?;
+            seat.advertised_peer_port = links[0].port;
+            peer_links.extend(links);
+        }
+    }
     let initial_cluster = seats
         .iter()
-        .map(|s| format!("{}=http://127.0.0.1:{}", s.name, s.peer_port))
+        .map(|s| format!("{}=http://127.0.0.1:{}", s.name, s.advertised_peer_port))
         .collect::<Vec<_>>()
         .join(",");
     let mut members = Vec::new();
@@ -81,6 +125,7 @@ pub fn start_cluster(names: &[String]) -> Result<Vec<EtcdMember>, LiveError> {
             folder,
             child: None,
             owned: vec![owned],
+            owners: owners.clone(),
         };
         // From here on, an error drops the members, which removes their folders.
         member.spawn()?;
@@ -89,7 +134,10 @@ pub fn start_cluster(names: &[String]) -> Result<Vec<EtcdMember>, LiveError> {
     for member in &mut members {
         member.wait_healthy()?;
     }
-    Ok(members)
+    Ok(Cluster {
+        members,
+        peer_links,
+    })
 }
 
 impl EtcdMember {
@@ -112,6 +160,7 @@ impl EtcdMember {
         let seat = &self.seat;
         let client = format!("http://127.0.0.1:{}", seat.client_port);
         let peer = format!("http://127.0.0.1:{}", seat.peer_port);
+        let advertised = format!("http://127.0.0.1:{}", seat.advertised_peer_port);
         let mut command = Command::new("etcd");
         // Its own process group: a Ctrl-C reaches fencesim, which stops the members itself;
         // and killed if fencesim dies.
@@ -124,7 +173,7 @@ impl EtcdMember {
             .args(["--listen-client-urls", &client])
             .args(["--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer])
-            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &advertised])
             .args(["--initial-cluster", &self.initial_cluster])
             .args(["--initial-cluster-state", "new"])
             .args([
@@ -143,6 +192,9 @@ impl EtcdMember {
             .stderr(errors)
             .spawn()
             .map_err(|e| LiveError::Server(format!("{}: etcd: {e}", seat.name)))?;
+        if let Some(owners) = &self.owners {
+            owners.set(&seat.name, child.id());
+        }
         let process = crate::reaper::Owned::Process(child.id() as i32);
         self.owned.push(crate::reaper::own(process));
         self.child = Some(child);
@@ -241,94 +293,4 @@ impl Drop for EtcdMember {
             crate::reaper::forget(id);
         }
     }
-}
-
-/// An HTTP agent whose every call gives up after `timeout`.
-pub fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::AgentBuilder::new().timeout(timeout).build()
-}
-
-/// POST `body` (JSON) to `url` + `path` and parse the answer.
-///
-/// # Errors
-/// The call failed or timed out, or the answer is not JSON (one line).
-pub fn post(
-    agent: &ureq::Agent,
-    url: &str,
-    path: &str,
-    body: &serde_json::Value,
-) -> Result<serde_json::Value, String> {
-    let answer = agent
-        .post(&format!("{url}{path}"))
-        .set("Content-Type", "application/json")
-        .send_string(&body.to_string());
-    let text = match answer {
-        Ok(response) => response.into_string().map_err(|e| e.to_string())?,
-        Err(ureq::Error::Status(code, response)) => {
-            let text = response.into_string().unwrap_or_default();
-            return Err(format!("HTTP {code}: {}", text.trim()));
-        }
-        Err(e) => return Err(e.to_string()),
-    };
-    serde_json::from_str(&text).map_err(|e| format!("{path}: not JSON ({e}): {text}"))
-}
-
-/// Run `call` (a blocking lock call) while a thread keeps `lease` alive on the member at `url`,
-/// one keepalive every third of `ttl_ms` (as clientv3's session does), until `call` returns:
-/// etcd keeps no blocked caller's lease alive itself. Live mode is the one place with threads.
-pub fn keeping_alive<T>(url: &str, lease: &str, ttl_ms: u64, call: impl FnOnce() -> T) -> T {
-    let every = Duration::from_millis((ttl_ms / 3).max(1));
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let agent = agent(every);
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every)
-            {
-                let _ = post(
-                    &agent,
-                    url,
-                    "/v3/lease/keepalive",
-                    &serde_json::json!({ "ID": lease }),
-                );
-            }
-        });
-        let answer = call();
-        let _ = stop.send(());
-        answer
-    })
-}
-
-/// The name of the member that leads, asked of the members at `urls` in turn (the first that
-/// answers says which member id leads; the member list names it). `None`: no member answered
-/// or none leads.
-pub fn leader(urls: &[String]) -> Option<String> {
-    let agent = agent(Duration::from_millis(1_000));
-    for url in urls {
-        let Ok(status) = post(
-            &agent,
-            url,
-            "/v3/maintenance/status",
-            &serde_json::json!({}),
-        ) else {
-            continue;
-        };
-        let Some(leader) = status.get("leader").and_then(|l| l.as_str()) else {
-            continue;
-        };
-        let Ok(list) = post(
-            &agent,
-            url,
-            "/v3/cluster/member/list",
-            &serde_json::json!({}),
-        ) else {
-            continue;
-        };
-        let members = list.get("members").and_then(|m| m.as_array())?;
-        return members
-            .iter()
-            .find(|m| m.get("ID").and_then(|id| id.as_str()) == Some(leader))
-            .and_then(|m| m.get("name").and_then(|n| n.as_str()))
-            .map(str::to_owned);
-    }
-    None
 }

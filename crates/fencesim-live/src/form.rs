@@ -128,11 +128,13 @@ pub struct Endpoints {
     pub resource: String,
     /// `redis://127.0.0.1:PORT/` of each Redis node, in the design's node order.
     pub redis: Vec<String>,
-    /// Put before every Redis key a form writes: empty on the nodes fencesim starts,
-    /// `fencesim-live-<pid>-<trial>:` on servers of the user's (`--redis`), beside their own keys.
+    /// Put before every key or lock name a form writes: empty on the servers fencesim starts;
+    /// on servers of the user's, beside their own keys, `fencesim-live-<pid>-<trial>:` for
+    /// Redis (`--redis`) and `fencesim-live-<pid>-<trial>/` for etcd (`--etcd`).
     #[serde(default)]
-    pub redis_prefix: String,
-    /// `http://127.0.0.1:PORT` of each etcd member, in the design's node order.
+    pub key_prefix: String,
+    /// `http://127.0.0.1:PORT` of each etcd member, in the design's node order; or the
+    /// client URLs of a cluster of the user's (`--etcd`, `http://[USER[:PASSWORD]@]HOST:PORT`).
     #[serde(default)]
     pub etcd: Vec<String>,
     /// How long the client waits for any one answer, ms (its `timeout_ms`).

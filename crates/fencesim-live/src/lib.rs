@@ -20,6 +20,7 @@
 pub mod assemble;
 pub mod client;
 pub mod clock;
+pub mod etcd_gateway;
 pub mod etcd_server;
 pub mod form;
 mod nemesis;

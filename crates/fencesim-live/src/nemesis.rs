@@ -507,7 +507,7 @@ impl<'p> Running<'p> {
             return Some(target);
         }
         let urls: Vec<String> = self.servers.iter().map(|s| s.url_at(s.port())).collect();
-        let leader = crate::etcd_server::leader(&urls)
+        let leader = crate::etcd_gateway::leader(&urls)
             .and_then(|name| self.plan.server_nodes().iter().position(|n| *n == name));
         if leader.is_none() {
             self.failure.get_or_insert(LiveError::Server(

@@ -156,6 +156,18 @@ impl LivePlan {
         self.faults.iter().any(|f| f.target == Target::Network)
     }
 
+    /// Whether a partition cuts one etcd member off from another: the members then reach
+    /// each other through peer proxies ([`crate::proxy::Proxy::for_peers`]).
+    pub fn cuts_between_members(&self) -> bool {
+        let members = self.etcd_nodes();
+        self.faults.iter().any(|f| match &f.action {
+            LiveAction::Partition { cut, .. } => members
+                .iter()
+                .any(|a| members.iter().any(|b| a != b && cut.blocks(a, b))),
+            _ => false,
+        })
+    }
+
     /// The servers a client talks to, by the names faults give them: the design's lock
     /// service node on PostgreSQL (its shape's one node: `lease-service` for the single
     /// service) or its Redis nodes, and `resource`.
@@ -268,7 +280,7 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
         let at_point = at_ms(fault.trigger)
             .ok_or_else(|| format!("{at}: a network fault fires at at_ms in live mode"))?;
         if let LiveAction::Partition { cut, .. } = &action {
-            refuse_unproxied_cut(plan, cut).map_err(|why| format!("{at}: {why}"))?;
+            refuse_unproxied_cut(cut).map_err(|why| format!("{at}: {why}"))?;
         }
         return Ok(LiveFault {
             target: Target::Network,
@@ -395,9 +407,9 @@ fn live_fault(plan: &LivePlan, n: usize, fault: &Fault) -> Result<LiveFault, Str
     })
 }
 
-/// Refuse a partition that names `leader`, or that cuts one etcd member off from another: live mode's proxies sit
-/// on the links from clients to servers, and the members talk to each other directly.
-fn refuse_unproxied_cut(plan: &LivePlan, cut: &Cut) -> Result<(), String> {
+/// Refuse a partition that names `leader`: live mode's proxies are set up before the trial,
+/// for fixed nodes (between etcd members too: [`LivePlan::cuts_between_members`]).
+fn refuse_unproxied_cut(cut: &Cut) -> Result<(), String> {
     let names: Vec<&String> = match cut {
         Cut::Isolate(node) => vec![node],
         Cut::Groups(groups) => groups.iter().flatten().collect(),
@@ -409,19 +421,6 @@ fn refuse_unproxied_cut(plan: &LivePlan, cut: &Cut) -> Result<(), String> {
              for fixed nodes; name the member"
                 .to_owned(),
         );
-    }
-    let members = plan.etcd_nodes();
-    for a in members {
-        for b in members {
-            if cut.blocks(a, b) {
-                return Err(format!(
-                    "a partition between etcd members ({a} and {b}) has no live form yet: live \
-                     mode's proxies sit on the links from clients to servers, and the members \
-                     talk to each other directly; cut clients off from members with `groups` \
-                     that keep every member together"
-                ));
-            }
-        }
     }
     Ok(())
 }
@@ -477,7 +476,9 @@ fn why_not(kind: FaultKind) -> &'static str {
              meaning on a byte stream"
         }
         FaultKind::ClockSkew | FaultKind::ClockDrift | FaultKind::ClockStrobe => {
-            "has no live form yet (clock-jump on a Redis node does, through fencesim's clock shim)"
+            "has no live form yet: the one live clock fault is clock-jump on a Redis node, \
+             through fencesim's clock shim (an etcd member, a Go binary, reads the clock \
+             without libc, and no clock fault reaches it)"
         }
         // Pauses, crashes, restarts and clock jumps have live forms, and so do partitions,
         // heals, latency and loss of the network ([`network_action`]) where their fields

@@ -10,6 +10,13 @@
 //! PostgreSQL client library has none per call, so a link to PostgreSQL that a partition cuts
 //! resets its connections instead of stalling them (the call ends `info` at once, not after
 //! `timeout_ms`), and refuses new ones until it heals.
+//!
+//! Between etcd members, a proxy stands in front of each member's peer port (the port the
+//! cluster's configuration advertises for it) and holds one link per other member
+//! ([`Proxy::for_peers`]). A connection belongs to the member whose process owns its other
+//! end, read from `/proc` ([`Owners`]): etcd's peer requests do not all name their sender
+//! (lease forwarding, probes and version checks carry no `X-Server-From`), and Go reuses one
+//! connection for named and unnamed requests alike, so a header cannot tell them apart.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -51,9 +58,11 @@ pub struct LinkState {
 
 /// A link's proxy: it listens on a port of its own and forwards to the server's.
 pub struct Proxy {
-    /// The client's end of the link (its name, for faults).
+    /// The client's end of the link (its name, for faults): the member that opens the
+    /// connections, for a link between etcd members.
     pub client: String,
-    /// The server's end (`lease-service`, `resource`, `redis-3`).
+    /// The server's end (`lease-service`, `resource`, `redis-3`; `etcd-2` in front of its
+    /// peer port).
     pub server: String,
     /// The port the client connects to.
     pub port: u16,
@@ -79,8 +88,9 @@ impl Proxy {
             .map_err(|e| LiveError::Server(e.to_string()))?;
         let state = Arc::new(Mutex::new(LinkState::default()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, st) = (state.clone(), stop.clone());
-        std::thread::spawn(move || accept(listener, target, s, st, seed));
+        let route = Route::One(state.clone());
+        let st = stop.clone();
+        std::thread::spawn(move || accept(listener, target, route, st, seed));
         Ok(Proxy {
             client: client.to_owned(),
             server: server.to_owned(),
@@ -88,6 +98,53 @@ impl Proxy {
             state,
             stop,
         })
+    }
+
+    /// In front of etcd member `member`'s peer port: listen on `listener` (the port the
+    /// cluster advertises for it), forward each connection to `127.0.0.1:target` (where the
+    /// member listens), on the link from the member in `senders` whose process opened it.
+    /// One [`Proxy`] per sender, all on the one listener; dropping any stops them all. A
+    /// connection whose owner is not found (a process not among `owners`) crosses on a link
+    /// of its own that no fault touches.
+    ///
+    /// # Errors
+    /// The listener could not be set up.
+    pub fn for_peers(
+        member: &str,
+        listener: TcpListener,
+        target: u16,
+        senders: &[String],
+        owners: &Owners,
+        seed: u64,
+    ) -> Result<Vec<Proxy>, LiveError> {
+        let port = listener
+            .local_addr()
+            .map_err(|e| LiveError::Server(format!("peer proxy of {member}: {e}")))?
+            .port();
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| LiveError::Server(e.to_string()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let links: Vec<(String, Arc<Mutex<LinkState>>)> = senders
+            .iter()
+            .map(|s| (s.clone(), Arc::new(Mutex::new(LinkState::default()))))
+            .collect();
+        let proxies = links
+            .iter()
+            .map(|(sender, state)| Proxy {
+                client: sender.clone(),
+                server: member.to_owned(),
+                port,
+                state: state.clone(),
+                stop: stop.clone(),
+            })
+            .collect();
+        let route = Route::BySender {
+            links,
+            owners: owners.clone(),
+        };
+        std::thread::spawn(move || accept(listener, target, route, stop, seed));
+        Ok(proxies)
     }
 
     /// Change the link's state.
@@ -104,13 +161,17 @@ impl Drop for Proxy {
     }
 }
 
-fn accept(
-    listener: TcpListener,
-    target: u16,
-    state: Arc<Mutex<LinkState>>,
-    stop: Arc<AtomicBool>,
-    seed: u64,
-) {
+/// Where an accepted connection's bytes go: every connection of a client's link to its one
+/// state; in front of an etcd member's peer port, to the link from the member that opened it.
+enum Route {
+    One(Arc<Mutex<LinkState>>),
+    BySender {
+        links: Vec<(String, Arc<Mutex<LinkState>>)>,
+        owners: Owners,
+    },
+}
+
+fn accept(listener: TcpListener, target: u16, route: Route, stop: Arc<AtomicBool>, seed: u64) {
     let mut n = 0u64;
     while !stop.load(Ordering::SeqCst) {
         let client = match listener.accept() {
@@ -121,39 +182,132 @@ fn accept(
             }
             Err(_) => return,
         };
-        let refused = state
-            .lock()
-            .map(|s| s.reset_when_stopped && (s.up.stopped || s.down.stopped))
-            .unwrap_or(true);
-        if refused {
-            let _ = client.shutdown(Shutdown::Both);
-            continue;
-        }
-        let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
-            let _ = client.shutdown(Shutdown::Both);
-            continue;
-        };
         n += 1;
-        let resets = state.lock().map(|s| s.resets).unwrap_or(0);
-        for (from, to, up) in [
-            (client.try_clone(), server.try_clone(), true),
-            (server.try_clone(), client.try_clone(), false),
-        ] {
-            let (Ok(from), Ok(to)) = (from, to) else {
-                continue;
-            };
-            let pump = Pump {
-                state: state.clone(),
-                stop: stop.clone(),
-                up,
-                resets,
-                rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(
-                    seed ^ (n << 1 | u64::from(up)),
-                ),
-            };
-            std::thread::spawn(move || pump.run(from, to));
+        let seed = seed ^ (n << 1);
+        match &route {
+            Route::One(state) => forward(client, target, state.clone(), stop.clone(), seed),
+            Route::BySender { links, owners } => {
+                // Reading /proc takes a few ms: not on the accepting thread.
+                let (links, owners, stop) = (links.clone(), owners.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let sender = owners.of_connection(&client);
+                    let state = links
+                        .iter()
+                        .find(|(name, _)| Some(name) == sender.as_ref())
+                        .map_or_else(Default::default, |(_, state)| state.clone());
+                    forward(client, target, state, stop, seed);
+                });
+            }
         }
     }
+}
+
+/// Connect `client` to `127.0.0.1:target` and pump both directions under `state`; or refuse
+/// it, if the link resets while stopped and is.
+fn forward(
+    client: TcpStream,
+    target: u16,
+    state: Arc<Mutex<LinkState>>,
+    stop: Arc<AtomicBool>,
+    seed: u64,
+) {
+    let refused = state
+        .lock()
+        .map(|s| s.reset_when_stopped && (s.up.stopped || s.down.stopped))
+        .unwrap_or(true);
+    if refused {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    }
+    let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    let resets = state.lock().map(|s| s.resets).unwrap_or(0);
+    for (from, to, up) in [
+        (client.try_clone(), server.try_clone(), true),
+        (server.try_clone(), client.try_clone(), false),
+    ] {
+        let (Ok(from), Ok(to)) = (from, to) else {
+            continue;
+        };
+        let pump = Pump {
+            state: state.clone(),
+            stop: stop.clone(),
+            up,
+            resets,
+            rng: rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed | u64::from(up)),
+        };
+        std::thread::spawn(move || pump.run(from, to));
+    }
+}
+
+/// The processes of an etcd cluster's members, by name, as they start (a restarted member
+/// is a new process): who opened a connection to a peer proxy.
+#[derive(Clone, Debug, Default)]
+pub struct Owners(Arc<Mutex<Vec<(String, u32)>>>);
+
+impl Owners {
+    /// Member `name` runs now as process `pid`.
+    pub fn set(&self, name: &str, pid: u32) {
+        if let Ok(mut owners) = self.0.lock() {
+            owners.retain(|(n, _)| n != name);
+            owners.push((name.to_owned(), pid));
+        }
+    }
+
+    /// The member whose process owns the other end of `connection` (a loopback TCP
+    /// connection accepted by a proxy): the socket's inode from `/proc/net/tcp`, then the
+    /// process with a descriptor on it. Asked a few times: the connecting side's socket is in
+    /// the table by the time the connection is accepted, but a member may be just starting.
+    pub fn of_connection(&self, connection: &TcpStream) -> Option<String> {
+        let (peer, local) = (connection.peer_addr().ok()?, connection.local_addr().ok()?);
+        for _ in 0..5 {
+            let found = socket_inode(peer, local).and_then(|inode| {
+                let owners = self.0.lock().ok()?.clone();
+                owners
+                    .into_iter()
+                    .find(|(_, pid)| holds_socket(*pid, inode))
+                    .map(|(name, _)| name)
+            });
+            if found.is_some() {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+/// The inode of the IPv4 socket bound at `local` and connected to `remote`, from
+/// `/proc/net/tcp` (addresses in hex, as the kernel stores them; ports in hex).
+fn socket_inode(local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<u64> {
+    let hex = |addr: std::net::SocketAddr| -> Option<String> {
+        let std::net::IpAddr::V4(ip) = addr.ip() else {
+            return None;
+        };
+        // The kernel prints the address's bytes (network order) read as a native u32.
+        let word = u32::from_ne_bytes(ip.octets());
+        Some(format!("{word:08X}:{:04X}", addr.port()))
+    };
+    let (local, remote) = (hex(local)?, hex(remote)?);
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&local.as_str()) && fields.get(2) == Some(&remote.as_str()))
+            .then(|| fields.get(9)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// Whether process `pid` has a descriptor on socket `inode`.
+fn holds_socket(pid: u32, inode: u64) -> bool {
+    let wanted = format!("socket:[{inode}]");
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+        fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|link| link.as_os_str() == wanted.as_str())
+        })
+    })
 }
 
 /// One direction of one connection.

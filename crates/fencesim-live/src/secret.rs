@@ -6,8 +6,9 @@
 //! Passwords are also taken from where PostgreSQL's and Redis's own tools take them, so that a
 //! user need not write one on the command line (where `ps` and the shell's history see it):
 //! `PGPASSWORD`, then the password file (`PGPASSFILE`, else `~/.pgpass`) as libpq reads it,
-//! which the `postgres` crate does not do by itself; and `REDISCLI_AUTH` for Redis, as
-//! `redis-cli` reads it (docs/live.md, "Servers of your own").
+//! which the `postgres` crate does not do by itself; `REDISCLI_AUTH` for Redis, as
+//! `redis-cli` reads it; and `ETCDCTL_PASSWORD` for etcd, as `etcdctl` reads it (docs/live.md,
+//! "What runs", servers of your own).
 
 use std::path::{Path, PathBuf};
 
@@ -56,10 +57,13 @@ pub struct PasswordSources {
     pub pg_pass_file: Option<PathBuf>,
     /// `REDISCLI_AUTH`.
     pub redis_auth: Option<String>,
+    /// `ETCDCTL_PASSWORD`.
+    pub etcd_password: Option<String>,
 }
 
 impl PasswordSources {
-    /// The process's own: `PGPASSWORD`, `PGPASSFILE` or `$HOME/.pgpass`, `REDISCLI_AUTH`.
+    /// The process's own: `PGPASSWORD`, `PGPASSFILE` or `$HOME/.pgpass`, `REDISCLI_AUTH`,
+    /// `ETCDCTL_PASSWORD`.
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         PasswordSources {
@@ -68,6 +72,7 @@ impl PasswordSources {
                 .map(PathBuf::from)
                 .or_else(|| var("HOME").map(|h| Path::new(&h).join(".pgpass"))),
             redis_auth: var("REDISCLI_AUTH"),
+            etcd_password: var("ETCDCTL_PASSWORD"),
         }
     }
 }
@@ -162,6 +167,112 @@ pub fn redis(given: &str, sources: &PasswordSources) -> Result<Endpoint, String>
         password_from: from,
         password,
     })
+}
+
+/// `--etcd`'s value: an etcd member's client URL, `http://[USER[:PASSWORD]@]HOST:PORT`. A
+/// user name makes the clients authenticate as that user (etcd's auth, `Authenticate`, whose
+/// token goes with every call: [`crate::etcd_server::Gateway`]); a password missing from the
+/// URL is taken from `ETCDCTL_PASSWORD`.
+///
+/// # Errors
+/// Not an `http://HOST:PORT` URL: another scheme (`https://` needs TLS, which live mode's HTTP
+/// client is built without), no port, a path, or a password without a user. The message does
+/// not quote the URL when it could hold a password.
+pub fn etcd(given: &str, sources: &PasswordSources) -> Result<Endpoint, String> {
+    let shown = hide_url(given, Hide::Mask);
+    let not_shown = "--etcd (not shown: it may hold a password)";
+    // A URL's scheme is case-insensitive (RFC 3986).
+    let scheme_ends = given.find("://").map_or(0, |i| i + 3);
+    let rest = given[..scheme_ends]
+        .eq_ignore_ascii_case("http://")
+        .then(|| &given[scheme_ends..]);
+    let Some(rest) = rest else {
+        let why = if given.to_ascii_lowercase().starts_with("https://") {
+            "https:// needs TLS, which live mode's etcd client is built without; give the \
+             member's plain http:// client URL"
+        } else {
+            "expected http://[USER[:PASSWORD]@]HOST:PORT, a member's client URL"
+        };
+        return Err(match given.contains('@') {
+            true => format!("{not_shown}: {why}"),
+            false => format!("--etcd {:?}: {why}", shown_capped(&shown)),
+        });
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    let (userinfo, host) = match authority.rfind('@') {
+        Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
+        None => (None, authority),
+    };
+    let port_ok = host
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+    if host.contains(['/', '?', '#']) || !port_ok {
+        let why = "expected http://[USER[:PASSWORD]@]HOST:PORT (a member's client URL, with \
+                   its port and nothing after it)";
+        return Err(match userinfo {
+            Some(_) => format!("{not_shown}: {why}"),
+            None => format!("--etcd {:?}: {why}", shown_capped(&shown)),
+        });
+    }
+    let (user, password) = match userinfo.map(|u| u.split_once(':').unwrap_or((u, ""))) {
+        None => (None, None),
+        Some(("", _)) => {
+            return Err(format!(
+                "{not_shown}: a password needs a user name (http://USER:PASSWORD@HOST:PORT): etcd \
+                 authenticates a user"
+            ))
+        }
+        Some((user, "")) => (Some(percent_decode(user)), None),
+        Some((user, password)) => (Some(percent_decode(user)), Some(percent_decode(password))),
+    };
+    let (password, from) = match (password, &sources.etcd_password, &user) {
+        (Some(p), _, _) => (Some(p), Some("the URL".to_owned())),
+        (None, Some(p), Some(_)) => (Some(p.clone()), Some("ETCDCTL_PASSWORD".to_owned())),
+        _ => (None, None),
+    };
+    let connect = match (&user, &password) {
+        (Some(user), Some(password)) => format!(
+            "http://{}:{}@{host}",
+            percent_encode(user),
+            percent_encode(password)
+        ),
+        (Some(user), None) => format!("http://{}@{host}", percent_encode(user)),
+        _ => format!("http://{host}"),
+    };
+    let password = password.map(String::into_bytes);
+    let shown = scrub(&shown, password.as_deref());
+    let rerun = scrub(&hide_url(given, Hide::Drop), password.as_deref());
+    Ok(Endpoint {
+        connect,
+        shown,
+        rerun,
+        password_from: from,
+        password,
+    })
+}
+
+/// `value` with its `%XX` escapes decoded (a malformed one kept as it is).
+pub fn percent_decode(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `shown` (a masked connection string) cut for a message: at most 200 characters, so that a
@@ -644,5 +755,50 @@ mod tests {
     fn scrub_masks_a_password_however_it_was_written() {
         assert_eq!(scrub("a s3cr/t b s3cr%2Ft", Some(b"s3cr/t")), "a *** b ***");
         assert_eq!(scrub("nothing here", None), "nothing here");
+    }
+    #[test]
+    fn an_etcd_url_keeps_its_password_out_of_every_shown_form() {
+        let none = PasswordSources::default();
+        let e = etcd("http://root:s3cr%2Ft@127.0.0.1:2379/", &none).unwrap();
+        assert_eq!(e.connect(), "http://root:s3cr%2Ft@127.0.0.1:2379");
+        assert_eq!(e.shown, "http://root:***@127.0.0.1:2379/");
+        assert_eq!(e.rerun, "http://root@127.0.0.1:2379/");
+        assert_eq!(e.password_from.as_deref(), Some("the URL"));
+        assert_eq!(e.scrub("token for s3cr/t"), "token for ***");
+        // The password from ETCDCTL_PASSWORD, for a URL that names a user only.
+        let env = PasswordSources {
+            etcd_password: Some("p w".to_owned()),
+            ..PasswordSources::default()
+        };
+        let e = etcd("http://root@127.0.0.1:2379", &env).unwrap();
+        assert_eq!(e.connect(), "http://root:p%20w@127.0.0.1:2379");
+        assert_eq!(e.shown, "http://root@127.0.0.1:2379");
+        assert_eq!(e.password_from.as_deref(), Some("ETCDCTL_PASSWORD"));
+        // The scheme in any case.
+        assert_eq!(etcd("HTTP://h:1", &none).unwrap().connect(), "http://h:1");
+        // No user, no authentication: the variable is not used.
+        let e = etcd("http://127.0.0.1:2379", &env).unwrap();
+        assert_eq!(
+            (e.connect(), &e.password_from),
+            ("http://127.0.0.1:2379", &None)
+        );
+    }
+
+    #[test]
+    fn a_bad_etcd_url_is_refused_without_its_password() {
+        let none = PasswordSources::default();
+        for (given, expected) in [
+            ("https://u:topsecret@h:2379", "needs TLS"),
+            ("etcd://h:2379", "expected http://"),
+            ("http://h", "with its port"),
+            ("http://u:topsecret@h:2379/v3", "with its port"),
+            ("http://:topsecret@h:2379", "needs a user name"),
+            ("http://h:0", "with its port"),
+        ] {
+            let err = etcd(given, &none).unwrap_err();
+            assert!(err.contains(expected), "{given}: {err}");
+            assert!(!err.contains("topsecret"), "{err}");
+        }
+        assert_eq!(percent_decode("a%2Fb%zz%4"), "a/b%zz%4");
     }
 }

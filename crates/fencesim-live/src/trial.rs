@@ -43,9 +43,10 @@ pub struct TrialSetup<'a> {
     pub postgres: Option<&'a std::sync::Mutex<crate::pg_server::PgServer>>,
     /// Its port (`None`: the user's own, which live mode puts no proxy before).
     pub postgres_port: Option<u16>,
-    /// Redis servers of the user's (`--redis`), one per node, instead of nodes fencesim
-    /// starts (no Redis faults then).
-    pub redis_urls: Option<&'a [String]>,
+    /// Servers of the user's for the design's own nodes, instead of those fencesim starts (no
+    /// faults on them then): Redis servers (`--redis`), one per node; or the client URLs of an
+    /// etcd cluster (`--etcd`). Which, the plan's needs say.
+    pub own_servers: Option<&'a [String]>,
 }
 
 /// A finished trial.
@@ -90,11 +91,12 @@ pub fn run_trial(
     let mut admin = postgres::Client::connect(setup.conninfo, postgres::NoTls).map_err(db)?;
     prepare(&mut admin, plan, setup.forms)?;
     drop(admin);
-    let servers = match setup.redis_urls {
-        Some(_) => Vec::new(),
-        None => start_servers(plan)?,
+    let (servers, peer_links) = match setup.own_servers {
+        Some(_) => (Vec::new(), Vec::new()),
+        None => start_servers(plan, trial)?,
     };
-    let proxies = start_proxies(plan, &servers, setup.postgres_port, trial)?;
+    let mut proxies = start_proxies(plan, &servers, setup.postgres_port, trial)?;
+    proxies.extend(peer_links);
 
     let (tx, rx) = mpsc::channel();
     let mut processes = Processes::default();
@@ -105,16 +107,8 @@ pub fn run_trial(
             lock_knobs: scenario.lock_service.knobs.clone(),
             resource_mode: scenario.resource.mode.clone(),
             resource_knobs: scenario.resource.knobs.clone(),
-            endpoints: match setup.redis_urls {
-                Some(urls) => Endpoints {
-                    postgres: conninfo.clone(),
-                    resource: conninfo.clone(),
-                    redis: urls.to_vec(),
-                    // A trial's keys must not meet the last trial's (still within their TTL).
-                    redis_prefix: format!("fencesim-live-{}-{trial}:", std::process::id()),
-                    etcd: Vec::new(),
-                    timeout_ms: client.timeout_ms,
-                },
+            endpoints: match setup.own_servers {
+                Some(urls) => own_endpoints(plan, urls, &conninfo, trial, client.timeout_ms),
                 None => endpoints(
                     plan,
                     &client.name,
@@ -270,26 +264,58 @@ fn endpoints(
         postgres: postgres(&plan.postgres_service_node().unwrap_or_default()),
         resource: postgres(fencesim_scenario::RESOURCE_NODE),
         redis: urls(plan.redis_nodes()),
-        redis_prefix: String::new(),
+        key_prefix: String::new(),
         etcd: urls(plan.etcd_nodes()),
         timeout_ms,
     }
 }
 
+/// Where a client's sessions connect on servers of the user's: the URLs as given, and a
+/// prefix that keeps a trial's keys and lock names apart from the user's own and from the last
+/// trial's (whose keys may still be within their TTL).
+fn own_endpoints(
+    plan: &LivePlan,
+    urls: &[String],
+    conninfo: &str,
+    trial: u64,
+    timeout_ms: u64,
+) -> Endpoints {
+    let on_etcd = plan.needs.etcd.is_some();
+    let glue = if on_etcd { '/' } else { ':' };
+    Endpoints {
+        postgres: conninfo.to_owned(),
+        resource: conninfo.to_owned(),
+        redis: if on_etcd { Vec::new() } else { urls.to_vec() },
+        key_prefix: format!("{}{trial}{glue}", own_prefix()),
+        etcd: if on_etcd { urls.to_vec() } else { Vec::new() },
+        timeout_ms,
+    }
+}
+
+/// `fencesim-live-<pid>-`: what a run's keys and lock names on servers of the user's begin
+/// with, before the trial's number.
+pub fn own_prefix() -> String {
+    format!("fencesim-live-{}-", std::process::id())
+}
+
 /// The design's own servers, fresh for the trial: its Redis nodes (those whose clocks a
-/// fault steps under a clock library), or its etcd cluster.
-fn start_servers(plan: &LivePlan) -> Result<Vec<Box<dyn ServerProcess>>, LiveError> {
+/// fault steps under a clock library), or its etcd cluster, with the links between its
+/// members if a partition cuts between them.
+fn start_servers(plan: &LivePlan, trial: u64) -> Result<ServersAndLinks, LiveError> {
     if let Some(needs) = &plan.needs.etcd {
-        let members = crate::etcd_server::start_cluster(&needs.nodes)?;
-        return Ok(members
+        let cluster =
+            crate::etcd_server::start_cluster(&needs.nodes, plan.cuts_between_members(), trial)?;
+        let members = cluster
+            .members
             .into_iter()
             .map(|m| Box::new(m) as Box<dyn ServerProcess>)
-            .collect());
+            .collect();
+        return Ok((members, cluster.peer_links));
     }
     let Some(needs) = &plan.needs.redis else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
-    needs
+    let nodes = needs
         .nodes
         .iter()
         .enumerate()
@@ -298,8 +324,12 @@ fn start_servers(plan: &LivePlan) -> Result<Vec<Box<dyn ServerProcess>>, LiveErr
             RedisNode::start(name, persistence, plan.faked_clocks.contains(&i))
                 .map(|node| Box::new(node) as Box<dyn ServerProcess>)
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((nodes, Vec::new()))
 }
+
+/// A trial's server processes, and the proxies on the links between them.
+type ServersAndLinks = (Vec<Box<dyn ServerProcess>>, Vec<Proxy>);
 
 fn db(e: postgres::Error) -> LiveError {
     LiveError::Server(format!("database: {}", crate::describe(&e)))

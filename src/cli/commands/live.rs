@@ -42,6 +42,13 @@ pub(crate) struct Args {
     /// REDISCLI_AUTH; it is shown as ***.
     #[arg(long, value_name = "URL")]
     pub(crate) redis: Vec<String>,
+    /// An etcd cluster of your own: a member's client URL (`http://HOST:2379`; repeat the
+    /// option for each member, as etcdctl's --endpoints), instead of members fencesim starts;
+    /// its lock names go under `fencesim-live-<pid>-<trial>/`. `http://USER@HOST:2379`
+    /// authenticates as USER, the password from the URL or ETCDCTL_PASSWORD; it is shown
+    /// as ***.
+    #[arg(long, value_name = "URL")]
+    pub(crate) etcd: Vec<String>,
 }
 
 pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
@@ -66,7 +73,7 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
             return exit::SIM_FAILED;
         }
     };
-    let (postgres, redis) = match endpoints(args) {
+    let (postgres, redis, etcd) = match endpoints(args) {
         Ok(found) => found,
         Err(e) => {
             complain!("error: {e}");
@@ -79,6 +86,7 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         write_all: args.write_all,
         postgres,
         redis,
+        etcd,
         scenario_arg: args.scenario.clone(),
         cancel: cancel.clone(),
         program,
@@ -103,7 +111,7 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
     }
     // Ctrl-C ends the trial in progress, keeps its history and stops the servers.
     let _running = opts.cancel.running();
-    let servers = match Servers::start(&plan, opts.postgres.as_ref(), &opts.redis) {
+    let servers = match Servers::start(&plan, opts.postgres.as_ref(), &opts.redis, &opts.etcd) {
         Ok(s) => s,
         Err(e) => return live_error(&e, &opts),
     };
@@ -215,9 +223,12 @@ fn print_tally(engine: &Engine, scenario: &Scenario, live: &KindTally) {
     }
 }
 
-/// `--postgres` and `--redis`, each with its password (from the option or the environment)
-/// ready to connect with and masked for showing; the password file's warnings on stderr.
-fn endpoints(args: &Args) -> Result<(Option<Endpoint>, Vec<Endpoint>), String> {
+/// The servers of the user's, `--postgres`, `--redis` and `--etcd`: each with its password
+/// (from the option or the environment) ready to connect with and masked for showing.
+type OwnServers = (Option<Endpoint>, Vec<Endpoint>, Vec<Endpoint>);
+
+/// [`OwnServers`] from the options; the password file's warnings on stderr.
+fn endpoints(args: &Args) -> Result<OwnServers, String> {
     let sources = PasswordSources::from_env();
     let postgres = match &args.postgres {
         Some(given) => {
@@ -234,14 +245,19 @@ fn endpoints(args: &Args) -> Result<(Option<Endpoint>, Vec<Endpoint>), String> {
         .iter()
         .map(|given| secret::redis(given, &sources))
         .collect::<Result<_, _>>()?;
-    Ok((postgres, redis))
+    let etcd = args
+        .etcd
+        .iter()
+        .map(|given| secret::etcd(given, &sources))
+        .collect::<Result<_, _>>()?;
+    Ok((postgres, redis, etcd))
 }
 
 fn live_error(e: &LiveError, opts: &LiveOptions) -> u8 {
     // What a server or library said might quote a connection string: mask the passwords in
     // it too, whatever form they took.
     let mut message = e.to_string();
-    for endpoint in opts.postgres.iter().chain(&opts.redis) {
+    for endpoint in opts.postgres.iter().chain(&opts.redis).chain(&opts.etcd) {
         message = endpoint.scrub(&message);
     }
     // Some servers end what they say with a line break (Redis's NOAUTH): the error is one line.

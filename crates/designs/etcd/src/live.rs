@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use fencesim_live::etcd_server::{agent, keeping_alive, post};
+use fencesim_live::etcd_gateway::{agent, keeping_alive, Gateway};
 use fencesim_live::form::{
     only_knobs, Endpoints, EtcdNeeds, Grant, LiveLockService, LockAnswer, LockCall,
     LockServiceForm, LockSession, Needs, Unknown,
@@ -113,10 +113,11 @@ impl LiveLockService for LiveEtcd {
             return Err("no etcd member to connect to".to_owned());
         }
         Ok(Box::new(EtcdSession {
-            urls: endpoints.etcd.clone(),
+            members: endpoints.etcd.iter().map(|url| Gateway::new(url)).collect(),
             member: 0,
             timeout_ms: endpoints.timeout_ms.max(1),
             checks_own_key: self.checks_own_key,
+            prefix: endpoints.key_prefix.clone(),
             held: Vec::new(),
         }))
     }
@@ -134,10 +135,13 @@ struct Held {
 /// A client's connection to the cluster: the member it asks (the next one after a call that
 /// got no answer), and the locks it holds.
 struct EtcdSession {
-    urls: Vec<String>,
+    members: Vec<Gateway>,
     member: usize,
     timeout_ms: u64,
     checks_own_key: bool,
+    /// Put before every lock name: a trial's locks on a cluster of the user's
+    /// ([`Endpoints::key_prefix`]).
+    prefix: String,
     held: Vec<Held>,
 }
 
@@ -145,10 +149,10 @@ impl EtcdSession {
     /// POST to the member asked now, within `timeout_ms`; a call without an answer moves the
     /// session to the next member for the following calls.
     fn call(&mut self, path: &str, body: &Value, timeout_ms: u64) -> Result<Value, Unknown> {
-        let url = &self.urls[self.member];
-        let answer = post(&agent(Duration::from_millis(timeout_ms)), url, path, body);
+        let agent = agent(Duration::from_millis(timeout_ms));
+        let answer = self.members[self.member].post(&agent, path, body);
         if answer.is_err() {
-            self.member = (self.member + 1) % self.urls.len();
+            self.member = (self.member + 1) % self.members.len();
         }
         answer.map_err(|e| format!("{path}: {e}"))
     }
@@ -202,15 +206,16 @@ impl EtcdSession {
 impl LockSession for EtcdSession {
     fn acquire(&mut self, call: &LockCall<'_>) -> Result<LockAnswer<Grant>, Unknown> {
         let lease = self.grant_lease(call.ttl_ms)?;
-        let name = base64::engine::general_purpose::STANDARD.encode(call.lock);
+        let name = format!("{}{}", self.prefix, call.lock);
+        let name = base64::engine::general_purpose::STANDARD.encode(name);
         // It blocks until the lock is free, at most twice its TTL and its timeout (the simulated
         // client waits twice the service's longest TTL).
         let wait_ms = 2 * call.ttl_ms + self.timeout_ms;
         let body = json!({ "name": name, "lease": lease });
         // The server does not keep the lease alive while the call blocks: the session does,
         // beside it, as clientv3's does (a stopped process keeps nothing alive).
-        let url = self.urls[self.member].clone();
-        let answer = keeping_alive(&url, &lease, call.ttl_ms, || {
+        let member = self.members[self.member].clone();
+        let answer = keeping_alive(&member, &lease, call.ttl_ms, || {
             self.call("/v3/lock/lock", &body, wait_ms)
         });
         let (revision, key) = match answer {

@@ -134,7 +134,7 @@ impl LiveLockService for LiveRedlock {
             settings: *self,
             nodes: endpoints.redis.iter().map(|url| Node::new(url)).collect(),
             value: None,
-            prefix: endpoints.redis_prefix.clone(),
+            prefix: endpoints.key_prefix.clone(),
         }))
     }
 }
