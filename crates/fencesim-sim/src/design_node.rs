@@ -96,7 +96,7 @@ pub(crate) async fn run<N: LockNode>(
                 Err(_) => Wake::Closed,
             }
         } else {
-            run.timers.next(&alarm, &inbox).await
+            crate::design_timers::next(&mut run.timers, &alarm, &inbox).await
         };
         let env = match wake {
             Wake::Message(env) => env,
@@ -276,7 +276,9 @@ impl<N: LockNode> NodeRun<'_, N> {
                     let body = Message::Design(self.boxes.wrap(msg));
                     world.net.send(name, origin.from(), None, origin.op(), body);
                 }
-                NodeEffect::SetTimer { id, after_ms } => self.timers.set(id, after_ms),
+                NodeEffect::SetTimer { id, after_ms } => {
+                    self.timers.set_from(true_ns(), id, after_ms)
+                }
                 NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),
                 NodeEffect::CancelTimer(id) => self.timers.cancel(id),
                 NodeEffect::Persist { state, durability } => {

@@ -186,7 +186,7 @@ impl<P: ClientProtocol> Client<P> {
                 match self.inbox.try_recv() {
                     Ok(env) => self.deliver(*env, tpl, invoke, &mut ended),
                     Err(_) => {
-                        let due = self.protocol.timers.pop_due();
+                        let due = self.protocol.timers.pop_due(true_ns());
                         if let Some(id) = due {
                             self.feed(Input::Timer(id), tpl, invoke, &mut ended);
                         }
@@ -234,7 +234,7 @@ impl<P: ClientProtocol> Client<P> {
             // The inbox is gone: the simulation is ending.
             Ok(false) => ended.result = Some(Outcome::Unknown),
             Err(_elapsed) => {
-                let due = self.protocol.timers.pop_due();
+                let due = self.protocol.timers.pop_due(true_ns());
                 if let Some(id) = due {
                     self.feed(Input::Timer(id), tpl, invoke, ended);
                 }

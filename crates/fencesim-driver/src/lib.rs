@@ -1,0 +1,15 @@
+//! The sans-IO driver of a design: what happens to a node's or a client's state machine
+//! between the moments the outside world hands it something, written once for the two that
+//! run designs. The simulator (`fencesim-sim`) feeds it madsim's time and messages; the
+//! exhaustive explorer of the coming `fencesim verify` is to feed it every order of the same
+//! events, so that it checks exactly the code that
+//! `fencesim run` simulates and never a second model of it.
+//!
+//! Nothing here reads a clock, sleeps, spawns or sends: every function takes `now` and
+//! answers with what to do. What has moved here so far:
+//!
+//! - [`timers::Timers`]: a node's or client's timers by id, on true time or on one of its own
+//!   clocks, and which is due.
+#![deny(missing_docs)]
+
+pub mod timers;
