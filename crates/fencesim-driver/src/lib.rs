@@ -9,7 +9,10 @@
 //! answers with what to do. What has moved here so far:
 //!
 //! - [`timers::Timers`]: a node's or client's timers by id, on true time or on one of its own
-//!   clocks, and which is due.
+//!   clocks, and which is due;
+//! - [`node::NodeEffects`]: a lock-service node's effects applied in order through
+//!   [`node::NodeIo`] (what they reach outside the node), and the safepoints of its decisions.
 #![deny(missing_docs)]
 
+pub mod node;
 pub mod timers;

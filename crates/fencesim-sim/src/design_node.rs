@@ -5,9 +5,10 @@
 //! is its simulated I/O.
 //!
 //! It starts the node from its disk (what the last synced write left), hands it each message
-//! of its design with `now` from the node's own clocks, and applies its effects in order:
+//! of its design with `now` from the node's own clocks, and applies its effects in order
+//! ([`NodeEffects::apply`], the sans-IO driver's, through [`SimNodeIo`]):
 //! sends and replies go through the transport (and so through its faults), timers through
-//! [`Timers`] (those on the node's clocks resolved again before every wait, as a clock fault
+//! the driver's `Timers` (those on the node's clocks resolved again before every wait, as a clock fault
 //! moves them), writes to the node's [`NodeDisk`], and decisions into the history as service
 //! events. The node settles its due work ([`LockNode::settle`]) before every wait and around
 //! every message. Event-triggered faults land at the safepoints around each request: before
@@ -17,9 +18,10 @@
 use std::sync::Arc;
 
 use fencesim_design::{
-    Deadline, KeyEvent, KeyEventKind, LockNode, MessageKind, NodeCtx, NodeEffect, NodeHost,
-    NodeStart, Origin, ServiceEvent, ServiceEventKind,
+    Deadline, Durability, HeldLease, KeyEvent, LockNode, MessageKind, NodeCtx, NodeHost, NodeStart,
+    Origin, ServiceEvent, ServiceEventKind,
 };
+use fencesim_driver::node::{before_event, history_event, key_event, NodeEffects, NodeIo};
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
 use rand::Rng;
@@ -27,7 +29,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::clock::ClockCache;
 use crate::design_body::Boxes;
-use crate::design_timers::{Timers, Wake};
+use crate::design_timers::Wake;
 use crate::disk::NodeDisk;
 use crate::message::Message;
 use crate::nemesis::{Nemesis, When};
@@ -59,22 +61,20 @@ pub(crate) async fn run<N: LockNode>(
         index: index as u32,
         incarnation,
     };
+    let watched = world.nemesis.watches(&name);
     let mut run = NodeRun::<N> {
         world: &world,
         name: &name,
         disk: &disk,
-        effects: Vec::new(),
-        timers: Timers::default(),
+        pending: NodeEffects::new(watched),
         random: Random {
             seed: world.seed,
             stream,
             rng: None,
         },
-        applying: None,
-        decided: Vec::new(),
         boxes: Boxes::default(),
         clock: ClockCache::default(),
-        watched: world.nemesis.watches(&name),
+        watched,
     };
     let mut host = run.call(|ctx| NodeHost::<N>::start(&config, begin, ctx));
     // A start decides nothing a fault could be triggered by.
@@ -90,13 +90,13 @@ pub(crate) async fn run<N: LockNode>(
         }
         run.resolve_timers();
         // With no timer set (most nodes, most of the time), a plain wait for the next message.
-        let wake = if run.timers.is_empty() {
+        let wake = if run.pending.timers.is_empty() {
             match inbox.recv().await {
                 Ok(env) => Wake::Message(env),
                 Err(_) => Wake::Closed,
             }
         } else {
-            crate::design_timers::next(&mut run.timers, &alarm, &inbox).await
+            crate::design_timers::next(&mut run.pending.timers, &alarm, &inbox).await
         };
         let env = match wake {
             Wake::Message(env) => env,
@@ -137,14 +137,9 @@ struct NodeRun<'a, N: LockNode> {
     world: &'a Arc<World>,
     name: &'a str,
     disk: &'a NodeDisk<N>,
-    effects: Vec<NodeEffect<N::Msg, N::Durable>>,
-    timers: Timers,
+    /// Its effects not yet applied, its timers, the safepoints not yet passed.
+    pending: NodeEffects<N::Msg, N::Durable>,
     random: Random,
-    /// The log entry whose events were last applied here, and whether this replica was the
-    /// first to apply it (so records its events).
-    applying: Option<(u64, bool)>,
-    /// The safepoint events of the decisions applied and not yet passed (kept for its room).
-    decided: Vec<NodeEvent>,
     /// The boxes of the messages it received, for those it sends.
     boxes: Boxes<N::Msg>,
     /// Its clocks as last read.
@@ -178,7 +173,7 @@ impl<N: LockNode> NodeRun<'_, N> {
         let clock = || world.now_cached(name, cache);
         let random = &mut self.random;
         let mut random = |low, high| random.range(low, high);
-        handler(&mut NodeCtx::new(&clock, &mut self.effects).with_random(&mut random))
+        handler(&mut NodeCtx::new(&clock, &mut self.pending.effects).with_random(&mut random))
     }
 
     /// Make every handler call `host` owes, applying each call's effects and passing the
@@ -213,12 +208,12 @@ impl<N: LockNode> NodeRun<'_, N> {
 
     /// The true time of every timer set on the node's own clocks, as they read now.
     fn resolve_timers(&mut self) {
-        if !self.timers.has_clock_deadlines() {
+        if !self.pending.timers.has_clock_deadlines() {
             return;
         }
         let clocks = self.world.clocks.get_cached(self.name, &self.clock);
         let now_ns = true_ns();
-        self.timers.resolve(|Deadline { clock, at_ms }| {
+        self.pending.timers.resolve(|Deadline { clock, at_ms }| {
             let clock = match clock {
                 fencesim_design::Clock::Monotonic => clocks.mono,
                 fencesim_design::Clock::Wall => clocks.wall,
@@ -230,145 +225,94 @@ impl<N: LockNode> NodeRun<'_, N> {
     /// Pass the `after` safepoint of each decision [`NodeRun::apply`] kept, in order, and a
     /// design's own safepoint (both its `before` and `after` triggers: it is one instant).
     async fn pass(&mut self) {
-        let mut decided = std::mem::take(&mut self.decided);
-        for event in decided.drain(..) {
+        let decided = self.pending.take_decided();
+        for &event in &decided {
             if matches!(event, NodeEvent::Design(_)) {
                 Nemesis::safepoint(self.world, self.name, When::Before, event).await;
             }
             Nemesis::safepoint(self.world, self.name, When::After, event).await;
         }
-        self.decided = decided;
+        self.pending.passed(decided);
     }
 
-    /// Apply the pending effects in order, keeping the safepoint events of the decisions in
-    /// `decided` if the node is watched; true if there are any to pass.
+    /// Apply the pending effects in order ([`NodeEffects::apply`]); true if there are
+    /// safepoints to pass.
     fn apply(&mut self) -> bool {
-        if self.effects.is_empty() {
-            return false; // most settle calls: nothing to drain
-        }
-        let decided = &mut self.decided;
-        let watched = self.watched;
-        let (world, name) = (self.world, self.name);
-        let mut effects = std::mem::take(&mut self.effects);
-        let mut held = None;
-        let mut pending = effects.drain(..);
-        while let Some(effect) = pending.next() {
-            match effect {
-                NodeEffect::Safepoint(point) => {
-                    check_declared(world, point);
-                    // Unwatched, no fault can strike there: nothing to wait for.
-                    if watched {
-                        decided.push(NodeEvent::Design(point));
-                        held = Some(pending.by_ref().collect::<Vec<_>>());
-                        break;
-                    }
-                }
-                NodeEffect::Send { to, msg } => {
-                    let body = Message::Design(self.boxes.wrap(msg));
-                    world.net.send(name, &to, None, None, body);
-                }
-                NodeEffect::Reply { origin, msg } => {
-                    let (to, reply_to, op) = (origin.from(), Some(origin.id()), origin.op());
-                    let body = Message::Design(self.boxes.wrap(msg));
-                    world.net.send(name, to, reply_to, op, body);
-                }
-                NodeEffect::Notify { origin, msg } => {
-                    let body = Message::Design(self.boxes.wrap(msg));
-                    world.net.send(name, origin.from(), None, origin.op(), body);
-                }
-                NodeEffect::SetTimer { id, after_ms } => {
-                    self.timers.set_from(true_ns(), id, after_ms)
-                }
-                NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),
-                NodeEffect::CancelTimer(id) => self.timers.cancel(id),
-                NodeEffect::Persist { state, durability } => {
-                    self.disk.lock().write(state, durability, true_ns());
-                }
-                NodeEffect::Sync => self.disk.lock().sync(true_ns()),
-                NodeEffect::Record(event) => {
-                    if first_to_apply(world, &mut self.applying, &event) {
-                        if watched {
-                            decided.extend(safepoint_after(event.kind));
-                        }
-                        record(world, name, event, N::FOLLOWS_LEASES);
-                    }
-                }
-                NodeEffect::RecordOnly(event) => {
-                    if first_to_apply(world, &mut self.applying, &event) {
-                        record(world, name, event, N::FOLLOWS_LEASES);
-                    }
-                }
-                NodeEffect::Decided(kind) => {
-                    if watched {
-                        decided.extend(safepoint_after(kind));
-                    }
-                }
-                NodeEffect::RecordKey(key) => {
-                    world.event(key_event(name, key));
-                }
-                NodeEffect::Leads { term, detail } => {
-                    world.set_leader(term, name);
-                    if let Some(detail) = detail {
-                        world.event(Event {
-                            node: name.into(),
-                            detail: Some(detail),
-                            ..Event::new(EventKind::Leader)
-                        });
-                    }
-                }
-                NodeEffect::HandOver {
-                    from,
-                    to,
-                    kept,
-                    reason,
-                } => world.hand_over_leases([&from, &to, name], &kept, &reason),
-            }
-        }
-        drop(pending);
-        // The effects after a design safepoint, or the emptied buffer (its room kept).
-        self.effects = held.unwrap_or(effects);
-        !decided.is_empty()
+        let mut io = SimNodeIo::<N> {
+            world: self.world,
+            name: self.name,
+            disk: self.disk,
+            boxes: &mut self.boxes,
+        };
+        self.pending.apply(&mut io)
     }
 }
 
-/// Panic on a safepoint the design did not declare for its service side: a bug in the
-/// design's node, which the first run that passes it shows.
-fn check_declared(world: &World, point: &str) {
-    let shape = &world.scenario.lock_service.shape;
-    let declared = shape
-        .safepoints
-        .iter()
-        .any(|s| s.name == point && s.side == fencesim_design::SafepointSide::Service);
-    assert!(
-        declared,
-        "the design's node passed safepoint {point:?}, which its ServiceShape does not declare \
-         for the service side"
-    );
+/// What node `name`'s effects reach in a simulation: madsim's network (through the design's
+/// message boxes), its disk, the history and the run's record of leases.
+struct SimNodeIo<'a, N: LockNode> {
+    world: &'a World,
+    name: &'a str,
+    disk: &'a NodeDisk<N>,
+    boxes: &'a mut Boxes<N::Msg>,
 }
 
-/// Whether `event` is to be recorded by this node: always, unless it applies a replicated log
-/// entry that another replica applied first. `applying` keeps the last entry asked about (an
-/// entry may have two events) and the answer.
-fn first_to_apply(world: &World, applying: &mut Option<(u64, bool)>, event: &ServiceEvent) -> bool {
-    let Some(index) = event.log_index else {
-        return true;
-    };
-    match *applying {
-        Some((last, first)) if last == index => first,
-        _ => {
-            let first = world.first_to_apply(index);
-            *applying = Some((index, first));
-            first
+impl<N: LockNode> NodeIo<N::Msg, N::Durable> for SimNodeIo<'_, N> {
+    fn now_ns(&self) -> u64 {
+        true_ns()
+    }
+
+    fn send(&mut self, to: &str, reply_to: Option<u64>, op: Option<u64>, msg: N::Msg) {
+        let body = Message::Design(self.boxes.wrap(msg));
+        self.world.net.send(self.name, to, reply_to, op, body);
+    }
+
+    fn persist(&mut self, state: N::Durable, durability: Durability, now_ns: u64) {
+        self.disk.lock().write(state, durability, now_ns);
+    }
+
+    fn sync(&mut self, now_ns: u64) {
+        self.disk.lock().sync(now_ns);
+    }
+
+    fn declared(&self, point: &str) -> bool {
+        let shape = &self.world.scenario.lock_service.shape;
+        shape
+            .safepoints
+            .iter()
+            .any(|s| s.name == point && s.side == fencesim_design::SafepointSide::Service)
+    }
+
+    fn first_to_apply(&mut self, log_index: u64) -> bool {
+        self.world.first_to_apply(log_index)
+    }
+
+    fn record(&mut self, event: ServiceEvent) {
+        if N::FOLLOWS_LEASES {
+            follow_lease(self.world, self.name, &event);
+        }
+        self.world.event(history_event(self.name, event));
+    }
+
+    fn record_key(&mut self, event: KeyEvent) {
+        self.world.event(key_event(self.name, event));
+    }
+
+    fn leads(&mut self, term: u64, detail: Option<String>) {
+        self.world.set_leader(term, self.name);
+        if let Some(detail) = detail {
+            self.world.event(Event {
+                node: self.name.into(),
+                detail: Some(detail),
+                ..Event::new(EventKind::Leader)
+            });
         }
     }
-}
 
-/// Record node `name`'s decision `event`, following its lease if `follow`.
-fn record(world: &World, name: &str, event: ServiceEvent, follow: bool) {
-    if follow {
-        follow_lease(world, name, &event);
+    fn hand_over(&mut self, from: &str, to: &str, kept: &[HeldLease], reason: &str) {
+        self.world
+            .hand_over_leases([from, to, self.name], kept, reason);
     }
-    world.event(history_event(name, event));
 }
 
 /// Keep the world's record of node `name`'s live leases, from which a crash's `revoke`s come.
@@ -381,70 +325,5 @@ fn follow_lease(world: &World, name: &str, event: &ServiceEvent) {
             world.lease_ended(name, &event.lock);
         }
         ServiceEventKind::Renew => {}
-    }
-}
-
-/// The safepoint before a request of `kind`.
-fn before_event(kind: MessageKind) -> Option<NodeEvent> {
-    match kind {
-        MessageKind::Acquire => Some(NodeEvent::Acquire),
-        MessageKind::Renew => Some(NodeEvent::Renew),
-        MessageKind::Release => Some(NodeEvent::Release),
-        _ => None,
-    }
-}
-
-/// The safepoint after a decision of `kind` (a revocation has none of its own).
-fn safepoint_after(kind: ServiceEventKind) -> Option<NodeEvent> {
-    match kind {
-        ServiceEventKind::Grant => Some(NodeEvent::Grant),
-        ServiceEventKind::Renew => Some(NodeEvent::Renew),
-        ServiceEventKind::Release => Some(NodeEvent::Release),
-        ServiceEventKind::Expire => Some(NodeEvent::Expire),
-        ServiceEventKind::Revoke => None,
-    }
-}
-
-/// The history's service event for a design's decision on node `name`.
-/// Node `name`'s record of what it did with a quorum lock's key, as a history event.
-fn key_event(name: &str, e: KeyEvent) -> Event {
-    let kind = match e.kind {
-        KeyEventKind::Set => EventKind::KeySet,
-        KeyEventKind::Extend => EventKind::KeyExtend,
-        KeyEventKind::Delete => EventKind::KeyDelete,
-        KeyEventKind::Expire => EventKind::KeyExpire,
-        KeyEventKind::Refuse => EventKind::KeyRefuse,
-    };
-    Event {
-        node: name.into(),
-        lock: Some(e.lock.as_str().into()),
-        holder: e.holder.as_deref().map(Into::into),
-        token: e.value,
-        ttl_ms: e.ttl_ms,
-        expires_at_ms: e.expires_at_ms,
-        nodes: e.nodes,
-        detail: e.detail,
-        ..Event::new(kind)
-    }
-}
-
-fn history_event(name: &str, e: ServiceEvent) -> Event {
-    let kind = match e.kind {
-        ServiceEventKind::Grant => EventKind::Grant,
-        ServiceEventKind::Renew => EventKind::Renew,
-        ServiceEventKind::Release => EventKind::Release,
-        ServiceEventKind::Expire => EventKind::Expire,
-        ServiceEventKind::Revoke => EventKind::Revoke,
-    };
-    Event {
-        node: name.into(),
-        lock: Some(e.lock.as_str().into()),
-        holder: Some(e.holder.as_str().into()),
-        token: Some(e.token),
-        expires_at_ms: e.expires_at_ms,
-        ttl_ms: e.ttl_ms,
-        detail: e.detail,
-        op: e.op,
-        ..Event::new(kind)
     }
 }
