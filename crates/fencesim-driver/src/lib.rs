@@ -11,8 +11,11 @@
 //! - [`timers::Timers`]: a node's or client's timers by id, on true time or on one of its own
 //!   clocks, and which is due;
 //! - [`node::NodeEffects`]: a lock-service node's effects applied in order through
-//!   [`node::NodeIo`] (what they reach outside the node), and the safepoints of its decisions.
+//!   [`node::NodeIo`] (what they reach outside the node), and the safepoints of its decisions;
+//! - [`ledger::Ledger`]: what a run knows across its lock-service nodes (log entries recorded,
+//!   the leases each node honours, the leader).
 #![deny(missing_docs)]
 
+pub mod ledger;
 pub mod node;
 pub mod timers;

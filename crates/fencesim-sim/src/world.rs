@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_design::{HeldLease, LockNode, Now};
+use fencesim_driver::ledger::Ledger;
 use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
 use fencesim_scenario::Scenario;
 
@@ -41,16 +42,10 @@ pub(crate) struct World {
     design_disks: Mutex<BTreeMap<String, Arc<dyn AnyDisk>>>,
     /// Whether disks keep backups: only for a run with a `restore` fault.
     keep_backups: bool,
-    /// The live leases of the nodes that can forget them (the single lease service, the
-    /// primaries of primary-backup) as their events tell them: (node, lock) -> (holder, token).
-    /// A crash or restore can make a node forget a lease; this is how the history learns. Keyed
-    /// by node as well: two primary-backup primaries may each honour a lease at once.
-    live_leases: Mutex<BTreeMap<(String, String), (String, u64)>>,
-    /// The Raft leader of the highest term seen so far: (term, node).
-    leader: Mutex<Option<(u64, String)>>,
-    /// The highest log index whose effects are in the history: every replica applies every
-    /// entry, but the history records each once, when it first takes effect anywhere.
-    recorded_index: Mutex<u64>,
+    /// What the run knows across its lock-service nodes: the log entries recorded, the leases
+    /// the nodes that can forget them honour (a crash or restore can make a node forget one;
+    /// this is how the history learns), and the leader of the highest term.
+    ledger: Mutex<Ledger>,
     inboxes: BTreeMap<String, Inbox<Box<Envelope>>>,
     beliefs: Mutex<BTreeMap<String, Belief>>,
     starts: Mutex<BTreeMap<String, u64>>,
@@ -82,9 +77,7 @@ impl World {
             nemesis,
             design_disks: Mutex::new(BTreeMap::new()),
             keep_backups,
-            recorded_index: Mutex::new(0),
-            leader: Mutex::new(None),
-            live_leases: Mutex::new(BTreeMap::new()),
+            ledger: Mutex::new(Ledger::default()),
             inboxes,
             beliefs: Mutex::new(BTreeMap::new()),
             starts: Mutex::new(BTreeMap::new()),
@@ -129,63 +122,31 @@ impl World {
         *n
     }
 
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().expect("ledger")
+    }
+
     /// True the first time any replica reports applying log `index` (entries apply in order).
     pub fn first_to_apply(&self, index: u64) -> bool {
-        let mut recorded = self.recorded_index.lock().expect("recorded index");
-        if index > *recorded {
-            *recorded = index;
-            true
-        } else {
-            false
-        }
+        self.ledger().first_to_apply(index)
     }
 
     /// Lock-service node `node` (the single service, or a primary) granted `lock` to `holder`
     /// with `token`.
     pub fn lease_granted(&self, node: &str, lock: &str, holder: &str, token: u64) {
-        self.live_leases.lock().expect("live leases").insert(
-            (node.to_owned(), lock.to_owned()),
-            (holder.to_owned(), token),
-        );
+        self.ledger().lease_granted(node, lock, holder, token);
     }
 
     /// Lock-service node `node` ended its lease on `lock`.
     pub fn lease_ended(&self, node: &str, lock: &str) {
-        self.live_leases
-            .lock()
-            .expect("live leases")
-            .remove(&(node.to_owned(), lock.to_owned()));
+        self.ledger().lease_ended(node, lock);
     }
 
     /// `[from, to, by]`: the leases node `from` honoured are now `to`'s to serve, of which `to`
-    /// honours `kept` (a restart from disk: `from` = `to`; a promoted backup taking over the
-    /// old primary's; a primary stepping down to the new one's table). Each one `kept` lacks
-    /// has ended, recorded as a `revoke` by node `by` (the one that decided it); the others are
-    /// `to`'s from now on.
+    /// honours `kept` ([`Ledger::hand_over`]). Each one `kept` lacks has ended, recorded as a
+    /// `revoke` by node `by` (the one that decided it).
     pub fn hand_over_leases(&self, [from, to, by]: [&str; 3], kept: &[HeldLease], reason: &str) {
-        let lost: Vec<(String, String, u64)> = {
-            let mut live = self.live_leases.lock().expect("live leases");
-            let theirs: Vec<(String, String)> = live
-                .keys()
-                .filter(|(node, _)| node == from)
-                .cloned()
-                .collect();
-            let mut lost = Vec::new();
-            for key in theirs {
-                let Some((holder, token)) = live.remove(&key) else {
-                    continue;
-                };
-                let honoured = kept
-                    .iter()
-                    .any(|l| l.lock == key.1 && l.holder == holder && l.token == token);
-                if honoured {
-                    live.insert((to.to_owned(), key.1), (holder, token));
-                } else {
-                    lost.push((key.1, holder, token));
-                }
-            }
-            lost
-        };
+        let lost = self.ledger().hand_over(from, to, kept);
         for (lock, holder, token) in lost {
             self.event(Event {
                 node: by.into(),
@@ -200,19 +161,12 @@ impl World {
 
     /// `node` became Raft leader in `term`.
     pub fn set_leader(&self, term: u64, node: &str) {
-        let mut leader = self.leader.lock().expect("leader");
-        if leader.as_ref().is_none_or(|(t, _)| term >= *t) {
-            *leader = Some((term, node.to_owned()));
-        }
+        self.ledger().set_leader(term, node);
     }
 
     /// The Raft replica that led in the highest term seen so far.
     pub fn leader(&self) -> Option<String> {
-        self.leader
-            .lock()
-            .expect("leader")
-            .as_ref()
-            .map(|(_, n)| n.clone())
+        self.ledger().leader().map(str::to_owned)
     }
 
     /// The lock service's node names.
