@@ -1838,6 +1838,7 @@ fn an_etcd_cluster_of_the_users_keeps_its_keys_and_its_password() {
     // Refused, exit 2, naming why, the password nowhere.
     let wrong = etcd.url.replace("http://", "http://root:not-Its-pw@");
     let reader = etcd.url.replace("http://", "http://lim:lim-Pw-1@");
+    let via_localhost = with_password.replace("127.0.0.1", "localhost");
     for (args, expected) in [
         (
             vec![scenario, "--etcd", &wrong],
@@ -1870,6 +1871,10 @@ fn an_etcd_cluster_of_the_users_keeps_its_keys_and_its_password() {
         (
             vec![scenario, "--etcd", &with_password, "--etcd", &with_password],
             "is given twice",
+        ),
+        (
+            vec![scenario, "--etcd", &with_password, "--etcd", &via_localhost],
+            "is the same member as",
         ),
     ] {
         let run = live(&args);

@@ -278,14 +278,23 @@ fn check_etcd(plan: &LivePlan, etcd: &[Endpoint]) -> Result<Option<String>, Live
         ));
     }
     let mut cluster: Option<String> = None;
+    let mut members: Vec<String> = Vec::new();
     for (i, url) in etcd.iter().enumerate() {
         let shown = fencesim_live::secret::shown_capped(&url.shown);
         if etcd[..i].contains(url) {
             return unsupported(format!("--etcd {shown:?} is given twice"));
         }
         let prefix = fencesim_live::trial::own_prefix();
-        let id = fencesim_live::etcd_gateway::cluster_of(url.connect(), &prefix)
+        let (id, member) = fencesim_live::etcd_gateway::cluster_of(url.connect(), &prefix)
             .map_err(|e| LiveError::Unsupported(format!("--etcd {shown:?}: {}", url.scrub(&e))))?;
+        // Two URLs of one member (127.0.0.1 and localhost) are one member given twice.
+        if let Some(first) = members.iter().position(|m| *m == member) {
+            return unsupported(format!(
+                "--etcd {shown:?} is the same member as {:?}: give each member once",
+                fencesim_live::secret::shown_capped(&etcd[first].shown)
+            ));
+        }
+        members.push(member);
         let id = id.parse::<u64>().map_or(id, |n| format!("{n:x}"));
         match &cluster {
             Some(first) if *first != id => {

@@ -205,14 +205,14 @@ pub fn leader(urls: &[String]) -> Option<String> {
     None
 }
 
-/// What `--etcd`'s members answer before a trial: the cluster each belongs to (`cluster_id`
-/// of `Status`), after a key put and deleted under `prefix`, which proves the user may write
-/// there as the lock recipe does.
+/// What `--etcd`'s members answer before a trial: the cluster each belongs to and the member
+/// it is (`cluster_id` and `member_id` of `Status`'s header, decimal), after a key put and
+/// deleted under `prefix`, which proves the user may write there as the lock recipe does.
 ///
 /// # Errors
 /// A member does not answer, refuses the user, or refuses the write: etcd's own words, with
 /// a hint where etcd's are terse.
-pub fn cluster_of(url: &str, prefix: &str) -> Result<String, String> {
+pub fn cluster_of(url: &str, prefix: &str) -> Result<(String, String), String> {
     let agent = agent(Duration::from_secs(2));
     let mut gateway = Gateway::new(url);
     let key = base64_of(&format!("{prefix}probe"));
@@ -221,11 +221,14 @@ pub fn cluster_of(url: &str, prefix: &str) -> Result<String, String> {
         .and_then(|_| gateway.post(&agent, "/v3/kv/deleterange", &json!({ "key": key })));
     probe.map_err(|e| hint(&e, prefix, gateway.credentials.is_some()))?;
     let status = gateway.post(&agent, "/v3/maintenance/status", &json!({}))?;
-    status["header"]
-        .get("cluster_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| format!("/v3/maintenance/status: no cluster_id in {status}"))
+    let id = |field: &str| {
+        status["header"]
+            .get(field)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("/v3/maintenance/status: no {field} in {status}"))
+    };
+    Ok((id("cluster_id")?, id("member_id")?))
 }
 
 /// etcd's refusal `error`, with what the user can do about it.
