@@ -10,6 +10,8 @@
 //!
 //! - [`timers::Timers`]: a node's or client's timers by id, on true time or on one of its own
 //!   clocks, and which is due;
+//! - [`node::NodeDriver`]: one start of a lock-service node, drained of every handler call it
+//!   owes, answering with the safepoints to pass before it goes on;
 //! - [`node::NodeEffects`]: a lock-service node's effects applied in order through
 //!   [`node::NodeIo`] (what they reach outside the node), and the safepoints of its decisions;
 //! - [`ledger::Ledger`]: what a run knows across its lock-service nodes (log entries recorded,

@@ -5,8 +5,8 @@
 //! through [`NodeIo`]; which handler runs when is [`fencesim_design::NodeHost`]'s.
 
 use fencesim_design::{
-    Durability, HeldLease, KeyEvent, KeyEventKind, MessageKind, NodeEffect, ServiceEvent,
-    ServiceEventKind,
+    Durability, HeldLease, KeyEvent, KeyEventKind, LockNode, MessageKind, NodeCtx, NodeEffect,
+    NodeHost, NodeStart, Now, ServiceEvent, ServiceEventKind,
 };
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
@@ -165,6 +165,92 @@ impl<M, D> NodeEffects<M, D> {
         // The effects after a design safepoint, or the emptied buffer (its room kept).
         self.effects = held.unwrap_or(effects);
         !self.decided.is_empty()
+    }
+}
+
+/// One start of a lock-service node: its [`NodeHost`] (which handler runs next) and its
+/// [`NodeEffects`] (what they left to apply, its timers, the safepoints to pass). The caller
+/// hands it what happens (messages through `host`, due timers, clock changes) and then
+/// [`NodeDriver::drain`]s it, passing each batch of safepoints it answers with before it goes
+/// on: the simulator awaits event-triggered faults there.
+pub struct NodeDriver<N: LockNode> {
+    /// Which handler runs next, and the messages the node holds back.
+    pub host: NodeHost<N>,
+    /// What its handlers left to do.
+    pub pending: NodeEffects<N::Msg, N::Durable>,
+}
+
+impl<N: LockNode> std::fmt::Debug for NodeDriver<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeDriver")
+            .field("busy", &self.host.busy())
+            .field("effects", &self.pending.effects.len())
+            .field("timers", &self.pending.timers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a node's handler calls read: its clocks (one reading per call) and its random numbers
+/// (`(low, high)` -> a number in `low..high`, from the node's seeded stream).
+pub struct Senses<'a> {
+    /// The node's clocks now.
+    pub clock: &'a dyn Fn() -> Now,
+    /// Its random numbers.
+    pub random: &'a mut dyn FnMut(u64, u64) -> u64,
+}
+
+/// What a node's driver answers once it can go no further by itself.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NodeStep {
+    /// Pass these safepoints in order (a design's own safepoint both `before` and `after`: it
+    /// is one instant), hand the vector back with [`NodeEffects::passed`], and drain again.
+    Pass(Vec<NodeEvent>),
+    /// The node has done all it owes: nothing until the next message, timer or clock change.
+    Settled,
+}
+
+impl<N: LockNode> NodeDriver<N> {
+    /// Start the node from `config` and what its disk kept (`begin.durable`), applying its
+    /// start's effects; a start decides nothing a fault could be triggered by. Then drain it.
+    pub fn start(
+        config: &N::Config,
+        begin: NodeStart<N::Durable>,
+        watched: bool,
+        senses: Senses<'_>,
+        io: &mut impl NodeIo<N::Msg, N::Durable>,
+    ) -> Self {
+        let mut pending = NodeEffects::new(watched);
+        let ctx = &mut NodeCtx::new(senses.clock, &mut pending.effects).with_random(senses.random);
+        let host = NodeHost::<N>::start(config, begin, ctx);
+        // Its decisions' safepoints (none) wait for the first drain.
+        pending.apply(io);
+        NodeDriver { host, pending }
+    }
+
+    /// Make every handler call the host owes, applying each call's effects, until a batch of
+    /// safepoints is to be passed first ([`NodeStep::Pass`]) or the node is settled.
+    pub fn drain(
+        &mut self,
+        senses: Senses<'_>,
+        io: &mut impl NodeIo<N::Msg, N::Durable>,
+    ) -> NodeStep {
+        loop {
+            if self.pending.apply(io) {
+                return NodeStep::Pass(self.pending.take_decided());
+            }
+            if !self.host.busy() {
+                return NodeStep::Settled;
+            }
+            let ctx = &mut NodeCtx::new(senses.clock, &mut self.pending.effects)
+                .with_random(&mut *senses.random);
+            self.host.call_next(ctx);
+        }
+    }
+
+    /// The safepoint before a request of `kind` the node is about to handle, if a fault
+    /// watches the node and one is named for it.
+    pub fn before(&self, kind: MessageKind) -> Option<NodeEvent> {
+        self.pending.watched.then(|| before_event(kind)).flatten()
     }
 }
 

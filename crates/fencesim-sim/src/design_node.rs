@@ -18,10 +18,11 @@
 use std::sync::Arc;
 
 use fencesim_design::{
-    Deadline, Durability, HeldLease, KeyEvent, LockNode, MessageKind, NodeCtx, NodeHost, NodeStart,
-    Origin, ServiceEvent, ServiceEventKind,
+    Deadline, Durability, HeldLease, KeyEvent, LockNode, MessageKind, NodeStart, Origin,
+    ServiceEvent, ServiceEventKind,
 };
-use fencesim_driver::node::{before_event, history_event, key_event, NodeEffects, NodeIo};
+use fencesim_driver::node::{history_event, key_event, NodeDriver, NodeIo, NodeStep, Senses};
+use fencesim_driver::timers::Timers;
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
 use rand::Rng;
@@ -66,7 +67,6 @@ pub(crate) async fn run<N: LockNode>(
         world: &world,
         name: &name,
         disk: &disk,
-        pending: NodeEffects::new(watched),
         random: Random {
             seed: world.seed,
             stream,
@@ -74,35 +74,32 @@ pub(crate) async fn run<N: LockNode>(
         },
         boxes: Boxes::default(),
         clock: ClockCache::default(),
-        watched,
     };
-    let mut host = run.call(|ctx| NodeHost::<N>::start(&config, begin, ctx));
-    // A start decides nothing a fault could be triggered by.
-    run.apply();
-    run.drain(&mut host).await;
+    let mut node = run.with(|senses, io| NodeDriver::start(&config, begin, watched, senses, io));
+    run.drain(&mut node).await;
     let alarm = Alarm::default();
     // Every path through the loop ends with the node settled, so it settles before each wait.
     loop {
-        if let Some(kind) = host.take_held() {
-            run.before(kind).await;
-            run.drain(&mut host).await;
+        if let Some(kind) = node.host.take_held() {
+            run.before(&node, kind).await;
+            run.drain(&mut node).await;
             continue;
         }
-        run.resolve_timers();
+        run.resolve_timers(&mut node.pending.timers);
         // With no timer set (most nodes, most of the time), a plain wait for the next message.
-        let wake = if run.pending.timers.is_empty() {
+        let wake = if node.pending.timers.is_empty() {
             match inbox.recv().await {
                 Ok(env) => Wake::Message(env),
                 Err(_) => Wake::Closed,
             }
         } else {
-            crate::design_timers::next(&mut run.pending.timers, &alarm, &inbox).await
+            crate::design_timers::next(&mut node.pending.timers, &alarm, &inbox).await
         };
         let env = match wake {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
-                host.timer(id);
-                run.drain(&mut host).await;
+                node.host.timer(id);
+                run.drain(&mut node).await;
                 continue;
             }
             Wake::Closed => return,
@@ -116,37 +113,33 @@ pub(crate) async fn run<N: LockNode>(
                     continue; // another design's message: not for this node
                 };
                 // Held, or dropped by a node not serving: nothing to do until the next wake.
-                let Some(kind) = host.deliver(Origin::new(src, id, op), msg) else {
+                let Some(kind) = node.host.deliver(Origin::new(src, id, op), msg) else {
                     continue;
                 };
-                run.before(kind).await;
+                run.before(&node, kind).await;
             }
-            Message::Deregister { holder } => host.deregister(holder),
+            Message::Deregister { holder } => node.host.deregister(holder),
             // A clock signal: a clock fault may have made something due, and the timers on
             // the node's clocks are resolved again before the next wait.
-            Message::ClockChanged => host.clock_changed(),
+            Message::ClockChanged => node.host.clock_changed(),
             // The resource's messages: not for this node.
             _ => continue,
         }
-        run.drain(&mut host).await;
+        run.drain(&mut node).await;
     }
 }
 
-/// One start of a node: what its handlers' effects reach.
+/// One start of a node: what its handlers read and what their effects reach, around its
+/// [`NodeDriver`].
 struct NodeRun<'a, N: LockNode> {
     world: &'a Arc<World>,
     name: &'a str,
     disk: &'a NodeDisk<N>,
-    /// Its effects not yet applied, its timers, the safepoints not yet passed.
-    pending: NodeEffects<N::Msg, N::Durable>,
     random: Random,
     /// The boxes of the messages it received, for those it sends.
     boxes: Boxes<N::Msg>,
     /// Its clocks as last read.
     clock: ClockCache,
-    /// Whether an event-triggered fault watches this node: if not, its safepoints do nothing
-    /// and are skipped.
-    watched: bool,
 }
 
 /// A node's random numbers: its own stream per start, made at the first draw (most designs'
@@ -166,54 +159,56 @@ impl Random {
 }
 
 impl<N: LockNode> NodeRun<'_, N> {
-    /// Call a handler with a fresh context (one instant of the node's clocks); its effects
-    /// wait in `effects` for [`NodeRun::apply`].
-    fn call<R>(&mut self, handler: impl FnOnce(&mut NodeCtx<'_, N::Msg, N::Durable>) -> R) -> R {
+    /// Run `f` with the node's senses (its clocks, one reading per handler call, and its
+    /// random stream) and its simulated I/O.
+    fn with<R>(&mut self, f: impl FnOnce(Senses<'_>, &mut SimNodeIo<'_, N>) -> R) -> R {
         let (world, name, cache) = (self.world, self.name, &self.clock);
         let clock = || world.now_cached(name, cache);
         let random = &mut self.random;
         let mut random = |low, high| random.range(low, high);
-        handler(&mut NodeCtx::new(&clock, &mut self.pending.effects).with_random(&mut random))
+        let mut io = SimNodeIo::<N> {
+            world,
+            name,
+            disk: self.disk,
+            boxes: &mut self.boxes,
+        };
+        let senses = Senses {
+            clock: &clock,
+            random: &mut random,
+        };
+        f(senses, &mut io)
     }
 
-    /// Make every handler call `host` owes, applying each call's effects and passing the
-    /// `after` safepoints of its decisions before the next call.
-    async fn drain(&mut self, host: &mut NodeHost<N>) {
-        // Effects a design safepoint held back (in a start, or a call before).
-        self.settle().await;
-        while host.busy() {
-            self.call(|ctx| host.call_next(ctx));
-            self.settle().await;
-        }
-    }
-
-    /// Apply the pending effects, passing the safepoints of its decisions and the design's
-    /// own safepoints in order: effects pushed after a design safepoint wait until it passed.
-    async fn settle(&mut self) {
-        while self.apply() {
-            self.pass().await;
+    /// Make every handler call `node` owes ([`NodeDriver::drain`]), passing the safepoints
+    /// of its decisions as they come, in order.
+    async fn drain(&mut self, node: &mut NodeDriver<N>) {
+        loop {
+            match self.with(|senses, io| node.drain(senses, io)) {
+                NodeStep::Pass(decided) => {
+                    self.pass(&decided).await;
+                    node.pending.passed(decided);
+                }
+                NodeStep::Settled => return,
+            }
         }
     }
 
     /// The safepoint before a request of `kind` the node is about to handle, if a fault
     /// watches the node.
-    async fn before(&self, kind: MessageKind) {
-        if !self.watched {
-            return;
-        }
-        if let Some(event) = before_event(kind) {
+    async fn before(&self, node: &NodeDriver<N>, kind: MessageKind) {
+        if let Some(event) = node.before(kind) {
             Nemesis::safepoint(self.world, self.name, When::Before, event).await;
         }
     }
 
     /// The true time of every timer set on the node's own clocks, as they read now.
-    fn resolve_timers(&mut self) {
-        if !self.pending.timers.has_clock_deadlines() {
+    fn resolve_timers(&self, timers: &mut Timers) {
+        if !timers.has_clock_deadlines() {
             return;
         }
         let clocks = self.world.clocks.get_cached(self.name, &self.clock);
         let now_ns = true_ns();
-        self.pending.timers.resolve(|Deadline { clock, at_ms }| {
+        timers.resolve(|Deadline { clock, at_ms }| {
             let clock = match clock {
                 fencesim_design::Clock::Monotonic => clocks.mono,
                 fencesim_design::Clock::Wall => clocks.wall,
@@ -222,29 +217,15 @@ impl<N: LockNode> NodeRun<'_, N> {
         });
     }
 
-    /// Pass the `after` safepoint of each decision [`NodeRun::apply`] kept, in order, and a
-    /// design's own safepoint (both its `before` and `after` triggers: it is one instant).
-    async fn pass(&mut self) {
-        let decided = self.pending.take_decided();
-        for &event in &decided {
+    /// Pass the `after` safepoint of each decision, in order, and a design's own safepoint
+    /// (both its `before` and `after` triggers: it is one instant).
+    async fn pass(&self, decided: &[NodeEvent]) {
+        for &event in decided {
             if matches!(event, NodeEvent::Design(_)) {
                 Nemesis::safepoint(self.world, self.name, When::Before, event).await;
             }
             Nemesis::safepoint(self.world, self.name, When::After, event).await;
         }
-        self.pending.passed(decided);
-    }
-
-    /// Apply the pending effects in order ([`NodeEffects::apply`]); true if there are
-    /// safepoints to pass.
-    fn apply(&mut self) -> bool {
-        let mut io = SimNodeIo::<N> {
-            world: self.world,
-            name: self.name,
-            disk: self.disk,
-            boxes: &mut self.boxes,
-        };
-        self.pending.apply(&mut io)
     }
 }
 
