@@ -21,3 +21,6 @@
 pub mod ledger;
 pub mod node;
 pub mod timers;
+
+#[cfg(test)]
+mod single_node_tests;
