@@ -1989,6 +1989,9 @@ fn a_partition_between_etcd_members_cuts_exactly_those_links() {
         .filter(|e| e["time_ns"].as_u64().unwrap() > cut_at)
         .map(|e| e["type"].as_str().unwrap())
         .collect();
-    assert_eq!(renewals.first(), Some(&"info"), "{renewals:?}");
-    assert!(renewals.contains(&"ok"), "{renewals:?}");
+    // A cut-off leader answers keepalives itself until it finds it lost its majority (an
+    // election timeout): the cut is felt at once or a little later, and the lease carries on.
+    let felt = renewals.iter().position(|r| *r == "info");
+    let felt = felt.unwrap_or_else(|| panic!("no keepalive went unanswered: {renewals:?}"));
+    assert!(renewals[felt..].contains(&"ok"), "{renewals:?}");
 }
