@@ -15,11 +15,14 @@
 //! - [`node::NodeEffects`]: a lock-service node's effects applied in order through
 //!   [`node::NodeIo`] (what they reach outside the node), and the safepoints of its decisions;
 //! - [`ledger::Ledger`]: what a run knows across its lock-service nodes (log entries recorded,
-//!   the leases each node honours, the leader).
+//!   the leases each node honours, the leader);
+//! - [`resource::mutation_event`]: the resource's decision on a write or delete as the
+//!   history's `accept` or `reject` event, and the safepoint after it.
 #![deny(missing_docs)]
 
 pub mod ledger;
 pub mod node;
+pub mod resource;
 pub mod timers;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use fencesim_design::{FencedResource, WriteDecision, WriteOutcome};
-use fencesim_history::{Event, EventKind};
+use fencesim_driver::resource::mutation_event;
 use fencesim_scenario::{NodeEvent, RESOURCE_NODE};
 
 use crate::message::Message;
@@ -72,25 +72,13 @@ fn lock<R>(store: &Mutex<R>) -> MutexGuard<'_, R> {
 /// Record the mutation in `env` (a write or a delete) decided as `outcome` as an `accept` or
 /// `reject` event, reply, and pass the safepoint after it.
 async fn reply(world: &Arc<World>, env: &Envelope, outcome: WriteOutcome) {
-    let (key, token, detail) = match &env.body {
-        Message::Write { key, token, .. } => (key, Some(*token), None),
-        Message::Delete { key, token } => (key, *token, Some("delete".to_owned())),
+    let (key, token, delete) = match &env.body {
+        Message::Write { key, token, .. } => (key, Some(*token), false),
+        Message::Delete { key, token } => (key, *token, true),
         _ => return,
     };
-    let (kind, highest, event) = match outcome {
-        WriteOutcome::Accepted { highest } => (EventKind::Accept, highest, NodeEvent::Accept),
-        WriteOutcome::Rejected { highest, .. } => (EventKind::Reject, highest, NodeEvent::Reject),
-    };
-    world.event(Event {
-        node: NODE.into(),
-        key: Some(key.as_str().into()),
-        holder: Some((&*env.src).into()),
-        token,
-        highest: Some(highest),
-        op: env.op,
-        detail,
-        ..Event::new(kind)
-    });
+    let (event, after) = mutation_event(key, &env.src, token, env.op, delete, &outcome);
+    world.event(event);
     world.net.send(
         NODE,
         &env.src,
@@ -98,5 +86,5 @@ async fn reply(world: &Arc<World>, env: &Envelope, outcome: WriteOutcome) {
         env.op,
         Message::WriteReply(outcome),
     );
-    Nemesis::safepoint(world, NODE, When::After, event).await;
+    Nemesis::safepoint(world, NODE, When::After, after).await;
 }
