@@ -6,7 +6,7 @@
 
 use fencesim_design::{
     Durability, HeldLease, KeyEvent, KeyEventKind, LockNode, MessageKind, NodeCtx, NodeEffect,
-    NodeHost, NodeStart, Now, ServiceEvent, ServiceEventKind,
+    NodeHost, NodeStart, Now, Origin, ServiceEvent, ServiceEventKind, TimerId,
 };
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
@@ -252,6 +252,74 @@ impl<N: LockNode> NodeDriver<N> {
     pub fn before(&self, kind: MessageKind) -> Option<NodeEvent> {
         self.pending.watched.then(|| before_event(kind)).flatten()
     }
+
+    /// Hand the node what woke it: a message of its design, a due timer, a deregistration, or
+    /// a change of its clocks (which may have made something due).
+    pub fn wake(&mut self, wake: NodeWake<N::Msg>) -> Woken {
+        match wake {
+            // Held, or dropped by a node not serving: nothing to do until the next wake.
+            NodeWake::Message { origin, msg } => match self.host.deliver(origin, msg) {
+                Some(kind) => Woken::Drain {
+                    before: self.before(kind),
+                },
+                None => Woken::Nothing,
+            },
+            NodeWake::Timer(id) => {
+                self.host.timer(id);
+                Woken::Drain { before: None }
+            }
+            NodeWake::Deregister(holder) => {
+                self.host.deregister(holder);
+                Woken::Drain { before: None }
+            }
+            NodeWake::ClockChanged => {
+                self.host.clock_changed();
+                Woken::Drain { before: None }
+            }
+        }
+    }
+
+    /// Take up the first message the node held back, if it will now: before it waits again,
+    /// a settled node looks at what it held.
+    pub fn take_held(&mut self) -> Woken {
+        match self.host.take_held() {
+            Some(kind) => Woken::Drain {
+                before: self.before(kind),
+            },
+            None => Woken::Nothing,
+        }
+    }
+}
+
+/// What wakes a settled node.
+#[derive(Debug)]
+pub enum NodeWake<M> {
+    /// A message of its design, from `origin`.
+    Message {
+        /// Who sent it, which message it is, within which client operation.
+        origin: Origin,
+        /// The message.
+        msg: M,
+    },
+    /// A timer of its is due (and no longer set).
+    Timer(TimerId),
+    /// A maintenance job deregistered `holder` (case K16).
+    Deregister(String),
+    /// One of its clocks was stepped or set off.
+    ClockChanged,
+}
+
+/// What the node made of a wake.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Woken {
+    /// Nothing to do until the next wake (a message held back or dropped).
+    Nothing,
+    /// Pass `before` (the safepoint before the request it took up, if any), then
+    /// [`NodeDriver::drain`] it.
+    Drain {
+        /// The safepoint before the request.
+        before: Option<NodeEvent>,
+    },
 }
 
 /// Whether `event` is to be recorded by this node: always, unless it applies a replicated log

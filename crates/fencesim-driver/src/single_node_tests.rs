@@ -1,7 +1,7 @@
 //! The single lease service's real node, driven by the driver alone: no madsim, no clock but
 //! the one the test gives, as the coming explorer of `fencesim verify` will drive it.
 
-use crate::node::{NodeDriver, NodeIo, NodeStep, Senses};
+use crate::node::{NodeDriver, NodeIo, NodeStep, NodeWake, Senses, Woken};
 use fencesim_design::{
     Clock, Durability, FsyncPolicy, HeldLease, KeyEvent, NodeStart, Now, Origin, ServiceEvent,
     ServiceEventKind,
@@ -119,11 +119,12 @@ fn a_grant_then_a_refusal_with_the_grants_safepoint_for_a_watched_node() {
     assert_eq!(drain(&mut node, &mut world, 0), []);
 
     // client-1 asks at 10 ms: the node takes it up (the safepoint before an acquire).
-    let kind = node
-        .host
-        .deliver(Origin::new("client-1", 7, Some(0)), acquire("l"));
-    let before = kind.and_then(|k| node.before(k));
-    assert_eq!(before, Some(NodeEvent::Acquire));
+    let woken = node.wake(NodeWake::Message {
+        origin: Origin::new("client-1", 7, Some(0)),
+        msg: acquire("l"),
+    });
+    let before = Some(NodeEvent::Acquire);
+    assert_eq!(woken, Woken::Drain { before });
     assert_eq!(drain(&mut node, &mut world, 10), [NodeEvent::Grant]);
     assert_eq!(world.records.len(), 1);
     let grant = &world.records[0];
@@ -136,9 +137,12 @@ fn a_grant_then_a_refusal_with_the_grants_safepoint_for_a_watched_node() {
     assert!(!world.synced.is_empty(), "fsync = always syncs the grant");
 
     // client-2 at 20 ms: the lock is held, refused at once (acquire = fail-fast), no grant.
-    node.host
-        .deliver(Origin::new("client-2", 9, Some(1)), acquire("l"))
-        .expect("taken up");
+    let woken = node.wake(NodeWake::Message {
+        origin: Origin::new("client-2", 9, Some(1)),
+        msg: acquire("l"),
+    });
+    assert!(matches!(woken, Woken::Drain { .. }), "taken up");
+    assert_eq!(node.take_held(), Woken::Nothing, "nothing held back");
     assert_eq!(drain(&mut node, &mut world, 20), []);
     assert_eq!(world.records.len(), 1, "no second grant");
     let (to, reply_to, _) = world.sent.last().expect("a refusal");

@@ -18,10 +18,12 @@
 use std::sync::Arc;
 
 use fencesim_design::{
-    Deadline, Durability, HeldLease, KeyEvent, LockNode, MessageKind, NodeStart, Origin,
-    ServiceEvent, ServiceEventKind,
+    Deadline, Durability, HeldLease, KeyEvent, LockNode, NodeStart, Origin, ServiceEvent,
+    ServiceEventKind,
 };
-use fencesim_driver::node::{history_event, key_event, NodeDriver, NodeIo, NodeStep, Senses};
+use fencesim_driver::node::{
+    history_event, key_event, NodeDriver, NodeIo, NodeStep, NodeWake, Senses, Woken,
+};
 use fencesim_driver::timers::Timers;
 use fencesim_history::{Event, EventKind};
 use fencesim_scenario::NodeEvent;
@@ -80,8 +82,8 @@ pub(crate) async fn run<N: LockNode>(
     let alarm = Alarm::default();
     // Every path through the loop ends with the node settled, so it settles before each wait.
     loop {
-        if let Some(kind) = node.host.take_held() {
-            run.before(&node, kind).await;
+        if let Woken::Drain { before } = node.take_held() {
+            run.before(before).await;
             run.drain(&mut node).await;
             continue;
         }
@@ -98,7 +100,7 @@ pub(crate) async fn run<N: LockNode>(
         let env = match wake {
             Wake::Message(env) => env,
             Wake::Timer(id) => {
-                node.host.timer(id);
+                node.wake(NodeWake::Timer(id));
                 run.drain(&mut node).await;
                 continue;
             }
@@ -107,25 +109,25 @@ pub(crate) async fn run<N: LockNode>(
         let Envelope {
             src, id, op, body, ..
         } = *env;
-        match body {
+        let wake = match body {
             Message::Design(body) => {
                 let Some(msg) = run.boxes.open(body) else {
                     continue; // another design's message: not for this node
                 };
-                // Held, or dropped by a node not serving: nothing to do until the next wake.
-                let Some(kind) = node.host.deliver(Origin::new(src, id, op), msg) else {
-                    continue;
-                };
-                run.before(&node, kind).await;
+                let origin = Origin::new(src, id, op);
+                NodeWake::Message { origin, msg }
             }
-            Message::Deregister { holder } => node.host.deregister(holder),
+            Message::Deregister { holder } => NodeWake::Deregister(holder),
             // A clock signal: a clock fault may have made something due, and the timers on
             // the node's clocks are resolved again before the next wait.
-            Message::ClockChanged => node.host.clock_changed(),
+            Message::ClockChanged => NodeWake::ClockChanged,
             // The resource's messages: not for this node.
             _ => continue,
+        };
+        if let Woken::Drain { before } = node.wake(wake) {
+            run.before(before).await;
+            run.drain(&mut node).await;
         }
-        run.drain(&mut node).await;
     }
 }
 
@@ -193,10 +195,9 @@ impl<N: LockNode> NodeRun<'_, N> {
         }
     }
 
-    /// The safepoint before a request of `kind` the node is about to handle, if a fault
-    /// watches the node.
-    async fn before(&self, node: &NodeDriver<N>, kind: MessageKind) {
-        if let Some(event) = node.before(kind) {
+    /// The safepoint before a request the node is about to handle, if it has one.
+    async fn before(&self, before: Option<NodeEvent>) {
+        if let Some(event) = before {
             Nemesis::safepoint(self.world, self.name, When::Before, event).await;
         }
     }
