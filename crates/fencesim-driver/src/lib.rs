@@ -16,10 +16,12 @@
 //!   [`node::NodeIo`] (what they reach outside the node), and the safepoints of its decisions;
 //! - [`ledger::Ledger`]: what a run knows across its lock-service nodes (log entries recorded,
 //!   the leases each node honours, the leader);
+//! - [`beliefs::Beliefs`]: the clients' own views of their leases, and their history events;
 //! - [`resource::mutation_event`]: the resource's decision on a write or delete as the
 //!   history's `accept` or `reject` event, and the safepoint after it.
 #![deny(missing_docs)]
 
+pub mod beliefs;
 pub mod ledger;
 pub mod node;
 pub mod resource;

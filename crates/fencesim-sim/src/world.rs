@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_design::{HeldLease, LockNode, Now};
+use fencesim_driver::beliefs::{belief_end, belief_start, Beliefs};
 use fencesim_driver::ledger::Ledger;
-use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType, Phase};
+use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType};
 use fencesim_scenario::Scenario;
 
 use crate::clock::{ClockCache, Clocks};
@@ -16,18 +17,6 @@ use crate::disk::{AnyDisk, NodeDisk};
 use crate::nemesis::Nemesis;
 use crate::recorder::{true_ns, Recorder};
 use crate::transport::{Envelope, Network};
-
-/// A client's own view of its lease (for the client-view mutual-exclusion check).
-#[derive(Clone, Debug)]
-struct Belief {
-    lock: String,
-    token: u64,
-    /// Until when, on the client's monotonic clock (local ms); `None`: until told otherwise.
-    until_ms: Option<i64>,
-    active: bool,
-    /// Bumped at each new lease (not at extensions), so a stale watchdog stops.
-    generation: u64,
-}
 
 /// The shared state of one simulated run. Tasks run one at a time on madsim's executor, so
 /// the mutexes never contend; they exist because madsim's `spawn` wants `Send` futures.
@@ -47,7 +36,8 @@ pub(crate) struct World {
     /// this is how the history learns), and the leader of the highest term.
     ledger: Mutex<Ledger>,
     inboxes: BTreeMap<String, Inbox<Box<Envelope>>>,
-    beliefs: Mutex<BTreeMap<String, Belief>>,
+    /// The clients' own views of their leases.
+    beliefs: Mutex<Beliefs>,
     starts: Mutex<BTreeMap<String, u64>>,
     next_process: Mutex<u64>,
     done: (Outbox<String>, Inbox<String>),
@@ -79,7 +69,7 @@ impl World {
             keep_backups,
             ledger: Mutex::new(Ledger::default()),
             inboxes,
-            beliefs: Mutex::new(BTreeMap::new()),
+            beliefs: Mutex::new(Beliefs::default()),
             starts: Mutex::new(BTreeMap::new()),
             next_process: Mutex::new(0),
             done: mailbox(),
@@ -265,34 +255,12 @@ impl World {
             self.end_belief(client, "reply arrived after the lease's validity");
             return;
         }
-        let watch = {
-            let mut beliefs = self.beliefs.lock().expect("beliefs");
-            let b = beliefs.entry(client.to_owned()).or_insert(Belief {
-                lock: lock.to_owned(),
-                token,
-                until_ms,
-                active: false,
-                generation: 0,
-            });
-            let fresh = !(b.active && b.token == token && b.lock == lock);
-            if fresh {
-                b.generation += 1;
-            }
-            b.lock = lock.to_owned();
-            b.token = token;
-            b.until_ms = until_ms;
-            b.active = true;
-            fresh.then_some(b.generation).filter(|_| until_ms.is_some())
-        };
-        self.event(Event {
-            node: client.into(),
-            phase: Some(Phase::Start),
-            lock: Some(lock.into()),
-            holder: Some(client.into()),
-            token: Some(token),
-            expires_at_ms: until_ms,
-            ..Event::new(EventKind::Belief)
-        });
+        let watch = self
+            .beliefs
+            .lock()
+            .expect("beliefs")
+            .believe(client, lock, token, until_ms);
+        self.event(belief_start(client, lock, token, until_ms));
         if let Some(generation) = watch {
             let (w, client) = (Arc::clone(self), client.to_owned());
             self.nemesis
@@ -303,34 +271,14 @@ impl World {
     /// Whether `client` believes it holds a lease at this moment by its own clock.
     pub fn belief_valid(&self, client: &str) -> bool {
         let now = self.mono_ms(client);
-        let beliefs = self.beliefs.lock().expect("beliefs");
-        beliefs
-            .get(client)
-            .is_some_and(|b| b.active && b.until_ms.is_none_or(|u| now < u))
+        self.beliefs.lock().expect("beliefs").valid(client, now)
     }
 
     /// `client` stops believing it holds its lease, for `reason`.
     pub fn end_belief(&self, client: &str, reason: &str) {
-        let ended = {
-            let mut beliefs = self.beliefs.lock().expect("beliefs");
-            match beliefs.get_mut(client).filter(|b| b.active) {
-                Some(b) => {
-                    b.active = false;
-                    Some((b.lock.clone(), b.token))
-                }
-                None => None,
-            }
-        };
+        let ended = self.beliefs.lock().expect("beliefs").end(client);
         if let Some((lock, token)) = ended {
-            self.event(Event {
-                node: client.into(),
-                phase: Some(Phase::End),
-                lock: Some(lock.into()),
-                holder: Some(client.into()),
-                token: Some(token),
-                detail: Some(reason.to_owned()),
-                ..Event::new(EventKind::Belief)
-            });
+            self.event(belief_end(client, &lock, token, reason));
         }
     }
 
@@ -339,14 +287,13 @@ impl World {
     /// does not extend it). Re-checks at least every second so clock faults are followed.
     async fn watch_belief(&self, client: &str, generation: u64) {
         loop {
-            let until = {
-                let beliefs = self.beliefs.lock().expect("beliefs");
-                match beliefs.get(client) {
-                    Some(b) if b.active && b.generation == generation => b.until_ms,
-                    _ => return,
-                }
-            };
-            let Some(until) = until else { return };
+            let watched = self
+                .beliefs
+                .lock()
+                .expect("beliefs")
+                .watched_until(client, generation);
+            // Ended, replaced, or without a deadline: nothing to watch.
+            let Some(Some(until)) = watched else { return };
             let wait = self.clocks.get(client).mono.true_ns_until(true_ns(), until);
             if wait == 0 {
                 self.end_belief(client, "validity elapsed");
