@@ -86,6 +86,12 @@ enum Command {
     /// Reduce a failing run (its report.json) to a minimal scenario that still shows the same
     /// violation kind, and write it as a scenario file that `fencesim run` reproduces.
     Shrink(commands::shrink::Args),
+    /// Explore every schedule of a scenario's small configuration (its design's own code,
+    /// its clients' cycles) under message loss, duplication, reordering, any timer firing
+    /// first and node crashes, breadth-first: exit 0 verified up to the bounds, 1 with the
+    /// shortest counterexample, 3 if the bounds were reached first, 130 if interrupted
+    /// (docs/verify.md).
+    Verify(commands::verify::Args),
     /// List the bundled scenarios with their expectations (or, with --designs, the lock designs
     /// and resources a scenario may name, with their knobs).
     List(commands::list::Args),
@@ -126,6 +132,7 @@ pub fn main(registry: Registry) -> ExitCode {
         Command::Export(args) => commands::export::exec(args),
         Command::Replay(args) => commands::replay::exec(&engine, args),
         Command::Shrink(args) => commands::shrink::exec(&engine, args),
+        Command::Verify(args) => commands::verify::exec(&engine, args, &cancel),
         Command::List(args) => commands::list::exec(&engine, args),
         Command::Live(args) => commands::live::exec(&engine, args, &cancel),
         Command::LiveClient => commands::live::live_client(&engine),

@@ -14,6 +14,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::client::{ClientInfo, ClientProtocol};
+use crate::explore::Explorable;
 use crate::knobs::{KnobError, Knobs};
 use crate::node::LockNode;
 use crate::resource::{FencedResource, ResourceModeSpec};
@@ -126,6 +127,14 @@ pub trait Design: Send + Sync + 'static {
 
     /// The nodes' configuration (the same for every node and every start).
     fn node_config(settings: &Self::Settings) -> <Self::Node as LockNode>::Config;
+
+    /// How `fencesim verify` may copy and tell apart this design's node and client states
+    /// ([`crate::explore`]): `None` (the default) has every step re-executed from the start and
+    /// no two schedules merged; a design whose node and client own all their data can give
+    /// [`Explorable::by_clone_and_debug`].
+    fn explorable(&self) -> Option<Explorable<Self::Node, Self::Client>> {
+        None
+    }
 
     /// A client's protocol, made at each start of the client process.
     fn client(

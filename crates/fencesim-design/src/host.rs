@@ -19,7 +19,7 @@ use crate::node::{Durability, LockNode, NodeCtx, NodeStart};
 use crate::time::TimerId;
 
 /// One handler call the host owes the node.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Call<M> {
     /// [`LockNode::settle`], again at once while it returns true.
     Settle,
@@ -58,6 +58,29 @@ impl<N: LockNode> NodeHost<N> {
             held: VecDeque::new(),
             owed: VecDeque::from([Call::Settle]),
         }
+    }
+
+    /// An independent copy, its node copied by `clone_node` (a design's
+    /// [`crate::Explorable`]), for an explorer that steps a state and keeps its parent.
+    pub fn clone_with(&self, clone_node: fn(&N) -> N) -> Self {
+        NodeHost {
+            node: clone_node(&self.node),
+            held: self.held.clone(),
+            owed: self.owed.clone(),
+        }
+    }
+
+    /// Feed everything that decides what the host does next into `hasher`: the node by
+    /// `hash_node` (a design's [`crate::Explorable`]), the messages it holds and the calls it
+    /// owes by their `Debug` form.
+    pub fn hash_with(
+        &self,
+        hash_node: fn(&N, &mut dyn std::hash::Hasher),
+        hasher: &mut dyn std::hash::Hasher,
+    ) {
+        hash_node(&self.node, hasher);
+        crate::explore::hash_debug(&self.held, hasher);
+        crate::explore::hash_debug(&self.owed, hasher);
     }
 
     /// The node.

@@ -56,6 +56,7 @@
 pub mod client;
 pub mod design;
 pub mod event;
+pub mod explore;
 pub mod host;
 pub mod knobs;
 pub mod message;
@@ -70,6 +71,7 @@ pub use client::{
 };
 pub use design::{Design, ResourceDesign, Settings};
 pub use event::{HeldLease, KeyEvent, KeyEventKind, ServiceEvent, ServiceEventKind};
+pub use explore::Explorable;
 pub use host::{Disk, NodeHost};
 pub use knobs::{KnobError, KnobValue, Knobs, Span, MAX_KNOB_NUMBER};
 pub use message::{DesignMessage, MessageKind, Origin, RequestId};

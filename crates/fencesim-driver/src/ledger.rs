@@ -49,6 +49,18 @@ impl Ledger {
         self.live_leases.remove(&(node.to_owned(), lock.to_owned()));
     }
 
+    /// Follow node `node`'s decision `event` in its live leases (for a node whose leases the
+    /// harness follows, [`fencesim_design::LockNode::FOLLOWS_LEASES`]): a grant opens one, a
+    /// release, expiry or revoke ends it.
+    pub fn follow(&mut self, node: &str, event: &fencesim_design::ServiceEvent) {
+        use fencesim_design::ServiceEventKind as K;
+        match event.kind {
+            K::Grant => self.lease_granted(node, &event.lock, &event.holder, event.token),
+            K::Release | K::Expire | K::Revoke => self.lease_ended(node, &event.lock),
+            K::Renew => {}
+        }
+    }
+
     /// The leases node `from` honoured are now node `to`'s to serve, of which `to` honours
     /// `kept` (a restart from disk: `from` = `to`; a promoted backup taking over the old
     /// primary's; a primary stepping down to the new one's table). Returns the ones `kept`

@@ -17,6 +17,7 @@
 //! - [`ledger::Ledger`]: what a run knows across its lock-service nodes (log entries recorded,
 //!   the leases each node honours, the leader);
 //! - [`beliefs::Beliefs`]: the clients' own views of their leases, and their history events;
+//! - [`op`]: a client's operations as history records (template, completion, timeout);
 //! - [`resource::mutation_event`]: the resource's decision on a write or delete as the
 //!   history's `accept` or `reject` event, and the safepoint after it.
 #![deny(missing_docs)]
@@ -24,6 +25,7 @@
 pub mod beliefs;
 pub mod ledger;
 pub mod node;
+pub mod op;
 pub mod resource;
 pub mod timers;
 

@@ -42,7 +42,7 @@ pub trait NodeIo<M, D> {
 
 /// A node's effects not yet applied, its timers, and the safepoints of the decisions applied
 /// and not yet passed: what one start of a node carries between its handler calls.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct NodeEffects<M, D> {
     /// The effects the handlers pushed, waiting for [`NodeEffects::apply`] (after a design
     /// safepoint, the ones it held back).
@@ -225,6 +225,27 @@ impl<N: LockNode> NodeDriver<N> {
         // Its decisions' safepoints (none) wait for the first drain.
         pending.apply(io);
         NodeDriver { host, pending }
+    }
+
+    /// An independent copy, its node copied by `clone_node` (a design's
+    /// [`fencesim_design::Explorable`]).
+    pub fn clone_with(&self, clone_node: fn(&N) -> N) -> Self {
+        NodeDriver {
+            host: self.host.clone_with(clone_node),
+            pending: self.pending.clone(),
+        }
+    }
+
+    /// Feed everything that decides what the node does next into `hasher`: its host (the node
+    /// by `hash_node`), its timers and the effects it has yet to apply.
+    pub fn hash_with(
+        &self,
+        hash_node: fn(&N, &mut dyn std::hash::Hasher),
+        hasher: &mut dyn std::hash::Hasher,
+    ) {
+        self.host.hash_with(hash_node, hasher);
+        fencesim_design::explore::hash_debug(&self.pending.timers, hasher);
+        fencesim_design::explore::hash_debug(&self.pending.effects, hasher);
     }
 
     /// Make every handler call the host owes, applying each call's effects, until a batch of

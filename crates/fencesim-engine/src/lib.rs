@@ -27,6 +27,7 @@ pub mod run;
 pub mod safe_knobs;
 pub mod shard_env;
 pub mod shrink;
+pub mod verify;
 
 /// The design API a lock design of your own implements (`fencesim-design`).
 pub use fencesim_design as design;

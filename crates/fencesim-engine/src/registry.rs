@@ -14,6 +14,7 @@ use fencesim_live::form::{LiveForms, LockServiceForm, ResourceForm};
 
 use fencesim_design::{Design, DesignSpec, Designs, Register, ResourceDesign, ResourceModeSpec};
 use fencesim_sim::{SimDesign, SimResource};
+use fencesim_verify::{VerifyDesign, VerifyResource};
 
 /// One design: what the scenario parser asks of it, and how the simulator runs it.
 #[derive(Clone, Copy)]
@@ -22,6 +23,8 @@ pub struct Registered {
     pub spec: &'static dyn DesignSpec,
     /// Its nodes and clients in the simulator.
     pub sim: &'static dyn SimDesign,
+    /// Its nodes and clients in `fencesim verify`'s search.
+    pub verify: &'static dyn VerifyDesign,
 }
 
 /// One resource: what the scenario parser asks of it, and how the simulator runs it.
@@ -31,6 +34,8 @@ pub struct RegisteredResource {
     pub spec: &'static dyn ResourceModeSpec,
     /// Its `resource` node in the simulator.
     pub sim: &'static dyn SimResource,
+    /// Its state machine in `fencesim verify`'s search.
+    pub verify: &'static dyn VerifyResource,
 }
 
 /// The designs and resources a scenario may name.
@@ -93,6 +98,7 @@ impl Registry {
         self.designs.push(Registered {
             spec: design,
             sim: design,
+            verify: design,
         });
         self
     }
@@ -104,8 +110,21 @@ impl Registry {
         self.resources.push(RegisteredResource {
             spec: resource,
             sim: resource,
+            verify: resource,
         });
         self
+    }
+
+    /// How `fencesim verify` runs the design of `kind` and the resource of `mode`, if both
+    /// are registered.
+    pub fn verify(
+        &self,
+        kind: &str,
+        mode: &str,
+    ) -> Option<(&'static dyn VerifyDesign, &'static dyn VerifyResource)> {
+        let design = self.designs.iter().find(|d| d.spec.kind() == kind)?;
+        let resource = self.resources.iter().find(|r| r.spec.mode() == mode)?;
+        Some((design.verify, resource.verify))
     }
 
     /// How the simulator runs the design of `kind`, if there is one.

@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use fencesim_design::{
     Deadline, Durability, HeldLease, KeyEvent, LockNode, NodeStart, Origin, ServiceEvent,
-    ServiceEventKind,
 };
 use fencesim_driver::node::{
     history_event, key_event, NodeDriver, NodeIo, NodeStep, NodeWake, Senses, Woken,
@@ -271,7 +270,7 @@ impl<N: LockNode> NodeIo<N::Msg, N::Durable> for SimNodeIo<'_, N> {
 
     fn record(&mut self, event: ServiceEvent) {
         if N::FOLLOWS_LEASES {
-            follow_lease(self.world, self.name, &event);
+            self.world.follow_lease(self.name, &event);
         }
         self.world.event(history_event(self.name, event));
     }
@@ -294,18 +293,5 @@ impl<N: LockNode> NodeIo<N::Msg, N::Durable> for SimNodeIo<'_, N> {
     fn hand_over(&mut self, from: &str, to: &str, kept: &[HeldLease], reason: &str) {
         self.world
             .hand_over_leases([from, to, self.name], kept, reason);
-    }
-}
-
-/// Keep the world's record of node `name`'s live leases, from which a crash's `revoke`s come.
-fn follow_lease(world: &World, name: &str, event: &ServiceEvent) {
-    match event.kind {
-        ServiceEventKind::Grant => {
-            world.lease_granted(name, &event.lock, &event.holder, event.token);
-        }
-        ServiceEventKind::Release | ServiceEventKind::Expire | ServiceEventKind::Revoke => {
-            world.lease_ended(name, &event.lock);
-        }
-        ServiceEventKind::Renew => {}
     }
 }

@@ -9,7 +9,8 @@ use crate::mailbox::{mailbox, Inbox, Outbox};
 use fencesim_design::{HeldLease, LockNode, Now};
 use fencesim_driver::beliefs::{belief_end, belief_start, Beliefs};
 use fencesim_driver::ledger::Ledger;
-use fencesim_history::{Event, EventKind, Name, Op, OpFn, OpType};
+pub(crate) use fencesim_driver::op::OpTemplate;
+use fencesim_history::{Event, EventKind, Op};
 use fencesim_scenario::Scenario;
 
 use crate::clock::{ClockCache, Clocks};
@@ -121,15 +122,10 @@ impl World {
         self.ledger().first_to_apply(index)
     }
 
-    /// Lock-service node `node` (the single service, or a primary) granted `lock` to `holder`
-    /// with `token`.
-    pub fn lease_granted(&self, node: &str, lock: &str, holder: &str, token: u64) {
-        self.ledger().lease_granted(node, lock, holder, token);
-    }
-
-    /// Lock-service node `node` ended its lease on `lock`.
-    pub fn lease_ended(&self, node: &str, lock: &str) {
-        self.ledger().lease_ended(node, lock);
+    /// Follow node `node`'s decision `event` in the run's record of live leases
+    /// ([`Ledger::follow`]), from which a crash's `revoke`s come.
+    pub fn follow_lease(&self, node: &str, event: &fencesim_design::ServiceEvent) {
+        self.ledger().follow(node, event);
     }
 
     /// `[from, to, by]`: the leases node `from` honoured are now `to`'s to serve, of which `to`
@@ -300,39 +296,6 @@ impl World {
                 return;
             }
             crate::timer::sleep(Duration::from_nanos(wait.min(1_000_000_000))).await;
-        }
-    }
-}
-
-/// The fields of an operation that stay the same from invoke to completion.
-#[derive(Clone, Debug)]
-pub(crate) struct OpTemplate {
-    pub process: u64,
-    pub node: Name,
-    pub f: OpFn,
-    pub lock: Option<Name>,
-    pub key: Option<Name>,
-    pub token: Option<u64>,
-    pub value: Option<String>,
-}
-
-impl OpTemplate {
-    /// The record of this operation with type `op_type`.
-    pub fn record(&self, op_type: OpType) -> Op {
-        Op {
-            at: Default::default(),
-            process: self.process,
-            node: self.node.clone(),
-            op_type,
-            f: self.f,
-            lock: self.lock.clone(),
-            key: self.key.clone(),
-            token: self.token,
-            value: self.value.clone(),
-            expected: None,
-            value_unknown: false,
-            ttl_ms: None,
-            error: None,
         }
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod live;
 pub(crate) mod replay;
 pub(crate) mod run;
 pub(crate) mod shrink;
+pub(crate) mod verify;
 
 /// What `run` and `explore` share: the scenario and how to run it.
 #[derive(clap::Args)]

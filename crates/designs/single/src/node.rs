@@ -106,7 +106,7 @@ enum Settle {
 }
 
 /// The single lease service's node.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct LeaseNode {
     config: LeaseNodeConfig,
     service: LeaseService,

@@ -126,6 +126,12 @@ impl Design for SingleDesign {
 
     fencesim_lease::lease_client_side!(NoPeers);
 
+    /// The node and the client own all their data (maps, the wait queue, the lease table)
+    /// and derive `Clone` and `Debug`: `fencesim verify` copies and fingerprints them.
+    fn explorable(&self) -> Option<fencesim_design::Explorable<Self::Node, Self::Client>> {
+        Some(fencesim_design::Explorable::by_clone_and_debug())
+    }
+
     fn settings(
         &self,
         knobs: &mut Knobs,

@@ -35,6 +35,7 @@ use crate::seeds::{self, Stream};
 use crate::timer::Alarm;
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
+use fencesim_driver::op::{mutation_completion, timed_out};
 
 mod protocol;
 
@@ -218,14 +219,13 @@ impl<P: ClientProtocol> Client<P> {
             value,
         };
         match self.call(&op, body).await {
-            Some(Message::WriteReply(WriteOutcome::Accepted { .. })) => {
-                self.complete(&op, OpType::Ok, |_| {})
-            }
-            Some(Message::WriteReply(WriteOutcome::Rejected { presented, highest })) => {
-                let error = format!("stale token {presented}: highest accepted is {highest}");
-                self.complete(&op, OpType::Fail, |o| o.error = Some(error));
+            Some(Message::WriteReply(outcome)) => {
                 self.world
-                    .end_belief(&self.spec.name, "write rejected as stale");
+                    .op_cached(mutation_completion(&op, &outcome), &self.clock);
+                if matches!(outcome, WriteOutcome::Rejected { .. }) {
+                    self.world
+                        .end_belief(&self.spec.name, "write rejected as stale");
+                }
             }
             Some(other) => unreachable!("write answered with {other:?}"),
             None => {}
@@ -242,15 +242,9 @@ impl<P: ClientProtocol> Client<P> {
             token,
         };
         match self.call(&op, body).await {
-            Some(Message::WriteReply(WriteOutcome::Accepted { .. })) => {
-                self.complete(&op, OpType::Ok, |_| {})
-            }
-            Some(Message::WriteReply(WriteOutcome::Rejected { presented, highest })) => {
-                let error = match presented {
-                    0 => format!("a delete without a token: highest accepted is {highest}"),
-                    _ => format!("stale token {presented}: highest accepted is {highest}"),
-                };
-                self.complete(&op, OpType::Fail, |o| o.error = Some(error));
+            Some(Message::WriteReply(outcome)) => {
+                self.world
+                    .op_cached(mutation_completion(&op, &outcome), &self.clock);
             }
             Some(other) => unreachable!("delete answered with {other:?}"),
             None => {}
@@ -275,8 +269,8 @@ impl<P: ClientProtocol> Client<P> {
         {
             Ok(Some(reply)) => Some(reply),
             _ => {
-                let error = format!("no reply within {} ms", self.spec.timeout_ms);
-                self.complete(op, OpType::Info, |o| o.error = Some(error));
+                self.world
+                    .op_cached(timed_out(op, self.spec.timeout_ms), &self.clock);
                 self.process = self.world.new_process();
                 None
             }
@@ -285,20 +279,8 @@ impl<P: ClientProtocol> Client<P> {
 
     fn template(&self, f: OpFn, token: Option<u64>, value: Option<String>) -> OpTemplate {
         let names = &self.names;
-        let (lock, key) = match f {
-            OpFn::Acquire | OpFn::Renew | OpFn::Release => (Some(names.lock.clone()), None),
-            // The simulated clients never compare-and-set; a cas would be on the key too.
-            OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete => (None, Some(names.key.clone())),
-        };
-        OpTemplate {
-            process: self.process,
-            node: names.node.clone(),
-            f,
-            lock,
-            key,
-            token,
-            value,
-        }
+        let place = [&names.lock, &names.key];
+        OpTemplate::new(self.process, &names.node, place, f, token, value)
     }
 
     fn complete(&self, op: &OpTemplate, op_type: OpType, fill: impl FnOnce(&mut Op)) {

@@ -9,7 +9,7 @@
 //! deadline.
 
 use fencesim_design::{
-    ClientCtx, ClientEffect, ClientEnv, ClientProtocol, LockOp, Now, OpResult, RequestId, TimerId,
+    ClientCtx, ClientEffect, ClientEnv, ClientProtocol, LockOp, Now, RequestId, TimerId,
 };
 use std::cell::Cell;
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use crate::nemesis::When;
 use crate::recorder::true_ns;
 use crate::transport::Envelope;
 use crate::world::{OpTemplate, World};
+use fencesim_driver::op::{completion, Outcome};
 
 /// What the protocol is handed.
 enum Input<M> {
@@ -75,14 +76,6 @@ impl ClientEnv for Env<'_> {
 struct Ended {
     result: Option<Outcome>,
     lost: bool,
-}
-
-/// The result of an operation, without its error text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
-    Ok(Option<u64>),
-    Failed,
-    Unknown,
 }
 
 /// The protocol's side of the client: the protocol, its requests in flight and its timers.
@@ -461,18 +454,10 @@ fn apply_effect<M: fencesim_design::DesignMessage>(
         }
         ClientEffect::CancelTimer(id) => timers.cancel(id),
         ClientEffect::Complete(result) => {
-            let (op_type, token, error, outcome) = match result {
-                OpResult::Ok { token } => (OpType::Ok, token, None, Outcome::Ok(token)),
-                OpResult::Fail { error } => (OpType::Fail, None, Some(error), Outcome::Failed),
-                OpResult::Unknown { error } => (OpType::Info, None, Some(error), Outcome::Unknown),
-            };
-            let mut record = tpl.record(op_type);
-            if token.is_some() {
-                record.token = token;
-            }
-            record.error = error;
+            let (record, outcome) = completion(tpl, result);
+            let retired = record.op_type == OpType::Info;
             world.op_cached(record, clock);
-            if op_type == OpType::Info {
+            if retired {
                 **process = world.new_process();
             }
             ended.result = Some(outcome);

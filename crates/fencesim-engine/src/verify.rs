@@ -1,0 +1,143 @@
+//! `fencesim verify`: a scenario's bounded configuration searched breadth-first by the
+//! `fencesim-verify` crate, with the design and resource the registry names, and its result
+//! written where `fencesim run` writes a run's: a summary (`verify.json`) and, for a
+//! counterexample, its history and steps.
+
+use std::path::{Path, PathBuf};
+
+use fencesim_history::write_jsonl;
+use fencesim_scenario::Scenario;
+use fencesim_verify::{Bounds, Ending, Outcome, Strategy};
+use serde::Serialize;
+
+use crate::bench::Stopwatch;
+use crate::cancel::Cancel;
+use crate::Engine;
+
+/// A search and how long it took.
+pub struct Verified {
+    /// What it found.
+    pub outcome: Outcome,
+    /// How the design's states were explored.
+    pub strategy: Strategy,
+    /// Real time, s.
+    pub seconds: f64,
+}
+
+impl Verified {
+    /// States explored per second of real time.
+    pub fn states_per_second(&self) -> f64 {
+        self.outcome.states as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Search `scenario` within `bounds`, stopping early once `cancel` is cancelled.
+///
+/// # Errors
+/// The scenario's design or resource is not registered.
+pub fn verify(
+    engine: &Engine,
+    scenario: &Scenario,
+    bounds: &Bounds,
+    cancel: &Cancel,
+) -> Result<Verified, String> {
+    let kind = &scenario.lock_service.kind;
+    let mode = &scenario.resource.mode;
+    let Some((design, resource)) = engine.registry().verify(kind, mode) else {
+        return Err(format!(
+            "no design {kind:?} with resource {mode:?} is registered"
+        ));
+    };
+    let _running = cancel.running();
+    let clock = Stopwatch::start();
+    let stop = || cancel.is_cancelled();
+    let outcome = design.verify(scenario, resource, bounds, &stop);
+    Ok(Verified {
+        outcome,
+        strategy: design.strategy(),
+        seconds: clock.seconds(),
+    })
+}
+
+/// `verify.json`: what a search found, for CI and scripts.
+#[derive(Serialize)]
+struct Summary<'a> {
+    scenario: &'a str,
+    design: &'a str,
+    strategy: Strategy,
+    ending: Ending,
+    states: u64,
+    transitions: u64,
+    depth: u32,
+    seconds: f64,
+    states_per_second: f64,
+    bounds: &'a Bounds,
+    checked: Vec<&'static str>,
+    not_checked: Vec<(&'static str, &'static str)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    violation: Option<&'a fencesim_checker::Violation>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    steps: Vec<&'a str>,
+}
+
+/// Write `verified`'s summary to `dir/verify.json` and, for a counterexample, its history
+/// (`dir/history.jsonl`) and steps (`dir/steps.txt`); the files written.
+///
+/// # Errors
+/// A file could not be written.
+pub fn write(
+    dir: &Path,
+    scenario: &Scenario,
+    bounds: &Bounds,
+    verified: &Verified,
+) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let outcome = &verified.outcome;
+    let cx = outcome.counterexample.as_ref();
+    let summary = Summary {
+        scenario: &scenario.name,
+        design: &scenario.lock_service.kind,
+        strategy: verified.strategy,
+        ending: outcome.ending,
+        states: outcome.states,
+        transitions: outcome.transitions,
+        depth: outcome.depth,
+        seconds: verified.seconds,
+        states_per_second: verified.states_per_second(),
+        bounds,
+        checked: fencesim_verify::CHECKED
+            .iter()
+            .map(|k| k.as_str())
+            .collect(),
+        not_checked: fencesim_verify::NOT_CHECKED
+            .iter()
+            .map(|(k, why)| (k.as_str(), *why))
+            .collect(),
+        violation: cx.map(|c| &c.violation),
+        steps: cx
+            .map(|c| c.steps.iter().map(String::as_str).collect())
+            .unwrap_or_default(),
+    };
+    let mut written = Vec::new();
+    let path = dir.join("verify.json");
+    let json = serde_json::to_string_pretty(&summary).map_err(std::io::Error::other)?;
+    std::fs::write(&path, json + "\n")?;
+    written.push(path);
+    if let Some(cx) = cx {
+        let path = dir.join("history.jsonl");
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        write_jsonl(&cx.history, &mut file)?;
+        std::io::Write::flush(&mut file)?;
+        written.push(path);
+        let path = dir.join("steps.txt");
+        let steps: String = cx
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{:>3}. {s}\n", i + 1))
+            .collect();
+        std::fs::write(&path, steps)?;
+        written.push(path);
+    }
+    Ok(written)
+}

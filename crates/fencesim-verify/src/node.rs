@@ -1,0 +1,316 @@
+//! A lock-service node in the explored configuration: the design's own node behind the
+//! sans-IO driver the simulator runs it with ([`NodeDriver`]), its disk, and its own clock,
+//! which moves only when one of its timers fires (nothing else tells a node the time).
+
+use std::hash::Hasher;
+
+use fencesim_design::{
+    Deadline, Disk, Durability, HeldLease, KeyEvent, LockNode, NodeStart, Now, Origin, ServiceEvent,
+};
+use fencesim_driver::node::{
+    history_event, key_event, NodeDriver, NodeIo, NodeStep, NodeWake, Senses, Woken,
+};
+use fencesim_history::{Event, EventKind};
+
+use crate::net::{message_id, Agent, Body, Message};
+use crate::world::{Setup, Shared};
+
+/// One lock-service node: up (a driver) or crashed (none), and what outlives a crash.
+pub struct NodeAgent<N: LockNode> {
+    /// The running node; `None` while it is crashed.
+    pub driver: Option<NodeDriver<N>>,
+    /// Its disk, which a crash leaves with what was synced.
+    pub disk: Disk<N::Durable>,
+    /// Its clock, ns: where its last timer fired.
+    pub clock_ns: u64,
+    /// How many times it has started.
+    pub incarnation: u64,
+    /// How many messages it has sent (for their ids).
+    pub sent: u64,
+}
+
+impl<N: LockNode> NodeAgent<N> {
+    /// A copy, its node copied by `clone_node`.
+    pub fn clone_with(&self, clone_node: fn(&N) -> N) -> Self {
+        NodeAgent {
+            driver: self.driver.as_ref().map(|d| d.clone_with(clone_node)),
+            disk: self.disk.clone(),
+            clock_ns: self.clock_ns,
+            incarnation: self.incarnation,
+            sent: self.sent,
+        }
+    }
+
+    /// Feed its state into `h`, its node by `hash_node`.
+    pub fn hash_with(&self, hash_node: fn(&N, &mut dyn Hasher), h: &mut dyn Hasher) {
+        match &self.driver {
+            Some(driver) => driver.hash_with(hash_node, h),
+            None => h.write_u8(0),
+        }
+        fencesim_design::explore::hash_debug(&self.disk, h);
+        h.write_u64(self.clock_ns);
+        h.write_u64(self.incarnation);
+        h.write_u64(self.sent);
+    }
+
+    /// The earliest of its timers, with every deadline on its clocks read on its own clock
+    /// (which reads its true time: the search has no clock faults).
+    pub fn earliest_timer(&mut self) -> Option<u64> {
+        let driver = self.driver.as_mut()?;
+        let timers = &mut driver.pending.timers;
+        if timers.has_clock_deadlines() {
+            timers.resolve(|Deadline { at_ms, .. }| at_ms.max(0) as u64 * 1_000_000);
+        }
+        timers.earliest().map(|(at_ns, _)| at_ns)
+    }
+}
+
+/// What node `index`'s effects reach in the explored configuration.
+struct Io<'a, NM, CM, D> {
+    index: usize,
+    name: &'a str,
+    setup: &'a Setup,
+    clock_ns: u64,
+    sent: &'a mut u64,
+    disk: &'a mut Disk<D>,
+    shared: &'a mut Shared<NM, CM>,
+    follows_leases: bool,
+}
+
+impl<NM: Clone, CM, D: Clone> NodeIo<NM, D> for Io<'_, NM, CM, D> {
+    fn now_ns(&self) -> u64 {
+        self.clock_ns
+    }
+
+    fn send(&mut self, to: &str, reply_to: Option<u64>, op: Option<u64>, msg: NM) {
+        // A name nobody has: the message goes nowhere (the simulator's network drops it too).
+        let Some(to) = self.setup.agent(to) else {
+            return;
+        };
+        let from = Agent::Node(self.index);
+        let id = message_id(from, *self.sent);
+        *self.sent += 1;
+        self.shared.net.push(Message {
+            id,
+            from,
+            to,
+            reply_to,
+            op,
+            body: Body::FromNode(msg),
+            kind: if reply_to.is_some() {
+                "reply"
+            } else {
+                "message"
+            },
+        });
+    }
+
+    fn persist(&mut self, state: D, durability: Durability, now_ns: u64) {
+        self.disk.write(state, durability, now_ns);
+    }
+
+    fn sync(&mut self, now_ns: u64) {
+        self.disk.sync(now_ns);
+    }
+
+    fn declared(&self, point: &str) -> bool {
+        self.setup.service_safepoints.contains(&point)
+    }
+
+    fn first_to_apply(&mut self, log_index: u64) -> bool {
+        self.shared.ledger.first_to_apply(log_index)
+    }
+
+    fn record(&mut self, event: ServiceEvent) {
+        if self.follows_leases {
+            self.shared.ledger.follow(self.name, &event);
+        }
+        let event = history_event(self.name, event);
+        self.shared.record(event, self.clock_ns, None);
+    }
+
+    fn record_key(&mut self, event: KeyEvent) {
+        let event = key_event(self.name, event);
+        self.shared.record(event, self.clock_ns, None);
+    }
+
+    fn leads(&mut self, term: u64, detail: Option<String>) {
+        self.shared.ledger.set_leader(term, self.name);
+        if let Some(detail) = detail {
+            let event = Event {
+                node: self.name.into(),
+                detail: Some(detail),
+                ..Event::new(EventKind::Leader)
+            };
+            self.shared.record(event, self.clock_ns, None);
+        }
+    }
+
+    fn hand_over(&mut self, from: &str, to: &str, kept: &[HeldLease], reason: &str) {
+        self.shared
+            .hand_over_leases([from, to, self.name], kept, reason, self.clock_ns);
+    }
+}
+
+/// A node's clocks at `clock_ns`: both read its own time.
+fn now_at(clock_ns: u64) -> Now {
+    let ms = (clock_ns / 1_000_000) as i64;
+    Now {
+        mono_ms: ms,
+        wall_ms: ms,
+    }
+}
+
+/// A draw of a node's: the lowest value (what it draws never decides safety, only timing,
+/// which the search does not know anyway).
+fn lowest(low: u64, _high: u64) -> u64 {
+    low
+}
+
+impl<N: LockNode> NodeAgent<N>
+where
+    N::Msg: Clone,
+{
+    /// Start the node (again) from its disk, and drain it.
+    pub fn start<CM>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        config: &N::Config,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
+        self.incarnation += 1;
+        let name = &setup.node_names[index];
+        let begin = NodeStart {
+            name: name.clone(),
+            index,
+            service_nodes: setup.node_names.clone(),
+            incarnation: self.incarnation,
+            durable: self.disk.durable(),
+        };
+        let now = now_at(self.clock_ns);
+        let clock = move || now;
+        let mut random = lowest;
+        let senses = Senses {
+            clock: &clock,
+            random: &mut random,
+        };
+        let mut io = Io {
+            index,
+            name,
+            setup,
+            clock_ns: self.clock_ns,
+            sent: &mut self.sent,
+            disk: &mut self.disk,
+            shared,
+            follows_leases: N::FOLLOWS_LEASES,
+        };
+        let driver = NodeDriver::start(config, begin, false, senses, &mut io);
+        self.driver = Some(driver);
+        self.settle(index, setup, shared);
+    }
+
+    /// Hand the node `wake` and make every handler call it owes, then take up what it held.
+    pub fn wake<CM>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        wake: NodeWake<N::Msg>,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
+        let Some(driver) = self.driver.as_mut() else {
+            return; // crashed: what reached it is lost
+        };
+        if let Woken::Drain { .. } = driver.wake(wake) {
+            self.drain(index, setup, shared);
+        }
+        self.settle(index, setup, shared);
+    }
+
+    /// A message from `from` (`id`, within operation `op`).
+    pub fn deliver<CM>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        origin: Origin,
+        msg: N::Msg,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
+        self.wake(index, setup, NodeWake::Message { origin, msg }, shared);
+    }
+
+    /// Fire the earliest timer: the node's clock moves to its deadline.
+    pub fn fire<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+        let Some(at_ns) = self.earliest_timer() else {
+            return;
+        };
+        let Some(driver) = self.driver.as_mut() else {
+            return;
+        };
+        let Some(id) = driver.pending.timers.pop_due(at_ns) else {
+            return;
+        };
+        self.clock_ns = self.clock_ns.max(at_ns);
+        self.wake(index, setup, NodeWake::Timer(id), shared);
+    }
+
+    /// Before it waits, a settled node takes up what it held, as the simulator's loop does.
+    fn settle<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+        loop {
+            let Some(driver) = self.driver.as_mut() else {
+                return;
+            };
+            match driver.take_held() {
+                Woken::Drain { .. } => self.drain(index, setup, shared),
+                Woken::Nothing => return,
+            }
+        }
+    }
+
+    /// Make every handler call the node owes, at its clock's time now.
+    fn drain<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+        let Some(driver) = self.driver.as_mut() else {
+            return;
+        };
+        let now = now_at(self.clock_ns);
+        let clock = move || now;
+        let mut random = lowest;
+        let mut io = Io {
+            index,
+            name: &setup.node_names[index],
+            setup,
+            clock_ns: self.clock_ns,
+            sent: &mut self.sent,
+            disk: &mut self.disk,
+            shared,
+            follows_leases: N::FOLLOWS_LEASES,
+        };
+        loop {
+            let senses = Senses {
+                clock: &clock,
+                random: &mut random,
+            };
+            match driver.drain(senses, &mut io) {
+                // No fault watches a node here: nothing to pass.
+                NodeStep::Pass(decided) => driver.pending.passed(decided),
+                NodeStep::Settled => return,
+            }
+        }
+    }
+
+    /// The node crashes: its process and everything not synced are gone; the leases its disk
+    /// no longer has end, as `revoke`s (for a node whose leases the harness follows).
+    pub fn crash<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+        self.driver = None;
+        self.disk.crash(N::after_crash);
+        let kept = N::FOLLOWS_LEASES
+            .then(|| N::durable_leases(self.disk.synced()))
+            .flatten();
+        if let Some(kept) = kept {
+            let name = setup.node_names[index].as_str();
+            let reason = "lost: not on disk when the service crashed";
+            shared.hand_over_leases([name, name, name], &kept, reason, self.clock_ns);
+        }
+        shared.nemesis(EventKind::Crash, &setup.node_names[index], self.clock_ns);
+    }
+}

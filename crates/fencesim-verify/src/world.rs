@@ -1,0 +1,648 @@
+//! One state of the explored configuration: every node, client and the resource, the
+//! messages in flight, the history so far, and the fault budgets spent; the choices it
+//! offers ([`World::choices`]) and what each does ([`World::apply`]).
+//!
+//! The fault model is asynchronous. Any message in flight may be delivered next, lost or
+//! duplicated; any agent's next timer may fire next, which moves that agent's own clock to
+//! the timer's deadline and no one else's (so every lease may expire at any moment, and every
+//! client may be paused at any point between its steps); a node may crash, losing what it had
+//! not synced, and restart from its disk. The budgets bound the faults.
+
+use std::hash::Hasher;
+use std::sync::Arc;
+
+use fencesim_design::{
+    ClientInfo, ClientProtocol, Design, Disk, Explorable, HeldLease, LockNode, Origin,
+    WriteDecision,
+};
+use fencesim_driver::beliefs::{belief_end, belief_start, Beliefs};
+use fencesim_driver::ledger::Ledger;
+use fencesim_driver::resource::mutation_event;
+use fencesim_history::{Entry, Event, EventKind, Name, OpType, Phase as FaultPhase};
+use fencesim_scenario::{Scenario, RESOURCE_NODE};
+
+use crate::bounds::Bounds;
+use crate::client::{ClientAgent, Phase};
+use crate::fingerprint::Fnv;
+use crate::net::{message_id, Agent, Body, Message};
+use crate::node::NodeAgent;
+use crate::record::Records;
+use crate::resource::{Due, DynResource, ResourceAgent};
+
+/// The node's and the client's message types of design `D`.
+pub type NodeMsg<D> = <<D as Design>::Node as LockNode>::Msg;
+/// The client protocol's message type of design `D`.
+pub type ClientMsg<D> = <<D as Design>::Client as ClientProtocol>::Msg;
+
+/// What every state of one search shares: the scenario and its names.
+pub struct Setup {
+    /// The parsed scenario.
+    pub scenario: Scenario,
+    /// The lock service's node names.
+    pub node_names: Vec<String>,
+    /// Each client's name, lock and key, as its records name them.
+    pub client_names: Vec<(Name, Name, Name)>,
+    /// The service-side safepoints the design declared.
+    pub service_safepoints: Vec<&'static str>,
+    /// The bounds.
+    pub bounds: Bounds,
+}
+
+impl Setup {
+    /// The scenario's bounded configuration.
+    pub fn new(scenario: Scenario, bounds: Bounds) -> Self {
+        let node_names = scenario.lock_service.nodes();
+        let client_names = scenario
+            .clients
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str().into(),
+                    c.lock.as_str().into(),
+                    c.key.as_str().into(),
+                )
+            })
+            .collect();
+        let service_safepoints = scenario
+            .lock_service
+            .shape
+            .safepoints
+            .iter()
+            .filter(|s| s.side == fencesim_design::SafepointSide::Service)
+            .map(|s| s.name)
+            .collect();
+        Setup {
+            scenario,
+            node_names,
+            client_names,
+            service_safepoints,
+            bounds,
+        }
+    }
+
+    /// The agent named `name`.
+    pub fn agent(&self, name: &str) -> Option<Agent> {
+        if name == RESOURCE_NODE {
+            return Some(Agent::Resource);
+        }
+        if let Some(i) = self.node_names.iter().position(|n| n == name) {
+            return Some(Agent::Node(i));
+        }
+        let clients = &self.scenario.clients;
+        clients
+            .iter()
+            .position(|c| c.name == name)
+            .map(Agent::Client)
+    }
+
+    /// The name of `agent`.
+    pub fn name_of(&self, agent: Agent) -> &str {
+        match agent {
+            Agent::Node(i) => &self.node_names[i],
+            Agent::Client(i) => &self.scenario.clients[i].name,
+            Agent::Resource => RESOURCE_NODE,
+        }
+    }
+}
+
+/// What the agents of one state share: the network, the history, the run's record of leases
+/// and the clients' views of theirs.
+#[derive(Clone)]
+pub struct Shared<NM, CM> {
+    /// The messages in flight, in the order sent.
+    pub net: Vec<Message<NM, CM>>,
+    /// The history so far.
+    pub records: Records,
+    /// The run's record of leases, log entries and leadership.
+    pub ledger: Ledger,
+    /// The clients' views of their leases.
+    pub beliefs: Beliefs,
+    /// A fingerprint of what the checks have seen: the service's and the resource's
+    /// decisions and the completed operations, in order.
+    pub trace: u64,
+    /// Whether this step recorded something a token check judges.
+    pub checks_due: bool,
+}
+
+impl<NM, CM> Shared<NM, CM> {
+    fn new() -> Self {
+        Shared {
+            net: Vec::new(),
+            records: Records::default(),
+            ledger: Ledger::default(),
+            beliefs: Beliefs::default(),
+            trace: Fnv::default().finish(),
+            checks_due: false,
+        }
+    }
+
+    /// Record `entry` at `clock_ns` of the recording agent's clock (`op_key` on an invoke).
+    pub fn record(&mut self, entry: impl Into<Entry>, clock_ns: u64, op_key: Option<u64>) {
+        let entry = entry.into();
+        let judged = match &entry {
+            Entry::Event(ev) => matches!(
+                ev.event,
+                EventKind::Grant
+                    | EventKind::Renew
+                    | EventKind::Release
+                    | EventKind::Expire
+                    | EventKind::Revoke
+                    | EventKind::Accept
+                    | EventKind::Reject
+            ),
+            Entry::Op(op) => op.op_type != OpType::Invoke,
+        };
+        if judged {
+            let mut h = Fnv::default();
+            h.write_u64(self.trace);
+            let seen = match &entry {
+                Entry::Event(ev) => {
+                    self.checks_due |= ev.event != EventKind::Reject;
+                    format!(
+                        "{:?} {:?} {:?} {:?} {:?} {:?}",
+                        ev.event, ev.lock, ev.key, ev.holder, ev.token, ev.op
+                    )
+                }
+                Entry::Op(op) => format!(
+                    "{} {:?} {} {:?} {:?} {:?}",
+                    op.node,
+                    op.f,
+                    op.op_type.as_str(),
+                    op.token,
+                    op.value,
+                    op.process
+                ),
+            };
+            h.write(seen.as_bytes());
+            self.trace = h.finish();
+        }
+        self.records.push(entry, clock_ns, op_key);
+    }
+
+    /// The leases node `from` honoured are `to`'s, which honours `kept`; the rest end as
+    /// `revoke`s by node `by` (the simulator's world does the same).
+    pub fn hand_over_leases(
+        &mut self,
+        [from, to, by]: [&str; 3],
+        kept: &[HeldLease],
+        reason: &str,
+        clock_ns: u64,
+    ) {
+        for (lock, holder, token) in self.ledger.hand_over(from, to, kept) {
+            let event = Event {
+                node: by.into(),
+                lock: Some(lock.into()),
+                holder: Some(holder.into()),
+                token: Some(token),
+                detail: Some(reason.to_owned()),
+                ..Event::new(EventKind::Revoke)
+            };
+            self.record(event, clock_ns, None);
+        }
+    }
+
+    /// A fault of the search's (`crash`, `restart`) on `target`, as the nemesis records one.
+    pub fn nemesis(&mut self, kind: EventKind, target: &str, clock_ns: u64) {
+        let event = Event {
+            node: "nemesis".into(),
+            phase: Some(FaultPhase::Start),
+            target: Some(target.into()),
+            detail: Some(format!("{} {target} (verify)", kind_word(kind))),
+            ..Event::new(kind)
+        };
+        self.record(event, clock_ns, None);
+    }
+
+    /// `client` believes it holds `lock` with `token` until `until_ms` of its clock (which
+    /// reads `mono_ms`), unless that is already past.
+    pub fn believe(
+        &mut self,
+        client: &str,
+        lock: &str,
+        token: u64,
+        until_ms: Option<i64>,
+        mono_ms: i64,
+        clock_ns: u64,
+    ) {
+        if until_ms.is_some_and(|u| mono_ms >= u) {
+            self.end_belief(client, "reply arrived after the lease's validity", clock_ns);
+            return;
+        }
+        self.beliefs.believe(client, lock, token, until_ms);
+        self.record(belief_start(client, lock, token, until_ms), clock_ns, None);
+    }
+
+    /// `client` stops believing it holds its lease, for `reason`.
+    pub fn end_belief(&mut self, client: &str, reason: &str, clock_ns: u64) {
+        if let Some((lock, token)) = self.beliefs.end(client) {
+            self.record(belief_end(client, &lock, token, reason), clock_ns, None);
+        }
+    }
+}
+
+fn kind_word(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Crash => "crash",
+        EventKind::Restart => "restart",
+        _ => "fault",
+    }
+}
+
+/// What a design's search needs besides its states: the setup, the design's settings, how
+/// to copy and fingerprint its states (if it opts in), and how to make the resource.
+pub struct Model<D: Design> {
+    /// The scenario and its names.
+    pub setup: Setup,
+    /// The nodes' configuration.
+    pub config: <D::Node as LockNode>::Config,
+    /// The design's settings.
+    pub settings: D::Settings,
+    /// Each client's settings.
+    pub client_settings: Vec<D::ClientSettings>,
+    /// How to copy and fingerprint its states, if it opts in.
+    pub explorable: Option<Explorable<D::Node, D::Client>>,
+    /// Makes an empty resource.
+    pub make_resource: Arc<dyn Fn() -> Box<dyn DynResource> + Send + Sync>,
+}
+
+/// The fault budgets spent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Spent {
+    /// Messages lost.
+    pub drops: u32,
+    /// Messages duplicated.
+    pub duplicates: u32,
+    /// Node crashes.
+    pub crashes: u32,
+}
+
+/// One thing that can happen next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Deliver the message in flight at this index.
+    Deliver(u32),
+    /// Lose it.
+    Drop(u32),
+    /// Duplicate it (both copies stay in flight).
+    Duplicate(u32),
+    /// The agent's next timer fires.
+    Fire(Agent),
+    /// Lock-service node `i` crashes.
+    Crash(u32),
+    /// Crashed node `i` restarts from its disk.
+    Restart(u32),
+}
+
+/// One state.
+pub struct World<D: Design> {
+    /// The lock service's nodes.
+    pub nodes: Vec<NodeAgent<D::Node>>,
+    /// The clients.
+    pub clients: Vec<ClientAgent<D::Client>>,
+    /// The resource.
+    pub resource: ResourceAgent,
+    /// The network, the history and the rest the agents share.
+    pub shared: Shared<NodeMsg<D>, ClientMsg<D>>,
+    /// The fault budgets spent.
+    pub spent: Spent,
+}
+
+impl<D: Design> World<D> {
+    /// The initial state: every node started, every client begun.
+    pub fn new(model: &Model<D>) -> Self {
+        let setup = &model.setup;
+        let mut shared = Shared::new();
+        let mut nodes: Vec<NodeAgent<D::Node>> = (0..setup.node_names.len())
+            .map(|_| NodeAgent {
+                driver: None,
+                disk: Disk::new(false),
+                clock_ns: 0,
+                incarnation: 0,
+                sent: 0,
+            })
+            .collect();
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.start(i, setup, &model.config, &mut shared);
+        }
+        let mut clients: Vec<ClientAgent<D::Client>> = setup
+            .scenario
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let info = ClientInfo {
+                    name: spec.name.clone(),
+                    lock: spec.lock.clone(),
+                    ttl_ms: spec.ttl_ms,
+                    safety_margin_ms: spec.safety_margin_ms,
+                    timeout_ms: spec.timeout_ms,
+                    incarnation: 1,
+                    service_nodes: setup.node_names.clone(),
+                };
+                let protocol = D::client(&model.settings, &model.client_settings[i], info);
+                ClientAgent::new(i, setup, protocol)
+            })
+            .collect();
+        for (i, client) in clients.iter_mut().enumerate() {
+            client.run(i, setup, &mut shared);
+        }
+        World {
+            nodes,
+            clients,
+            resource: ResourceAgent::new(Arc::clone(&model.make_resource)),
+            shared,
+            spent: Spent::default(),
+        }
+    }
+
+    /// A copy, if the design opts in; `None` otherwise (the caller re-executes instead).
+    pub fn copy(&self, model: &Model<D>) -> Option<Self> {
+        let e = model.explorable.as_ref()?;
+        Some(World {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| n.clone_with(e.clone_node))
+                .collect(),
+            clients: self
+                .clients
+                .iter()
+                .map(|c| c.clone_with(e.clone_client))
+                .collect(),
+            resource: self.resource.copy(),
+            shared: self.shared.clone(),
+            spent: self.spent,
+        })
+    }
+
+    /// The state's fingerprint, if the design opts in: every agent, the messages in flight
+    /// (as a multiset: the order they were sent in decides nothing), the budgets spent and
+    /// what the checks have seen.
+    pub fn fingerprint(&self, model: &Model<D>) -> Option<u64> {
+        let e = model.explorable.as_ref()?;
+        let mut h = Fnv::default();
+        for node in &self.nodes {
+            node.hash_with(e.hash_node, &mut h);
+        }
+        for client in &self.clients {
+            client.hash_with(e.hash_client, &mut h);
+        }
+        self.resource.hash_into(&mut h);
+        let mut flight: Vec<u64> = self
+            .shared
+            .net
+            .iter()
+            .map(|m| crate::fingerprint::of_debug(&(m.id, m.from, m.to, m.reply_to, m.op, &m.body)))
+            .collect();
+        flight.sort_unstable();
+        for m in flight {
+            h.write_u64(m);
+        }
+        fencesim_design::explore::hash_debug(&self.shared.ledger, &mut h);
+        fencesim_design::explore::hash_debug(&self.shared.beliefs, &mut h);
+        fencesim_design::explore::hash_debug(&self.spent, &mut h);
+        h.write_u64(self.shared.trace);
+        Some(h.finish())
+    }
+
+    /// Whether every client has ended and nothing is left to apply: nothing more can happen
+    /// that a check judges.
+    pub fn finished(&self) -> bool {
+        self.clients.iter().all(|c| matches!(c.phase, Phase::Done)) && self.resource.due.is_empty()
+    }
+
+    /// Everything that can happen next, in a fixed order.
+    pub fn choices(&mut self, bounds: &Bounds) -> Vec<Choice> {
+        let mut choices = Vec::new();
+        if self.finished() {
+            return choices;
+        }
+        for (i, m) in self.shared.net.iter().enumerate() {
+            let i = i as u32;
+            let deliverable = match m.to {
+                Agent::Client(c) => self.clients[c].receiving(),
+                _ => true,
+            };
+            if deliverable {
+                choices.push(Choice::Deliver(i));
+            }
+            if self.spent.drops < bounds.drops {
+                choices.push(Choice::Drop(i));
+            }
+            if self.spent.duplicates < bounds.duplicates {
+                choices.push(Choice::Duplicate(i));
+            }
+        }
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if node.earliest_timer().is_some() {
+                choices.push(Choice::Fire(Agent::Node(i)));
+            }
+        }
+        for (i, client) in self.clients.iter().enumerate() {
+            if client.next_timer().is_some() {
+                choices.push(Choice::Fire(Agent::Client(i)));
+            }
+        }
+        if !self.resource.due.is_empty() {
+            choices.push(Choice::Fire(Agent::Resource));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let i = i as u32;
+            match node.driver {
+                Some(_) if self.spent.crashes < bounds.crashes => choices.push(Choice::Crash(i)),
+                None => choices.push(Choice::Restart(i)),
+                Some(_) => {}
+            }
+        }
+        choices
+    }
+
+    /// What `choice` does, in words, for a counterexample's steps (before it is applied).
+    pub fn describe(&self, setup: &Setup, choice: Choice) -> String {
+        let message = |i: u32| {
+            let m = &self.shared.net[i as usize];
+            let what = match m.reply_to {
+                Some(_) => format!("the reply to {}", m.kind),
+                None => m.kind.to_owned(),
+            };
+            let what = if m.kind == "reply" {
+                "a reply".to_owned()
+            } else {
+                what
+            };
+            format!(
+                "{what} from {} to {}",
+                setup.name_of(m.from),
+                setup.name_of(m.to)
+            )
+        };
+        match choice {
+            Choice::Deliver(i) => format!("deliver {}", message(i)),
+            Choice::Drop(i) => format!("lose {}", message(i)),
+            Choice::Duplicate(i) => format!("duplicate {}", message(i)),
+            Choice::Fire(Agent::Client(c)) => {
+                let client = &self.clients[c];
+                let name = setup.name_of(Agent::Client(c));
+                let at_ms = client.next_timer().unwrap_or(0) / 1_000_000;
+                let what = match &client.phase {
+                    Phase::Sleep { retry: true, .. } => "backoff ends".to_owned(),
+                    Phase::Sleep { retry: false, .. } => "work ends".to_owned(),
+                    Phase::Call { tpl, .. } => format!("{} times out", tpl.f.as_str()),
+                    _ => "protocol's timer fires".to_owned(),
+                };
+                format!("{name}'s {what} (its clock: {at_ms} ms)")
+            }
+            Choice::Fire(agent) => {
+                let at_ns = match agent {
+                    Agent::Node(n) => self.nodes[n]
+                        .driver
+                        .as_ref()
+                        .and_then(|d| d.pending.timers.earliest())
+                        .map_or(0, |t| t.0),
+                    _ => self.resource.due.first().map_or(0, |d| d.at_ns),
+                };
+                let name = setup.name_of(agent);
+                format!("{name}'s timer fires (its clock: {} ms)", at_ns / 1_000_000)
+            }
+            Choice::Crash(n) => format!("{} crashes", setup.node_names[n as usize]),
+            Choice::Restart(n) => format!("{} restarts", setup.node_names[n as usize]),
+        }
+    }
+
+    /// Take `choice`.
+    pub fn apply(&mut self, model: &Model<D>, choice: Choice) {
+        let setup = &model.setup;
+        self.shared.checks_due = false;
+        match choice {
+            Choice::Deliver(i) => {
+                let m = self.shared.net.remove(i as usize);
+                self.deliver(model, m);
+            }
+            Choice::Drop(i) => {
+                self.shared.net.remove(i as usize);
+                self.spent.drops += 1;
+            }
+            Choice::Duplicate(i) => {
+                let copy = self.shared.net[i as usize].clone();
+                self.shared.net.push(copy);
+                self.spent.duplicates += 1;
+            }
+            Choice::Fire(Agent::Node(n)) => self.nodes[n].fire(n, setup, &mut self.shared),
+            Choice::Fire(Agent::Client(c)) => self.clients[c].fire(c, setup, &mut self.shared),
+            Choice::Fire(Agent::Resource) => self.resource_fire(setup),
+            Choice::Crash(n) => {
+                let n = n as usize;
+                self.nodes[n].crash(n, setup, &mut self.shared);
+                // What was in flight to it is lost with it when delivered.
+                self.spent.crashes += 1;
+            }
+            Choice::Restart(n) => {
+                let n = n as usize;
+                let clock_ns = self.nodes[n].clock_ns;
+                self.shared
+                    .nemesis(EventKind::Restart, &setup.node_names[n], clock_ns);
+                self.nodes[n].start(n, setup, &model.config, &mut self.shared);
+            }
+        }
+    }
+
+    fn deliver(&mut self, model: &Model<D>, m: Message<NodeMsg<D>, ClientMsg<D>>) {
+        let setup = &model.setup;
+        match m.to {
+            Agent::Node(n) => {
+                if self.nodes[n].driver.is_none() {
+                    return; // crashed: lost
+                }
+                let origin = Origin::new(setup.name_of(m.from), m.id, m.op);
+                let Some(msg) = m.body.design::<NodeMsg<D>>() else {
+                    return;
+                };
+                self.nodes[n].deliver(n, setup, origin, msg, &mut self.shared);
+            }
+            Agent::Client(c) => self.clients[c].deliver(c, setup, m, &mut self.shared),
+            Agent::Resource => self.resource_deliver(setup, m),
+        }
+    }
+
+    fn resource_deliver(&mut self, setup: &Setup, m: Message<NodeMsg<D>, ClientMsg<D>>) {
+        let outcome = match &m.body {
+            Body::Read { key } => {
+                let value = self.resource.read(key);
+                self.resource_reply(&m, Body::ReadReply(value));
+                return;
+            }
+            Body::Write { key, token, value } => match self.resource.write(key, *token, value) {
+                WriteDecision::Now(outcome) => outcome,
+                WriteDecision::Later { after_ms } => {
+                    self.resource.due.push(Due {
+                        at_ns: self.resource.clock_ns + after_ms * 1_000_000,
+                        write: (key.clone(), *token, value.clone()),
+                        from: (m.from, m.id, m.op),
+                    });
+                    return;
+                }
+            },
+            Body::Delete { key, token } => self.resource.delete(key, *token),
+            _ => return,
+        };
+        let (key, token, delete) = match &m.body {
+            Body::Write { key, token, .. } => (key.clone(), Some(*token), false),
+            Body::Delete { key, token } => (key.clone(), *token, true),
+            _ => return,
+        };
+        let holder = setup.name_of(m.from);
+        let (event, _) = mutation_event(&key, holder, token, m.op, delete, &outcome);
+        self.shared.record(event, self.resource.clock_ns, None);
+        self.resource_reply(&m, Body::WriteReply(outcome));
+    }
+
+    fn resource_reply(
+        &mut self,
+        to: &Message<NodeMsg<D>, ClientMsg<D>>,
+        body: Body<NodeMsg<D>, ClientMsg<D>>,
+    ) {
+        let id = message_id(Agent::Resource, self.resource.sent);
+        self.resource.sent += 1;
+        self.shared.net.push(Message {
+            id,
+            from: Agent::Resource,
+            to: to.from,
+            reply_to: Some(to.id),
+            op: to.op,
+            body,
+            kind: "reply",
+        });
+    }
+
+    fn resource_fire(&mut self, setup: &Setup) {
+        if self.resource.due.is_empty() {
+            return;
+        }
+        // The earliest, the first decided among equals.
+        let (i, _) = self
+            .resource
+            .due
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, d)| (d.at_ns, *i))
+            .expect("not empty");
+        let due = self.resource.due.remove(i);
+        self.resource.clock_ns = self.resource.clock_ns.max(due.at_ns);
+        let (key, token, value) = &due.write;
+        let outcome = self.resource.apply_due(key, *token, value);
+        let (from, id, op) = due.from;
+        let holder = setup.name_of(from);
+        let (event, _) = mutation_event(key, holder, Some(*token), op, false, &outcome);
+        self.shared.record(event, self.resource.clock_ns, None);
+        let request = Message {
+            id,
+            from,
+            to: Agent::Resource,
+            reply_to: None,
+            op,
+            body: Body::Read { key: String::new() },
+            kind: "write",
+        };
+        self.resource_reply(&request, Body::WriteReply(outcome));
+    }
+}

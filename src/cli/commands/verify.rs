@@ -1,0 +1,148 @@
+//! `fencesim verify`: every schedule of a scenario's small configuration, breadth-first, under
+//! an asynchronous fault model (docs/verify.md).
+
+use std::path::PathBuf;
+
+use fencesim::cancel::Cancel;
+use fencesim::verify::{verify, write, Verified};
+use fencesim::{exit, Engine};
+use fencesim_verify::{Bounds, Ending};
+
+use super::{load, unwritable};
+
+/// `fencesim verify`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// A scenario file, or the name of a bundled scenario (see `fencesim list`). Its design,
+    /// resource and clients are explored; its faults, nemesis and network are not used (the
+    /// search brings its own faults, bounded by the flags below).
+    scenario: String,
+    /// The longest schedule explored, in steps.
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().depth)]
+    depth: u32,
+    /// Stop after this many distinct states.
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().max_states)]
+    max_states: u64,
+    /// Messages the network may lose per schedule.
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().drops)]
+    drops: u32,
+    /// Messages the network may duplicate per schedule.
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().duplicates)]
+    duplicates: u32,
+    /// Lock-service node crashes per schedule (each node restarts when the search chooses).
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().crashes)]
+    crashes: u32,
+    /// Acquire attempts per cycle: a client refused this many times stops.
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().attempts)]
+    attempts: u32,
+    /// Keepalives per cycle (later ones are skipped, as a stalled keepalive stream is).
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().renewals)]
+    renewals: u32,
+    /// Where verify.json (and a counterexample's history.jsonl and steps.txt) go: DIR/NAME/.
+    #[arg(long, value_name = "DIR", default_value = "reports/verify")]
+    out: PathBuf,
+}
+
+/// `fencesim verify`: exit 0 verified, 1 a counterexample, 3 bounds reached, 130 interrupted.
+pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
+    let scenario = match load(engine, &args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            complain!("error: {e}");
+            return exit::BAD_INPUT;
+        }
+    };
+    let bounds = Bounds {
+        depth: args.depth,
+        max_states: args.max_states,
+        drops: args.drops,
+        duplicates: args.duplicates,
+        crashes: args.crashes,
+        attempts: args.attempts.max(1),
+        renewals: args.renewals,
+    };
+    let verified = match verify(engine, &scenario, &bounds, cancel) {
+        Ok(v) => v,
+        Err(e) => {
+            complain!("error: {}: {e}", args.scenario);
+            return exit::BAD_INPUT;
+        }
+    };
+    let dir = args.out.join(&scenario.name);
+    let written = match write(&dir, &scenario, &bounds, &verified) {
+        Ok(w) => w,
+        Err(e) => return unwritable(&args.out, &e),
+    };
+    print(
+        &scenario.name,
+        &scenario.lock_service.kind,
+        &bounds,
+        &verified,
+    );
+    for path in written {
+        say!("wrote {}", fencesim_history::display_path(&path));
+    }
+    match verified.outcome.ending {
+        Ending::Verified => exit::VALID,
+        Ending::Violation => exit::VIOLATION,
+        Ending::BoundsReached => exit::UNKNOWN,
+        Ending::Interrupted => exit::INTERRUPTED,
+    }
+}
+
+/// The result in words.
+fn print(name: &str, kind: &str, bounds: &Bounds, verified: &Verified) {
+    let o = &verified.outcome;
+    let figures = format!(
+        "{} states, {} transitions, depth {}, {:.1} s ({:.0} states/s)",
+        o.states,
+        o.transitions,
+        o.depth,
+        verified.seconds,
+        verified.states_per_second()
+    );
+    let head = match o.ending {
+        Ending::Verified => format!("VERIFIED up to the bounds: {figures}"),
+        Ending::Violation => format!("VIOLATION found after {figures}"),
+        Ending::BoundsReached => format!("BOUNDS REACHED with no violation: {figures}"),
+        Ending::Interrupted => format!("INTERRUPTED with no violation so far: {figures}"),
+    };
+    say!(
+        "{name} (design {kind}, {}): {head}",
+        verified.strategy.as_str()
+    );
+    say!(
+        "bounds: depth {}, states {}, drops {}, duplicates {}, crashes {}, attempts {}, renewals {}",
+        bounds.depth,
+        bounds.max_states,
+        bounds.drops,
+        bounds.duplicates,
+        bounds.crashes,
+        bounds.attempts,
+        bounds.renewals
+    );
+    let checked: Vec<&str> = fencesim_verify::CHECKED
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    say!("checked: {}", checked.join(", "));
+    let not: Vec<&str> = fencesim_verify::NOT_CHECKED
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    say!(
+        "not checked (timing properties, the simulator's job): {}",
+        not.join(", ")
+    );
+    if let Some(cx) = &o.counterexample {
+        say!(
+            "{} in {} steps (no shorter schedule has a violation):",
+            cx.violation.kind.as_str(),
+            cx.steps.len()
+        );
+        for (i, step) in cx.steps.iter().enumerate() {
+            say!("{:>4}. {step}", i + 1);
+        }
+        say!("why: {}", cx.violation.explanation);
+    }
+}
