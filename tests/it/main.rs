@@ -31,3 +31,4 @@ mod scenarios;
 mod shrink;
 mod timeline;
 mod user_design;
+mod verify;

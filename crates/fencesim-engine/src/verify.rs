@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use fencesim_history::write_jsonl;
 use fencesim_scenario::Scenario;
-use fencesim_verify::{Bounds, Ending, Outcome, Strategy};
+pub use fencesim_verify::{Bounds, Counterexample, Ending, Outcome, Strategy};
 use serde::Serialize;
 
 use crate::bench::Stopwatch;

@@ -192,6 +192,18 @@ impl<P: ClientProtocol> ClientAgent<P> {
         )
     }
 
+    /// Whether a message to it that answers `reply_to` (`None`: not a reply) can still
+    /// change anything. A reply to a request it no longer waits for (its call timed out, its
+    /// protocol gave the request up) is dropped whenever it comes, as the simulator's client
+    /// drops it: request ids are never reused, so such a reply is dead.
+    pub fn may_use(&self, reply_to: Option<u64>) -> bool {
+        let Some(id) = reply_to else {
+            return !matches!(self.phase, Phase::Done);
+        };
+        matches!(self.phase, Phase::Call { id: current, .. } if current == id)
+            || self.requests.iter().any(|(n, _)| *n == id)
+    }
+
     /// When its next timer fires, on its clock, ns: its work's or backoff's end, its call's
     /// timeout, or its protocol's earliest timer.
     pub fn next_timer(&self) -> Option<u64> {

@@ -24,6 +24,7 @@ pub mod report;
 pub mod resource;
 pub mod search;
 mod seen;
+pub mod trace;
 pub mod world;
 
 pub use bounds::Bounds;

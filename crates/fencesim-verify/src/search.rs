@@ -94,7 +94,7 @@ impl<'m, D: Design> Search<'m, D> {
     /// answering true (checked between states).
     pub fn run(mut self, stop: &dyn Fn() -> bool) -> Outcome {
         let bounds = self.model.setup.bounds.clone();
-        let root = World::new(self.model);
+        let mut root = World::new(self.model);
         self.reached.push(Reached {
             parent: ROOT,
             choice: Choice::Crash(0),

@@ -18,16 +18,17 @@ use fencesim_design::{
 use fencesim_driver::beliefs::{belief_end, belief_start, Beliefs};
 use fencesim_driver::ledger::Ledger;
 use fencesim_driver::resource::mutation_event;
-use fencesim_history::{Entry, Event, EventKind, Name, OpType, Phase as FaultPhase};
+use fencesim_history::{Entry, Event, EventKind, Name, Phase as FaultPhase};
 use fencesim_scenario::{Scenario, RESOURCE_NODE};
 
 use crate::bounds::Bounds;
 use crate::client::{ClientAgent, Phase};
-use crate::fingerprint::Fnv;
+use crate::fingerprint::Fingerprint;
 use crate::net::{message_id, Agent, Body, Message};
 use crate::node::NodeAgent;
 use crate::record::Records;
 use crate::resource::{Due, DynResource, ResourceAgent};
+use crate::trace::CheckTrace;
 
 /// The node's and the client's message types of design `D`.
 pub type NodeMsg<D> = <<D as Design>::Node as LockNode>::Msg;
@@ -117,9 +118,8 @@ pub struct Shared<NM, CM> {
     pub ledger: Ledger,
     /// The clients' views of their leases.
     pub beliefs: Beliefs,
-    /// A fingerprint of what the checks have seen: the service's and the resource's
-    /// decisions and the completed operations, in order.
-    pub trace: u64,
+    /// What the checks can tell apart in the history so far.
+    pub trace: CheckTrace,
     /// Whether this step recorded something a token check judges.
     pub checks_due: bool,
 }
@@ -131,7 +131,7 @@ impl<NM, CM> Shared<NM, CM> {
             records: Records::default(),
             ledger: Ledger::default(),
             beliefs: Beliefs::default(),
-            trace: Fnv::default().finish(),
+            trace: CheckTrace::default(),
             checks_due: false,
         }
     }
@@ -139,43 +139,7 @@ impl<NM, CM> Shared<NM, CM> {
     /// Record `entry` at `clock_ns` of the recording agent's clock (`op_key` on an invoke).
     pub fn record(&mut self, entry: impl Into<Entry>, clock_ns: u64, op_key: Option<u64>) {
         let entry = entry.into();
-        let judged = match &entry {
-            Entry::Event(ev) => matches!(
-                ev.event,
-                EventKind::Grant
-                    | EventKind::Renew
-                    | EventKind::Release
-                    | EventKind::Expire
-                    | EventKind::Revoke
-                    | EventKind::Accept
-                    | EventKind::Reject
-            ),
-            Entry::Op(op) => op.op_type != OpType::Invoke,
-        };
-        if judged {
-            let mut h = Fnv::default();
-            h.write_u64(self.trace);
-            let seen = match &entry {
-                Entry::Event(ev) => {
-                    self.checks_due |= ev.event != EventKind::Reject;
-                    format!(
-                        "{:?} {:?} {:?} {:?} {:?} {:?}",
-                        ev.event, ev.lock, ev.key, ev.holder, ev.token, ev.op
-                    )
-                }
-                Entry::Op(op) => format!(
-                    "{} {:?} {} {:?} {:?} {:?}",
-                    op.node,
-                    op.f,
-                    op.op_type.as_str(),
-                    op.token,
-                    op.value,
-                    op.process
-                ),
-            };
-            h.write(seen.as_bytes());
-            self.trace = h.finish();
-        }
+        self.checks_due |= self.trace.take(&entry);
         self.records.push(entry, clock_ns, op_key);
     }
 
@@ -305,6 +269,10 @@ pub struct World<D: Design> {
     pub shared: Shared<NodeMsg<D>, ClientMsg<D>>,
     /// The fault budgets spent.
     pub spent: Spent,
+    /// Each node's, then each client's, fingerprint as last computed, until a step touches
+    /// it: a step changes one agent (the one a message is delivered to, whose timer fires,
+    /// that crashes or restarts), and rehashing the others was most of the search's time.
+    hashed: Vec<Option<u64>>,
 }
 
 impl<D: Design> World<D> {
@@ -346,12 +314,16 @@ impl<D: Design> World<D> {
         for (i, client) in clients.iter_mut().enumerate() {
             client.run(i, setup, &mut shared);
         }
+        for node in &mut nodes {
+            node.earliest_timer(); // as `apply` leaves each node it touches
+        }
         World {
-            nodes,
-            clients,
+            hashed: vec![None; nodes.len() + clients.len()],
             resource: ResourceAgent::new(Arc::clone(&model.make_resource)),
             shared,
             spent: Spent::default(),
+            nodes,
+            clients,
         }
     }
 
@@ -372,20 +344,34 @@ impl<D: Design> World<D> {
             resource: self.resource.copy(),
             shared: self.shared.clone(),
             spent: self.spent,
+            hashed: self.hashed.clone(),
         })
     }
 
     /// The state's fingerprint, if the design opts in: every agent, the messages in flight
     /// (as a multiset: the order they were sent in decides nothing), the budgets spent and
     /// what the checks have seen.
-    pub fn fingerprint(&self, model: &Model<D>) -> Option<u64> {
+    pub fn fingerprint(&mut self, model: &Model<D>) -> Option<u64> {
         let e = model.explorable.as_ref()?;
-        let mut h = Fnv::default();
-        for node in &self.nodes {
-            node.hash_with(e.hash_node, &mut h);
+        let mut h = Fingerprint::default();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let of = || {
+                let mut h = Fingerprint::default();
+                node.hash_with(e.hash_node, &mut h);
+                h.finish()
+            };
+            h.write_u64(*self.hashed[i].get_or_insert_with(of));
+            debug_assert_eq!(self.hashed[i], Some(of()), "node {i} changed unseen");
         }
-        for client in &self.clients {
-            client.hash_with(e.hash_client, &mut h);
+        let n = self.nodes.len();
+        for (i, client) in self.clients.iter().enumerate() {
+            let of = || {
+                let mut h = Fingerprint::default();
+                client.hash_with(e.hash_client, &mut h);
+                h.finish()
+            };
+            h.write_u64(*self.hashed[n + i].get_or_insert_with(of));
+            debug_assert_eq!(self.hashed[n + i], Some(of()), "client {i} changed unseen");
         }
         self.resource.hash_into(&mut h);
         let mut flight: Vec<u64> = self
@@ -401,7 +387,7 @@ impl<D: Design> World<D> {
         fencesim_design::explore::hash_debug(&self.shared.ledger, &mut h);
         fencesim_design::explore::hash_debug(&self.shared.beliefs, &mut h);
         fencesim_design::explore::hash_debug(&self.spent, &mut h);
-        h.write_u64(self.shared.trace);
+        self.shared.trace.hash_into(&mut h);
         Some(h.finish())
     }
 
@@ -458,7 +444,7 @@ impl<D: Design> World<D> {
     }
 
     /// What `choice` does, in words, for a counterexample's steps (before it is applied).
-    pub fn describe(&self, setup: &Setup, choice: Choice) -> String {
+    pub fn describe(&mut self, setup: &Setup, choice: Choice) -> String {
         let message = |i: u32| {
             let m = &self.shared.net[i as usize];
             let what = match m.reply_to {
@@ -494,11 +480,7 @@ impl<D: Design> World<D> {
             }
             Choice::Fire(agent) => {
                 let at_ns = match agent {
-                    Agent::Node(n) => self.nodes[n]
-                        .driver
-                        .as_ref()
-                        .and_then(|d| d.pending.timers.earliest())
-                        .map_or(0, |t| t.0),
+                    Agent::Node(n) => self.nodes[n].earliest_timer().unwrap_or(0),
                     _ => self.resource.due.first().map_or(0, |d| d.at_ns),
                 };
                 let name = setup.name_of(agent);
@@ -513,6 +495,17 @@ impl<D: Design> World<D> {
     pub fn apply(&mut self, model: &Model<D>, choice: Choice) {
         let setup = &model.setup;
         self.shared.checks_due = false;
+        let touched = match choice {
+            Choice::Deliver(i) => Some(self.shared.net[i as usize].to),
+            Choice::Drop(_) | Choice::Duplicate(_) => None,
+            Choice::Fire(agent) => Some(agent),
+            Choice::Crash(n) | Choice::Restart(n) => Some(Agent::Node(n as usize)),
+        };
+        match touched {
+            Some(Agent::Node(n)) => self.hashed[n] = None,
+            Some(Agent::Client(c)) => self.hashed[self.nodes.len() + c] = None,
+            Some(Agent::Resource) | None => {}
+        }
         match choice {
             Choice::Deliver(i) => {
                 let m = self.shared.net.remove(i as usize);
@@ -544,6 +537,28 @@ impl<D: Design> World<D> {
                 self.nodes[n].start(n, setup, &model.config, &mut self.shared);
             }
         }
+        self.forget_dead_messages();
+        if let Some(Agent::Node(n)) = touched {
+            // Resolve its clock deadlines now, so that its fingerprint is taken of the form
+            // `choices` leaves it in.
+            self.nodes[n].earliest_timer();
+        }
+    }
+
+    /// Take out of the network the messages that can no longer change anything: replies to
+    /// requests their client no longer waits for, and reads whose reply would be such a
+    /// reply (a read changes nothing at the resource and records nothing there). Delivering,
+    /// losing or duplicating one is a step that changes no agent and records nothing, so
+    /// every schedule that takes it has a twin without it (docs/verify.md, reductions).
+    fn forget_dead_messages(&mut self) {
+        let clients = &self.clients;
+        self.shared.net.retain(|m| match (m.to, m.from, &m.body) {
+            (Agent::Client(c), _, _) => clients[c].may_use(m.reply_to),
+            (Agent::Resource, Agent::Client(c), Body::Read { .. }) => {
+                clients[c].may_use(Some(m.id))
+            }
+            _ => true,
+        });
     }
 
     fn deliver(&mut self, model: &Model<D>, m: Message<NodeMsg<D>, ClientMsg<D>>) {
