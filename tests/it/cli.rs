@@ -8,7 +8,7 @@ use crate::support::{fencesim, out_dir, text};
 fn every_scenario_file_is_bundled_and_parses() {
     let root = support::root().join("scenarios");
     let mut on_disk: Vec<String> = Vec::new();
-    for dir in ["", "incidents", "live"] {
+    for dir in ["", "incidents", "live", "verify"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
             if name.ends_with(".toml") {

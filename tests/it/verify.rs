@@ -25,33 +25,45 @@ fn pauses_only(depth: u32) -> Bounds {
 }
 
 #[test]
-fn k01_unfenced_has_an_eleven_step_counterexample_and_none_shorter() {
-    let found = search("pause-unfenced", &pauses_only(12));
+fn k01_unfenced_has_a_twelve_step_counterexample_and_none_shorter() {
+    let found = search("pause-unfenced", &pauses_only(14));
     let o = &found.outcome;
     assert_eq!(found.strategy, Strategy::StateHashing);
     assert_eq!(o.ending, Ending::Violation);
     let cx = o.counterexample.as_ref().expect("a counterexample");
     assert_eq!(cx.violation.kind.as_str(), "stale-write-accepted");
-    // Breadth-first: every schedule of 10 steps or fewer was explored before this one.
-    assert_eq!((cx.steps.len(), o.depth), (11, 11), "{:#?}", cx.steps);
+    // Breadth-first: every schedule of 11 steps or fewer was explored before this one.
+    assert_eq!((cx.steps.len(), o.depth), (12, 12), "{:#?}", cx.steps);
     assert_eq!(
         cx.steps[0],
         "deliver acquire from client-1 to lease-service"
     );
-    assert!(
-        cx.steps[2].starts_with("lease-service's timer fires (its clock: 10000 ms)"),
+    assert_eq!(
+        cx.steps[4], "lease-service's timer fires (its clock: 10000 ms)",
         "the lease expires at its TTL on the service's clock: {:#?}",
         cx.steps
     );
-    assert_eq!(cx.steps[10], "deliver write from client-1 to resource");
+    assert_eq!(cx.steps[11], "deliver write from client-1 to resource");
     // Not worse than pinned: a better reduction explores fewer (and should re-pin).
-    assert!(o.states <= 13_649, "{} states", o.states);
+    assert!(o.states <= 16_647, "{} states", o.states);
     // The history it wrote is judged by the checker alone as the search judged it.
     let rechecked = fencesim::check(&cx.history);
     assert!(rechecked
         .violations
         .iter()
         .any(|v| v.kind.as_str() == "stale-write-accepted"));
+
+    // Without the one read timeout, client-2 must read first: one step more.
+    let slower = search(
+        "pause-unfenced",
+        &Bounds {
+            timeouts: 0,
+            ..pauses_only(14)
+        },
+    );
+    let cx = slower.outcome.counterexample.expect("a counterexample");
+    assert_eq!(cx.steps.len(), 13, "{:#?}", cx.steps);
+    assert!(!cx.steps.iter().any(|s| s.contains("times out")));
 }
 
 #[test]
@@ -95,7 +107,7 @@ fn the_fenced_single_design_shows_no_violation_and_counts_alike_every_time() {
     // say why in the commit); a change to neither must not.
     assert_eq!(
         (first.states, first.transitions, first.depth),
-        (8_321, 21_248, 6)
+        (8_285, 21_194, 6)
     );
     assert_eq!(
         (second.states, second.transitions),
@@ -137,20 +149,20 @@ fn the_command_exits_writes_and_refuses_as_documented() {
         "--crashes",
         "0",
         "--depth",
-        "12",
+        "14",
         "--out",
         dir,
     ]);
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stdout.contains("stale-write-accepted in 11 steps"),
+        stdout.contains("stale-write-accepted in 12 steps"),
         "{stdout}"
     );
     let summary = json(&out.join("pause-unfenced/verify.json"));
     assert_eq!(summary["ending"], "violation");
     assert_eq!(summary["strategy"], "state-hashing");
-    assert_eq!(summary["steps"].as_array().unwrap().len(), 11);
+    assert_eq!(summary["steps"].as_array().unwrap().len(), 12);
     // The counterexample's history is a history like any run's.
     let history = out.join("pause-unfenced/history.jsonl");
     let o = fencesim(&["check", history.to_str().unwrap()]);

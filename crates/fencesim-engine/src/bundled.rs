@@ -86,6 +86,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     bundle!("incidents/etcd-leader-crash"),
     bundle!("incidents/etcd-leader-partitioned"),
     bundle!("bench-reference"),
+    bundle!("verify/single-fenced"),
+    bundle!("verify/single-unfenced"),
     bundle!("live/pg-pause-unfenced"),
     bundle!("live/pg-pause-fenced"),
     bundle!("live/pg-check-then-apply"),

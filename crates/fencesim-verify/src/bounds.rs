@@ -16,6 +16,10 @@ pub struct Bounds {
     pub duplicates: u32,
     /// Node crashes (each followed, when the search chooses, by a restart), per schedule.
     pub crashes: u32,
+    /// Calls to the resource (reads, writes, deletes) a client may give up on at their
+    /// timeout, per schedule: in a model without time a timeout may fire at any moment, so
+    /// each is a fault like a lost message (the call's message stays in flight).
+    pub timeouts: u32,
     /// Acquire attempts per cycle: a client refused this many times stops.
     pub attempts: u32,
     /// Keepalives per cycle; later ones are skipped, as a stalled keepalive stream is.
@@ -30,6 +34,7 @@ impl Default for Bounds {
             drops: 1,
             duplicates: 1,
             crashes: 1,
+            timeouts: 1,
             attempts: 2,
             renewals: 1,
         }

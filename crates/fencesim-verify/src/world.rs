@@ -238,6 +238,8 @@ pub struct Spent {
     pub duplicates: u32,
     /// Node crashes.
     pub crashes: u32,
+    /// Client calls given up at their timeout.
+    pub timeouts: u32,
 }
 
 /// One thing that can happen next.
@@ -425,7 +427,9 @@ impl<D: Design> World<D> {
             }
         }
         for (i, client) in self.clients.iter().enumerate() {
-            if client.next_timer().is_some() {
+            let gives_up = matches!(client.phase, Phase::Call { .. });
+            if client.next_timer().is_some() && (!gives_up || self.spent.timeouts < bounds.timeouts)
+            {
                 choices.push(Choice::Fire(Agent::Client(i)));
             }
         }
@@ -521,7 +525,12 @@ impl<D: Design> World<D> {
                 self.spent.duplicates += 1;
             }
             Choice::Fire(Agent::Node(n)) => self.nodes[n].fire(n, setup, &mut self.shared),
-            Choice::Fire(Agent::Client(c)) => self.clients[c].fire(c, setup, &mut self.shared),
+            Choice::Fire(Agent::Client(c)) => {
+                if matches!(self.clients[c].phase, Phase::Call { .. }) {
+                    self.spent.timeouts += 1;
+                }
+                self.clients[c].fire(c, setup, &mut self.shared)
+            }
             Choice::Fire(Agent::Resource) => self.resource_fire(setup),
             Choice::Crash(n) => {
                 let n = n as usize;

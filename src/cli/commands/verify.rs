@@ -32,6 +32,10 @@ pub(crate) struct Args {
     /// Lock-service node crashes per schedule (each node restarts when the search chooses).
     #[arg(long, value_name = "N", default_value_t = Bounds::default().crashes)]
     crashes: u32,
+    /// Calls to the resource that clients may give up on at their timeout, per schedule (the
+    /// call's message stays in flight).
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().timeouts)]
+    timeouts: u32,
     /// Acquire attempts per cycle: a client refused this many times stops.
     #[arg(long, value_name = "N", default_value_t = Bounds::default().attempts)]
     attempts: u32,
@@ -58,6 +62,7 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         drops: args.drops,
         duplicates: args.duplicates,
         crashes: args.crashes,
+        timeouts: args.timeouts,
         attempts: args.attempts.max(1),
         renewals: args.renewals,
     };
@@ -112,12 +117,13 @@ fn print(name: &str, kind: &str, bounds: &Bounds, verified: &Verified) {
         verified.strategy.as_str()
     );
     say!(
-        "bounds: depth {}, states {}, drops {}, duplicates {}, crashes {}, attempts {}, renewals {}",
+        "bounds: depth {}, states {}, drops {}, duplicates {}, crashes {}, timeouts {}, attempts {}, renewals {}",
         bounds.depth,
         bounds.max_states,
         bounds.drops,
         bounds.duplicates,
         bounds.crashes,
+        bounds.timeouts,
         bounds.attempts,
         bounds.renewals
     );
