@@ -7,10 +7,15 @@ use fencesim::verify::{verify, Bounds, Ending, Strategy, Verified};
 
 use crate::support::{engine, fencesim, interrupted_after, json, out_dir, text};
 
-/// Search the bundled scenario `name` within `bounds`.
+/// Search the bundled scenario `name` within `bounds` on one thread.
 fn search(name: &str, bounds: &Bounds) -> Verified {
+    search_on(name, bounds, 1)
+}
+
+/// Search the bundled scenario `name` within `bounds` on `jobs` threads.
+fn search_on(name: &str, bounds: &Bounds, jobs: usize) -> Verified {
     let scenario = engine().load_named(name).expect("a bundled scenario");
-    verify(engine(), &scenario, bounds, &Cancel::new()).expect("a registered design")
+    verify(engine(), &scenario, bounds, jobs, &Cancel::new()).expect("a registered design")
 }
 
 /// No message faults and no crash: the process pause alone.
@@ -52,6 +57,16 @@ fn k01_unfenced_has_a_twelve_step_counterexample_and_none_shorter() {
         .violations
         .iter()
         .any(|v| v.kind.as_str() == "stale-write-accepted"));
+
+    // On two threads the merge takes the states in the same order: the same counterexample
+    // after the same number of states.
+    let parallel = search_on("pause-unfenced", &pauses_only(14), 2).outcome;
+    assert_eq!(parallel.states, o.states);
+    assert_eq!(parallel.transitions, o.transitions);
+    assert_eq!(
+        parallel.counterexample.expect("a counterexample").steps,
+        cx.steps
+    );
 
     // Without the one read timeout, client-2 must read first: one step more.
     let slower = search(
@@ -102,7 +117,8 @@ fn the_fenced_single_design_shows_no_violation_and_counts_alike_every_time() {
     let first = search("pause-fenced", &bounds).outcome;
     assert_eq!(first.ending, Ending::BoundsReached);
     assert!(first.counterexample.is_none());
-    let second = search("pause-fenced", &bounds).outcome;
+    // On three threads: the same states in the same order, so the same figures.
+    let second = search_on("pause-fenced", &bounds, 3).outcome;
     // Pinned: a change to the fault model or to the reductions changes them (re-pin, and
     // say why in the commit); a change to neither must not.
     assert_eq!(

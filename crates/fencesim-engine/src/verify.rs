@@ -22,6 +22,8 @@ pub struct Verified {
     pub strategy: Strategy,
     /// Real time, s.
     pub seconds: f64,
+    /// Worker threads it ran on.
+    pub jobs: usize,
 }
 
 impl Verified {
@@ -31,7 +33,8 @@ impl Verified {
     }
 }
 
-/// Search `scenario` within `bounds`, stopping early once `cancel` is cancelled.
+/// Search `scenario` within `bounds` on `jobs` threads (the outcome is the same for any
+/// number: only the time differs), stopping early once `cancel` is cancelled.
 ///
 /// # Errors
 /// The scenario's design or resource is not registered.
@@ -39,6 +42,7 @@ pub fn verify(
     engine: &Engine,
     scenario: &Scenario,
     bounds: &Bounds,
+    jobs: usize,
     cancel: &Cancel,
 ) -> Result<Verified, String> {
     let kind = &scenario.lock_service.kind;
@@ -51,11 +55,12 @@ pub fn verify(
     let _running = cancel.running();
     let clock = Stopwatch::start();
     let stop = || cancel.is_cancelled();
-    let outcome = design.verify(scenario, resource, bounds, &stop);
+    let outcome = design.verify(scenario, resource, bounds, jobs, &stop);
     Ok(Verified {
         outcome,
         strategy: design.strategy(),
         seconds: clock.seconds(),
+        jobs: jobs.max(1),
     })
 }
 
@@ -71,6 +76,7 @@ struct Summary<'a> {
     depth: u32,
     seconds: f64,
     states_per_second: f64,
+    jobs: usize,
     bounds: &'a Bounds,
     checked: Vec<&'static str>,
     not_checked: Vec<(&'static str, &'static str)>,
@@ -104,6 +110,7 @@ pub fn write(
         depth: outcome.depth,
         seconds: verified.seconds,
         states_per_second: verified.states_per_second(),
+        jobs: verified.jobs,
         bounds,
         checked: fencesim_verify::CHECKED
             .iter()

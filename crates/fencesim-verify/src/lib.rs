@@ -64,12 +64,14 @@ pub trait VerifyDesign: Send + Sync {
     /// How its states are explored.
     fn strategy(&self) -> Strategy;
     /// Explore every schedule of `scenario` (parsed, so its settings are typed) within
-    /// `bounds`, its resource made by `resource`; `stop` is asked between states.
+    /// `bounds`, its resource made by `resource`, on `jobs` threads (the outcome is the same
+    /// for any number); `stop` is asked between batches of states.
     fn verify(
         &self,
         scenario: &Scenario,
         resource: &'static dyn VerifyResource,
         bounds: &Bounds,
+        jobs: usize,
         stop: &dyn Fn() -> bool,
     ) -> Outcome;
 }
@@ -87,6 +89,7 @@ impl<D: Design> VerifyDesign for D {
         scenario: &Scenario,
         resource: &'static dyn VerifyResource,
         bounds: &Bounds,
+        jobs: usize,
         stop: &dyn Fn() -> bool,
     ) -> Outcome {
         let settings = scenario
@@ -116,6 +119,6 @@ impl<D: Design> VerifyDesign for D {
             explorable: self.explorable(),
             make_resource: resource,
         };
-        search::Search::new(&model).run(stop)
+        search::Search::new(&model).run(jobs, stop)
     }
 }

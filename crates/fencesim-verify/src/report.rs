@@ -20,6 +20,18 @@ pub enum Ending {
     Interrupted,
 }
 
+impl Ending {
+    /// In words, as `verify.json` writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Verified => "verified",
+            Ending::Violation => "violation",
+            Ending::BoundsReached => "bounds-reached",
+            Ending::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// A shortest schedule that violates a checked property.
 #[derive(Clone, Debug)]
 pub struct Counterexample {

@@ -9,10 +9,11 @@
 //! schedule's end. Their view (the decisions and completed operations so far, in order) is
 //! part of a state's fingerprint, so merging two schedules never hides a violation.
 
-use fencesim_checker::{check_with, CheckOptions};
+use fencesim_checker::{check_with, CheckOptions, Violation};
 use fencesim_design::{Design, TokenKind};
 use fencesim_history::{Header, History, TokenOrder, ViolationKind};
 
+use crate::record::Records;
 use crate::report::{Counterexample, Ending, Outcome};
 use crate::seen::Seen;
 use crate::world::{Choice, Model, World};
@@ -68,6 +69,162 @@ pub struct Search<'m, D: Design> {
     header: Header,
 }
 
+/// States expanded per worker thread between two merges: large enough that starting the
+/// threads costs nothing beside the work, small enough that the children held until the
+/// merge stay a few megabytes.
+const BATCH_PER_JOB: usize = 64;
+
+/// One state of the frontier: its index in `reached`, and its copy if the design opts in
+/// (otherwise it is rebuilt from the initial state when expanded).
+type Frontier<D> = Vec<(u32, Option<World<D>>)>;
+
+/// What expanding one state gave, for the merge to take in order.
+struct Expanded<D: Design> {
+    index: u32,
+    /// A schedule that ends here (no choice is left) and violates a checked property.
+    leaf_violation: Option<Violation>,
+    children: Vec<Child<D>>,
+}
+
+/// One successor, as a worker left it.
+struct Child<D: Design> {
+    choice: Choice,
+    fingerprint: Option<u64>,
+    /// `None`: its fingerprint was seen before the batch began, so the merge only counts
+    /// the transition. Otherwise its copy (if the design gives copies) and its checks.
+    fresh: Option<(Option<World<D>>, Checked)>,
+}
+
+/// Where a successor's checks stand when its worker hands it over.
+enum Checked {
+    /// Nothing was recorded that the checks judge, or they ran and found nothing.
+    Clean,
+    /// They ran and found this.
+    Violated(Violation),
+    /// They are due, and left to the merge: with copies, most successors of a batch turn
+    /// out to be states met earlier in the same batch, and only the new ones are checked.
+    Due,
+}
+
+/// A new state of a batch whose checks are due, and the search's counts when it was taken:
+/// if it is the first of the batch to violate a property, the search ends with these counts,
+/// as a one-thread search that checks each new state at once would.
+struct Pending {
+    index: u32,
+    states: u64,
+    transitions: u64,
+    /// Its place in the next frontier, which holds its copy.
+    at: usize,
+}
+
+/// How a batch's merge stopped before its end.
+enum Stop {
+    /// A schedule that ends at this state violates a property.
+    Leaf(u32, Violation),
+    /// This new state (the worker checked it) violates a property.
+    Violated(u32, Violation),
+    /// The state bound was met.
+    Full,
+}
+
+/// What a worker reads while the merge waits: nothing it reads changes during a batch.
+struct Expander<'a, D: Design> {
+    model: &'a Model<D>,
+    reached: &'a [Reached],
+    seen: &'a Seen,
+    header: &'a Header,
+    bounds: &'a crate::Bounds,
+}
+
+impl<D: Design> Expander<'_, D> {
+    /// Every successor of `index`'s state (`world`, or rebuilt), with its fingerprint and,
+    /// for one not seen before the batch, its copy and checks (run here when the design gives
+    /// no copies, so there is nothing to merge and no copy to keep).
+    fn expand(&self, index: u32, world: Option<World<D>>) -> Expanded<D> {
+        let mut world = world.unwrap_or_else(|| rebuild(self.model, self.reached, index));
+        let choices = world.choices(self.bounds);
+        if choices.is_empty() {
+            return Expanded {
+                index,
+                leaf_violation: first_violation(self.header, &world.shared.records, true),
+                children: Vec::new(),
+            };
+        }
+        let copies = self.model.explorable.is_some();
+        let children = choices
+            .into_iter()
+            .map(|choice| {
+                let mut child = match world.copy(self.model) {
+                    Some(copy) => copy,
+                    None => rebuild(self.model, self.reached, index),
+                };
+                child.apply(self.model, choice);
+                let fingerprint = child.fingerprint(self.model);
+                if fingerprint.is_some_and(|fp| self.seen.contains(fp)) {
+                    return Child {
+                        choice,
+                        fingerprint,
+                        fresh: None,
+                    };
+                }
+                let checked = if !child.shared.checks_due {
+                    Checked::Clean
+                } else if copies {
+                    Checked::Due
+                } else {
+                    match first_violation(self.header, &child.shared.records, false) {
+                        Some(v) => Checked::Violated(v),
+                        None => Checked::Clean,
+                    }
+                };
+                Child {
+                    choice,
+                    fingerprint,
+                    fresh: Some((copies.then_some(child), checked)),
+                }
+            })
+            .collect();
+        Expanded {
+            index,
+            leaf_violation: None,
+            children,
+        }
+    }
+}
+
+/// `work` applied to each of `items` in order, on up to `jobs` threads (each taking a
+/// contiguous part), so that the results are what one thread would have produced.
+fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    jobs: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    if jobs <= 1 || items.len() < 2 {
+        return items.into_iter().map(work).collect();
+    }
+    let per_job = items.len().div_ceil(jobs);
+    let mut parts: Vec<Vec<T>> = Vec::with_capacity(jobs);
+    let mut rest = items.into_iter();
+    loop {
+        let part: Vec<T> = rest.by_ref().take(per_job).collect();
+        if part.is_empty() {
+            break;
+        }
+        parts.push(part);
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| scope.spawn(move || part.into_iter().map(work).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a search worker panicked"))
+            .collect()
+    })
+}
+
 impl<'m, D: Design> Search<'m, D> {
     /// A search of `model`.
     pub fn new(model: &'m Model<D>) -> Self {
@@ -90,9 +247,12 @@ impl<'m, D: Design> Search<'m, D> {
         }
     }
 
-    /// Explore breadth-first until a violation, the bounds, the end of the space, or `stop`
-    /// answering true (checked between states).
-    pub fn run(mut self, stop: &dyn Fn() -> bool) -> Outcome {
+    /// Explore breadth-first on `jobs` threads until a violation, the bounds, the end of the
+    /// space, or `stop` answering true (asked between batches of states). Each batch of the
+    /// frontier is expanded in parallel, merged in the order one thread would take it, and
+    /// its new states' checks run in parallel, so the states, transitions and counterexample
+    /// are the same for any `jobs`.
+    pub fn run(mut self, jobs: usize, stop: &dyn Fn() -> bool) -> Outcome {
         let bounds = self.model.setup.bounds.clone();
         let mut root = World::new(self.model);
         self.reached.push(Reached {
@@ -103,56 +263,37 @@ impl<'m, D: Design> Search<'m, D> {
         if let Some(fp) = root.fingerprint(self.model) {
             self.seen.insert(fp);
         }
-        let copies = self.model.explorable.is_some();
-        let mut frontier: Vec<(u32, Option<World<D>>)> = vec![(0, Some(root))];
+        let jobs = jobs.max(1);
+        // One thread takes one state at a time: each successor met before is dropped at
+        // once, while its memory is still in cache.
+        let batch_size = if jobs == 1 { 1 } else { BATCH_PER_JOB * jobs };
+        let mut frontier: Frontier<D> = vec![(0, Some(root))];
         let mut depth = 0;
         while !frontier.is_empty() {
             if depth >= bounds.depth {
                 return self.outcome(Ending::BoundsReached, depth, None, true);
             }
             let mut next = Vec::new();
-            for (index, world) in frontier {
+            let mut rest = frontier.into_iter();
+            loop {
                 if stop() {
                     return self.outcome(Ending::Interrupted, depth, None, true);
                 }
-                let mut world = world.unwrap_or_else(|| self.rebuild(index));
-                let choices = world.choices(&bounds);
-                if choices.is_empty() {
-                    if let Some(found) = self.check(&world, true) {
-                        return self.found(index, found, depth);
-                    }
-                    continue;
+                let batch: Frontier<D> = rest.by_ref().take(batch_size).collect();
+                if batch.is_empty() {
+                    break;
                 }
-                for choice in choices {
-                    let mut child = match world.copy(self.model) {
-                        Some(copy) => copy,
-                        None => self.rebuild(index),
-                    };
-                    child.apply(self.model, choice);
-                    self.transitions += 1;
-                    if let Some(fp) = child.fingerprint(self.model) {
-                        if !self.seen.insert(fp) {
-                            continue;
-                        }
-                    }
-                    self.states += 1;
-                    let child_index = self.reached.len() as u32;
-                    self.reached.push(Reached {
-                        parent: index,
-                        choice,
-                    });
-                    if child.shared.checks_due {
-                        if let Some(found) = self.check(&child, false) {
-                            return self.found(child_index, found, depth + 1);
-                        }
-                    }
-                    next.push((child_index, copies.then_some(child)));
-                    if self.states >= bounds.max_states {
-                        return self.outcome(Ending::BoundsReached, depth + 1, None, true);
-                    }
+                let expander = Expander {
+                    model: self.model,
+                    reached: &self.reached,
+                    seen: &self.seen,
+                    header: &self.header,
+                    bounds: &bounds,
+                };
+                let expanded = in_parallel(batch, jobs, |(i, w)| expander.expand(i, w));
+                if let Some(ended) = self.take_batch(expanded, depth, &bounds, jobs, &mut next) {
+                    return ended;
                 }
-                // Without copies, the world was rebuilt for this state alone.
-                drop(world);
             }
             frontier = next;
             depth += 1;
@@ -160,41 +301,98 @@ impl<'m, D: Design> Search<'m, D> {
         self.outcome(Ending::Verified, depth, None, false)
     }
 
-    /// The state reached by `index`'s schedule, rebuilt from the initial state.
-    fn rebuild(&self, index: u32) -> World<D> {
-        let mut world = World::new(self.model);
-        for choice in self.schedule(index) {
-            world.apply(self.model, choice);
+    /// Merge one expanded batch into the search, then check its new states whose checks are
+    /// due; the outcome if a violation or the state bound ends the search, as a one-thread
+    /// search would have ended it.
+    fn take_batch(
+        &mut self,
+        expanded: Vec<Expanded<D>>,
+        depth: u32,
+        bounds: &crate::Bounds,
+        jobs: usize,
+        next: &mut Frontier<D>,
+    ) -> Option<Outcome> {
+        let mut pending = Vec::new();
+        let stopped = self.merge(expanded, bounds, next, &mut pending);
+        let records: Vec<&Records> = pending
+            .iter()
+            .map(|p| {
+                let world = next[p.at]
+                    .1
+                    .as_ref()
+                    .expect("a state with checks due is a copy");
+                &world.shared.records
+            })
+            .collect();
+        let header = &self.header;
+        let verdicts = in_parallel(records, jobs, |r| first_violation(header, r, false));
+        if let Some((p, v)) = pending
+            .iter()
+            .zip(verdicts)
+            .find_map(|(p, v)| v.map(|v| (p, v)))
+        {
+            // The first new state of the batch to violate a property: the search ends there.
+            self.states = p.states;
+            self.transitions = p.transitions;
+            return Some(self.found(p.index, v, depth + 1));
         }
-        world
-    }
-
-    /// The choices from the initial state to `index`'s state.
-    fn schedule(&self, mut index: u32) -> Vec<Choice> {
-        let mut path = Vec::new();
-        while index != 0 && index != ROOT {
-            let r = self.reached[index as usize];
-            path.push(r.choice);
-            index = r.parent;
-        }
-        path.reverse();
-        path
-    }
-
-    /// The first violation of a checked property in `world`'s history (`not-linearizable`
-    /// only at a schedule's end, `at_end`).
-    fn check(&self, world: &World<D>, at_end: bool) -> Option<fencesim_checker::Violation> {
-        let history = world.shared.records.history(self.header.clone());
-        let options = CheckOptions::default();
-        let result = check_with(&history, &options);
-        result.violations.into_iter().find(|v| {
-            CHECKED.contains(&v.kind) && (at_end || v.kind != ViolationKind::NotLinearizable)
+        Some(match stopped? {
+            Stop::Leaf(index, v) => self.found(index, v, depth),
+            Stop::Violated(index, v) => self.found(index, v, depth + 1),
+            Stop::Full => self.outcome(Ending::BoundsReached, depth + 1, None, true),
         })
     }
 
+    /// Take the batch's successors in order: each new one kept and queued (and listed in
+    /// `pending` if its checks are due); stops at a schedule's violating end, at a new state
+    /// its worker found violating, or at the state bound.
+    fn merge(
+        &mut self,
+        expanded: Vec<Expanded<D>>,
+        bounds: &crate::Bounds,
+        next: &mut Frontier<D>,
+        pending: &mut Vec<Pending>,
+    ) -> Option<Stop> {
+        for e in expanded {
+            if let Some(v) = e.leaf_violation {
+                return Some(Stop::Leaf(e.index, v));
+            }
+            for child in e.children {
+                self.transitions += 1;
+                let Some((world, checked)) = child.fresh else {
+                    continue;
+                };
+                if child.fingerprint.is_some_and(|fp| !self.seen.insert(fp)) {
+                    continue; // met earlier in the same batch
+                }
+                self.states += 1;
+                let index = self.reached.len() as u32;
+                self.reached.push(Reached {
+                    parent: e.index,
+                    choice: child.choice,
+                });
+                match checked {
+                    Checked::Clean => {}
+                    Checked::Violated(v) => return Some(Stop::Violated(index, v)),
+                    Checked::Due => pending.push(Pending {
+                        index,
+                        states: self.states,
+                        transitions: self.transitions,
+                        at: next.len(),
+                    }),
+                }
+                next.push((index, world));
+                if self.states >= bounds.max_states {
+                    return Some(Stop::Full);
+                }
+            }
+        }
+        None
+    }
+
     /// The counterexample ending at `index`'s state.
-    fn found(&self, index: u32, violation: fencesim_checker::Violation, depth: u32) -> Outcome {
-        let schedule = self.schedule(index);
+    fn found(&self, index: u32, violation: Violation, depth: u32) -> Outcome {
+        let schedule = schedule(&self.reached, index);
         let mut world = World::new(self.model);
         let mut steps = Vec::with_capacity(schedule.len());
         for choice in &schedule {
@@ -227,4 +425,37 @@ impl<'m, D: Design> Search<'m, D> {
             counterexample,
         }
     }
+}
+
+/// The state reached by `index`'s schedule, rebuilt from the initial state.
+fn rebuild<D: Design>(model: &Model<D>, reached: &[Reached], index: u32) -> World<D> {
+    let mut world = World::new(model);
+    for choice in schedule(reached, index) {
+        world.apply(model, choice);
+    }
+    world
+}
+
+/// The choices from the initial state to `index`'s state.
+fn schedule(reached: &[Reached], mut index: u32) -> Vec<Choice> {
+    let mut path = Vec::new();
+    while index != 0 && index != ROOT {
+        let r = reached[index as usize];
+        path.push(r.choice);
+        index = r.parent;
+    }
+    path.reverse();
+    path
+}
+
+/// The first violation of a checked property in the history `records` hold
+/// (`not-linearizable` only at a schedule's end, `at_end`).
+fn first_violation(header: &Header, records: &Records, at_end: bool) -> Option<Violation> {
+    let history = records.history(header.clone());
+    let options = CheckOptions::default();
+    let result = check_with(&history, &options);
+    result
+        .violations
+        .into_iter()
+        .find(|v| CHECKED.contains(&v.kind) && (at_end || v.kind != ViolationKind::NotLinearizable))
 }

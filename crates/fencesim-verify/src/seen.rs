@@ -21,6 +21,22 @@ impl Default for Seen {
 }
 
 impl Seen {
+    /// Whether `fp` was added.
+    pub fn contains(&self, fp: u64) -> bool {
+        if fp == 0 {
+            return self.zero;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = (fp as usize) & mask;
+        loop {
+            match self.slots[i] {
+                0 => return false,
+                s if s == fp => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
     /// Add `fp`; false if it was there.
     pub fn insert(&mut self, fp: u64) -> bool {
         if fp == 0 {
@@ -62,11 +78,21 @@ mod tests {
     fn each_fingerprint_is_new_once_across_growth() {
         let mut seen = Seen::default();
         for fp in 0..10_000u64 {
+            assert!(
+                !seen.contains(fp.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                "{fp}"
+            );
             assert!(seen.insert(fp.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
         }
         for fp in 0..10_000u64 {
+            assert!(
+                seen.contains(fp.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                "{fp}"
+            );
             assert!(!seen.insert(fp.wrapping_mul(0x9e37_79b9_7f4a_7c15)), "{fp}");
         }
+        assert!(!seen.contains(7));
         assert!(seen.insert(7));
+        assert!(seen.contains(7));
     }
 }

@@ -88,6 +88,9 @@ pub(crate) enum BenchPart {
     /// its design claims safe, and the workload's): exits 1 if any seed shows a safety
     /// violation.
     SafeKnobs,
+    /// `fencesim verify` on small configurations: states, transitions, depth, seconds and
+    /// states/s of each; exits 1 if one ends otherwise than it should.
+    Verify,
 }
 
 /// Seeds per scenario of the bench parts that sweep every bundled scenario.
@@ -135,6 +138,7 @@ fn bench(
             BenchPart::Expectations => bench_expectations(engine, seeds.expectations, cancel),
             BenchPart::Search => bench_search(engine, quick, jobs, filters.defect, cancel),
             BenchPart::SafeKnobs => bench_safe_knobs(engine, seeds.safe_knobs, cancel),
+            BenchPart::Verify => bench_verify(engine, quick, cancel),
         };
         if cancel.is_cancelled() {
             // A part cut short measured fewer seeds than it says; stop rather than report it.
@@ -705,6 +709,247 @@ pub(crate) fn bench_peers(dir: &std::path::Path) -> u8 {
         for note in &f.notes {
             say!("  {}/{note} [{expected}]", f.folder);
         }
+    }
+    exit::VALID
+}
+
+/// One configuration `bench --only verify` searches, and how its search must end.
+struct VerifyRow {
+    /// A bundled scenario.
+    scenario: &'static str,
+    /// The configuration, in words.
+    what: &'static str,
+    bounds: fencesim::verify::Bounds,
+    expect: fencesim::verify::Ending,
+}
+
+/// The rows of `bench --only verify`: the fenced single design explored completely without
+/// faults but time and with one service crash, the unfenced one's and the memory counter's
+/// shortest counterexamples, and each re-executed design's safe scenario to a depth; with
+/// `quick`, the counterexamples and two capped searches, seconds in a debug build.
+fn verify_rows(quick: bool) -> Vec<VerifyRow> {
+    use fencesim::verify::{Bounds, Ending};
+    // Only the faults of time: timers fire in any order, nothing is lost, duplicated or
+    // crashed, no call times out.
+    let timers_only = Bounds {
+        drops: 0,
+        duplicates: 0,
+        crashes: 0,
+        timeouts: 0,
+        max_states: 20_000_000,
+        ..Bounds::default()
+    };
+    let row = |scenario, what, bounds, expect| VerifyRow {
+        scenario,
+        what,
+        bounds,
+        expect,
+    };
+    let counterexamples = [
+        row(
+            "single-unfenced",
+            "2 clients x 1 cycle, timers only (K01)",
+            timers_only.clone(),
+            Ending::Violation,
+        ),
+        row(
+            "crash-memory-counter",
+            "default bounds (K06/K17)",
+            Bounds::default(),
+            Ending::Violation,
+        ),
+    ];
+    if quick {
+        let mut rows = Vec::from(counterexamples);
+        rows.push(row(
+            "single-fenced",
+            "timers only, first 2,000 states",
+            Bounds {
+                max_states: 2_000,
+                ..timers_only.clone()
+            },
+            Ending::BoundsReached,
+        ));
+        rows.push(row(
+            "raft-leader-crash",
+            "default faults, depth 3",
+            Bounds {
+                depth: 3,
+                ..Bounds::default()
+            },
+            Ending::BoundsReached,
+        ));
+        return rows;
+    }
+    let mut rows = vec![
+        row(
+            "single-fenced",
+            "2 clients x 1 cycle, timers only",
+            timers_only.clone(),
+            Ending::Verified,
+        ),
+        row(
+            "single-fenced",
+            "2 clients x 1 cycle, timers and 1 service crash",
+            Bounds {
+                crashes: 1,
+                ..timers_only.clone()
+            },
+            Ending::Verified,
+        ),
+    ];
+    rows.extend(counterexamples);
+    // Redlock's five instances give each state more choices: depth 5 passes 2,000,000.
+    for (scenario, what, depth) in [
+        ("raft-leader-crash", "default faults, depth 5", 5),
+        ("primary-backup-sync-failover", "default faults, depth 5", 5),
+        ("etcd-leader-crash", "default faults, depth 5", 5),
+        (
+            "lease-record-recorded-duration",
+            "default faults, depth 5",
+            5,
+        ),
+        ("redlock-pause-counter-fenced", "default faults, depth 4", 4),
+    ] {
+        rows.push(row(
+            scenario,
+            what,
+            Bounds {
+                depth,
+                ..Bounds::default()
+            },
+            Ending::BoundsReached,
+        ));
+    }
+    rows
+}
+
+/// `bench --only verify`: each of [`verify_rows`] searched, with its states, transitions,
+/// depth, seconds and states/s, and stateright's and TLC's published figures for scale.
+/// Exits 1 if a search ends otherwise than its row says it must.
+pub(crate) fn bench_verify(engine: &Engine, quick: bool, cancel: &Cancel) -> u8 {
+    use fencesim::verify::verify;
+    say!("verify: breadth-first search of small configurations (docs/verify.md), 1 core");
+    say!("| scenario | configuration | strategy | ending | states | transitions | depth | s | states/s | counterexample |");
+    say!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut missed = Vec::new();
+    for row in verify_rows(quick) {
+        let Some(scenario) = bundled_scenario(engine, row.scenario) else {
+            return exit::SIM_FAILED;
+        };
+        let verified = match verify(engine, &scenario, &row.bounds, 1, cancel) {
+            Ok(v) => v,
+            Err(e) => {
+                complain!("error: {}: {e}", row.scenario);
+                return exit::SIM_FAILED;
+            }
+        };
+        if cancel.is_cancelled() {
+            return exit::INTERRUPTED;
+        }
+        let o = &verified.outcome;
+        let found = o.counterexample.as_ref().map_or("-".to_owned(), |cx| {
+            format!("{} in {} steps", cx.violation.kind.as_str(), cx.steps.len())
+        });
+        say!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {found} |",
+            row.scenario,
+            row.what,
+            verified.strategy.as_str(),
+            o.ending.as_str(),
+            o.states,
+            o.transitions,
+            o.depth,
+            verified.seconds,
+            verified.states_per_second()
+        );
+        if o.ending != row.expect {
+            missed.push(format!(
+                "{} ({}): {}, expected {}",
+                row.scenario,
+                row.what,
+                o.ending.as_str(),
+                row.expect.as_str()
+            ));
+        }
+    }
+    if !quick {
+        let code = bench_verify_mutations(engine, cancel);
+        if code != exit::VALID {
+            return code;
+        }
+    }
+    say!("for scale, stateright's published models: two-phase commit with 3 resource managers 288 states; Paxos with 2 clients and 3 servers 16,668 states; TLC about 110,000 states/s");
+    if !missed.is_empty() {
+        complain!("error: verify: {}", missed.join("; "));
+        return exit::VIOLATION;
+    }
+    exit::VALID
+}
+
+/// Each row of the mutation table searched by `verify` on the first two of its clients, one
+/// cycle each, at most 200,000 states, once with the faults of time only and once with the
+/// default fault bounds: found (the violation and its steps) or not, and the states explored.
+/// Informational: the timing defects are expected not to be found (docs/verify.md).
+fn bench_verify_mutations(engine: &Engine, cancel: &Cancel) -> u8 {
+    use fencesim::mutation_table::{CAUGHT, MASKED};
+    use fencesim::verify::{verify, Bounds};
+    use fencesim_scenario::Placement;
+    say!("verify: each mutation-table row, its first 2 clients x 1 cycle, at most 200,000 states");
+    say!("| defect | case | shows | strategy | timers only | default faults | s |");
+    say!("|---|---|---|---|---|---|---|");
+    let default_faults = Bounds {
+        max_states: 200_000,
+        ..Bounds::default()
+    };
+    let timers_only = Bounds {
+        drops: 0,
+        duplicates: 0,
+        crashes: 0,
+        timeouts: 0,
+        ..default_faults.clone()
+    };
+    for defect in CAUGHT.iter().chain(MASKED) {
+        let mut scenario = defect.mutant(Placement::Uniform);
+        scenario.clients.truncate(2);
+        scenario.clients.iter_mut().for_each(|c| c.cycles = 1);
+        let clock = fencesim::bench::Stopwatch::start();
+        let mut cells = Vec::new();
+        let mut strategy = "";
+        for bounds in [&timers_only, &default_faults] {
+            let Ok(verified) = verify(engine, &scenario, bounds, 1, cancel) else {
+                complain!("error: {}: the design is not registered", defect.name);
+                return exit::SIM_FAILED;
+            };
+            if cancel.is_cancelled() {
+                return exit::INTERRUPTED;
+            }
+            strategy = verified.strategy.as_str();
+            let o = &verified.outcome;
+            cells.push(match &o.counterexample {
+                Some(cx) => format!(
+                    "{} in {} steps ({} states)",
+                    cx.violation.kind.as_str(),
+                    cx.steps.len(),
+                    o.states
+                ),
+                None => format!(
+                    "{}, depth {}, {} states",
+                    o.ending.as_str(),
+                    o.depth,
+                    o.states
+                ),
+            });
+        }
+        say!(
+            "| `{}` | {} | {} | {strategy} | {} | {} | {:.1} |",
+            defect.name,
+            defect.case,
+            defect.shows,
+            cells[0],
+            cells[1],
+            clock.seconds(),
+        );
     }
     exit::VALID
 }

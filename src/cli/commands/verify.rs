@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use fencesim::cancel::Cancel;
+use fencesim::run::default_jobs;
 use fencesim::verify::{verify, write, Verified};
 use fencesim::{exit, Engine};
 use fencesim_verify::{Bounds, Ending};
@@ -42,6 +43,10 @@ pub(crate) struct Args {
     /// Keepalives per cycle (later ones are skipped, as a stalled keepalive stream is).
     #[arg(long, value_name = "N", default_value_t = Bounds::default().renewals)]
     renewals: u32,
+    /// Worker threads expanding states (default: one per core). The states, transitions and
+    /// counterexample are the same for any number.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    jobs: Option<u64>,
     /// Where verify.json (and a counterexample's history.jsonl and steps.txt) go: DIR/NAME/.
     #[arg(long, value_name = "DIR", default_value = "reports/verify")]
     out: PathBuf,
@@ -66,7 +71,8 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         attempts: args.attempts.max(1),
         renewals: args.renewals,
     };
-    let verified = match verify(engine, &scenario, &bounds, cancel) {
+    let jobs = args.jobs.map_or_else(default_jobs, |j| j as usize);
+    let verified = match verify(engine, &scenario, &bounds, jobs, cancel) {
         Ok(v) => v,
         Err(e) => {
             complain!("error: {}: {e}", args.scenario);
@@ -99,12 +105,14 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
 fn print(name: &str, kind: &str, bounds: &Bounds, verified: &Verified) {
     let o = &verified.outcome;
     let figures = format!(
-        "{} states, {} transitions, depth {}, {:.1} s ({:.0} states/s)",
+        "{} states, {} transitions, depth {}, {:.1} s ({:.0} states/s on {} thread{})",
         o.states,
         o.transitions,
         o.depth,
         verified.seconds,
-        verified.states_per_second()
+        verified.states_per_second(),
+        verified.jobs,
+        if verified.jobs == 1 { "" } else { "s" }
     );
     let head = match o.ending {
         Ending::Verified => format!("VERIFIED up to the bounds: {figures}"),
