@@ -183,6 +183,45 @@ fn the_command_exits_writes_and_refuses_as_documented() {
     let history = out.join("pause-unfenced/history.jsonl");
     let o = fencesim(&["check", history.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    // Its report, summary and timeline are a run's, with the schedule in place of a seed.
+    let report = json(&out.join("pause-unfenced/report.json"));
+    assert_eq!(report["mode"], "verify");
+    assert!(report.get("seed").is_none(), "{report}");
+    assert_eq!(report["verify"]["strategy"], "state-hashing");
+    assert_eq!(report["verify"]["steps"], summary["steps"]);
+    let kinds: Vec<&str> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap())
+        .collect();
+    // Only what verify checks: the untimed history says nothing of the timing properties.
+    assert_eq!(kinds, ["stale-write-accepted"]);
+    assert!(report["reproduce"]
+        .as_str()
+        .unwrap()
+        .contains("verify pause-unfenced --depth 14 --max-states 2000000 --drops 0"));
+    let summary_md =
+        std::fs::read_to_string(out.join("pause-unfenced/summary.md")).expect("summary.md");
+    assert!(
+        summary_md.starts_with("# pause-unfenced verify counterexample (12 steps): INVALID"),
+        "{summary_md}"
+    );
+    assert!(summary_md.contains("1. deliver write from client-1 to resource\n\n## Reproduce"));
+    assert!(!summary_md.contains(" replay "), "{summary_md}");
+    let page =
+        std::fs::read_to_string(out.join("pause-unfenced/timeline.html")).expect("timeline.html");
+    assert!(page.contains("\"mode\":\"verify\"") || page.contains("\"verify\":{"));
+    let o = fencesim(&[
+        "replay",
+        out.join("pause-unfenced/report.json").to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("a verify counterexample's report"),
+        "{stderr}"
+    );
 
     let o = fencesim(&["verify", "pause-fenced", "--depth", "4", "--out", dir]);
     assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));

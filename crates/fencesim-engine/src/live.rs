@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use fencesim_checker::CheckResult;
-use fencesim_history::{write_jsonl, History};
+
 use fencesim_live::pg_server::PgServer;
 use fencesim_live::plan::LivePlan;
 use fencesim_live::secret::Endpoint;
@@ -16,7 +16,7 @@ use fencesim_live::trial::{run_trial, TrialRecord, TrialSetup};
 use fencesim_live::LiveError;
 use fencesim_scenario::Scenario;
 
-use crate::report::{self, ExpectationResult, HistoryRef, LiveRun, Report};
+use crate::report::{self, LiveRun, Report};
 use crate::run::RunOptions;
 use crate::Engine;
 
@@ -375,7 +375,7 @@ pub fn trial(
         || (opts.expect && !report.expectation.met);
     let dir = if keep {
         let dir = trial_dir(&opts.out, &plan.scenario, trial);
-        write_trial(engine, &dir, &report, &record.history).map_err(|e| {
+        crate::readable::write_unseeded(engine, &dir, &report, &record.history).map_err(|e| {
             LiveError::Server(format!("{}: {e}", fencesim_history::display_path(&dir)))
         })?;
         Some(dir)
@@ -437,85 +437,6 @@ fn reproduce(engine: &Engine, opts: &LiveOptions) -> String {
         line.push_str(&format!(" --etcd {}", shell_word(&url.rerun)));
     }
     line
-}
-
-/// report.json of a live trial: a simulated run's report without what only a simulation has
-/// (`seed`, `network`, `nemesis`, `simulated_ms`), with `"mode": "live"` first and the trial's
-/// facts in `live` (docs/report-format.md).
-#[derive(serde::Serialize)]
-struct LiveReportJson<'a> {
-    mode: &'static str,
-    schema_version: u32,
-    tool: &'a report::Tool,
-    live: Option<&'a LiveRun>,
-    scenario: &'a Scenario,
-    verdict: report::RunVerdict,
-    violations: &'a [fencesim_checker::Violation],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    unknown: &'a [String],
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    not_checked: &'a [String],
-    unsafe_exposure: &'a fencesim_checker::UnsafeExposure,
-    expectation: &'a ExpectationResult,
-    history: &'a HistoryRef,
-    counts: &'a report::Counts,
-    reproduce: &'a str,
-}
-
-/// Serialize a live trial's report as report.json ([`LiveReportJson`]'s shape).
-///
-/// # Errors
-/// Only serializing can fail.
-pub fn report_json(r: &Report) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec_pretty(&LiveReportJson {
-        mode: "live",
-        schema_version: r.schema_version,
-        tool: &r.tool,
-        live: r.live.as_ref(),
-        scenario: &r.scenario,
-        verdict: r.verdict,
-        violations: &r.violations,
-        unknown: &r.unknown,
-        not_checked: &r.not_checked,
-        unsafe_exposure: &r.unsafe_exposure,
-        expectation: &r.expectation,
-        history: &r.history,
-        counts: &r.counts,
-        reproduce: &r.reproduce,
-    })
-}
-
-fn write_trial(
-    engine: &Engine,
-    dir: &Path,
-    report: &Report,
-    history: &History,
-) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let mut bytes = Vec::new();
-    write_jsonl(history, &mut bytes)?;
-    let mut report = report.clone();
-    report.history.sha256 = report::sha256_hex(&bytes);
-    // The history and the report first, as a simulated run's: what `check` needs.
-    std::fs::write(dir.join("history.jsonl"), &bytes)?;
-    std::fs::write(
-        dir.join("report.json"),
-        report_json(&report).map_err(std::io::Error::other)?,
-    )?;
-    let mut txt = std::io::BufWriter::new(std::fs::File::create(dir.join("history.txt"))?);
-    crate::readable::write_history_txt(&mut txt, history, &report)?;
-    drop(txt);
-    std::fs::write(
-        dir.join("summary.md"),
-        crate::readable::summary_md(engine, &report, dir),
-    )?;
-    if history.entries.len() <= crate::readable::TIMELINE_MAX_RECORDS {
-        std::fs::write(
-            dir.join("timeline.html"),
-            crate::readable::timeline_html(&report, &bytes)?,
-        )?;
-    }
-    Ok(())
 }
 
 /// How many runs showed each violation kind (a run counts once per kind).

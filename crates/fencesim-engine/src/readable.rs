@@ -18,11 +18,13 @@ pub const TIMELINE_MAX_RECORDS: usize = 200_000;
 const TIMELINE_TEMPLATE: &str = include_str!("timeline.html");
 const TIMELINE_PLACEHOLDER: &str = "/*FENCESIM_DATA*/null";
 
-/// `NAME seed N`, or for a live trial `NAME live trial T`.
+/// `NAME seed N`, or for a live trial `NAME live trial T`, or for a verify counterexample
+/// `NAME verify counterexample (S steps)`.
 fn run_title(name: &str, seed: u64, report: &Report) -> String {
-    match &report.live {
-        Some(live) => format!("{name} live trial {}", live.trial),
-        None => format!("{name} seed {seed}"),
+    match (&report.live, &report.verify) {
+        (Some(live), _) => format!("{name} live trial {}", live.trial),
+        (None, Some(v)) => format!("{name} verify counterexample ({} steps)", v.steps.len()),
+        (None, None) => format!("{name} seed {seed}"),
     }
 }
 
@@ -202,10 +204,22 @@ pub fn summary_md(engine: &crate::Engine, report: &Report, dir: &std::path::Path
             e.writes_after_lease_end, e.accepted, e.rejected
         );
     }
+    if let Some(v) = &report.verify {
+        let _ = writeln!(
+            md,
+            "## The schedule\n\nOne of the shortest schedules with this violation, found by `fencesim verify` ({}). It has no true time: each record's time is its index.\n",
+            v.strategy
+        );
+        for step in &v.steps {
+            let _ = writeln!(md, "1. {step}");
+        }
+        md.push('\n');
+    }
     let _ = writeln!(md, "## Reproduce\n\n```sh\n{}", report.reproduce);
     let report_json = dir.join("report.json");
-    // A live trial has no seed: it is run again, not replayed or shrunk.
-    if report.live.is_none() {
+    // A live trial and a verify counterexample have no seed: they are run again, not
+    // replayed or shrunk.
+    if report.live.is_none() && report.verify.is_none() {
         // Commands to paste into a shell: each word quoted for one, as the reproduce line is.
         let program = fencesim_history::shell_word(engine.program());
         let report_json = crate::run::argument_word(&report_json.to_string_lossy());
@@ -281,6 +295,39 @@ pub fn timeline_html(report: &Report, history_jsonl: &[u8]) -> std::io::Result<S
     data.push_str("]}");
     let data = data.replace('<', "\\u003c");
     Ok(TIMELINE_TEMPLATE.replacen(TIMELINE_PLACEHOLDER, &data, 1))
+}
+
+/// Write a run that has no seed (a live trial, a verify counterexample) under `dir` as a
+/// simulated run's is: history.jsonl and report.json first ([`crate::report::unseeded_json`],
+/// what `check` needs), then history.txt, summary.md and, for a history small enough for the
+/// page, timeline.html. `report`'s history SHA-256 is set from the bytes written.
+///
+/// # Errors
+/// A file could not be written.
+pub fn write_unseeded(
+    engine: &crate::Engine,
+    dir: &std::path::Path,
+    report: &Report,
+    history: &fencesim_history::History,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut bytes = Vec::new();
+    fencesim_history::write_jsonl(history, &mut bytes)?;
+    let mut report = report.clone();
+    report.history.sha256 = crate::report::sha256_hex(&bytes);
+    std::fs::write(dir.join("history.jsonl"), &bytes)?;
+    std::fs::write(
+        dir.join("report.json"),
+        crate::report::unseeded_json(&report).map_err(std::io::Error::other)?,
+    )?;
+    let mut txt = std::io::BufWriter::new(std::fs::File::create(dir.join("history.txt"))?);
+    write_history_txt(&mut txt, history, &report)?;
+    drop(txt);
+    std::fs::write(dir.join("summary.md"), summary_md(engine, &report, dir))?;
+    if history.entries.len() <= TIMELINE_MAX_RECORDS {
+        std::fs::write(dir.join("timeline.html"), timeline_html(&report, &bytes)?)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -173,9 +173,13 @@ pub struct Report {
     pub reproduce: String,
     /// A live trial's own facts (`fencesim live`); absent for a simulation. A live trial's
     /// report.json is written without `seed`, `network`, `nemesis` and `simulated_ms`, with
-    /// `mode: "live"` ([`crate::live::report_json`]).
+    /// `mode: "live"` ([`unseeded_json`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<LiveRun>,
+    /// A `fencesim verify` counterexample's own facts; absent otherwise. Its report.json is
+    /// written as a live trial's is, with `mode: "verify"` ([`unseeded_json`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyRun>,
 }
 
 impl Report {
@@ -217,6 +221,7 @@ impl Report {
             simulated_ms: 0,
             reproduce: String::new(),
             live: None,
+            verify: None,
         }
     }
 }
@@ -390,4 +395,67 @@ mod tests {
             Err("no design of kind \"paxos\"".to_owned())
         );
     }
+}
+
+/// What a `fencesim verify` counterexample's report says instead of a seed: the schedule the
+/// search found, which no seed of `fencesim run` reproduces.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyRun {
+    /// How the design's states were explored (`state-hashing` or `re-execution`, as
+    /// verify.json says).
+    pub strategy: String,
+    /// Each step of the schedule, in words, in order (as steps.txt has them).
+    pub steps: Vec<String>,
+}
+
+/// report.json of a report that has no seed, a live trial's or a verify counterexample's: a
+/// simulated run's report without what only a simulation has (`seed`, `network`, `nemesis`,
+/// `simulated_ms`), with `"mode": "live"` or `"mode": "verify"` first and its own facts in
+/// `live` or `verify` (docs/report-format.md).
+#[derive(Serialize)]
+struct UnseededReportJson<'a> {
+    mode: &'static str,
+    schema_version: u32,
+    tool: &'a Tool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    live: Option<&'a LiveRun>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verify: Option<&'a VerifyRun>,
+    scenario: &'a Scenario,
+    verdict: RunVerdict,
+    violations: &'a [Violation],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    unknown: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    not_checked: &'a [String],
+    unsafe_exposure: &'a UnsafeExposure,
+    expectation: &'a ExpectationResult,
+    history: &'a HistoryRef,
+    counts: &'a Counts,
+    reproduce: &'a str,
+}
+
+/// Serialize a live trial's or a verify counterexample's report as report.json
+/// ([`UnseededReportJson`]'s shape; `mode` is `verify` when `r.verify` is set, else `live`).
+///
+/// # Errors
+/// Only serializing can fail.
+pub fn unseeded_json(r: &Report) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec_pretty(&UnseededReportJson {
+        mode: if r.verify.is_some() { "verify" } else { "live" },
+        schema_version: r.schema_version,
+        tool: &r.tool,
+        live: r.live.as_ref(),
+        verify: r.verify.as_ref(),
+        scenario: &r.scenario,
+        verdict: r.verdict,
+        violations: &r.violations,
+        unknown: &r.unknown,
+        not_checked: &r.not_checked,
+        unsafe_exposure: &r.unsafe_exposure,
+        expectation: &r.expectation,
+        history: &r.history,
+        counts: &r.counts,
+        reproduce: &r.reproduce,
+    })
 }

@@ -5,13 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use fencesim_history::write_jsonl;
 use fencesim_scenario::Scenario;
 pub use fencesim_verify::{Bounds, Counterexample, Ending, Outcome, Strategy};
 use serde::Serialize;
 
 use crate::bench::Stopwatch;
 use crate::cancel::Cancel;
+use crate::report::{Report, VerifyRun};
 use crate::Engine;
 
 /// A search and how long it took.
@@ -86,16 +86,21 @@ struct Summary<'a> {
     steps: Vec<&'a str>,
 }
 
-/// Write `verified`'s summary to `dir/verify.json` and, for a counterexample, its history
-/// (`dir/history.jsonl`) and steps (`dir/steps.txt`); the files written.
+/// Write `verified`'s summary to `dir/verify.json` and, for a counterexample, its steps
+/// (`dir/steps.txt`) and, as any run's, its history, report, readable history, summary and
+/// timeline (`history.jsonl`, `report.json` with `mode: "verify"`, `history.txt`,
+/// `summary.md`, `timeline.html`); `reproduce` is the command that searches again. The files
+/// written.
 ///
 /// # Errors
 /// A file could not be written.
 pub fn write(
+    engine: &Engine,
     dir: &Path,
     scenario: &Scenario,
     bounds: &Bounds,
     verified: &Verified,
+    reproduce: &str,
 ) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let outcome = &verified.outcome;
@@ -131,11 +136,6 @@ pub fn write(
     std::fs::write(&path, json + "\n")?;
     written.push(path);
     if let Some(cx) = cx {
-        let path = dir.join("history.jsonl");
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        write_jsonl(&cx.history, &mut file)?;
-        std::io::Write::flush(&mut file)?;
-        written.push(path);
         let path = dir.join("steps.txt");
         let steps: String = cx
             .steps
@@ -145,6 +145,67 @@ pub fn write(
             .collect();
         std::fs::write(&path, steps)?;
         written.push(path);
+        let report = counterexample_report(scenario, verified.strategy, cx, reproduce);
+        crate::readable::write_unseeded(engine, dir, &report, &cx.history)?;
+        written.extend(
+            ["history.jsonl", "report.json", "timeline.html"]
+                .iter()
+                .map(|f| dir.join(f))
+                .filter(|p| p.exists()),
+        );
     }
     Ok(written)
+}
+
+/// A counterexample's report, as a run's: its history judged by the checker, with the
+/// schedule in `verify`. Only the properties verify checks are kept as violations: the
+/// history has no true time (each record's time is its index), so the timing properties
+/// would be judged on nothing; they are listed as not checked, with why. (`fencesim check`
+/// on history.jsonl judges every property and so reports them too.)
+fn counterexample_report(
+    scenario: &Scenario,
+    strategy: Strategy,
+    cx: &Counterexample,
+    reproduce: &str,
+) -> Report {
+    let mut result = fencesim_checker::check(&cx.history);
+    result
+        .violations
+        .retain(|v| fencesim_verify::CHECKED.contains(&v.kind));
+    result.not_checked.extend(
+        fencesim_verify::NOT_CHECKED
+            .iter()
+            .map(|(kind, why)| format!("{}: {why} (fencesim verify)", kind.as_str())),
+    );
+    Report {
+        reproduce: reproduce.to_owned(),
+        verify: Some(VerifyRun {
+            // As verify.json names it.
+            strategy: serde_json::to_value(strategy)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            steps: cx.steps.clone(),
+        }),
+        ..Report::judged(scenario, 0, &cx.history, result, None)
+    }
+}
+
+/// The command that searches `scenario_arg` (the path or name the user gave) again within
+/// `bounds`: a counterexample's `reproduce` line (breadth-first and deterministic, it finds
+/// the same schedule).
+pub fn reproduce_command(engine: &Engine, scenario_arg: &str, bounds: &Bounds) -> String {
+    format!(
+        "{} verify {} --depth {} --max-states {} --drops {} --duplicates {} --crashes {} --timeouts {} --attempts {} --renewals {}",
+        fencesim_history::shell_word(engine.program()),
+        crate::run::argument_word(scenario_arg),
+        bounds.depth,
+        bounds.max_states,
+        bounds.drops,
+        bounds.duplicates,
+        bounds.crashes,
+        bounds.timeouts,
+        bounds.attempts,
+        bounds.renewals
+    )
 }

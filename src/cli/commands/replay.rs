@@ -136,6 +136,15 @@ pub(crate) fn read_report(engine: &Engine, path: &Path) -> Result<fencesim::repo
         );
         return Err(exit::BAD_INPUT);
     }
+    if json.get("mode").and_then(|m| m.as_str()) == Some("verify") {
+        complain!(
+            "error: {}: a verify counterexample's report: its schedule was chosen by `fencesim \
+             verify`, not drawn from a seed, so it cannot be replayed or shrunk; its steps are \
+             in steps.txt beside it, and its `reproduce` line searches again",
+            fencesim_history::display_path(path)
+        );
+        return Err(exit::BAD_INPUT);
+    }
     let current = json.get("schema_version").and_then(|v| v.as_u64())
         == Some(u64::from(fencesim::report::SCHEMA_VERSION));
     // A report of the current schema is read from its bytes, so that an error has its place.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use fencesim::cancel::Cancel;
 use fencesim::run::default_jobs;
-use fencesim::verify::{verify, write, Verified};
+use fencesim::verify::{reproduce_command, verify, write, Verified};
 use fencesim::{exit, Engine};
 use fencesim_verify::{Bounds, Ending};
 
@@ -80,7 +80,8 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         }
     };
     let dir = args.out.join(&scenario.name);
-    let written = match write(&dir, &scenario, &bounds, &verified) {
+    let reproduce = reproduce_command(engine, &args.scenario, &bounds);
+    let written = match write(engine, &dir, &scenario, &bounds, &verified, &reproduce) {
         Ok(w) => w,
         Err(e) => return unwritable(&args.out, &e),
     };
