@@ -997,7 +997,10 @@ fn a_heal_ends_every_partition_as_the_simulator_records_it() {
     assert_eq!(network[1], ("partition", "end", "healed"));
     assert_eq!((network[2].0, network[2].1), ("heal", "start"));
     assert_eq!((network[3].0, network[3].1), ("heal", "end"));
-    // After the heal client-1's renewals reach the lease service again.
+    // After the heal client-1's renewals reach the lease service again: one is answered,
+    // `ok` or `fail` (a definite answer; a renewal cut off ends `info`). On a loaded machine
+    // PostgreSQL may answer after the lease ran out, and then the answer is `fail`
+    // (seen: invoked 283 ms after the heal, answered `fail` 1.35 s later).
     let heal_ns = history
         .iter()
         .find(|e| e["event"] == "heal")
@@ -1005,7 +1008,7 @@ fn a_heal_ends_every_partition_as_the_simulator_records_it() {
         .unwrap();
     let renewed_after = history
         .iter()
-        .filter(|e| e["f"] == "renew" && e["type"] == "ok")
+        .filter(|e| e["f"] == "renew" && (e["type"] == "ok" || e["type"] == "fail"))
         .any(|e| e["time_ns"].as_u64().unwrap() > heal_ns);
     let renewals: Vec<String> = history
         .iter()
