@@ -176,7 +176,7 @@ fn stop_sweeps_on_ctrl_c(cancel: Cancel) {
         }
         cancel.cancel();
         complain!(
-            "\ninterrupted: finishing the work in progress (the seeds or simulations, or the live trial), then \
+            "\ninterrupted: finishing the work in progress (the seeds or simulations, the live trial, or the search), then \
              writing what was found so far (Ctrl-C again to quit at once)"
         );
     });

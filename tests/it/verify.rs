@@ -250,3 +250,80 @@ fn ctrl_c_writes_what_was_covered() {
     assert_eq!(summary["ending"], "interrupted");
     assert!(summary["states"].as_u64().unwrap() > 0);
 }
+
+/// The depth printed for a verified configuration is its longest schedule, and a depth bound
+/// equal to it verifies (the states at the bound are judged as schedules' ends); one less cuts.
+#[test]
+fn a_depth_bound_equal_to_the_longest_schedule_verifies() {
+    let mut scenario = engine().load_named("single-fenced").expect("bundled");
+    scenario.clients.truncate(1);
+    let run = |depth| {
+        let bounds = Bounds {
+            depth,
+            timeouts: 0,
+            ..pauses_only(depth)
+        };
+        verify(engine(), &scenario, &bounds, 1, &Cancel::new())
+            .expect("a registered design")
+            .outcome
+    };
+    let open = run(200);
+    assert_eq!(open.ending, Ending::Verified);
+    let longest = open.depth;
+    assert!(longest > 5, "{longest}");
+    let exact = run(longest);
+    assert_eq!(exact.ending, Ending::Verified);
+    assert_eq!(
+        (exact.states, exact.transitions, exact.depth),
+        (open.states, open.transitions, longest)
+    );
+    let short = run(longest - 1);
+    assert_eq!(short.ending, Ending::BoundsReached);
+    assert!(short.states < open.states);
+}
+
+/// Bad bounds and an unwritable folder are refused before any search (exit 2, no figures);
+/// a later search in the same folder leaves no earlier counterexample beside its summary.
+#[test]
+fn bad_bounds_and_folders_are_refused_first_and_old_counterexamples_go() {
+    for flag in ["--depth", "--max-states", "--attempts"] {
+        let o = fencesim(&["verify", "pause-fenced", flag, "0", "--out", "/tmp"]);
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {stdout}{stderr}");
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    let o = fencesim(&["verify", "pause-fenced", "--out", "/proc/no-such-folder"]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("cannot write"), "{stderr}");
+    assert!(!stdout.contains("states"), "searched first: {stdout}");
+
+    let out = out_dir("verify-stale");
+    let dir = out.to_str().unwrap();
+    let found = [
+        "verify",
+        "pause-unfenced",
+        "--drops",
+        "0",
+        "--duplicates",
+        "0",
+        "--crashes",
+        "0",
+        "--out",
+        dir,
+    ];
+    assert_eq!(fencesim(&found).status.code(), Some(1));
+    assert!(out.join("pause-unfenced/history.jsonl").exists());
+    let o = fencesim(&["verify", "pause-unfenced", "--depth", "3", "--out", dir]);
+    assert_eq!(o.status.code(), Some(3), "{:?}", text(&o));
+    for file in ["history.jsonl", "steps.txt", "report.json", "summary.md"] {
+        assert!(
+            !out.join("pause-unfenced").join(file).exists(),
+            "{file} left"
+        );
+    }
+    assert_eq!(
+        json(&out.join("pause-unfenced/verify.json"))["ending"],
+        "bounds-reached"
+    );
+}

@@ -103,6 +103,16 @@ pub fn write(
     reproduce: &str,
 ) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
+    // A counterexample of an earlier search in the same folder must not stand beside this
+    // one's summary.
+    for file in COUNTEREXAMPLE_FILES {
+        match std::fs::remove_file(dir.join(file)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(std::io::Error::new(e.kind(), format!("{file}: {e}")));
+            }
+            _ => {}
+        }
+    }
     let outcome = &verified.outcome;
     let cx = outcome.counterexample.as_ref();
     let summary = Summary {
@@ -156,6 +166,16 @@ pub fn write(
     }
     Ok(written)
 }
+
+/// The files a counterexample adds beside verify.json.
+const COUNTEREXAMPLE_FILES: [&str; 6] = [
+    "steps.txt",
+    "history.jsonl",
+    "report.json",
+    "history.txt",
+    "summary.md",
+    "timeline.html",
+];
 
 /// A counterexample's report, as a run's: its history judged by the checker, with the
 /// schedule in `verify`. Only the properties verify checks are kept as violations: the

@@ -4,12 +4,11 @@
 use std::path::PathBuf;
 
 use fencesim::cancel::Cancel;
-use fencesim::run::default_jobs;
 use fencesim::verify::{reproduce_command, verify, write, Verified};
 use fencesim::{exit, Engine};
 use fencesim_verify::{Bounds, Ending};
 
-use super::{load, unwritable};
+use super::{ensure_writable, load, unwritable};
 
 /// `fencesim verify`'s arguments.
 #[derive(clap::Args)]
@@ -19,10 +18,12 @@ pub(crate) struct Args {
     /// search brings its own faults, bounded by the flags below).
     scenario: String,
     /// The longest schedule explored, in steps.
-    #[arg(long, value_name = "N", default_value_t = Bounds::default().depth)]
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().depth,
+          value_parser = clap::value_parser!(u32).range(1..))]
     depth: u32,
     /// Stop after this many distinct states.
-    #[arg(long, value_name = "N", default_value_t = Bounds::default().max_states)]
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().max_states,
+          value_parser = clap::value_parser!(u64).range(1..))]
     max_states: u64,
     /// Messages the network may lose per schedule.
     #[arg(long, value_name = "N", default_value_t = Bounds::default().drops)]
@@ -38,13 +39,15 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = Bounds::default().timeouts)]
     timeouts: u32,
     /// Acquire attempts per cycle: a client refused this many times stops.
-    #[arg(long, value_name = "N", default_value_t = Bounds::default().attempts)]
+    #[arg(long, value_name = "N", default_value_t = Bounds::default().attempts,
+          value_parser = clap::value_parser!(u32).range(1..))]
     attempts: u32,
     /// Keepalives per cycle (later ones are skipped, as a stalled keepalive stream is).
     #[arg(long, value_name = "N", default_value_t = Bounds::default().renewals)]
     renewals: u32,
-    /// Worker threads expanding states (default: one per core). The states, transitions and
-    /// counterexample are the same for any number.
+    /// Worker threads expanding states (default 1). The states, transitions and
+    /// counterexample are the same for any number; on a machine whose memory bandwidth is
+    /// the limit, more threads gain little (docs/performance.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     jobs: Option<u64>,
     /// Where verify.json (and a counterexample's history.jsonl and steps.txt) go: DIR/NAME/.
@@ -68,10 +71,14 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         duplicates: args.duplicates,
         crashes: args.crashes,
         timeouts: args.timeouts,
-        attempts: args.attempts.max(1),
+        attempts: args.attempts,
         renewals: args.renewals,
     };
-    let jobs = args.jobs.map_or_else(default_jobs, |j| j as usize);
+    // Refused before the search, not after minutes of it.
+    if let Err(e) = ensure_writable(&args.out, &scenario.name) {
+        return unwritable(&args.out, &e);
+    }
+    let jobs = args.jobs.map_or(1, |j| j as usize);
     let verified = match verify(engine, &scenario, &bounds, jobs, cancel) {
         Ok(v) => v,
         Err(e) => {
@@ -79,18 +86,19 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
             return exit::BAD_INPUT;
         }
     };
-    let dir = args.out.join(&scenario.name);
-    let reproduce = reproduce_command(engine, &args.scenario, &bounds);
-    let written = match write(engine, &dir, &scenario, &bounds, &verified, &reproduce) {
-        Ok(w) => w,
-        Err(e) => return unwritable(&args.out, &e),
-    };
+    // The result first: a folder that fails now still leaves it on the screen.
     print(
         &scenario.name,
         &scenario.lock_service.kind,
         &bounds,
         &verified,
     );
+    let dir = args.out.join(&scenario.name);
+    let reproduce = reproduce_command(engine, &args.scenario, &bounds);
+    let written = match write(engine, &dir, &scenario, &bounds, &verified, &reproduce) {
+        Ok(w) => w,
+        Err(e) => return unwritable(&args.out, &e),
+    };
     for path in written {
         say!("wrote {}", fencesim_history::display_path(&path));
     }
