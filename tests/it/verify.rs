@@ -182,7 +182,20 @@ fn the_command_exits_writes_and_refuses_as_documented() {
     // The counterexample's history is a history like any run's.
     let history = out.join("pause-unfenced/history.jsonl");
     let o = fencesim(&["check", history.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
+    // Its header says it is untimed: the checker judges no property that compares times.
+    assert!(stdout.contains("stale-write-accepted"), "{stdout}");
+    assert!(!stdout.contains("\n  lease-ended-early:"), "{stdout}");
+    assert!(
+        stdout.contains("not checked: lease-ended-early: the history is untimed"),
+        "{stdout}"
+    );
+    let first = std::fs::read_to_string(&history).expect("history.jsonl");
+    assert!(
+        first.lines().next().unwrap().contains("\"untimed\":true"),
+        "{first}"
+    );
     // Its report, summary and timeline are a run's, with the schedule in place of a seed.
     let report = json(&out.join("pause-unfenced/report.json"));
     assert_eq!(report["mode"], "verify");

@@ -221,6 +221,19 @@ fn judgeable(e: &Event) -> bool {
     }
 }
 
+/// The properties that compare times, left out for an untimed history
+/// ([`fencesim_history::Header::untimed`]).
+const UNTIMED: [ViolationKind; 4] = [
+    ViolationKind::MutualExclusionService,
+    ViolationKind::MutualExclusionClient,
+    ViolationKind::LeaseEndedEarly,
+    ViolationKind::NoProgressAfterHeal,
+];
+
+/// Why [`UNTIMED`]'s properties were not judged.
+const UNTIMED_WHY: &str = "the history is untimed (its header says so: a schedule without true \
+     time, such as one `fencesim verify` found), and this property compares times";
+
 /// What [`CheckResult::not_checked`] calls the judgement of acquire and release operations
 /// as a mutex.
 const MUTEX_FROM_OPS: &str = "mutual exclusion from operations";
@@ -388,19 +401,26 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     violations.extend(stale_write_ops::check(history));
     violations.extend(tokens::check(history));
     violations.extend(presented::check(history));
-    violations.extend(exclusion::check_service(&leases));
-    violations.extend(exclusion::check_client(history));
-    violations.extend(service_expiry::check(history));
-    violations.extend(quorum::check(history));
-    if exclusion_ops::applies(history) {
-        violations.extend(exclusion_ops::check(history));
+    // An untimed history (a `fencesim verify` schedule) orders its records but has no times,
+    // so the checks that compare times have nothing to judge.
+    let timed = !history.header.untimed;
+    if timed {
+        violations.extend(exclusion::check_service(&leases));
+        violations.extend(exclusion::check_client(history));
+        violations.extend(service_expiry::check(history));
+        violations.extend(quorum::check(history));
+        if exclusion_ops::applies(history) {
+            violations.extend(exclusion_ops::check(history));
+        }
     }
     violations.extend(release::check(history));
     violations.extend(mutation::check_unfenced(history));
     violations.extend(mutation::check_duplicates(history));
     let (not_linearizable, mut unknown) = linearizable::check(history, options);
     violations.extend(not_linearizable);
-    violations.extend(progress::check(history));
+    if timed {
+        violations.extend(progress::check(history));
+    }
     // The graph costs as much as a check: build it only when there is something to explain.
     if !violations.is_empty() {
         let graph = explain::CausalGraph::build(history);
@@ -408,11 +428,15 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
             v.chain = graph.chain(&v.witnesses);
         }
     }
-    let not_checked = not_run(history, options);
+    let mut not_checked = not_run(history, options);
     let lacking = not_checked
         .iter()
         .filter(|l| !l.starts_with(MUTEX_FROM_OPS))
         .count();
+    if !timed {
+        // Not counted as lacking: the history has what they read, but no times.
+        not_checked.extend(UNTIMED.iter().map(|kind| format!("{kind}: {UNTIMED_WHY}")));
+    }
     // A model named by the user (an initial value, a lock model) is a claim to check the
     // history against that model, and an empty history satisfies any model: Knossos calls it
     // linearizable, and so does this.

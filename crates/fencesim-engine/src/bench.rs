@@ -291,6 +291,7 @@ pub mod synthetic {
                     seed: 0,
                     tool_version: env!("CARGO_PKG_VERSION").into(),
                     token_order: Default::default(),
+                    untimed: false,
                 },
                 entries: self.entries,
             }

@@ -210,6 +210,7 @@ pub fn read_jepsen_edn(text: &str, name: &str) -> Result<History, HistoryError> 
             seed: 0,
             tool_version: "jepsen-edn".to_owned(),
             token_order: Default::default(),
+            untimed: false,
         },
         entries,
     };
@@ -650,6 +651,7 @@ mod tests {
                 seed: 1,
                 tool_version: "t".into(),
                 token_order: Default::default(),
+                untimed: false,
             },
             entries: vec![
                 Entry::from(op(

@@ -530,6 +530,7 @@ mod tests {
                 seed: 7,
                 tool_version: "0.1.0".into(),
                 token_order: Default::default(),
+                untimed: false,
             },
             entries: vec![
                 Entry::from(Op {

@@ -51,6 +51,12 @@ pub struct Header {
     /// [`TokenOrder::Value`], the default.
     #[serde(default, skip_serializing_if = "TokenOrder::is_value")]
     pub token_order: TokenOrder,
+    /// Whether the history has no true time: each record's `time_ns` is its index, as in a
+    /// schedule `fencesim verify` found, where time is unknown and only the order is. The
+    /// checker then leaves out the properties that compare times (mutual exclusion, a lease
+    /// ended early, progress after a heal) and says why. Left out of the file when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub untimed: bool,
 }
 
 impl Header {
@@ -64,6 +70,7 @@ impl Header {
             seed: 0,
             tool_version: String::new(),
             token_order: TokenOrder::Value,
+            untimed: false,
         }
     }
 }

@@ -130,6 +130,7 @@ pub fn run(
             seed,
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             token_order: token_order(scenario.lock_service.shape.tokens),
+            untimed: false,
         },
         entries: recorder.take(),
     };

@@ -247,6 +247,8 @@ impl<'m, D: Design> Search<'m, D> {
                 TokenKind::Fencing => TokenOrder::Value,
                 TokenKind::Opaque => TokenOrder::Acquisition,
             },
+            // Its records' times are their indexes: the search has no true time.
+            untimed: true,
             ..Header::unnamed()
         };
         Search {

@@ -141,6 +141,7 @@ impl Builder {
             seed: 0,
             tool_version: "t".into(),
             token_order: self.token_order,
+            untimed: false,
         };
         History {
             header,

@@ -328,6 +328,7 @@ impl B {
                 seed: 0,
                 tool_version: "test".into(),
                 token_order: self.token_order,
+                untimed: false,
             },
             entries: self.entries,
         }
