@@ -18,6 +18,18 @@ fn search_on(name: &str, bounds: &Bounds, jobs: usize) -> Verified {
     verify(engine(), &scenario, bounds, jobs, &Cancel::new()).expect("a registered design")
 }
 
+/// `fencesim verify` of K01 with no message faults and no crash: the process pause alone.
+const K01_PAUSE_ONLY: [&str; 8] = [
+    "verify",
+    "pause-unfenced",
+    "--drops",
+    "0",
+    "--duplicates",
+    "0",
+    "--crashes",
+    "0",
+];
+
 /// No message faults and no crash: the process pause alone.
 fn pauses_only(depth: u32) -> Bounds {
     Bounds {
@@ -155,20 +167,7 @@ fn a_design_that_does_not_opt_in_is_re_executed_and_merges_nothing() {
 fn the_command_exits_writes_and_refuses_as_documented() {
     let out = out_dir("verify-cli");
     let dir = out.to_str().unwrap();
-    let o = fencesim(&[
-        "verify",
-        "pause-unfenced",
-        "--drops",
-        "0",
-        "--duplicates",
-        "0",
-        "--crashes",
-        "0",
-        "--depth",
-        "14",
-        "--out",
-        dir,
-    ]);
+    let o = fencesim(&[K01_PAUSE_ONLY.as_slice(), &["--depth", "14", "--out", dir]].concat());
     let (stdout, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
@@ -313,18 +312,7 @@ fn bad_bounds_and_folders_are_refused_first_and_old_counterexamples_go() {
 
     let out = out_dir("verify-stale");
     let dir = out.to_str().unwrap();
-    let found = [
-        "verify",
-        "pause-unfenced",
-        "--drops",
-        "0",
-        "--duplicates",
-        "0",
-        "--crashes",
-        "0",
-        "--out",
-        dir,
-    ];
+    let found = [K01_PAUSE_ONLY.as_slice(), &["--out", dir]].concat();
     assert_eq!(fencesim(&found).status.code(), Some(1));
     assert!(out.join("pause-unfenced/history.jsonl").exists());
     let o = fencesim(&["verify", "pause-unfenced", "--depth", "3", "--out", dir]);

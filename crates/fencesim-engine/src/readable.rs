@@ -208,7 +208,7 @@ pub fn summary_md(engine: &crate::Engine, report: &Report, dir: &std::path::Path
         let _ = writeln!(
             md,
             "## The schedule\n\nOne of the shortest schedules with this violation, found by `fencesim verify` ({}). It has no true time: each record's time is its index.\n",
-            v.strategy
+            v.strategy.as_str()
         );
         for step in &v.steps {
             let _ = writeln!(md, "1. {step}");

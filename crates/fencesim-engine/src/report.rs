@@ -403,7 +403,7 @@ mod tests {
 pub struct VerifyRun {
     /// How the design's states were explored (`state-hashing` or `re-execution`, as
     /// verify.json says).
-    pub strategy: String,
+    pub strategy: fencesim_verify::Strategy,
     /// Each step of the schedule, in words, in order (as steps.txt has them).
     pub steps: Vec<String>,
 }

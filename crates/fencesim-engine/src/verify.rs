@@ -190,11 +190,7 @@ fn counterexample_report(
     Report {
         reproduce: reproduce.to_owned(),
         verify: Some(VerifyRun {
-            // As verify.json names it.
-            strategy: serde_json::to_value(strategy)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            strategy,
             steps: cx.steps.clone(),
         }),
         ..Report::judged(scenario, 0, &cx.history, result, None)
@@ -205,17 +201,14 @@ fn counterexample_report(
 /// `bounds`: a counterexample's `reproduce` line (breadth-first and deterministic, it finds
 /// the same schedule).
 pub fn reproduce_command(engine: &Engine, scenario_arg: &str, bounds: &Bounds) -> String {
+    let flags: String = bounds
+        .flags()
+        .iter()
+        .map(|(flag, value)| format!(" --{flag} {value}"))
+        .collect();
     format!(
-        "{} verify {} --depth {} --max-states {} --drops {} --duplicates {} --crashes {} --timeouts {} --attempts {} --renewals {}",
+        "{} verify {}{flags}",
         fencesim_history::shell_word(engine.program()),
         crate::run::argument_word(scenario_arg),
-        bounds.depth,
-        bounds.max_states,
-        bounds.drops,
-        bounds.duplicates,
-        bounds.crashes,
-        bounds.timeouts,
-        bounds.attempts,
-        bounds.renewals
     )
 }

@@ -26,6 +26,23 @@ pub struct Bounds {
     pub renewals: u32,
 }
 
+impl Bounds {
+    /// Each bound as `(flag, value)`, in `fencesim verify`'s order (`("max-states", 2000000)`):
+    /// what a reproduce line spells out and what the command prints.
+    pub fn flags(&self) -> [(&'static str, u64); 8] {
+        [
+            ("depth", u64::from(self.depth)),
+            ("max-states", self.max_states),
+            ("drops", u64::from(self.drops)),
+            ("duplicates", u64::from(self.duplicates)),
+            ("crashes", u64::from(self.crashes)),
+            ("timeouts", u64::from(self.timeouts)),
+            ("attempts", u64::from(self.attempts)),
+            ("renewals", u64::from(self.renewals)),
+        ]
+    }
+}
+
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {

@@ -40,7 +40,7 @@ use fencesim_scenario::Scenario;
 use world::{Model, Setup};
 
 /// How a design's states are explored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// Each state copied to make its successors, each distinct state explored once.

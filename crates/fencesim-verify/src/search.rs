@@ -287,32 +287,14 @@ impl<'m, D: Design> Search<'m, D> {
         };
         let mut frontier: Frontier<D> = vec![(0, Some(root))];
         let mut depth = 0;
-        while !frontier.is_empty() {
+        loop {
             if depth >= bounds.depth {
                 return self.last_level(frontier, depth, &bounds);
             }
-            let mut next = Vec::new();
-            let mut rest = frontier.into_iter();
-            loop {
-                if stop() {
-                    return self.outcome(Ending::Interrupted, depth, None, true);
-                }
-                let batch: Frontier<D> = rest.by_ref().take(batch_size).collect();
-                if batch.is_empty() {
-                    break;
-                }
-                let expander = Expander {
-                    model: self.model,
-                    reached: &self.reached,
-                    seen: &self.seen,
-                    header: &self.header,
-                    bounds: &bounds,
-                };
-                let expanded = in_parallel(batch, jobs, |(i, w)| expander.expand(i, w));
-                if let Some(ended) = self.take_batch(expanded, depth, &bounds, jobs, &mut next) {
-                    return ended;
-                }
-            }
+            let next = match self.expand_level(frontier, depth, &bounds, jobs, batch_size, stop) {
+                Ok(next) => next,
+                Err(ended) => return *ended,
+            };
             if next.is_empty() {
                 // This level's states were the ends of their schedules: the longest has
                 // `depth` steps.
@@ -321,7 +303,46 @@ impl<'m, D: Design> Search<'m, D> {
             frontier = next;
             depth += 1;
         }
-        self.outcome(Ending::Verified, depth, None, false)
+    }
+
+    /// Every state of one level expanded, `batch_size` at a time on `jobs` threads: the next
+    /// level, or the outcome if a violation, the state bound or `stop` ended the search.
+    fn expand_level(
+        &mut self,
+        frontier: Frontier<D>,
+        depth: u32,
+        bounds: &crate::Bounds,
+        jobs: usize,
+        batch_size: usize,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Frontier<D>, Box<Outcome>> {
+        let mut next = Vec::new();
+        let mut rest = frontier.into_iter();
+        loop {
+            if stop() {
+                return Err(Box::new(self.outcome(
+                    Ending::Interrupted,
+                    depth,
+                    None,
+                    true,
+                )));
+            }
+            let batch: Frontier<D> = rest.by_ref().take(batch_size).collect();
+            if batch.is_empty() {
+                return Ok(next);
+            }
+            let expander = Expander {
+                model: self.model,
+                reached: &self.reached,
+                seen: &self.seen,
+                header: &self.header,
+                bounds,
+            };
+            let expanded = in_parallel(batch, jobs, |(i, w)| expander.expand(i, w));
+            if let Some(ended) = self.take_batch(expanded, depth, bounds, jobs, &mut next) {
+                return Err(Box::new(ended));
+            }
+        }
     }
 
     /// The states at the depth bound: each that has no choice left ends its schedule and is

@@ -133,17 +133,12 @@ fn print(name: &str, kind: &str, bounds: &Bounds, verified: &Verified) {
         "{name} (design {kind}, {}): {head}",
         verified.strategy.as_str()
     );
-    say!(
-        "bounds: depth {}, states {}, drops {}, duplicates {}, crashes {}, timeouts {}, attempts {}, renewals {}",
-        bounds.depth,
-        bounds.max_states,
-        bounds.drops,
-        bounds.duplicates,
-        bounds.crashes,
-        bounds.timeouts,
-        bounds.attempts,
-        bounds.renewals
-    );
+    let flags: Vec<String> = bounds
+        .flags()
+        .iter()
+        .map(|(flag, value)| format!("{flag} {value}"))
+        .collect();
+    say!("bounds: {}", flags.join(", "));
     let checked: Vec<&str> = fencesim_verify::CHECKED
         .iter()
         .map(|k| k.as_str())
