@@ -3,7 +3,7 @@
 //! every run, and the command exits, writes and refuses as docs/verify.md says.
 
 use fencesim::cancel::Cancel;
-use fencesim::verify::{verify, Bounds, Ending, Strategy, Verified};
+use fencesim::verify::{verify, Bounds, Concrete, Ending, Strategy, Verified};
 
 use crate::support::{engine, fencesim, interrupted_after, json, out_dir, text};
 
@@ -63,6 +63,33 @@ fn k01_unfenced_has_a_twelve_step_counterexample_and_none_shorter() {
     assert_eq!(cx.steps[11], "deliver write from client-1 to resource");
     // Not worse than pinned: a better reduction explores fewer (and should re-pin).
     assert!(o.states <= 16_647, "{} states", o.states);
+    // As a scripted scenario: each timer fired late by a pause of its agent, each message
+    // held until its step, and the simulator shows the same violation on seed 0.
+    let Some(Concrete::Written {
+        scenario,
+        reproduced,
+        found: shown,
+    }) = &found.concrete
+    else {
+        panic!("not written as a scenario: {:?}", found.concrete);
+    };
+    assert!(*reproduced, "{shown:?}");
+    let kinds: Vec<&str> = scenario
+        .faults
+        .iter()
+        .map(|f| f.action.kind().as_str())
+        .collect();
+    let count = |k: &str| kinds.iter().filter(|&&x| x == k).count();
+    // Four timers fired late (the lease's expiry, client-1's work, client-2's read timeout
+    // and work), client-2 kept from its acquire's timeout until its grant comes, and client-1
+    // resting after its last step with its write's timeout pending.
+    assert_eq!(count("pause"), 6, "{kinds:?}");
+    // Each agent's clocks stopped (the resource reads none), and run at each fire.
+    assert_eq!(count("clock-drift"), 3 + 4, "{kinds:?}");
+    // One hold per message the schedule sent: 2 acquires and their replies, 2 reads and one
+    // reply (client-2 gave up on its read), 2 writes and their replies.
+    assert_eq!(count("hold"), 11, "{kinds:?}");
+    assert_eq!(kinds.len(), 6 + 7 + 11, "{kinds:?}");
     // The history it wrote is judged by the checker alone as the search judged it.
     let rechecked = fencesim::check(&cx.history);
     assert!(rechecked
@@ -176,6 +203,24 @@ fn the_command_exits_writes_and_refuses_as_documented() {
     );
     let summary = json(&out.join("pause-unfenced/verify.json"));
     assert_eq!(summary["ending"], "violation");
+    // Written as a scripted scenario, which `fencesim run` reproduces.
+    assert!(
+        stdout.contains("reproduces it on seed 0 (stale-write-accepted"),
+        "{stdout}"
+    );
+    assert_eq!(summary["as_scenario"]["file"], "scenario.toml");
+    assert_eq!(summary["as_scenario"]["reproduced"], true);
+    let scenario = out.join("pause-unfenced/scenario.toml");
+    let rerun = out.join("rerun");
+    let o = fencesim(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        rerun.to_str().unwrap(),
+    ]);
+    let (run_out, run_err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{run_out}{run_err}");
+    assert!(run_out.contains("stale-write-accepted"), "{run_out}");
     assert_eq!(summary["strategy"], "state-hashing");
     assert_eq!(summary["steps"].as_array().unwrap().len(), 12);
     // The counterexample's history is a history like any run's.

@@ -62,6 +62,14 @@ impl Timers {
         self.deadlines.retain(|(t, ..)| *t != id);
     }
 
+    /// Every timer, its deadline (true ns) and whether it is set on a node's clock (`false`:
+    /// a delay in true time), in the order the timers were first set.
+    pub fn deadlines(&self) -> impl Iterator<Item = (TimerId, u64, bool)> + '_ {
+        self.deadlines
+            .iter()
+            .map(|(id, at, on_clock)| (*id, *at, on_clock.is_some()))
+    }
+
     /// The earliest deadline (true ns) and its timer; ties go to the lower id.
     pub fn earliest(&self) -> Option<(u64, TimerId)> {
         self.deadlines.iter().map(|(id, at, _)| (*at, *id)).min()

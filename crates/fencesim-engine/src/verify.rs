@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use fencesim_history::ViolationKind;
 use fencesim_scenario::Scenario;
 pub use fencesim_verify::{Bounds, Counterexample, Ending, Outcome, Strategy};
 use serde::Serialize;
@@ -24,6 +25,52 @@ pub struct Verified {
     pub seconds: f64,
     /// Worker threads it ran on.
     pub jobs: usize,
+    /// A counterexample written as a scripted scenario, and what `fencesim run` makes of it.
+    pub concrete: Option<Concrete>,
+}
+
+/// A counterexample as a scripted scenario ([`fencesim_verify::concretise`]), and whether
+/// simulating it reproduces the violation.
+#[derive(Clone, Debug)]
+pub enum Concrete {
+    /// Written, and simulated on seed 0.
+    Written {
+        /// The scenario.
+        scenario: Box<Scenario>,
+        /// The violations its seed 0 shows, in the checker's order.
+        found: Vec<ViolationKind>,
+        /// Whether they include the counterexample's.
+        reproduced: bool,
+    },
+    /// Not written, and why.
+    Unwritable(String),
+}
+
+impl Concrete {
+    /// `cx` written as a scenario from `original`, and simulated.
+    pub fn of(engine: &Engine, original: &Scenario, cx: &Counterexample) -> Self {
+        let kind = cx.violation.kind;
+        let written =
+            fencesim_verify::concretise::scenario(original, &cx.timing, kind, cx.steps.len())
+                .map_err(|e| e.to_string())
+                .and_then(|s| engine.revalidate(&s).map_err(|e| e.to_string()));
+        let scenario = match written {
+            Ok(s) => s,
+            Err(why) => return Concrete::Unwritable(why),
+        };
+        let outcome = engine.simulate(&scenario, 0);
+        let mut found: Vec<ViolationKind> = Vec::new();
+        for v in fencesim_checker::check(&outcome.history).violations {
+            if !found.contains(&v.kind) {
+                found.push(v.kind);
+            }
+        }
+        Concrete::Written {
+            reproduced: found.contains(&kind),
+            scenario: Box::new(scenario),
+            found,
+        }
+    }
 }
 
 impl Verified {
@@ -56,11 +103,17 @@ pub fn verify(
     let clock = Stopwatch::start();
     let stop = || cancel.is_cancelled();
     let outcome = design.verify(scenario, resource, bounds, jobs, &stop);
+    let seconds = clock.seconds();
+    let concrete = outcome
+        .counterexample
+        .as_ref()
+        .map(|cx| Concrete::of(engine, scenario, cx));
     Ok(Verified {
         outcome,
         strategy: design.strategy(),
-        seconds: clock.seconds(),
+        seconds,
         jobs: jobs.max(1),
+        concrete,
     })
 }
 
@@ -84,7 +137,50 @@ struct Summary<'a> {
     violation: Option<&'a fencesim_checker::Violation>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     steps: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    as_scenario: Option<AsScenario>,
 }
+
+/// `verify.json`'s account of the counterexample written as a scenario.
+#[derive(Serialize)]
+struct AsScenario {
+    /// `scenario.toml`, beside verify.json; absent when it could not be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'static str>,
+    /// Whether `fencesim run` on it shows the counterexample's violation on seed 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reproduced: Option<bool>,
+    /// What seed 0 showed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    found: Vec<&'static str>,
+    /// Why it was not written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unwritable: Option<String>,
+}
+
+impl AsScenario {
+    fn of(concrete: &Concrete) -> Self {
+        match concrete {
+            Concrete::Written {
+                found, reproduced, ..
+            } => AsScenario {
+                file: Some(SCENARIO_FILE),
+                reproduced: Some(*reproduced),
+                found: found.iter().map(|k| k.as_str()).collect(),
+                unwritable: None,
+            },
+            Concrete::Unwritable(why) => AsScenario {
+                file: None,
+                reproduced: None,
+                found: Vec::new(),
+                unwritable: Some(why.clone()),
+            },
+        }
+    }
+}
+
+/// The counterexample as a scripted scenario, beside verify.json.
+pub const SCENARIO_FILE: &str = "scenario.toml";
 
 /// Write `verified`'s summary to `dir/verify.json` and, for a counterexample, its steps
 /// (`dir/steps.txt`) and, as any run's, its history, report, readable history, summary and
@@ -139,6 +235,7 @@ pub fn write(
         steps: cx
             .map(|c| c.steps.iter().map(String::as_str).collect())
             .unwrap_or_default(),
+        as_scenario: verified.concrete.as_ref().map(AsScenario::of),
     };
     let mut written = Vec::new();
     let path = dir.join("verify.json");
@@ -155,6 +252,11 @@ pub fn write(
             .collect();
         std::fs::write(&path, steps)?;
         written.push(path);
+        if let Some(Concrete::Written { scenario, .. }) = &verified.concrete {
+            let path = dir.join(SCENARIO_FILE);
+            std::fs::write(&path, fencesim_scenario::to_toml(scenario))?;
+            written.push(path);
+        }
         let report = counterexample_report(scenario, verified.strategy, cx, reproduce);
         crate::readable::write_unseeded(engine, dir, &report, &cx.history)?;
         written.extend(
@@ -168,8 +270,9 @@ pub fn write(
 }
 
 /// The files a counterexample adds beside verify.json.
-const COUNTEREXAMPLE_FILES: [&str; 6] = [
+const COUNTEREXAMPLE_FILES: [&str; 7] = [
     "steps.txt",
+    SCENARIO_FILE,
     "history.jsonl",
     "report.json",
     "history.txt",

@@ -20,6 +20,7 @@ use fencesim_history::{Name, OpFn, OpType};
 use fencesim_workload::{Outcome as Done, Step, Workload};
 
 use crate::net::{message_id, Agent, Body, Message};
+use crate::node::Deadlined;
 use crate::world::{Setup, Shared};
 
 /// Which lock operation is under way.
@@ -212,6 +213,33 @@ impl<P: ClientProtocol> ClientAgent<P> {
             Phase::Call { deadline_ns, .. } => Some(deadline_ns),
             Phase::Lock { ended: None, .. } => self.timers.earliest().map(|(at, _)| at),
             _ => None,
+        }
+    }
+
+    /// Every timer that may fire next ([`Self::next_timer`]'s candidates): a key that tells
+    /// it from the timers before it (a work's end from the call before it that had the same
+    /// deadline), and its deadline on its clock, ns.
+    /// A client's timers are all delays in true time in the simulator (its sleeps, its
+    /// timeouts, its protocol's `SetTimer`s).
+    pub fn deadlines(&self) -> Vec<Deadlined> {
+        // Each phase's timer is its operation's: the count of operations invoked tells them
+        // apart, the top bits what waits.
+        let (sleep, call, lock) = (1 << 62, 2 << 62, 3 << 62);
+        let timer = |key, at_ns, may_repeat| Deadlined {
+            key,
+            at_ns,
+            on_clock: false,
+            may_repeat,
+        };
+        match self.phase {
+            Phase::Sleep { until_ns, .. } => vec![timer(sleep | self.ops, until_ns, false)],
+            Phase::Call { deadline_ns, .. } => vec![timer(call | self.ops, deadline_ns, false)],
+            Phase::Lock { ended: None, .. } => self
+                .timers
+                .deadlines()
+                .map(|(id, at_ns, _)| timer(lock | (self.ops << 16) | id.0, at_ns, true))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 

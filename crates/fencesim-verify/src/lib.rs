@@ -16,6 +16,7 @@
 
 pub mod bounds;
 pub mod client;
+pub mod concretise;
 pub mod fingerprint;
 pub mod net;
 pub mod node;

@@ -63,6 +63,44 @@ impl<N: LockNode> NodeAgent<N> {
         }
         timers.earliest().map(|(at_ns, _)| at_ns)
     }
+
+    /// Every timer: its id, its deadline on its clock (ns), and whether the simulator sets it
+    /// on the node's clock (`false`: a delay in true time). None while it is down.
+    pub fn deadlines(&mut self) -> Vec<Deadlined> {
+        self.earliest_timer(); // resolves the clock deadlines
+        let Some(driver) = self.driver.as_ref() else {
+            return Vec::new();
+        };
+        driver
+            .pending
+            .timers
+            .deadlines()
+            .map(|(id, at_ns, on_clock)| Deadlined {
+                key: id.0,
+                at_ns,
+                on_clock,
+                may_repeat: true,
+            })
+            .collect()
+    }
+}
+
+/// A pending timer of an agent's, as a counterexample's timing notes it
+/// ([`crate::concretise`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadlined {
+    /// What tells it from the agent's other timers (and from an earlier one that happened to
+    /// have the same deadline).
+    pub key: u64,
+    /// Its deadline on the agent's clock, ns.
+    pub at_ns: u64,
+    /// Whether the simulator waits for it on the agent's clock (a clock fault moves it);
+    /// `false`: a delay in true time (a sleep, a request's timeout).
+    pub on_clock: bool,
+    /// Whether the agent may set it again, to the same deadline on its standing clock,
+    /// without the search seeing it (a design's timer, set again at a later step): in true
+    /// time it then falls due later than first set.
+    pub may_repeat: bool,
 }
 
 /// What node `index`'s effects reach in the explored configuration.

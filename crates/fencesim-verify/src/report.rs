@@ -4,6 +4,7 @@ use fencesim_checker::Violation;
 use fencesim_history::History;
 use serde::Serialize;
 
+use crate::concretise::Timing;
 use crate::world::Choice;
 
 /// How a search ended.
@@ -43,6 +44,9 @@ pub struct Counterexample {
     pub violation: Violation,
     /// The schedule's history.
     pub history: History,
+    /// What each step sent and left pending, for writing it as a scenario
+    /// ([`crate::concretise`]).
+    pub timing: Timing,
 }
 
 /// What a search found and how much it explored.

@@ -13,6 +13,7 @@ use fencesim_checker::{check_with, CheckOptions, Violation};
 use fencesim_design::{Design, TokenKind};
 use fencesim_history::{Header, History, TokenOrder, ViolationKind};
 
+use crate::concretise::Timing;
 use crate::record::Records;
 use crate::report::{Counterexample, Ending, Outcome};
 use crate::seen::Seen;
@@ -458,9 +459,10 @@ impl<'m, D: Design> Search<'m, D> {
         let schedule = schedule(&self.reached, index);
         let mut world = World::new(self.model);
         let mut steps = Vec::with_capacity(schedule.len());
+        let mut timing = Timing::start(&mut world, &self.model.setup);
         for choice in &schedule {
             steps.push(world.describe(&self.model.setup, *choice));
-            world.apply(self.model, *choice);
+            timing.step(&mut world, self.model, *choice);
         }
         let history: History = world.shared.records.history(self.header.clone());
         let counterexample = Counterexample {
@@ -468,6 +470,7 @@ impl<'m, D: Design> Search<'m, D> {
             schedule,
             violation,
             history,
+            timing,
         };
         self.outcome(Ending::Violation, depth, Some(counterexample), false)
     }

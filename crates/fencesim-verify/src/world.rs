@@ -12,8 +12,8 @@ use std::hash::Hasher;
 use std::sync::Arc;
 
 use fencesim_design::{
-    ClientInfo, ClientProtocol, Design, Disk, Explorable, HeldLease, LockNode, Origin,
-    WriteDecision,
+    ClientInfo, ClientProtocol, Design, DesignMessage, Disk, Explorable, HeldLease, LockNode,
+    MessageKind, Origin, WriteDecision,
 };
 use fencesim_driver::beliefs::{belief_end, belief_start, Beliefs};
 use fencesim_driver::ledger::Ledger;
@@ -25,7 +25,7 @@ use crate::bounds::Bounds;
 use crate::client::{ClientAgent, Phase};
 use crate::fingerprint::Fingerprint;
 use crate::net::{message_id, Agent, Body, Message};
-use crate::node::NodeAgent;
+use crate::node::{Deadlined, NodeAgent};
 use crate::record::Records;
 use crate::resource::{Due, DynResource, ResourceAgent};
 use crate::trace::CheckTrace;
@@ -201,6 +201,32 @@ impl<NM, CM> Shared<NM, CM> {
         if let Some((lock, token)) = self.beliefs.end(client) {
             self.record(belief_end(client, &lock, token, reason), clock_ns, None);
         }
+    }
+}
+
+/// A message sent during a step, as the simulator's `hold` faults name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sent {
+    /// Its id (a duplicate's copy keeps it).
+    pub id: u64,
+    /// Its sender.
+    pub from: Agent,
+    /// Its receiver.
+    pub to: Agent,
+    /// Its kind.
+    pub kind: MessageKind,
+}
+
+/// The kind of a message carrying `body`, as the simulator's transport names it: a delete
+/// travels as a write.
+fn message_kind<NM: DesignMessage, CM: DesignMessage>(body: &Body<NM, CM>) -> MessageKind {
+    match body {
+        Body::FromNode(m) => m.kind(),
+        Body::FromClient(m) => m.kind(),
+        Body::Read { .. } => MessageKind::Read,
+        Body::Write { .. } | Body::Delete { .. } => MessageKind::Write,
+        Body::ReadReply(_) => MessageKind::ReadReply,
+        Body::WriteReply(_) => MessageKind::WriteReply,
     }
 }
 
@@ -497,6 +523,63 @@ impl<D: Design> World<D> {
 
     /// Take `choice`.
     pub fn apply(&mut self, model: &Model<D>, choice: Choice) {
+        let touched = self.take(model, choice);
+        self.settle(touched);
+    }
+
+    /// Take `choice`, answering what it did for a counterexample's timing
+    /// ([`crate::concretise`]): the messages it sent, including those forgotten at once as
+    /// dead (the simulator sends them too, and a `hold` counts them).
+    pub fn apply_observed(&mut self, model: &Model<D>, choice: Choice) -> Vec<Sent> {
+        let before: Vec<u64> = self.shared.net.iter().map(|m| m.id).collect();
+        let touched = self.take(model, choice);
+        let sent = self.sent_since(&before);
+        self.settle(touched);
+        sent
+    }
+
+    /// The messages in flight whose ids are not in `before`, in the order sent.
+    pub fn sent_since(&self, before: &[u64]) -> Vec<Sent> {
+        self.shared
+            .net
+            .iter()
+            .filter(|m| !before.contains(&m.id))
+            .map(|m| Sent {
+                id: m.id,
+                from: m.from,
+                to: m.to,
+                kind: message_kind(&m.body),
+            })
+            .collect()
+    }
+
+    /// `agent`'s clock (ns) and each of its timers that may fire next.
+    pub fn deadlines(&mut self, agent: Agent) -> (u64, Vec<Deadlined>) {
+        match agent {
+            Agent::Node(n) => (self.nodes[n].clock_ns, self.nodes[n].deadlines()),
+            Agent::Client(c) => (self.clients[c].clock_ns, self.clients[c].deadlines()),
+            Agent::Resource => {
+                // A write decided later is its request's, applied after a delay in true time.
+                let due = self.resource.due.iter().map(|d| Deadlined {
+                    key: d.from.1,
+                    at_ns: d.at_ns,
+                    on_clock: false,
+                    may_repeat: false,
+                });
+                (self.resource.clock_ns, due.collect())
+            }
+        }
+    }
+
+    /// Every agent: nodes, clients, the resource.
+    pub fn agents(&self) -> Vec<Agent> {
+        let nodes = (0..self.nodes.len()).map(Agent::Node);
+        let clients = (0..self.clients.len()).map(Agent::Client);
+        nodes.chain(clients).chain([Agent::Resource]).collect()
+    }
+
+    /// Apply `choice` without forgetting dead messages; the agent it touched.
+    fn take(&mut self, model: &Model<D>, choice: Choice) -> Option<Agent> {
         let setup = &model.setup;
         self.shared.checks_due = false;
         let touched = match choice {
@@ -546,10 +629,15 @@ impl<D: Design> World<D> {
                 self.nodes[n].start(n, setup, &model.config, &mut self.shared);
             }
         }
+        touched
+    }
+
+    /// After a step that touched `touched`: forget the dead messages, and resolve a touched
+    /// node's clock deadlines now, so that its fingerprint is taken of the form `choices`
+    /// leaves it in.
+    fn settle(&mut self, touched: Option<Agent>) {
         self.forget_dead_messages();
         if let Some(Agent::Node(n)) = touched {
-            // Resolve its clock deadlines now, so that its fingerprint is taken of the form
-            // `choices` leaves it in.
             self.nodes[n].earliest_timer();
         }
     }

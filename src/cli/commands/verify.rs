@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use fencesim::cancel::Cancel;
-use fencesim::verify::{reproduce_command, verify, write, Verified};
+use fencesim::verify::{reproduce_command, verify, write, Concrete, Verified, SCENARIO_FILE};
 use fencesim::{exit, Engine};
 use fencesim_verify::{Bounds, Ending};
 
@@ -99,14 +99,51 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         Ok(w) => w,
         Err(e) => return unwritable(&args.out, &e),
     };
-    for path in written {
-        say!("wrote {}", fencesim_history::display_path(&path));
+    for path in &written {
+        say!("wrote {}", fencesim_history::display_path(path));
+    }
+    if let Some(concrete) = &verified.concrete {
+        say_scenario(engine, &dir, concrete);
     }
     match verified.outcome.ending {
         Ending::Verified => exit::VALID,
         Ending::Violation => exit::VIOLATION,
         Ending::BoundsReached => exit::UNKNOWN,
         Ending::Interrupted => exit::INTERRUPTED,
+    }
+}
+
+/// What became of the counterexample written as a scenario.
+fn say_scenario(engine: &Engine, dir: &std::path::Path, concrete: &Concrete) {
+    match concrete {
+        Concrete::Written {
+            found, reproduced, ..
+        } => {
+            let path = dir.join(SCENARIO_FILE);
+            let command = format!(
+                "{} run {}",
+                fencesim_history::shell_word(engine.program()),
+                fencesim_history::shell_word(&fencesim_history::display_path(&path))
+            );
+            let found: Vec<&str> = found.iter().map(|k| k.as_str()).collect();
+            if *reproduced {
+                say!(
+                    "as a scenario: `{command}` reproduces it on seed 0 ({})",
+                    found.join(", ")
+                );
+            } else {
+                say!(
+                    "as a scenario: `{command}` does NOT reproduce it on seed 0 (it shows: {}); \
+                     the schedule's steps above are the counterexample",
+                    if found.is_empty() {
+                        "no violation".to_owned()
+                    } else {
+                        found.join(", ")
+                    }
+                );
+            }
+        }
+        Concrete::Unwritable(why) => say!("not written as a scenario: {why}"),
     }
 }
 
