@@ -258,6 +258,11 @@ pub enum Action {
         message: MessageKind,
         /// Which one of that sender's messages of that kind.
         nth: u64,
+        /// If set, the network also delivers a copy of it this many ms after its send: a
+        /// duplicate of this one message (a verify counterexample's duplication, written as
+        /// a scenario).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        copy_ms: Option<u64>,
     },
     /// Hold every `message` (optionally only from `from`) sent during the window until the
     /// window ends.

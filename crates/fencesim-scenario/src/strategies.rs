@@ -61,6 +61,7 @@ pub fn fault(scenario: &Scenario) -> BoxedStrategy<Fault> {
                 from,
                 message: MessageKind::Write,
                 nth,
+                copy_ms: None,
             },
             trigger: Trigger::At { at_ms: 0 },
             duration_ms: Some(ms),

@@ -37,7 +37,7 @@ fn shape(
     use When::*;
     match kind {
         Pause => (&["node"], &[], NodeTrigger, Some(true)),
-        Hold => (&["from", "message"], &["nth"], Never, Some(true)),
+        Hold => (&["from", "message"], &["nth", "copy_ms"], Never, Some(true)),
         HoldAll => (&["message"], &["from"], AtOnly, Some(true)),
         Latency => (&["latency_ms"], &["from", "to"], AtOnly, Some(true)),
         Loss | Duplicate => (&["rate"], &["from", "to"], AtOnly, Some(true)),
@@ -404,7 +404,17 @@ fn nth(cx: &Ctx, f: &RawFault) -> Result<u64, ScenarioError> {
 fn hold(cx: &Ctx, f: &RawFault, from: String) -> Result<Action, ScenarioError> {
     let nth = nth(cx, f)?;
     let message = sent_message(cx, f, Some(&from))?;
-    Ok(Action::Hold { from, message, nth })
+    let copy_ms = f
+        .copy_ms
+        .as_ref()
+        .map(|n| cx.positive(n, "faults.copy_ms"))
+        .transpose()?;
+    Ok(Action::Hold {
+        from,
+        message,
+        nth,
+        copy_ms,
+    })
 }
 
 /// The fault's `message`, refused if `from` never sends that kind (the hold could never match).

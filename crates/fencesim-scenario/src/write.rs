@@ -253,10 +253,18 @@ fn action(doc: &mut Doc, a: &Action) {
         | Action::Partition {
             cut: Cut::Isolate(node),
         } => doc.key("node", string(node)),
-        Action::Hold { from, message, nth } => {
+        Action::Hold {
+            from,
+            message,
+            nth,
+            copy_ms,
+        } => {
             doc.key("from", string(from));
             doc.key("message", name(message));
             doc.key("nth", int(*nth));
+            if let Some(copy_ms) = copy_ms {
+                doc.key("copy_ms", int(*copy_ms));
+            }
         }
         Action::HoldAll { message, from } => {
             doc.key("message", name(message));

@@ -640,7 +640,15 @@ fn describe(fault: &Fault) -> String {
     };
     let what = match &fault.action {
         Action::Pause { .. } => "frozen".to_owned(),
-        Action::Hold { from, message, nth } => format!("{} #{nth} from {from}", message.as_str()),
+        Action::Hold {
+            from,
+            message,
+            nth,
+            copy_ms,
+        } => {
+            let copy = copy_ms.map_or(String::new(), |ms| format!(", a copy after {ms} ms"));
+            format!("{} #{nth} from {from}{copy}", message.as_str())
+        }
         Action::HoldAll { message, from } => format!(
             "every {} from {}",
             message.as_str(),

@@ -315,6 +315,7 @@ fn hold_one(
             from,
             message,
             nth: occurrence(scenario, role, at_ms),
+            copy_ms: None,
         },
         ..drawn
     }

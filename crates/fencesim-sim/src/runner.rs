@@ -181,11 +181,17 @@ async fn simulate(
         .faults
         .iter()
         .filter_map(|f| match &f.action {
-            Action::Hold { from, message, nth } => Some(HoldRule {
+            Action::Hold {
+                from,
+                message,
+                nth,
+                copy_ms,
+            } => Some(HoldRule {
                 from: from.clone(),
                 kind: *message,
                 nth: *nth,
                 duration_ms: f.duration_ms.unwrap_or(0),
+                copy_ms: *copy_ms,
             }),
             _ => None,
         })

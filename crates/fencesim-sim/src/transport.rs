@@ -64,6 +64,9 @@ pub struct HoldRule {
     pub nth: u64,
     /// Time in the network instead of the drawn latency, simulated ms.
     pub duration_ms: u64,
+    /// If set, a second copy arrives this many ms after the send (a duplicate of this one
+    /// message, however the duplication rate draws).
+    pub copy_ms: Option<u64>,
 }
 
 /// A temporary network condition, added by a fault and removed when it ends.
@@ -212,6 +215,13 @@ impl NetState {
         *count
     }
 
+    /// The `hold` rule that picks the `nth` message of `kind` from `src`: the first in the file.
+    fn hold(&self, src: &str, kind: MessageKind, nth: u64) -> Option<&HoldRule> {
+        self.holds
+            .iter()
+            .find(|h| h.from == src && h.kind == kind && h.nth == nth)
+    }
+
     fn blocked(&self, src: &str, dst: &str) -> bool {
         self.rules
             .iter()
@@ -261,19 +271,20 @@ impl NetState {
     fn flight(&mut self, m: &Sending<'_>, copy: u32) -> Flight {
         let (src, dst, kind, nth, id, now) = (m.src, m.dst, m.kind, m.nth, m.id, m.now);
         let tiebreak = self.tiebreaks.gen::<u64>();
-        if copy == 0 {
-            if let Some(h) = self
-                .holds
-                .iter()
-                .find(|h| h.from == src && h.kind == kind && h.nth == nth)
-            {
-                let detail = format!("{} #{nth} from {src} to {dst}, message {id}", kind.as_str());
-                return Flight {
-                    delay_ns: h.duration_ms * 1_000_000,
-                    held: Some(detail),
-                    tiebreak,
-                };
-            }
+        let held = self.hold(src, kind, nth).and_then(|h| match copy {
+            0 => Some((h.duration_ms, "")),
+            _ => h.copy_ms.map(|ms| (ms, ", its copy")),
+        });
+        if let Some((ms, which)) = held {
+            let detail = format!(
+                "{} #{nth} from {src} to {dst}, message {id}{which}",
+                kind.as_str()
+            );
+            return Flight {
+                delay_ns: ms * 1_000_000,
+                held: Some(detail),
+                tiebreak,
+            };
         }
         let LatencyRange { min_ms, max_ms } = self.latency(src, dst);
         let mut delay_ns = self.rng.gen_range(min_ms..=max_ms) * 1_000_000;
@@ -412,7 +423,8 @@ impl Network {
             Rule::Duplicate(sel, p) => Some((sel, *p)),
             _ => None,
         });
-        let copies = if st.draw(dup) { 2 } else { 1 };
+        let copied = st.hold(src, kind, nth).is_some_and(|h| h.copy_ms.is_some());
+        let copies = if st.draw(dup) || copied { 2 } else { 1 };
         st.stats.duplicated += copies - 1;
         // The copies' fates are drawn in order, all before either flies.
         let now = self.now_ns();

@@ -64,6 +64,7 @@ fn a_held_message_arrives_after_its_hold_and_others_do_not_wait() {
             kind: MessageKind::Read,
             nth: 2,
             duration_ms: 5_000,
+            copy_ms: None,
         };
         let latency = spec(10);
         let (net, mut inboxes) = two_nodes(latency, 0, vec![hold]);
@@ -89,6 +90,30 @@ fn a_held_message_arrives_after_its_hold_and_others_do_not_wait() {
         [("first".to_string(), 10), ("third".to_string(), 10)]
     );
     assert_eq!(arrivals[2], ("second".to_string(), 5_000));
+}
+
+#[test]
+fn a_hold_with_a_copy_delivers_the_message_twice_at_its_two_times() {
+    let arrivals = simulate(async {
+        let hold = HoldRule {
+            from: "a".into(),
+            kind: MessageKind::Read,
+            nth: 1,
+            duration_ms: 300,
+            copy_ms: Some(100),
+        };
+        let (net, mut inboxes) = two_nodes(spec(10), 0, vec![hold]);
+        let inbox = inboxes.remove("b").unwrap();
+        let id = net.send("a", "b", None, None, read("once"));
+        let mut arrivals = Vec::new();
+        for _ in 0..2 {
+            let env = inbox.recv().await.unwrap();
+            arrivals.push((env.id == id, elapsed_ms()));
+        }
+        arrivals
+    });
+    // The copy first (100 ms), then the held message (300 ms): one id, two deliveries.
+    assert_eq!(arrivals, [(true, 100), (true, 300)]);
 }
 
 #[test]

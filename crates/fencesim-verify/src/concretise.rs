@@ -140,8 +140,8 @@ impl Timing {
 /// Why a schedule could not be written as a scenario.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unwritable {
-    /// A duplicated message: no fault names one message to duplicate.
-    #[error("it duplicates a message, and no scripted fault duplicates one chosen message yet")]
+    /// A message duplicated twice: a `hold` makes one copy.
+    #[error("it duplicates one message twice, and a hold makes one copy")]
     Duplicate,
     /// The timers' constraints contradict each other.
     #[error(
@@ -505,16 +505,9 @@ pub fn scenario(
     kind: fencesim_history::ViolationKind,
     steps: usize,
 ) -> Result<Scenario, Unwritable> {
-    if timing
-        .moments
-        .iter()
-        .any(|m| matches!(m.act, Some(Act::Duplicate(_))))
-    {
-        return Err(Unwritable::Duplicate);
-    }
     let layout = layout(timing)?;
     let end_ms = end_ms(&layout.at_ms);
-    let mut faults = holds(timing, &layout, end_ms);
+    let mut faults = holds(timing, &layout, end_ms)?;
     faults.extend(pauses(timing, &layout));
     faults.extend(clocks(timing, &layout));
     faults.extend(crashes(timing, &layout));
@@ -563,8 +556,14 @@ fn at(at_ms: i64) -> Trigger {
     }
 }
 
-/// One `hold` per message sent, counted per sender and kind as the simulator counts them.
-fn holds(timing: &Timing, layout: &Layout, end_ms: i64) -> Vec<Fault> {
+/// One `hold` per message sent, counted per sender and kind as the simulator counts them,
+/// until its delivery's moment; with a `copy_ms` for a message the schedule duplicated, until
+/// its second delivery's. A copy never delivered (lost, or still in flight at the end) is held
+/// past the run's end.
+///
+/// # Errors
+/// [`Unwritable::Duplicate`]: a message duplicated twice.
+fn holds(timing: &Timing, layout: &Layout, end_ms: i64) -> Result<Vec<Fault>, Unwritable> {
     let mut counts: Vec<((Agent, MessageKind), u64)> = Vec::new();
     let mut faults = Vec::new();
     for (s, moment) in timing.moments.iter().enumerate() {
@@ -579,24 +578,33 @@ fn holds(timing: &Timing, layout: &Layout, end_ms: i64) -> Vec<Fault> {
                     1
                 }
             };
-            let delivered = timing.moments[s + 1..]
-                .iter()
-                .position(|d| d.act == Some(Act::Deliver(m.id)))
-                .map(|d| s + 1 + d);
-            // Lost, or still in flight at the end: held past the run's end.
-            let until = delivered.map_or(end_ms + SLOT_MS, |d| layout.arrival_ms(d));
+            let later = || timing.moments.iter().enumerate().skip(s + 1);
+            let duplicated = later()
+                .filter(|(_, d)| d.act == Some(Act::Duplicate(m.id)))
+                .count();
+            if duplicated > 1 {
+                return Err(Unwritable::Duplicate);
+            }
+            let mut arrivals = later()
+                .filter(|(_, d)| d.act == Some(Act::Deliver(m.id)))
+                .map(|(d, _)| layout.arrival_ms(d) - layout.at_ms[s]);
+            let past_end = end_ms + SLOT_MS - layout.at_ms[s];
+            let mut held_ms = || arrivals.next().unwrap_or(past_end).max(1) as u64;
+            let duration_ms = held_ms();
+            let copy_ms = (duplicated == 1).then(&mut held_ms);
             faults.push(Fault {
                 action: Action::Hold {
                     from: name(timing, m.from),
                     message: m.kind,
                     nth,
+                    copy_ms,
                 },
                 trigger: at(layout.at_ms[s]),
-                duration_ms: Some((until - layout.at_ms[s]).max(1) as u64),
+                duration_ms: Some(duration_ms),
             });
         }
     }
-    faults
+    Ok(faults)
 }
 
 fn pauses<'a>(timing: &'a Timing, layout: &'a Layout) -> impl Iterator<Item = Fault> + 'a {
@@ -746,6 +754,60 @@ mod tests {
                 to: 2,
                 why: PauseWhy::Fire { advance_ms: 1000 },
             }]
+        );
+    }
+
+    /// A write that the schedule duplicates and delivers twice becomes one `hold` with a
+    /// copy: the first copy held until the first delivery, the second until the second.
+    #[test]
+    fn a_duplicated_message_is_held_with_a_copy() {
+        let (client, resource) = (Agent::Client(0), Agent::Resource);
+        let write = Sent {
+            id: 9,
+            from: client,
+            to: resource,
+            kind: MessageKind::Write,
+        };
+        let moment = |act, actor, sent: Vec<Sent>| Moment {
+            act,
+            actor,
+            sent,
+            timers: vec![(0, vec![]), (0, vec![])],
+        };
+        let timing = Timing {
+            agents: vec![(client, "client-1".into()), (resource, "resource".into())],
+            moments: vec![
+                moment(None, None, vec![write]),
+                moment(Some(Act::Duplicate(9)), None, vec![]),
+                moment(Some(Act::Deliver(9)), Some(resource), vec![]),
+                moment(Some(Act::Deliver(9)), Some(resource), vec![]),
+            ],
+        };
+        let layout = layout(&timing).expect("a timing");
+        let end = end_ms(&layout.at_ms);
+        let faults = holds(&timing, &layout, end).expect("one duplication");
+        assert_eq!(
+            faults,
+            vec![Fault {
+                action: Action::Hold {
+                    from: "client-1".into(),
+                    message: MessageKind::Write,
+                    nth: 1,
+                    copy_ms: Some(3 * SLOT_MS as u64),
+                },
+                trigger: at(0),
+                duration_ms: Some(2 * SLOT_MS as u64),
+            }]
+        );
+        // Duplicated twice: no hold makes two copies.
+        let mut twice = timing.clone();
+        twice
+            .moments
+            .insert(2, moment(Some(Act::Duplicate(9)), None, vec![]));
+        let twice_layout = super::layout(&twice).expect("a timing");
+        assert_eq!(
+            holds(&twice, &twice_layout, end_ms(&twice_layout.at_ms)),
+            Err(Unwritable::Duplicate)
         );
     }
 }

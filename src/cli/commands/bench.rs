@@ -849,8 +849,21 @@ pub(crate) fn bench_verify(engine: &Engine, quick: bool, cancel: &Cancel) -> u8 
         }
         let o = &verified.outcome;
         let found = o.counterexample.as_ref().map_or("-".to_owned(), |cx| {
-            format!("{} in {} steps", cx.violation.kind.as_str(), cx.steps.len())
+            format!(
+                "{} in {} steps; {}",
+                cx.violation.kind.as_str(),
+                cx.steps.len(),
+                as_scenario(&verified)
+            )
         });
+        if o.counterexample.is_some() && !reproduced(&verified) {
+            missed.push(format!(
+                "{} ({}): its counterexample as a scenario: {}",
+                row.scenario,
+                row.what,
+                as_scenario(&verified)
+            ));
+        }
         say!(
             "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {found} |",
             row.scenario,
@@ -885,6 +898,33 @@ pub(crate) fn bench_verify(engine: &Engine, quick: bool, cancel: &Cancel) -> u8 
         return exit::VIOLATION;
     }
     exit::VALID
+}
+
+/// Whether a search's counterexample, written as a scenario, made `fencesim run` show it.
+fn reproduced(verified: &fencesim::verify::Verified) -> bool {
+    matches!(
+        verified.concrete,
+        Some(fencesim::verify::Concrete::Written {
+            reproduced: true,
+            ..
+        })
+    )
+}
+
+/// What became of a counterexample written as a scenario, in a few words.
+fn as_scenario(verified: &fencesim::verify::Verified) -> String {
+    use fencesim::verify::Concrete;
+    match &verified.concrete {
+        Some(Concrete::Written {
+            reproduced: true, ..
+        }) => "`run` reproduces it".to_owned(),
+        Some(Concrete::Written { found, .. }) => {
+            let found: Vec<&str> = found.iter().map(|k| k.as_str()).collect();
+            format!("`run` does not reproduce it (shows: {})", found.join(", "))
+        }
+        Some(Concrete::Unwritable(why)) => format!("not written as a scenario: {why}"),
+        None => "-".to_owned(),
+    }
 }
 
 /// Each row of the mutation table searched by `verify` on the first two of its clients, one
@@ -928,10 +968,11 @@ fn bench_verify_mutations(engine: &Engine, cancel: &Cancel) -> u8 {
             let o = &verified.outcome;
             cells.push(match &o.counterexample {
                 Some(cx) => format!(
-                    "{} in {} steps ({} states)",
+                    "{} in {} steps ({} states; {})",
                     cx.violation.kind.as_str(),
                     cx.steps.len(),
-                    o.states
+                    o.states,
+                    as_scenario(&verified)
                 ),
                 None => format!(
                     "{}, depth {}, {} states",

@@ -94,10 +94,16 @@ fn aimed_at(action: &Action) -> Option<&str> {
 /// `action` aimed at `node` instead ([`aimed_at`]).
 fn aimed_on(action: &Action, node: &str) -> Action {
     match action {
-        Action::Hold { message, nth, .. } => Action::Hold {
+        Action::Hold {
+            message,
+            nth,
+            copy_ms,
+            ..
+        } => Action::Hold {
             from: node.to_owned(),
             message: *message,
             nth: *nth,
+            copy_ms: *copy_ms,
         },
         action => action.retarget(node),
     }
@@ -504,6 +510,7 @@ impl Prober<'_> {
                         from: node.to_owned(),
                         message,
                         nth: 0,
+                        copy_ms: None,
                     }
                 };
                 Probe {

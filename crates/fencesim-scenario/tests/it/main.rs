@@ -4,4 +4,5 @@
 mod support;
 
 mod final_heal;
+mod hold_copy;
 mod to_toml;

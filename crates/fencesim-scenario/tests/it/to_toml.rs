@@ -718,9 +718,19 @@ fn arb_fault(raft: bool) -> BoxedStrategy<Fault> {
         (clocked.clone(), duration())
             .prop_map(|((node, t), d)| window(t, Some(d), Action::Pause { node }))
             .boxed(),
-        (prop::sample::select(pairs.clone()), 1..=MAX, duration())
-            .prop_map(|((from, message), nth, d)| {
-                let hold = Action::Hold { from, message, nth };
+        (
+            prop::sample::select(pairs.clone()),
+            1..=MAX,
+            prop::option::of(1..=MAX),
+            duration(),
+        )
+            .prop_map(|((from, message), nth, copy_ms, d)| {
+                let hold = Action::Hold {
+                    from,
+                    message,
+                    nth,
+                    copy_ms,
+                };
                 window(Trigger::At { at_ms: 0 }, Some(d), hold)
             })
             .boxed(),

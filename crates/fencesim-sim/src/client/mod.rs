@@ -142,7 +142,7 @@ impl<P: ClientProtocol> Client<P> {
     async fn drive(&mut self) {
         let mut outcome = Outcome::Begin;
         loop {
-            outcome = match self.workload.step(true_ns(), outcome) {
+            outcome = match self.workload.step(self.mono_ns(), outcome) {
                 Step::Acquire => Outcome::Granted {
                     token: self.protocol_acquire().await,
                 },
@@ -184,6 +184,13 @@ impl<P: ClientProtocol> Client<P> {
 
     /// Whether the lease is still valid by the client's own clock; if not, its belief ends:
     /// it will not write, and has nothing to release either.
+    /// Its monotonic clock, ns: what the workload counts its work and keepalives by, as a
+    /// process can read no other time. It reads true time unless a clock fault drifted it.
+    fn mono_ns(&self) -> u64 {
+        let clocks = self.world.clocks.get_cached(&self.spec.name, &self.clock);
+        clocks.mono.read_ns(true_ns()).max(0) as u64
+    }
+
     fn still_valid(&self) -> bool {
         let valid = self.world.belief_valid(&self.spec.name);
         if !valid {
