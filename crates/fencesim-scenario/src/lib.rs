@@ -31,7 +31,7 @@ pub use fencesim_design::{
 pub use model::{
     Cleanup, ClientSpec, Expectation, ExpectedVerdict, LatencyRange, LinkLatency, LockServiceSpec,
     MessageKind, NemesisSpec, NetworkSpec, NodeEvent, NodeRole, Placement, Range64, ResourceSpec,
-    Scenario, SeedRange, LEADER, RESERVED_NODE_NAMES, RESOURCE_NODE,
+    Scenario, SeedRange, WorkClock, LEADER, RESERVED_NODE_NAMES, RESOURCE_NODE,
 };
 pub use validate::derived_name;
 pub use write::to_toml;

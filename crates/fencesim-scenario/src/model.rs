@@ -251,6 +251,10 @@ pub struct ClientSpec {
     /// cleanup), with its fencing token or without. Left out of reports when `none`.
     #[serde(default, skip_serializing_if = "Cleanup::is_none")]
     pub cleanup: Cleanup,
+    /// What its workload counts its work and keepalives by. Left out of reports when it is
+    /// the default, true time.
+    #[serde(default, skip_serializing_if = "WorkClock::is_true_time")]
+    pub work_clock: WorkClock,
     /// The design's client-protocol knobs (its defect knobs: `reclaim`, `on_lost_lease`,
     /// `deadline_from`, `renew_after_failure` for the lease services, `takeover` for
     /// lease-record) as the design resolved them, defaults filled in, by name.
@@ -275,6 +279,35 @@ pub enum Cleanup {
     /// Delete the key without a token, as a cleanup path that goes around the fence does (a
     /// janitor job, an admin script): whether it lands is the resource's `tokenless` choice.
     Unfenced,
+}
+
+/// What a client's workload counts its work and keepalives by (docs/faults.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkClock {
+    /// True time: the work lasts `work_ms` of true time, whatever the client's clocks read
+    /// (the simulator's idealisation, and its default).
+    #[default]
+    TrueTime,
+    /// The client's own monotonic clock, as a real process's loop reads it: after a pause,
+    /// the work left is what its clock says is left. `fencesim verify` writes it into a
+    /// counterexample's scenario, whose clients' clocks stand still as the search's do.
+    Monotonic,
+}
+
+impl WorkClock {
+    /// Whether this is the default, true time.
+    pub fn is_true_time(&self) -> bool {
+        *self == WorkClock::TrueTime
+    }
+
+    /// The name in scenario files (`"monotonic"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkClock::TrueTime => "true-time",
+            WorkClock::Monotonic => "monotonic",
+        }
+    }
 }
 
 impl Cleanup {

@@ -91,6 +91,7 @@ pub(crate) const CLIENT_FIELDS: &[&str] = &[
     "safety_margin_ms",
     "validity_check",
     "cleanup",
+    "work_clock",
 ];
 
 /// The tables whose fields are partly a design's knobs, as written, field by field with its
@@ -137,6 +138,7 @@ pub(crate) struct RawClient {
     pub safety_margin_ms: Option<Num>,
     pub validity_check: Option<bool>,
     pub cleanup: Option<crate::model::Cleanup>,
+    pub work_clock: Option<crate::model::WorkClock>,
 }
 
 /// Every field any fault kind uses; which kind takes which is in `validate_fault.rs`.

@@ -784,6 +784,7 @@ fn resolve_client_template(
         safety_margin_ms: opt(&c.safety_margin_ms, "clients.safety_margin_ms", 0, false)?,
         validity_check: c.validity_check.unwrap_or(true),
         cleanup: c.cleanup.unwrap_or_default(),
+        work_clock: c.work_clock.unwrap_or_default(),
         knobs,
         settings,
     })

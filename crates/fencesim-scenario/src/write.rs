@@ -226,6 +226,9 @@ fn client(doc: &mut Doc, c: &ClientSpec) {
     if !c.cleanup.is_none() {
         doc.key("cleanup", string(c.cleanup.as_str()));
     }
+    if !c.work_clock.is_true_time() {
+        doc.key("work_clock", string(c.work_clock.as_str()));
+    }
     knobs(doc, &c.knobs);
 }
 

@@ -30,7 +30,7 @@
 use fencesim_design::MessageKind;
 use fencesim_scenario::{
     Action, Expectation, ExpectedVerdict, Fault, LatencyRange, NetworkSpec, Scenario, SeedRange,
-    Trigger,
+    Trigger, WorkClock,
 };
 
 use fencesim_design::Design;
@@ -535,6 +535,9 @@ pub fn scenario(
     };
     for c in &mut s.clients {
         c.start_ms = 0;
+        // The search's workload counts by the client's clock, which here stands still
+        // between its steps as the search's does.
+        c.work_clock = WorkClock::Monotonic;
         c.backoff_ms = LatencyRange {
             min_ms: c.backoff_ms.min_ms,
             max_ms: c.backoff_ms.min_ms,

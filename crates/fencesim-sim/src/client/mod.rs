@@ -21,7 +21,7 @@ use std::time::Duration;
 use fencesim_design::WriteOutcome;
 use fencesim_design::{ClientInfo, ClientProtocol, Design};
 use fencesim_history::{Name, Op, OpFn, OpType};
-use fencesim_scenario::{ClientSpec, NodeEvent, RESOURCE_NODE};
+use fencesim_scenario::{ClientSpec, NodeEvent, WorkClock, RESOURCE_NODE};
 use fencesim_workload::{Outcome, Step, Workload, WorkloadSpec};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -142,7 +142,7 @@ impl<P: ClientProtocol> Client<P> {
     async fn drive(&mut self) {
         let mut outcome = Outcome::Begin;
         loop {
-            outcome = match self.workload.step(self.mono_ns(), outcome) {
+            outcome = match self.workload.step(self.work_now_ns(), outcome) {
                 Step::Acquire => Outcome::Granted {
                     token: self.protocol_acquire().await,
                 },
@@ -184,11 +184,16 @@ impl<P: ClientProtocol> Client<P> {
 
     /// Whether the lease is still valid by the client's own clock; if not, its belief ends:
     /// it will not write, and has nothing to release either.
-    /// Its monotonic clock, ns: what the workload counts its work and keepalives by, as a
-    /// process can read no other time. It reads true time unless a clock fault drifted it.
-    fn mono_ns(&self) -> u64 {
-        let clocks = self.world.clocks.get_cached(&self.spec.name, &self.clock);
-        clocks.mono.read_ns(true_ns()).max(0) as u64
+    /// What the workload counts its work and keepalives by, ns: true time, or with
+    /// `work_clock = "monotonic"` its own monotonic clock.
+    fn work_now_ns(&self) -> u64 {
+        match self.spec.work_clock {
+            WorkClock::TrueTime => true_ns(),
+            WorkClock::Monotonic => {
+                let clocks = self.world.clocks.get_cached(&self.spec.name, &self.clock);
+                clocks.mono.read_ns(true_ns()).max(0) as u64
+            }
+        }
     }
 
     fn still_valid(&self) -> bool {
