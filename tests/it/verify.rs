@@ -373,3 +373,32 @@ fn bad_bounds_and_folders_are_refused_first_and_old_counterexamples_go() {
         "bounds-reached"
     );
 }
+
+/// Primary-backup opts in to state hashing, which reaches the sixth step re-execution did not:
+/// the primary decides a grant and waits for the backup's acknowledgement, the backup's failover
+/// timer fires first, and the promoted backup grants the same token again. The scenario's own
+/// description admits this split brain; the scenario written from the schedule shows it in
+/// `fencesim run` too.
+#[test]
+fn primary_backup_grants_a_token_twice_when_failover_beats_the_shipment() {
+    let found = search("primary-backup-sync-failover", &Bounds::default());
+    assert_eq!(found.strategy, Strategy::StateHashing);
+    let cx = found
+        .outcome
+        .counterexample
+        .as_ref()
+        .expect("a counterexample");
+    assert_eq!(cx.violation.kind.as_str(), "token-reused");
+    assert_eq!(cx.steps.len(), 6, "{:#?}", cx.steps);
+    assert_eq!(cx.steps[2], "lease-2's timer fires (its clock: 3000 ms)");
+    assert_eq!(cx.steps[5], "deliver acquire from client-2 to lease-2");
+    let Some(Concrete::Written {
+        reproduced,
+        found: shown,
+        ..
+    }) = &found.concrete
+    else {
+        panic!("not written as a scenario: {:?}", found.concrete);
+    };
+    assert!(*reproduced, "{shown:?}");
+}

@@ -85,6 +85,13 @@ impl Design for LeaseRecordDesign {
         }]
     }
 
+    /// The store node and the candidate client own all their data (the records, the
+    /// candidate's memory of the version it saw) and derive `Clone` and `Debug`: `fencesim
+    /// verify` copies and fingerprints them.
+    fn explorable(&self) -> Option<fencesim_design::Explorable<Self::Node, Self::Client>> {
+        Some(fencesim_design::Explorable::by_clone_and_debug())
+    }
+
     fn settings(
         &self,
         knobs: &mut Knobs,

@@ -41,7 +41,7 @@ const WAKE: TimerId = TimerId(1);
 const ACK: TimerId = TimerId(2);
 
 /// A synchronous primary's wait for the backup to acknowledge shipment `seq`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Awaiting {
     seq: u64,
     /// The answer held back until then: the request's origin and its reply.
@@ -58,7 +58,7 @@ enum Settle {
 }
 
 /// A node of the primary-backup pair.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PrimaryBackupNode {
     config: PrimaryBackupNodeConfig,
     name: String,

@@ -84,6 +84,13 @@ impl Design for PrimaryBackupDesign {
 
     fencesim_lease::lease_client_side!(PrimaryBackupMessage);
 
+    /// The pair's node owns all its data (its replica, the acknowledgement it awaits) and the
+    /// client is the single design's lease client; both derive `Clone` and `Debug`:
+    /// `fencesim verify` copies and fingerprints them.
+    fn explorable(&self) -> Option<fencesim_design::Explorable<Self::Node, Self::Client>> {
+        Some(fencesim_design::Explorable::by_clone_and_debug())
+    }
+
     fn settings(
         &self,
         knobs: &mut Knobs,

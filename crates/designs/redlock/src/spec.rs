@@ -139,6 +139,13 @@ impl Design for RedlockDesign {
         ]
     }
 
+    /// The Redis node and the Redlock client own all their data (the key store, the client's
+    /// replies so far) and derive `Clone` and `Debug`: `fencesim verify` copies and
+    /// fingerprints them.
+    fn explorable(&self) -> Option<fencesim_design::Explorable<Self::Node, Self::Client>> {
+        Some(fencesim_design::Explorable::by_clone_and_debug())
+    }
+
     fn settings(
         &self,
         knobs: &mut Knobs,
