@@ -265,6 +265,10 @@ fn the_command_exits_writes_and_refuses_as_documented() {
         "{summary_md}"
     );
     assert!(summary_md.contains("1. deliver write from client-1 to resource\n\n## Reproduce"));
+    assert!(
+        summary_md.contains("pause-unfenced/scenario.toml\n"),
+        "the scenario's run command: {summary_md}"
+    );
     assert!(!summary_md.contains(" replay "), "{summary_md}");
     let page =
         std::fs::read_to_string(out.join("pause-unfenced/timeline.html")).expect("timeline.html");
@@ -401,4 +405,32 @@ fn primary_backup_grants_a_token_twice_when_failover_beats_the_shipment() {
         panic!("not written as a scenario: {:?}", found.concrete);
     };
     assert!(*reproduced, "{shown:?}");
+}
+
+/// Redis nodes expire keys lazily and set no timer, so in the search their clocks moved only
+/// if they marked each key's expiry (`NodeCtx::mark_deadline`); and two Redlock clients must
+/// draw distinct lock values. With both, K01 on Redlock with one Redis node is found in 13
+/// steps (before, the search answered VERIFIED: no key ever expired).
+#[test]
+fn redlock_on_one_node_expires_a_key_and_shows_k01() {
+    let engine = engine();
+    let scenario = engine
+        .load_named("redlock-pause-unfenced")
+        .expect("bundled");
+    let scenario = engine
+        .with_knob(&scenario, "replicas", toml::Value::Integer(1))
+        .expect("one Redis node");
+    let bounds = Bounds {
+        timeouts: 0,
+        ..pauses_only(14)
+    };
+    let found = verify(engine, &scenario, &bounds, 1, &Cancel::new()).expect("registered");
+    let cx = found
+        .outcome
+        .counterexample
+        .as_ref()
+        .expect("a counterexample");
+    assert_eq!(cx.violation.kind.as_str(), "stale-write-accepted");
+    assert_eq!(cx.steps.len(), 13, "{:#?}", cx.steps);
+    assert_eq!(cx.steps[4], "redis-1's timer fires (its clock: 10000 ms)");
 }

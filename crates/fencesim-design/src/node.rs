@@ -88,6 +88,14 @@ pub enum NodeEffect<M, D> {
         /// When, on which clock.
         deadline: Deadline,
     },
+    /// Mark the moment the node's own clock reads the deadline as one its state depends on,
+    /// though nothing happens then (a lazily checked expiry): see [`NodeCtx::mark_deadline`].
+    MarkDeadline {
+        /// The mark (a new one replaces it).
+        id: TimerId,
+        /// When, on which clock.
+        deadline: Deadline,
+    },
     /// Forget timer `id` if it is set.
     CancelTimer(TimerId),
     /// Write the node's durable state.
@@ -234,6 +242,17 @@ impl<'a, M: DesignMessage, D> NodeCtx<'a, M, D> {
     /// brings the timer forward.
     pub fn set_timer_at(&mut self, id: TimerId, deadline: Deadline) {
         self.effects.push(NodeEffect::SetTimerAt { id, deadline });
+    }
+
+    /// Mark the moment the node's own clock reaches `deadline` as one its state depends on,
+    /// though the node does nothing then: a key that expires lazily (Redis checks a key's TTL
+    /// when the key is read) changes what the next request sees once the clock passes it. The
+    /// simulator does nothing at a mark (its clocks run on their own, and `on_timer` is not
+    /// called); `fencesim verify`, whose clocks move only to deadlines, lets the node's clock
+    /// reach it, so that such an expiry can happen before any later request. A mark with the
+    /// same `id` replaces it.
+    pub fn mark_deadline(&mut self, id: TimerId, deadline: Deadline) {
+        self.effects.push(NodeEffect::MarkDeadline { id, deadline });
     }
 
     /// Cancel timer `id`.

@@ -49,6 +49,9 @@ pub struct NodeEffects<M, D> {
     pub effects: Vec<NodeEffect<M, D>>,
     /// The node's timers.
     pub timers: Timers,
+    /// The moments its state depends on without a timer ([`NodeEffect::MarkDeadline`]): the
+    /// simulator ignores them; an explorer may move the node's clock to one.
+    pub marks: Timers,
     /// The log entry whose events were last applied, and whether this replica was the first
     /// to apply it (so records its events).
     applying: Option<(u64, bool)>,
@@ -65,6 +68,7 @@ impl<M, D> NodeEffects<M, D> {
         NodeEffects {
             effects: Vec::new(),
             timers: Timers::default(),
+            marks: Timers::default(),
             applying: None,
             decided: Vec::new(),
             watched,
@@ -124,6 +128,7 @@ impl<M, D> NodeEffects<M, D> {
                     self.timers.set_from(io.now_ns(), id, after_ms);
                 }
                 NodeEffect::SetTimerAt { id, deadline } => self.timers.set_at(id, deadline),
+                NodeEffect::MarkDeadline { id, deadline } => self.marks.set_at(id, deadline),
                 NodeEffect::CancelTimer(id) => self.timers.cancel(id),
                 NodeEffect::Persist { state, durability } => {
                     let now_ns = io.now_ns();

@@ -216,6 +216,13 @@ pub fn summary_md(engine: &crate::Engine, report: &Report, dir: &std::path::Path
         md.push('\n');
     }
     let _ = writeln!(md, "## Reproduce\n\n```sh\n{}", report.reproduce);
+    // A verify counterexample written as a scripted scenario: the simulator runs it.
+    let scenario = dir.join(crate::verify::SCENARIO_FILE);
+    if report.verify.is_some() && scenario.exists() {
+        let program = fencesim_history::shell_word(engine.program());
+        let scenario = crate::run::argument_word(&scenario.to_string_lossy());
+        let _ = writeln!(md, "{program} run {scenario}");
+    }
     let report_json = dir.join("report.json");
     // A live trial and a verify counterexample have no seed: they are run again, not
     // replayed or shrunk.

@@ -260,10 +260,16 @@ pub fn write(
         let report = counterexample_report(scenario, verified.strategy, cx, reproduce);
         crate::readable::write_unseeded(engine, dir, &report, &cx.history)?;
         written.extend(
-            ["history.jsonl", "report.json", "timeline.html"]
-                .iter()
-                .map(|f| dir.join(f))
-                .filter(|p| p.exists()),
+            [
+                "history.jsonl",
+                "report.json",
+                "history.txt",
+                "summary.md",
+                "timeline.html",
+            ]
+            .iter()
+            .map(|f| dir.join(f))
+            .filter(|p| p.exists()),
         );
     }
     Ok(written)

@@ -100,9 +100,12 @@ pub struct ClientAgent<P: ClientProtocol> {
     pub renewals: u32,
 }
 
-/// The client's clocks for one protocol call.
+/// The client's clocks and draws for one protocol call.
 struct Env {
     now: Now,
+    /// What tells this client's draws from every other client's, and this operation's from
+    /// its others': its index and its count of operations invoked.
+    draw: (usize, u64),
 }
 
 impl ClientEnv for Env {
@@ -110,9 +113,18 @@ impl ClientEnv for Env {
         self.now
     }
 
-    /// The lowest value: a draw decides timing, which the search does not know anyway.
-    fn range_u64(&mut self, low: u64, _high: u64) -> u64 {
-        low
+    /// Near the lowest value, but distinct per client and per operation: a draw that decides
+    /// timing is as good as any (the search does not know time), and one that names something
+    /// (a Redlock lock's random value) must differ between clients, as random 53-bit values
+    /// do but for a vanishing chance. Two clients drawing the same value would hold one lock
+    /// value, and the checker could not tell their writes apart.
+    fn range_u64(&mut self, low: u64, high: u64) -> u64 {
+        let (index, ops) = self.draw;
+        let offset = ((index as u64) << 32) | ops;
+        match high.checked_sub(low).and_then(|span| span.checked_add(1)) {
+            Some(span) => low + offset % span,
+            None => low.wrapping_add(offset), // the whole range of u64
+        }
     }
 }
 
@@ -567,6 +579,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
                     mono_ms: ms,
                     wall_ms: ms,
                 },
+                draw: (index, self.ops),
             };
             let mut ctx = ClientCtx::new(&mut push, &mut self.last_request, &mut env);
             match input {

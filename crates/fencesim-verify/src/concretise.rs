@@ -39,6 +39,9 @@ use crate::net::Agent;
 use crate::node::Deadlined;
 use crate::world::{Choice, Model, Sent, Setup, World};
 
+/// What a counterexample's scenario adds to its scenario's name.
+const SUFFIX: &str = "-counterexample";
+
 /// True ms between consecutive steps, at least: room for a step's messages to be sent before
 /// the next step.
 pub const SLOT_MS: i64 = 10;
@@ -143,6 +146,21 @@ pub enum Unwritable {
     /// A message duplicated twice: a `hold` makes one copy.
     #[error("it duplicates one message twice, and a hold makes one copy")]
     Duplicate,
+    /// A timer too short to hold in place: its agent's pause begins 1 ms after the step that
+    /// set it, and the simulator's rounding takes [`MARGIN_MS`] more.
+    #[error(
+        "{agent}'s timer set at step {step} (0: the start) waits {at_most_ms} ms or less, too \
+         short to keep in place: the scenario needs timers of at least {} ms",
+        MARGIN_MS + 2
+    )]
+    ShortTimer {
+        /// Whose timer.
+        agent: String,
+        /// The step that set it.
+        step: usize,
+        /// Its delay, at most, ms.
+        at_most_ms: i64,
+    },
     /// The timers' constraints contradict each other.
     #[error(
         "no timing satisfies it: between steps {first} and {last} (0: the start), the timers \
@@ -254,6 +272,7 @@ impl Layout {
 /// The moments of `timing`'s steps.
 ///
 /// # Errors
+/// [`Unwritable::ShortTimer`] for a timer too short to hold in place,
 /// [`Unwritable::NoTiming`] when the timers' constraints contradict each other.
 pub fn layout(timing: &Timing) -> Result<Layout, Unwritable> {
     let n = timing.moments.len();
@@ -270,6 +289,19 @@ pub fn layout(timing: &Timing) -> Result<Layout, Unwritable> {
     for a in 0..timing.agents.len() {
         candidates.extend(agent_constraints(timing, a, &mut edges));
         owner.resize(edges.len(), Some(a));
+    }
+    // A timer set at a step that must not fall due within 2 ms of it: too short to keep.
+    if let Some((k, e)) = edges
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.from == e.to && e.weight > 0)
+    {
+        let agent = owner[k].map_or("an agent", |a| timing.agents[a].1.as_str());
+        return Err(Unwritable::ShortTimer {
+            agent: agent.to_owned(),
+            step: e.from,
+            at_most_ms: 2 - e.weight + MARGIN_MS,
+        });
     }
     let at_ms = longest_paths(n, &edges).map_err(|cycle| {
         let mut who: Vec<&str> = Vec::new();
@@ -516,11 +548,15 @@ pub fn scenario(
         _ => 0,
     });
     let mut s = original.clone();
-    s.name = format!("{}-counterexample", original.name);
+    // A scenario name has at most 64 characters.
+    let stem: String = original.name.chars().take(64 - SUFFIX.len()).collect();
+    s.name = format!("{stem}{SUFFIX}");
     s.description = format!(
         "`fencesim verify {}`'s shortest counterexample ({steps} steps, {}) written as \
-         scripted faults: every message held until its step's moment, every timer fired late \
-         by a pause of its agent. `fencesim run` reproduces it on seed 0.",
+         scripted faults: every message held until its step's moment, every agent's clocks \
+         stopped but at its own timers, every timer fired late by a pause of its agent. \
+         `fencesim verify` ran seed 0 when it wrote this, and its verify.json says whether \
+         the violation came back (as_scenario.reproduced).",
         original.name,
         kind.as_str()
     );

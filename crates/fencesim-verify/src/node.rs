@@ -55,13 +55,20 @@ impl<N: LockNode> NodeAgent<N> {
 
     /// The earliest of its timers, with every deadline on its clocks read on its own clock
     /// (which reads its true time: the search has no clock faults).
+    ///
+    /// A node's marked deadlines ([`fencesim_design::NodeCtx::mark_deadline`]) count as its
+    /// timers here: firing one only moves its clock, so a lazily checked expiry can pass.
     pub fn earliest_timer(&mut self) -> Option<u64> {
         let driver = self.driver.as_mut()?;
-        let timers = &mut driver.pending.timers;
-        if timers.has_clock_deadlines() {
-            timers.resolve(|Deadline { at_ms, .. }| at_ms.max(0) as u64 * 1_000_000);
+        let pending = &mut driver.pending;
+        for timers in [&mut pending.timers, &mut pending.marks] {
+            if timers.has_clock_deadlines() {
+                timers.resolve(|Deadline { at_ms, .. }| at_ms.max(0) as u64 * 1_000_000);
+            }
         }
-        timers.earliest().map(|(at_ns, _)| at_ns)
+        let timer = pending.timers.earliest().map(|(at_ns, _)| at_ns);
+        let mark = pending.marks.earliest().map(|(at_ns, _)| at_ns);
+        timer.into_iter().chain(mark).min()
     }
 
     /// Every timer: its id, its deadline on its clock (ns), and whether the simulator sets it
@@ -71,7 +78,7 @@ impl<N: LockNode> NodeAgent<N> {
         let Some(driver) = self.driver.as_ref() else {
             return Vec::new();
         };
-        driver
+        let timers = driver
             .pending
             .timers
             .deadlines()
@@ -80,8 +87,19 @@ impl<N: LockNode> NodeAgent<N> {
                 at_ns,
                 on_clock,
                 may_repeat: true,
-            })
-            .collect()
+            });
+        // A mark waits for nothing in the simulator: only its clock's reading matters.
+        let marks = driver
+            .pending
+            .marks
+            .deadlines()
+            .map(|(id, at_ns, _)| Deadlined {
+                key: (1 << 63) | id.0,
+                at_ns,
+                on_clock: true,
+                may_repeat: true,
+            });
+        timers.chain(marks).collect()
     }
 }
 
@@ -285,7 +303,11 @@ where
         let Some(driver) = self.driver.as_mut() else {
             return;
         };
+        // A timer before a mark of the same moment: the node acts on its clock's reading.
         let Some(id) = driver.pending.timers.pop_due(at_ns) else {
+            // A mark: the clock moves, and the node does nothing until something arrives.
+            driver.pending.marks.pop_due(at_ns);
+            self.clock_ns = self.clock_ns.max(at_ns);
             return;
         };
         self.clock_ns = self.clock_ns.max(at_ns);

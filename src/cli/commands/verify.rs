@@ -94,6 +94,9 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
         &verified,
     );
     let dir = args.out.join(&scenario.name);
+    if let Some(concrete) = &verified.concrete {
+        say_scenario(engine, &dir, concrete);
+    }
     let reproduce = reproduce_command(engine, &args.scenario, &bounds);
     let written = match write(engine, &dir, &scenario, &bounds, &verified, &reproduce) {
         Ok(w) => w,
@@ -101,9 +104,6 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
     };
     for path in &written {
         say!("wrote {}", fencesim_history::display_path(path));
-    }
-    if let Some(concrete) = &verified.concrete {
-        say_scenario(engine, &dir, concrete);
     }
     match verified.outcome.ending {
         Ending::Verified => exit::VALID,

@@ -7,7 +7,7 @@
 //! judges; its decisions still count for event-triggered faults.
 
 use fencesim_design::{
-    Clock, FsyncPolicy, KeyEvent, KeyEventKind, LockNode, NodeCtx, NodeStart, Origin,
+    Clock, Deadline, FsyncPolicy, KeyEvent, KeyEventKind, LockNode, NodeCtx, NodeStart, Origin,
     ServiceEventKind, TimerId,
 };
 
@@ -28,6 +28,9 @@ pub struct RedisConfig {
 
 const SYNC: TimerId = TimerId(1);
 const RESTARTED: TimerId = TimerId(2);
+/// The moment the key last set or extended expires, on the expiry clock: a mark, not a timer
+/// (expiry stays lazy), so that `fencesim verify`'s clock can reach it.
+const EXPIRY: TimerId = TimerId(3);
 
 /// A Redis-like node serving Redlock's commands.
 #[derive(Clone, Debug)]
@@ -78,12 +81,22 @@ impl RedisServer {
         });
     }
 
+    /// Mark `expires_at_ms` on the expiry clock `clock` as a moment the keys depend on.
+    fn mark_expiry(clock: Clock, expires_at_ms: i64, ctx: &mut Ctx<'_>) {
+        let deadline = Deadline {
+            clock,
+            at_ms: expires_at_ms,
+        };
+        ctx.mark_deadline(EXPIRY, deadline);
+    }
+
     /// `SET key value NX PX ttl_ms` for the client `holder`.
     fn set(&mut self, key: &str, value: u64, ttl_ms: u64, holder: &str, ctx: &mut Ctx<'_>) -> bool {
         let now_ms = ctx.now().on(self.config.expiry_clock);
         self.drop_expired(key, now_ms, ctx);
         match self.data.set_nx_px(key, value, holder, ttl_ms, now_ms) {
             Ok(set) => {
+                Self::mark_expiry(self.config.expiry_clock, set.expires_at_ms, ctx);
                 let expires_at_ms = Some(set.expires_at_ms);
                 ctx.record_key(KeyEvent {
                     holder: Some(holder.to_owned()),
@@ -117,6 +130,7 @@ impl RedisServer {
         self.drop_expired(key, now_ms, ctx);
         match self.data.extend_if(key, value, ttl_ms, now_ms) {
             Some(extended) => {
+                Self::mark_expiry(self.config.expiry_clock, extended.expires_at_ms, ctx);
                 let expires_at_ms = Some(extended.expires_at_ms);
                 ctx.record_key(KeyEvent {
                     holder: Some(holder.to_owned()),
