@@ -69,11 +69,13 @@ fn k01_unfenced_has_a_twelve_step_counterexample_and_none_shorter() {
         scenario,
         reproduced,
         found: shown,
+        seed,
     }) = &found.concrete
     else {
         panic!("not written as a scenario: {:?}", found.concrete);
     };
     assert!(*reproduced, "{shown:?}");
+    assert_eq!(*seed, 0, "every moment is fixed: the first seed shows it");
     let kinds: Vec<&str> = scenario
         .faults
         .iter()
@@ -433,4 +435,16 @@ fn redlock_on_one_node_expires_a_key_and_shows_k01() {
     assert_eq!(cx.violation.kind.as_str(), "stale-write-accepted");
     assert_eq!(cx.steps.len(), 13, "{:#?}", cx.steps);
     assert_eq!(cx.steps[4], "redis-1's timer fires (its clock: 10000 ms)");
+    // The two clients start at one instant, and the checker ranks lock values by when their
+    // acquires were invoked: the writer takes the first seed that orders them as the schedule.
+    let Some(Concrete::Written {
+        reproduced, seed, ..
+    }) = &found.concrete
+    else {
+        panic!("not written as a scenario: {:?}", found.concrete);
+    };
+    assert!(
+        *reproduced && *seed < fencesim::verify::SEEDS_TRIED,
+        "seed {seed}"
+    );
 }

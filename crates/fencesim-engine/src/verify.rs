@@ -33,14 +33,17 @@ pub struct Verified {
 /// simulating it reproduces the violation.
 #[derive(Clone, Debug)]
 pub enum Concrete {
-    /// Written, and simulated on seed 0.
+    /// Written, and simulated.
     Written {
         /// The scenario.
         scenario: Box<Scenario>,
-        /// The violations its seed 0 shows, in the checker's order.
+        /// The violations its seed shows, in the checker's order.
         found: Vec<ViolationKind>,
         /// Whether they include the counterexample's.
         reproduced: bool,
+        /// Its seed (the scenario's range is this one seed): the first of the
+        /// [`SEEDS_TRIED`] that reproduced it, or 0.
+        seed: u64,
     },
     /// Not written, and why.
     Unwritable(String),
@@ -54,23 +57,50 @@ impl Concrete {
             fencesim_verify::concretise::scenario(original, &cx.timing, kind, cx.steps.len())
                 .map_err(|e| e.to_string())
                 .and_then(|s| engine.revalidate(&s).map_err(|e| e.to_string()));
-        let scenario = match written {
+        let mut scenario = match written {
             Ok(s) => s,
             Err(why) => return Concrete::Unwritable(why),
         };
-        let outcome = engine.simulate(&scenario, 0);
-        let mut found: Vec<ViolationKind> = Vec::new();
-        for v in fencesim_checker::check(&outcome.history).violations {
-            if !found.contains(&v.kind) {
-                found.push(v.kind);
+        // Every moment is fixed; only what happens at one instant (two clients starting at 0)
+        // is ordered by the seed, and the checker ranks Redlock's values by when their
+        // acquires were invoked. The first seed that shows the violation is the scenario's.
+        let mut first = None;
+        for seed in 0..SEEDS_TRIED {
+            let found = violations(engine, &scenario, seed);
+            let reproduced = found.contains(&kind);
+            first.get_or_insert((seed, found.clone()));
+            if reproduced {
+                first = Some((seed, found));
+                break;
             }
         }
+        let (seed, found) = first.unwrap_or_default();
+        scenario.seeds = fencesim_scenario::SeedRange {
+            start: seed,
+            end: seed + 1,
+        };
         Concrete::Written {
             reproduced: found.contains(&kind),
             scenario: Box::new(scenario),
             found,
+            seed,
         }
     }
+}
+
+/// Seeds the scenario writer tries before it says a counterexample is not reproduced.
+pub const SEEDS_TRIED: u64 = 8;
+
+/// The violation kinds `scenario` shows on `seed`, in the checker's order, once each.
+fn violations(engine: &Engine, scenario: &Scenario, seed: u64) -> Vec<ViolationKind> {
+    let outcome = engine.simulate(scenario, seed);
+    let mut found: Vec<ViolationKind> = Vec::new();
+    for v in fencesim_checker::check(&outcome.history).violations {
+        if !found.contains(&v.kind) {
+            found.push(v.kind);
+        }
+    }
+    found
 }
 
 impl Verified {
@@ -147,10 +177,13 @@ struct AsScenario {
     /// `scenario.toml`, beside verify.json; absent when it could not be written.
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<&'static str>,
-    /// Whether `fencesim run` on it shows the counterexample's violation on seed 0.
+    /// Whether `fencesim run` on it shows the counterexample's violation on its seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     reproduced: Option<bool>,
-    /// What seed 0 showed.
+    /// Its seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    /// What its seed showed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     found: Vec<&'static str>,
     /// Why it was not written.
@@ -162,16 +195,21 @@ impl AsScenario {
     fn of(concrete: &Concrete) -> Self {
         match concrete {
             Concrete::Written {
-                found, reproduced, ..
+                found,
+                reproduced,
+                seed,
+                ..
             } => AsScenario {
                 file: Some(SCENARIO_FILE),
                 reproduced: Some(*reproduced),
+                seed: Some(*seed),
                 found: found.iter().map(|k| k.as_str()).collect(),
                 unwritable: None,
             },
             Concrete::Unwritable(why) => AsScenario {
                 file: None,
                 reproduced: None,
+                seed: None,
                 found: Vec::new(),
                 unwritable: Some(why.clone()),
             },

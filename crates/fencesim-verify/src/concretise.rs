@@ -526,8 +526,8 @@ fn longest_paths(n: usize, edges: &[Edge]) -> Result<Vec<i64>, Vec<usize>> {
 /// `original` with `timing`'s schedule as its faults: its design, resource and clients kept
 /// (every client starting at 0, as the search's do, and backing off for the least of its
 /// range, as the search's clients do), its network without random loss, duplication or
-/// reordering, its faults and nemesis replaced, and `[expect]` the violation `kind` on
-/// seed 0.
+/// reordering, its faults and nemesis replaced, and `[expect]` the violation `kind` (its
+/// seed range, seed 0, is the caller's to choose).
 ///
 /// # Errors
 /// See [`Unwritable`].
@@ -555,7 +555,7 @@ pub fn scenario(
         "`fencesim verify {}`'s shortest counterexample ({steps} steps, {}) written as \
          scripted faults: every message held until its step's moment, every agent's clocks \
          stopped but at its own timers, every timer fired late by a pause of its agent. \
-         `fencesim verify` ran seed 0 when it wrote this, and its verify.json says whether \
+         `fencesim verify` ran its seed when it wrote this, and its verify.json says whether \
          the violation came back (as_scenario.reproduced).",
         original.name,
         kind.as_str()

@@ -117,7 +117,10 @@ pub(crate) fn exec(engine: &Engine, args: &Args, cancel: &Cancel) -> u8 {
 fn say_scenario(engine: &Engine, dir: &std::path::Path, concrete: &Concrete) {
     match concrete {
         Concrete::Written {
-            found, reproduced, ..
+            found,
+            reproduced,
+            seed,
+            ..
         } => {
             let path = dir.join(SCENARIO_FILE);
             let command = format!(
@@ -128,13 +131,14 @@ fn say_scenario(engine: &Engine, dir: &std::path::Path, concrete: &Concrete) {
             let found: Vec<&str> = found.iter().map(|k| k.as_str()).collect();
             if *reproduced {
                 say!(
-                    "as a scenario: `{command}` reproduces it on seed 0 ({})",
+                    "as a scenario: `{command}` reproduces it on seed {seed} ({})",
                     found.join(", ")
                 );
             } else {
                 say!(
-                    "as a scenario: `{command}` does NOT reproduce it on seed 0 (it shows: {}); \
-                     the schedule's steps above are the counterexample",
+                    "as a scenario: `{command}` does NOT reproduce it on seeds 0 to {} (seed 0 \
+                     shows: {}); the schedule's steps above are the counterexample",
+                    fencesim::verify::SEEDS_TRIED - 1,
                     if found.is_empty() {
                         "no violation".to_owned()
                     } else {
