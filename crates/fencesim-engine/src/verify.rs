@@ -64,17 +64,10 @@ impl Concrete {
         // Every moment is fixed; only what happens at one instant (two clients starting at 0)
         // is ordered by the seed, and the checker ranks Redlock's values by when their
         // acquires were invoked. The first seed that shows the violation is the scenario's.
-        let mut first = None;
-        for seed in 0..SEEDS_TRIED {
-            let found = violations(engine, &scenario, seed);
-            let reproduced = found.contains(&kind);
-            first.get_or_insert((seed, found.clone()));
-            if reproduced {
-                first = Some((seed, found));
-                break;
-            }
-        }
-        let (seed, found) = first.unwrap_or_default();
+        let (seed, found) = (0..SEEDS_TRIED)
+            .map(|seed| (seed, violations(engine, &scenario, seed)))
+            .find(|(_, found)| found.contains(&kind))
+            .unwrap_or_else(|| (0, violations(engine, &scenario, 0)));
         scenario.seeds = fencesim_scenario::SeedRange {
             start: seed,
             end: seed + 1,

@@ -322,8 +322,8 @@ pub fn layout(timing: &Timing) -> Result<Layout, Unwritable> {
     // A delivery needs its receiver paused only if one of its timers may fall due first.
     let pauses = candidates
         .into_iter()
-        .filter(|(pause, soonest)| match soonest {
-            Some(soonest) => soonest(&at_ms) <= at_end(&at_ms, pause.to) + 1,
+        .filter(|(pause, due)| match due {
+            Some(due) => soonest(due, &at_ms) <= at_end(&at_ms, pause.to) + 1,
             None => true,
         })
         .map(|(pause, _)| pause)
@@ -341,11 +341,25 @@ fn at_end(at_ms: &[i64], i: usize) -> i64 {
     at_ms.get(i).copied().unwrap_or_else(|| end_ms(at_ms))
 }
 
-/// When the soonest of some timers may fall due, given the moments.
-type Soonest = Box<dyn Fn(&[i64]) -> i64>;
+/// Timers in true time, each as (the moment it was first seen set, its least delay in ms).
+type Due = Vec<(usize, i64)>;
 
-/// Agent `a`'s constraints, added to `edges`, and its pauses, each with (for a delivery) when
-/// its soonest timer in true time may fall due:
+/// The timers of `pending` that wait in true time, as [`Due`].
+fn in_true_time(pending: &[Pending]) -> Due {
+    let waiting = pending.iter().filter(|p| !p.on_clock);
+    waiting.map(|p| (p.first, p.lo())).collect()
+}
+
+/// When the soonest of `due` may fall due, given the moments `t`.
+fn soonest(due: &Due, t: &[i64]) -> i64 {
+    due.iter()
+        .map(|(first, lo)| t[*first] + lo)
+        .min()
+        .unwrap_or(0)
+}
+
+/// Agent `a`'s constraints, added to `edges`, and its pauses, each with (for a delivery or a
+/// rest) the timers in true time that may make it needed:
 /// - after each of its steps, no timer of its in true time is due until 2 ms later (its
 ///   pause, if any, begins 1 ms after the step), nor before the schedule's end after its last
 ///   step (a timer on its clock cannot fall due while the clock stands still);
@@ -355,21 +369,10 @@ fn agent_constraints(
     timing: &Timing,
     a: usize,
     edges: &mut Vec<Edge>,
-) -> Vec<(Pause, Option<Soonest>)> {
+) -> Vec<(Pause, Option<Due>)> {
     let agent = timing.agents[a].0;
-    let (clock, deadlines) = &timing.moments[0].timers[a];
-    let mut pending: Vec<Pending> = deadlines
-        .iter()
-        .map(|d| Pending {
-            key: d.key,
-            on_clock: d.on_clock,
-            may_repeat: d.may_repeat,
-            deadline_ns: d.at_ns,
-            first: 0,
-            clock_ns: *clock,
-        })
-        .collect();
-    let mut clock_ns = *clock;
+    let mut pending = carry(&[], &timing.moments[0].timers[a], 0);
+    let mut clock_ns = timing.moments[0].timers[a].0;
     let mut pauses = Vec::new();
     let mut previous = 0;
     for (i, moment) in timing.moments.iter().enumerate().skip(1) {
@@ -382,7 +385,7 @@ fn agent_constraints(
             to: i,
             why,
         };
-        let in_true_time = || pending.iter().filter(|p| !p.on_clock);
+        let due = in_true_time(&pending);
         match moment.act {
             Some(Act::Fire(_)) => {
                 let advance_ms = match agent {
@@ -412,13 +415,10 @@ fn agent_constraints(
                 }
                 pauses.push((pause(PauseWhy::Fire { advance_ms }), None));
             }
-            Some(Act::Deliver(_)) if in_true_time().next().is_some() => {
-                let due: Vec<(usize, i64)> = in_true_time().map(|p| (p.first, p.lo())).collect();
-                let soonest: Soonest =
-                    Box::new(move |t| due.iter().map(|(f, lo)| t[*f] + lo).min().unwrap_or(0));
-                pauses.push((pause(PauseWhy::Deliver), Some(soonest)));
+            Some(Act::Deliver(_)) if !due.is_empty() => {
+                pauses.push((pause(PauseWhy::Deliver), Some(due)));
             }
-            Some(Act::Crash(_)) if in_true_time().next().is_some() => {
+            Some(Act::Crash(_)) if !due.is_empty() => {
                 pauses.push((pause(PauseWhy::Crash), None));
             }
             _ => {}
@@ -436,11 +436,7 @@ fn agent_constraints(
         previous = i;
     }
     // After its last step, it rests until the run ends, if a timer of its may fall due.
-    let due: Vec<(usize, i64)> = pending
-        .iter()
-        .filter(|p| !p.on_clock)
-        .map(|p| (p.first, p.lo()))
-        .collect();
+    let due = in_true_time(&pending);
     if !due.is_empty() {
         let rest = Pause {
             agent: a,
@@ -448,9 +444,7 @@ fn agent_constraints(
             to: timing.moments.len(),
             why: PauseWhy::Rest,
         };
-        let soonest: Soonest =
-            Box::new(move |t| due.iter().map(|(f, lo)| t[*f] + lo).min().unwrap_or(0));
-        pauses.push((rest, Some(soonest)));
+        pauses.push((rest, Some(due)));
     }
     pauses
 }
