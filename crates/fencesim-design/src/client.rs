@@ -254,7 +254,10 @@ impl ClientInfo {
 ///
 /// Messages the protocol did not ask for (a queued grant, a watch, a revocation) arrive
 /// through [`on_message`](ClientProtocol::on_message) while an operation is in progress.
-pub trait ClientProtocol: Send + 'static {
+///
+/// `Send + Sync`: `fencesim verify` shares one copy of a state among the search states that
+/// hold it alike, across its worker threads (plain data is both; a `RefCell` or `Rc` is not).
+pub trait ClientProtocol: Send + Sync + 'static {
     /// The design's message type.
     type Msg: DesignMessage;
 

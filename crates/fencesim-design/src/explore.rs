@@ -44,15 +44,42 @@ impl<N: Clone + Debug, C: Clone + Debug> Explorable<N, C> {
 /// every field, maps and sets in their order (a `BTreeMap`'s is by key; a `HashMap`'s is not
 /// stable, and a design that iterates one breaks determinism anyway).
 pub fn hash_debug<T: Debug + ?Sized>(value: &T, hasher: &mut dyn Hasher) {
-    struct Feed<'a>(&'a mut dyn Hasher);
+    /// A derived `Debug` writes a piece of a few bytes at a time (a field's name, a
+    /// separator, a number): gathered here, the hasher takes them a buffer at a time.
+    struct Feed<'a> {
+        hasher: &'a mut dyn Hasher,
+        buffer: [u8; 256],
+        len: usize,
+    }
+    impl Feed<'_> {
+        fn flush(&mut self) {
+            self.hasher.write(&self.buffer[..self.len]);
+            self.len = 0;
+        }
+    }
     impl Write for Feed<'_> {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0.write(s.as_bytes());
+            let bytes = s.as_bytes();
+            if self.len + bytes.len() > self.buffer.len() {
+                self.flush();
+                if bytes.len() > self.buffer.len() {
+                    self.hasher.write(bytes);
+                    return Ok(());
+                }
+            }
+            self.buffer[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
             Ok(())
         }
     }
+    let mut feed = Feed {
+        hasher,
+        buffer: [0; 256],
+        len: 0,
+    };
     // Writing into a hasher cannot fail.
-    let _ = write!(Feed(hasher), "{value:?}");
+    let _ = write!(feed, "{value:?}");
+    feed.flush();
 }
 
 #[cfg(test)]

@@ -345,11 +345,14 @@ pub struct NodeStart<D> {
 /// unsynced write before it). Everything else the node held is
 /// gone, as a process's memory is. While it runs, the harness calls one handler at a time, each
 /// at one instant; a paused node (a GC pause) is simply not called until the pause ends.
-pub trait LockNode: Sized + Send + 'static {
+///
+/// `Send + Sync`: `fencesim verify` shares one copy of a state among the search states that
+/// hold it alike, across its worker threads (plain data is both; a `RefCell` or `Rc` is not).
+pub trait LockNode: Sized + Send + Sync + 'static {
     /// The design's message type.
     type Msg: DesignMessage;
     /// What the node writes to disk and starts from after a crash.
-    type Durable: Clone + std::fmt::Debug + Send + 'static;
+    type Durable: Clone + std::fmt::Debug + Send + Sync + 'static;
     /// The node's settings, from the scenario (the same at every start).
     type Config: Clone + std::fmt::Debug + Send + Sync + 'static;
 

@@ -64,7 +64,10 @@ pub struct ReadValue {
 
 /// A resource's state machine. Its state is durable: the harness keeps one instance across
 /// crashes of the `resource` node (a database that syncs every write).
-pub trait FencedResource: Send + 'static {
+///
+/// `Send + Sync`: `fencesim verify` shares one copy of a state among the search states that
+/// hold it alike, across its worker threads (plain data is both; a `RefCell` or `Rc` is not).
+pub trait FencedResource: Send + Sync + 'static {
     /// The resource's settings, from its knobs.
     type Config: Clone + Send + Sync + 'static;
 

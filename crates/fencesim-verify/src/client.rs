@@ -256,7 +256,12 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Go on until it waits: at the start, and after anything that may have ended a step.
-    pub fn run<NM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<NM, P::Msg>) {
+    pub fn run<NM: DesignMessage>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        shared: &mut Shared<NM, P::Msg>,
+    ) {
         loop {
             let outcome = match &self.phase {
                 Phase::Next(outcome) => *outcome,
@@ -296,7 +301,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Tell the workload how the last step went, and begin the next.
-    fn step<NM>(
+    fn step<NM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -379,7 +384,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Invoke `tpl`: record it, with a fresh key.
-    fn invoke<NM>(
+    fn invoke<NM: DesignMessage>(
         &mut self,
         index: usize,
         tpl: &OpTemplate,
@@ -392,7 +397,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Begin lock operation `kind` in the protocol.
-    fn begin_lock<NM>(
+    fn begin_lock<NM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -421,7 +426,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
 
     /// Send a read, write or delete to the resource, and wait for its reply.
     #[allow(clippy::too_many_arguments)]
-    fn begin_call<NM>(
+    fn begin_call<NM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -450,7 +455,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Put a message in flight; its id.
-    fn send<NM>(
+    fn send<NM: DesignMessage>(
         &mut self,
         index: usize,
         to: Agent,
@@ -475,7 +480,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Message `msg` reached the client.
-    pub fn deliver<NM: 'static>(
+    pub fn deliver<NM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -526,7 +531,12 @@ impl<P: ClientProtocol> ClientAgent<P> {
     }
 
     /// Its next timer fires: the client's clock moves to its deadline.
-    pub fn fire<NM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<NM, P::Msg>) {
+    pub fn fire<NM: DesignMessage>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        shared: &mut Shared<NM, P::Msg>,
+    ) {
         let Some(at_ns) = self.next_timer() else {
             return;
         };
@@ -563,7 +573,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
 
     /// Call the protocol with `input`, apply its effects in order, and go on if it completed
     /// the operation.
-    fn feed<NM>(
+    fn feed<NM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -597,7 +607,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
 
     /// Apply one effect of the protocol's, as the simulator's client does (a design's
     /// safepoint passes at once: no fault is triggered here).
-    fn apply<NM>(
+    fn apply<NM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,

@@ -18,6 +18,7 @@ pub mod bounds;
 pub mod client;
 pub mod concretise;
 pub mod fingerprint;
+pub mod kept;
 pub mod net;
 pub mod node;
 pub mod record;

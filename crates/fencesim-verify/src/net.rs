@@ -3,6 +3,9 @@
 //! search tries each.
 
 use std::any::Any;
+use std::fmt::Debug;
+use std::ops::Index;
+use std::sync::Arc;
 
 use fencesim_design::{ReadValue, WriteOutcome};
 
@@ -84,6 +87,72 @@ pub struct Message<NM, CM> {
     pub body: Body<NM, CM>,
     /// What it is, in a word (`acquire`, `write`, `reply`), for a counterexample's steps.
     pub kind: &'static str,
+}
+
+/// The messages in flight, in the order sent. Each is shared by the states that have it in
+/// flight, and fingerprinted once, when it is sent: a state's fingerprint takes every message
+/// in flight, and a state's successors inherit most of them.
+pub struct InFlight<NM, CM> {
+    messages: Vec<(u64, Arc<Message<NM, CM>>)>,
+}
+
+impl<NM, CM> Clone for InFlight<NM, CM> {
+    fn clone(&self) -> Self {
+        InFlight {
+            messages: self.messages.clone(),
+        }
+    }
+}
+
+impl<NM, CM> Default for InFlight<NM, CM> {
+    fn default() -> Self {
+        InFlight {
+            messages: Vec::new(),
+        }
+    }
+}
+
+impl<NM: Clone + Debug, CM: Clone + Debug> InFlight<NM, CM> {
+    /// Send `message`.
+    pub fn push(&mut self, message: Message<NM, CM>) {
+        let m = &message;
+        let fp = crate::fingerprint::of_debug(&(m.id, m.from, m.to, m.reply_to, m.op, &m.body));
+        self.messages.push((fp, Arc::new(message)));
+    }
+
+    /// Take out the message at `i` (a delivery or a loss).
+    pub fn remove(&mut self, i: usize) -> Message<NM, CM> {
+        Arc::unwrap_or_clone(self.messages.remove(i).1)
+    }
+
+    /// A second copy of the message at `i`, in flight after the others.
+    pub fn duplicate(&mut self, i: usize) {
+        let copy = self.messages[i].clone();
+        self.messages.push(copy);
+    }
+
+    /// Keep only the messages `keep` answers true for.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Message<NM, CM>) -> bool) {
+        self.messages.retain(|(_, m)| keep(m));
+    }
+
+    /// The messages, in the order sent.
+    pub fn iter(&self) -> impl Iterator<Item = &Message<NM, CM>> {
+        self.messages.iter().map(|(_, m)| &**m)
+    }
+
+    /// Each message's fingerprint, in the order sent.
+    pub fn fingerprints(&self) -> impl Iterator<Item = u64> + '_ {
+        self.messages.iter().map(|(fp, _)| *fp)
+    }
+}
+
+impl<NM, CM> Index<usize> for InFlight<NM, CM> {
+    type Output = Message<NM, CM>;
+
+    fn index(&self, i: usize) -> &Message<NM, CM> {
+        &self.messages[i].1
+    }
 }
 
 /// The first id of `agent`'s sends; `count` more follow.

@@ -5,15 +5,23 @@
 use std::hash::Hasher;
 
 use fencesim_design::{
-    Deadline, Disk, Durability, HeldLease, KeyEvent, LockNode, NodeStart, Now, Origin, ServiceEvent,
+    Deadline, DesignMessage, Disk, Durability, HeldLease, KeyEvent, LockNode, NodeStart, Now,
+    Origin, ServiceEvent,
 };
 use fencesim_driver::node::{
     history_event, key_event, NodeDriver, NodeIo, NodeStep, NodeWake, Senses, Woken,
 };
+use fencesim_driver::timers::Timers;
 use fencesim_history::{Event, EventKind};
 
 use crate::net::{message_id, Agent, Body, Message};
 use crate::world::{Setup, Shared};
+
+/// Read `timers`' deadlines on a clock that reads true time, as every clock in the search
+/// does (it has no clock faults).
+fn on_true_clock(timers: &mut Timers) {
+    timers.resolve(|Deadline { at_ms, .. }| at_ms.max(0) as u64 * 1_000_000);
+}
 
 /// One lock-service node: up (a driver) or crashed (none), and what outlives a crash.
 pub struct NodeAgent<N: LockNode> {
@@ -53,19 +61,36 @@ impl<N: LockNode> NodeAgent<N> {
         h.write_u64(self.sent);
     }
 
-    /// The earliest of its timers, with every deadline on its clocks read on its own clock
-    /// (which reads its true time: the search has no clock faults).
-    ///
-    /// A node's marked deadlines ([`fencesim_design::NodeCtx::mark_deadline`]) count as its
-    /// timers here: firing one only moves its clock, so a lazily checked expiry can pass.
-    pub fn earliest_timer(&mut self) -> Option<u64> {
-        let driver = self.driver.as_mut()?;
+    /// Read every deadline on its clocks on its own clock (which reads its true time: the
+    /// search has no clock faults). Done after each step that touches the node, so that
+    /// [`NodeAgent::earliest_timer`] reads it without changing it and its fingerprint is
+    /// taken of this form.
+    pub fn resolve_deadlines(&mut self) {
+        let Some(driver) = self.driver.as_mut() else {
+            return;
+        };
         let pending = &mut driver.pending;
         for timers in [&mut pending.timers, &mut pending.marks] {
             if timers.has_clock_deadlines() {
-                timers.resolve(|Deadline { at_ms, .. }| at_ms.max(0) as u64 * 1_000_000);
+                on_true_clock(timers);
             }
         }
+    }
+
+    /// The earliest of its timers, its deadlines resolved ([`NodeAgent::resolve_deadlines`]).
+    ///
+    /// A node's marked deadlines ([`fencesim_design::NodeCtx::mark_deadline`]) count as its
+    /// timers here: firing one only moves its clock, so a lazily checked expiry can pass.
+    pub fn earliest_timer(&self) -> Option<u64> {
+        let pending = &self.driver.as_ref()?.pending;
+        debug_assert!(
+            [&pending.timers, &pending.marks].into_iter().all(|t| {
+                let mut resolved = t.clone();
+                on_true_clock(&mut resolved);
+                resolved == *t
+            }),
+            "a node's deadlines read before they were resolved"
+        );
         let timer = pending.timers.earliest().map(|(at_ns, _)| at_ns);
         let mark = pending.marks.earliest().map(|(at_ns, _)| at_ns);
         timer.into_iter().chain(mark).min()
@@ -73,8 +98,7 @@ impl<N: LockNode> NodeAgent<N> {
 
     /// Every timer: its id, its deadline on its clock (ns), and whether the simulator sets it
     /// on the node's clock (`false`: a delay in true time). None while it is down.
-    pub fn deadlines(&mut self) -> Vec<Deadlined> {
-        self.earliest_timer(); // resolves the clock deadlines
+    pub fn deadlines(&self) -> Vec<Deadlined> {
         let Some(driver) = self.driver.as_ref() else {
             return Vec::new();
         };
@@ -133,7 +157,7 @@ struct Io<'a, NM, CM, D> {
     follows_leases: bool,
 }
 
-impl<NM: Clone, CM, D: Clone> NodeIo<NM, D> for Io<'_, NM, CM, D> {
+impl<NM: DesignMessage, CM: DesignMessage, D: Clone> NodeIo<NM, D> for Io<'_, NM, CM, D> {
     fn now_ns(&self) -> u64 {
         self.clock_ns
     }
@@ -174,12 +198,12 @@ impl<NM: Clone, CM, D: Clone> NodeIo<NM, D> for Io<'_, NM, CM, D> {
     }
 
     fn first_to_apply(&mut self, log_index: u64) -> bool {
-        self.shared.ledger.first_to_apply(log_index)
+        self.shared.ledger.get_mut().first_to_apply(log_index)
     }
 
     fn record(&mut self, event: ServiceEvent) {
         if self.follows_leases {
-            self.shared.ledger.follow(self.name, &event);
+            self.shared.ledger.get_mut().follow(self.name, &event);
         }
         let event = history_event(self.name, event);
         self.shared.record(event, self.clock_ns, None);
@@ -191,7 +215,7 @@ impl<NM: Clone, CM, D: Clone> NodeIo<NM, D> for Io<'_, NM, CM, D> {
     }
 
     fn leads(&mut self, term: u64, detail: Option<String>) {
-        self.shared.ledger.set_leader(term, self.name);
+        self.shared.ledger.get_mut().set_leader(term, self.name);
         if let Some(detail) = detail {
             let event = Event {
                 node: self.name.into(),
@@ -228,7 +252,7 @@ where
     N::Msg: Clone,
 {
     /// Start the node (again) from its disk, and drain it.
-    pub fn start<CM>(
+    pub fn start<CM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -267,7 +291,7 @@ where
     }
 
     /// Hand the node `wake` and make every handler call it owes, then take up what it held.
-    pub fn wake<CM>(
+    pub fn wake<CM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -284,7 +308,7 @@ where
     }
 
     /// A message from `from` (`id`, within operation `op`).
-    pub fn deliver<CM>(
+    pub fn deliver<CM: DesignMessage>(
         &mut self,
         index: usize,
         setup: &Setup,
@@ -296,7 +320,13 @@ where
     }
 
     /// Fire the earliest timer: the node's clock moves to its deadline.
-    pub fn fire<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+    pub fn fire<CM: DesignMessage>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
+        self.resolve_deadlines();
         let Some(at_ns) = self.earliest_timer() else {
             return;
         };
@@ -315,7 +345,12 @@ where
     }
 
     /// Before it waits, a settled node takes up what it held, as the simulator's loop does.
-    fn settle<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+    fn settle<CM: DesignMessage>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
         loop {
             let Some(driver) = self.driver.as_mut() else {
                 return;
@@ -328,7 +363,12 @@ where
     }
 
     /// Make every handler call the node owes, at its clock's time now.
-    fn drain<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+    fn drain<CM: DesignMessage>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
         let Some(driver) = self.driver.as_mut() else {
             return;
         };
@@ -360,7 +400,12 @@ where
 
     /// The node crashes: its process and everything not synced are gone; the leases its disk
     /// no longer has end, as `revoke`s (for a node whose leases the harness follows).
-    pub fn crash<CM>(&mut self, index: usize, setup: &Setup, shared: &mut Shared<N::Msg, CM>) {
+    pub fn crash<CM: DesignMessage>(
+        &mut self,
+        index: usize,
+        setup: &Setup,
+        shared: &mut Shared<N::Msg, CM>,
+    ) {
         self.driver = None;
         self.disk.crash(N::after_crash);
         let kept = N::FOLLOWS_LEASES

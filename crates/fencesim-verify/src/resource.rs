@@ -12,7 +12,7 @@ use std::sync::Arc;
 use fencesim_design::{FencedResource, ReadValue, ResourceDesign, WriteDecision, WriteOutcome};
 
 /// A resource's state machine, without its type.
-pub trait DynResource: Send {
+pub trait DynResource: Send + Sync {
     /// A write; see [`FencedResource::write`].
     fn write(&mut self, key: &str, token: u64, value: &str) -> WriteDecision;
     /// A write decided later comes due; see [`FencedResource::apply_due`].

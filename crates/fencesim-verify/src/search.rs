@@ -17,7 +17,7 @@ use crate::concretise::Timing;
 use crate::record::Records;
 use crate::report::{Counterexample, Ending, Outcome};
 use crate::seen::Seen;
-use crate::world::{Choice, Model, World};
+use crate::world::{Choice, Interned, Model, World};
 
 /// The properties the search checks: the ones that must hold under any timing. Together with
 /// [`NOT_CHECKED`] they are every property the checker has (a test keeps it so).
@@ -68,6 +68,8 @@ pub struct Search<'m, D: Design> {
     /// Every state kept, by how it was reached (index 0: the initial state).
     reached: Vec<Reached>,
     seen: Seen,
+    /// One copy of each agent state the kept states hold.
+    interned: Interned<D>,
     states: u64,
     transitions: u64,
     header: Header,
@@ -256,6 +258,7 @@ impl<'m, D: Design> Search<'m, D> {
             model,
             reached: Vec::new(),
             seen: Seen::default(),
+            interned: Interned::default(),
             states: 0,
             transitions: 0,
             header,
@@ -277,6 +280,7 @@ impl<'m, D: Design> Search<'m, D> {
         self.states = 1;
         if let Some(fp) = root.fingerprint(self.model) {
             self.seen.insert(fp);
+            root.intern(&mut self.interned);
         }
         let jobs = jobs.max(1);
         // One thread takes one state at a time: each successor met before is dropped at
@@ -423,11 +427,14 @@ impl<'m, D: Design> Search<'m, D> {
             }
             for child in e.children {
                 self.transitions += 1;
-                let Some((world, checked)) = child.fresh else {
+                let Some((mut world, checked)) = child.fresh else {
                     continue;
                 };
                 if child.fingerprint.is_some_and(|fp| !self.seen.insert(fp)) {
                     continue; // met earlier in the same batch
+                }
+                if let Some(world) = &mut world {
+                    world.intern(&mut self.interned);
                 }
                 self.states += 1;
                 let index = self.reached.len() as u32;

@@ -8,6 +8,7 @@
 //! client may be paused at any point between its steps); a node may crash, losing what it had
 //! not synced, and restart from its disk. The budgets bound the faults.
 
+use std::collections::BTreeMap;
 use std::hash::Hasher;
 use std::sync::Arc;
 
@@ -24,7 +25,8 @@ use fencesim_scenario::{Scenario, RESOURCE_NODE};
 use crate::bounds::Bounds;
 use crate::client::{ClientAgent, Phase};
 use crate::fingerprint::Fingerprint;
-use crate::net::{message_id, Agent, Body, Message};
+use crate::kept::Kept;
+use crate::net::{message_id, Agent, Body, InFlight, Message};
 use crate::node::{Deadlined, NodeAgent};
 use crate::record::Records;
 use crate::resource::{Due, DynResource, ResourceAgent};
@@ -111,13 +113,14 @@ impl Setup {
 #[derive(Clone)]
 pub struct Shared<NM, CM> {
     /// The messages in flight, in the order sent.
-    pub net: Vec<Message<NM, CM>>,
+    pub net: InFlight<NM, CM>,
     /// The history so far.
     pub records: Records,
-    /// The run's record of leases, log entries and leadership.
-    pub ledger: Ledger,
-    /// The clients' views of their leases.
-    pub beliefs: Beliefs,
+    /// The run's record of leases, log entries and leadership (shared between states until
+    /// one changes it: most steps do not).
+    pub ledger: Kept<Ledger>,
+    /// The clients' views of their leases (shared in the same way).
+    pub beliefs: Kept<Beliefs>,
     /// What the checks can tell apart in the history so far.
     pub trace: CheckTrace,
     /// Whether this step recorded something a token check judges.
@@ -127,10 +130,10 @@ pub struct Shared<NM, CM> {
 impl<NM, CM> Shared<NM, CM> {
     fn new() -> Self {
         Shared {
-            net: Vec::new(),
+            net: InFlight::default(),
             records: Records::default(),
-            ledger: Ledger::default(),
-            beliefs: Beliefs::default(),
+            ledger: Kept::default(),
+            beliefs: Kept::default(),
             trace: CheckTrace::default(),
             checks_due: false,
         }
@@ -152,7 +155,7 @@ impl<NM, CM> Shared<NM, CM> {
         reason: &str,
         clock_ns: u64,
     ) {
-        for (lock, holder, token) in self.ledger.hand_over(from, to, kept) {
+        for (lock, holder, token) in self.ledger.get_mut().hand_over(from, to, kept) {
             let event = Event {
                 node: by.into(),
                 lock: Some(lock.into()),
@@ -192,13 +195,15 @@ impl<NM, CM> Shared<NM, CM> {
             self.end_belief(client, "reply arrived after the lease's validity", clock_ns);
             return;
         }
-        self.beliefs.believe(client, lock, token, until_ms);
+        self.beliefs
+            .get_mut()
+            .believe(client, lock, token, until_ms);
         self.record(belief_start(client, lock, token, until_ms), clock_ns, None);
     }
 
     /// `client` stops believing it holds its lease, for `reason`.
     pub fn end_belief(&mut self, client: &str, reason: &str, clock_ns: u64) {
-        if let Some((lock, token)) = self.beliefs.end(client) {
+        if let Some((lock, token)) = self.beliefs.get_mut().end(client) {
             self.record(belief_end(client, &lock, token, reason), clock_ns, None);
         }
     }
@@ -286,13 +291,19 @@ pub enum Choice {
 }
 
 /// One state.
+///
+/// Its agents are shared with the other states that hold them alike (copy on write): a step
+/// changes one agent, so a state's successors share the rest with it and with each other,
+/// and the search keeps one copy of each agent state it met ([`World::intern`]), as SPIN's
+/// collapse compression keeps each process's local state once (Holzmann 1997). A design
+/// explored by re-execution is never copied, so its agents are never shared.
 pub struct World<D: Design> {
     /// The lock service's nodes.
-    pub nodes: Vec<NodeAgent<D::Node>>,
+    pub nodes: Vec<Arc<NodeAgent<D::Node>>>,
     /// The clients.
-    pub clients: Vec<ClientAgent<D::Client>>,
+    pub clients: Vec<Arc<ClientAgent<D::Client>>>,
     /// The resource.
-    pub resource: ResourceAgent,
+    pub resource: Arc<ResourceAgent>,
     /// The network, the history and the rest the agents share.
     pub shared: Shared<NodeMsg<D>, ClientMsg<D>>,
     /// The fault budgets spent.
@@ -343,33 +354,26 @@ impl<D: Design> World<D> {
             client.run(i, setup, &mut shared);
         }
         for node in &mut nodes {
-            node.earliest_timer(); // as `apply` leaves each node it touches
+            node.resolve_deadlines(); // as `apply` leaves each node it touches
         }
         World {
-            hashed: vec![None; nodes.len() + clients.len()],
-            resource: ResourceAgent::new(Arc::clone(&model.make_resource)),
+            hashed: vec![None; nodes.len() + clients.len() + 1],
+            resource: Arc::new(ResourceAgent::new(Arc::clone(&model.make_resource))),
             shared,
             spent: Spent::default(),
-            nodes,
-            clients,
+            nodes: nodes.into_iter().map(Arc::new).collect(),
+            clients: clients.into_iter().map(Arc::new).collect(),
         }
     }
 
     /// A copy, if the design opts in; `None` otherwise (the caller re-executes instead).
+    /// Its agents are shared with the copy until a step changes one ([`World::apply`]).
     pub fn copy(&self, model: &Model<D>) -> Option<Self> {
-        let e = model.explorable.as_ref()?;
+        model.explorable.as_ref()?;
         Some(World {
-            nodes: self
-                .nodes
-                .iter()
-                .map(|n| n.clone_with(e.clone_node))
-                .collect(),
-            clients: self
-                .clients
-                .iter()
-                .map(|c| c.clone_with(e.clone_client))
-                .collect(),
-            resource: self.resource.copy(),
+            nodes: self.nodes.clone(),
+            clients: self.clients.clone(),
+            resource: Arc::clone(&self.resource),
             shared: self.shared.clone(),
             spent: self.spent,
             hashed: self.hashed.clone(),
@@ -401,20 +405,26 @@ impl<D: Design> World<D> {
             h.write_u64(*self.hashed[n + i].get_or_insert_with(of));
             debug_assert_eq!(self.hashed[n + i], Some(of()), "client {i} changed unseen");
         }
-        self.resource.hash_into(&mut h);
-        let mut flight: Vec<u64> = self
-            .shared
-            .net
-            .iter()
-            .map(|m| crate::fingerprint::of_debug(&(m.id, m.from, m.to, m.reply_to, m.op, &m.body)))
-            .collect();
+        let resource = &self.resource;
+        let of = || {
+            let mut h = Fingerprint::default();
+            resource.hash_into(&mut h);
+            h.finish()
+        };
+        let r = self.hashed.len() - 1;
+        h.write_u64(*self.hashed[r].get_or_insert_with(of));
+        debug_assert_eq!(self.hashed[r], Some(of()), "the resource changed unseen");
+        let mut flight: Vec<u64> = self.shared.net.fingerprints().collect();
         flight.sort_unstable();
         for m in flight {
             h.write_u64(m);
         }
-        fencesim_design::explore::hash_debug(&self.shared.ledger, &mut h);
-        fencesim_design::explore::hash_debug(&self.shared.beliefs, &mut h);
-        fencesim_design::explore::hash_debug(&self.spent, &mut h);
+        h.write_u64(self.shared.ledger.fingerprint());
+        h.write_u64(self.shared.beliefs.fingerprint());
+        let spent = self.spent;
+        for n in [spent.drops, spent.duplicates, spent.crashes, spent.timeouts] {
+            h.write_u32(n);
+        }
         self.shared.trace.hash_into(&mut h);
         Some(h.finish())
     }
@@ -447,7 +457,7 @@ impl<D: Design> World<D> {
                 choices.push(Choice::Duplicate(i));
             }
         }
-        for (i, node) in self.nodes.iter_mut().enumerate() {
+        for (i, node) in self.nodes.iter().enumerate() {
             if node.earliest_timer().is_some() {
                 choices.push(Choice::Fire(Agent::Node(i)));
             }
@@ -591,8 +601,10 @@ impl<D: Design> World<D> {
         match touched {
             Some(Agent::Node(n)) => self.hashed[n] = None,
             Some(Agent::Client(c)) => self.hashed[self.nodes.len() + c] = None,
-            Some(Agent::Resource) | None => {}
+            Some(Agent::Resource) => *self.hashed.last_mut().expect("the resource's") = None,
+            None => {}
         }
+        self.own(model, touched);
         match choice {
             Choice::Deliver(i) => {
                 let m = self.shared.net.remove(i as usize);
@@ -603,21 +615,22 @@ impl<D: Design> World<D> {
                 self.spent.drops += 1;
             }
             Choice::Duplicate(i) => {
-                let copy = self.shared.net[i as usize].clone();
-                self.shared.net.push(copy);
+                self.shared.net.duplicate(i as usize);
                 self.spent.duplicates += 1;
             }
-            Choice::Fire(Agent::Node(n)) => self.nodes[n].fire(n, setup, &mut self.shared),
+            Choice::Fire(Agent::Node(n)) => {
+                owned(&mut self.nodes[n]).fire(n, setup, &mut self.shared)
+            }
             Choice::Fire(Agent::Client(c)) => {
                 if matches!(self.clients[c].phase, Phase::Call { .. }) {
                     self.spent.timeouts += 1;
                 }
-                self.clients[c].fire(c, setup, &mut self.shared)
+                owned(&mut self.clients[c]).fire(c, setup, &mut self.shared)
             }
             Choice::Fire(Agent::Resource) => self.resource_fire(setup),
             Choice::Crash(n) => {
                 let n = n as usize;
-                self.nodes[n].crash(n, setup, &mut self.shared);
+                owned(&mut self.nodes[n]).crash(n, setup, &mut self.shared);
                 // What was in flight to it is lost with it when delivered.
                 self.spent.crashes += 1;
             }
@@ -626,10 +639,51 @@ impl<D: Design> World<D> {
                 let clock_ns = self.nodes[n].clock_ns;
                 self.shared
                     .nemesis(EventKind::Restart, &setup.node_names[n], clock_ns);
-                self.nodes[n].start(n, setup, &model.config, &mut self.shared);
+                owned(&mut self.nodes[n]).start(n, setup, &model.config, &mut self.shared);
             }
         }
         touched
+    }
+
+    /// Make `agent` this state's own to change: a copy if another state shares it.
+    fn own(&mut self, model: &Model<D>, agent: Option<Agent>) {
+        let explorable = || {
+            model
+                .explorable
+                .as_ref()
+                .expect("only a design explored by state hashing has its states copied")
+        };
+        match agent {
+            Some(Agent::Node(n)) => {
+                own(&mut self.nodes[n], |a| {
+                    a.clone_with(explorable().clone_node)
+                });
+            }
+            Some(Agent::Client(c)) => {
+                own(&mut self.clients[c], |a| {
+                    a.clone_with(explorable().clone_client)
+                });
+            }
+            Some(Agent::Resource) => {
+                own(&mut self.resource, ResourceAgent::copy);
+            }
+            None => {}
+        }
+    }
+
+    /// Let this state share each of its agents with the earlier states that hold it alike,
+    /// by fingerprint: `table` keeps one copy of each agent state met (its fingerprints
+    /// taken by [`World::fingerprint`], which must have run).
+    pub fn intern(&mut self, table: &mut Interned<D>) {
+        let n = self.nodes.len();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            let fp = self.hashed[i].expect("interned after its fingerprint");
+            share(node, fp, &mut table.nodes);
+        }
+        for (i, client) in self.clients.iter_mut().enumerate() {
+            let fp = self.hashed[n + i].expect("interned after its fingerprint");
+            share(client, fp, &mut table.clients);
+        }
     }
 
     /// After a step that touched `touched`: forget the dead messages, and resolve a touched
@@ -638,7 +692,7 @@ impl<D: Design> World<D> {
     fn settle(&mut self, touched: Option<Agent>) {
         self.forget_dead_messages();
         if let Some(Agent::Node(n)) = touched {
-            self.nodes[n].earliest_timer();
+            owned(&mut self.nodes[n]).resolve_deadlines();
         }
     }
 
@@ -669,9 +723,9 @@ impl<D: Design> World<D> {
                 let Some(msg) = m.body.design::<NodeMsg<D>>() else {
                     return;
                 };
-                self.nodes[n].deliver(n, setup, origin, msg, &mut self.shared);
+                owned(&mut self.nodes[n]).deliver(n, setup, origin, msg, &mut self.shared);
             }
-            Agent::Client(c) => self.clients[c].deliver(c, setup, m, &mut self.shared),
+            Agent::Client(c) => owned(&mut self.clients[c]).deliver(c, setup, m, &mut self.shared),
             Agent::Resource => self.resource_deliver(setup, m),
         }
     }
@@ -683,18 +737,21 @@ impl<D: Design> World<D> {
                 self.resource_reply(&m, Body::ReadReply(value));
                 return;
             }
-            Body::Write { key, token, value } => match self.resource.write(key, *token, value) {
-                WriteDecision::Now(outcome) => outcome,
-                WriteDecision::Later { after_ms } => {
-                    self.resource.due.push(Due {
-                        at_ns: self.resource.clock_ns + after_ms * 1_000_000,
-                        write: (key.clone(), *token, value.clone()),
-                        from: (m.from, m.id, m.op),
-                    });
-                    return;
+            Body::Write { key, token, value } => {
+                match owned(&mut self.resource).write(key, *token, value) {
+                    WriteDecision::Now(outcome) => outcome,
+                    WriteDecision::Later { after_ms } => {
+                        let at_ns = self.resource.clock_ns + after_ms * 1_000_000;
+                        owned(&mut self.resource).due.push(Due {
+                            at_ns,
+                            write: (key.clone(), *token, value.clone()),
+                            from: (m.from, m.id, m.op),
+                        });
+                        return;
+                    }
                 }
-            },
-            Body::Delete { key, token } => self.resource.delete(key, *token),
+            }
+            Body::Delete { key, token } => owned(&mut self.resource).delete(key, *token),
             _ => return,
         };
         let (key, token, delete) = match &m.body {
@@ -714,7 +771,7 @@ impl<D: Design> World<D> {
         body: Body<NodeMsg<D>, ClientMsg<D>>,
     ) {
         let id = message_id(Agent::Resource, self.resource.sent);
-        self.resource.sent += 1;
+        owned(&mut self.resource).sent += 1;
         self.shared.net.push(Message {
             id,
             from: Agent::Resource,
@@ -738,10 +795,11 @@ impl<D: Design> World<D> {
             .enumerate()
             .min_by_key(|(i, d)| (d.at_ns, *i))
             .expect("not empty");
-        let due = self.resource.due.remove(i);
-        self.resource.clock_ns = self.resource.clock_ns.max(due.at_ns);
+        let resource = owned(&mut self.resource);
+        let due = resource.due.remove(i);
+        resource.clock_ns = resource.clock_ns.max(due.at_ns);
         let (key, token, value) = &due.write;
-        let outcome = self.resource.apply_due(key, *token, value);
+        let outcome = resource.apply_due(key, *token, value);
         let (from, id, op) = due.from;
         let holder = setup.name_of(from);
         let (event, _) = mutation_event(key, holder, Some(*token), op, false, &outcome);
@@ -757,4 +815,46 @@ impl<D: Design> World<D> {
         };
         self.resource_reply(&request, Body::WriteReply(outcome));
     }
+}
+
+/// The agents' states the search has met, one copy of each, by fingerprint
+/// ([`World::intern`]).
+pub struct Interned<D: Design> {
+    nodes: BTreeMap<u64, Arc<NodeAgent<D::Node>>>,
+    clients: BTreeMap<u64, Arc<ClientAgent<D::Client>>>,
+}
+
+impl<D: Design> Default for Interned<D> {
+    fn default() -> Self {
+        Interned {
+            nodes: BTreeMap::new(),
+            clients: BTreeMap::new(),
+        }
+    }
+}
+
+/// `agent` replaced by the copy in `table` with fingerprint `fp`, or kept there as that copy.
+fn share<T>(agent: &mut Arc<T>, fp: u64, table: &mut BTreeMap<u64, Arc<T>>) {
+    match table.get(&fp) {
+        Some(kept) => {
+            if !Arc::ptr_eq(kept, agent) {
+                *agent = Arc::clone(kept);
+            }
+        }
+        None => {
+            table.insert(fp, Arc::clone(agent));
+        }
+    }
+}
+
+/// `agent`, copied by `copy` first if another state shares it (copy on write).
+fn own<T>(agent: &mut Arc<T>, copy: impl FnOnce(&T) -> T) {
+    if Arc::get_mut(agent).is_none() {
+        *agent = Arc::new(copy(agent));
+    }
+}
+
+/// `agent`, which the step has made this state's own ([`World::own`]).
+fn owned<T>(agent: &mut Arc<T>) -> &mut T {
+    Arc::get_mut(agent).expect("a step changes only the agent it made its own")
 }
