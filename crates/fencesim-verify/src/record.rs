@@ -14,7 +14,11 @@ use std::sync::Arc;
 use fencesim_history::{Entry, Header, History, Stamp};
 
 struct Link {
-    entry: Entry,
+    /// The entry without its stamp (its `at` is the default), shared with every equal entry
+    /// of the states the search keeps ([`Records::intern`]).
+    entry: Arc<Entry>,
+    /// The recording agent's clock, ms: the stamp's local clocks.
+    clock_ms: i64,
     /// The operation key, on an invoke.
     op_key: Option<u64>,
     prev: Option<Arc<Link>>,
@@ -25,6 +29,33 @@ struct Link {
 pub struct Records {
     last: Option<Arc<Link>>,
     len: u64,
+}
+
+/// One copy of each entry the kept states recorded (without its stamp), by fingerprint: the
+/// same grant or write is recorded in thousands of states, at different places in their
+/// histories, and a state keeps its own records until it is expanded.
+#[derive(Default)]
+pub struct Entries {
+    kept: BTreeMap<u64, Arc<Entry>>,
+}
+
+impl Entries {
+    /// `entry` replaced by the equal one kept, or kept; false if it was already shared.
+    fn share(&mut self, entry: &mut Arc<Entry>) -> bool {
+        if Arc::strong_count(entry) > 1 {
+            return false;
+        }
+        let fp = crate::fingerprint::of_debug(&**entry);
+        match self.kept.get(&fp) {
+            // Equal, not only alike in fingerprint: a history must never change.
+            Some(kept) if **kept == **entry => *entry = Arc::clone(kept),
+            Some(_) => {}
+            None => {
+                self.kept.insert(fp, Arc::clone(entry));
+            }
+        }
+        true
+    }
 }
 
 impl Records {
@@ -38,32 +69,39 @@ impl Records {
         self.len == 0
     }
 
-    /// Append `entry`, stamped with its index and the recording agent's clock (`clock_ns`:
-    /// the agent's own time, the only time a schedule has); `op_key` on an invoke.
+    /// Append `entry`, recorded at `clock_ns` of the recording agent's clock (the agent's own
+    /// time, the only time a schedule has); `op_key` on an invoke. Its stamp is given when
+    /// the history is read: its index, and that clock.
     pub fn push(&mut self, entry: impl Into<Entry>, clock_ns: u64, op_key: Option<u64>) {
         let mut entry = entry.into();
-        let ms = (clock_ns / 1_000_000) as i64;
-        let stamp = Stamp {
-            index: self.len,
-            // True time is unknown to the search: the index orders the records.
-            time_ns: self.len,
-            mono_ms: ms,
-            wall_ms: ms,
-        };
-        match &mut entry {
-            Entry::Op(op) => op.at = stamp,
-            Entry::Event(ev) => ev.at = stamp,
-        }
+        *stamp(&mut entry) = Stamp::default();
         self.last = Some(Arc::new(Link {
-            entry,
+            entry: Arc::new(entry),
+            clock_ms: (clock_ns / 1_000_000) as i64,
             op_key,
             prev: self.last.take(),
         }));
         self.len += 1;
     }
 
-    /// The records as a history under `header`, each event's operation key turned into its
-    /// invoke's index.
+    /// Share the entries recorded since the last call (the links this state alone holds)
+    /// with the equal ones in `entries`.
+    pub fn intern(&mut self, entries: &mut Entries) {
+        let mut at = self.last.as_mut();
+        while let Some(link) = at {
+            let Some(link) = Arc::get_mut(link) else {
+                return; // shared with another state: interned when that one was kept
+            };
+            if !entries.share(&mut link.entry) {
+                return;
+            }
+            at = link.prev.as_mut();
+        }
+    }
+
+    /// The records as a history under `header`, each stamped with its index (true time is
+    /// unknown to the search: the index orders the records) and its agent's clock, and each
+    /// event's operation key turned into its invoke's index.
     pub fn history(&self, header: Header) -> History {
         let mut links = Vec::with_capacity(self.len as usize);
         let mut at = self.last.as_deref();
@@ -79,8 +117,15 @@ impl Records {
             .collect();
         let entries = links
             .into_iter()
-            .map(|l| {
-                let mut entry = l.entry.clone();
+            .enumerate()
+            .map(|(i, l)| {
+                let mut entry = Entry::clone(&l.entry);
+                *stamp(&mut entry) = Stamp {
+                    index: i as u64,
+                    time_ns: i as u64,
+                    mono_ms: l.clock_ms,
+                    wall_ms: l.clock_ms,
+                };
                 if let Entry::Event(ev) = &mut entry {
                     ev.op = ev.op.and_then(|k| invokes.get(&k).copied());
                 }
@@ -88,5 +133,13 @@ impl Records {
             })
             .collect();
         History { header, entries }
+    }
+}
+
+/// Where `entry` keeps its stamp.
+fn stamp(entry: &mut Entry) -> &mut Stamp {
+    match entry {
+        Entry::Op(op) => &mut op.at,
+        Entry::Event(ev) => &mut ev.at,
     }
 }

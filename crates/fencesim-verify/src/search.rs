@@ -14,7 +14,7 @@ use fencesim_design::{Design, TokenKind};
 use fencesim_history::{Header, History, TokenOrder, ViolationKind};
 
 use crate::concretise::Timing;
-use crate::record::Records;
+use crate::record::{Entries, Records};
 use crate::report::{Counterexample, Ending, Outcome};
 use crate::seen::Seen;
 use crate::world::{Choice, Interned, Model, World};
@@ -70,6 +70,8 @@ pub struct Search<'m, D: Design> {
     seen: Seen,
     /// One copy of each agent state the kept states hold.
     interned: Interned<D>,
+    /// One copy of each entry the kept states recorded.
+    entries: Entries,
     states: u64,
     transitions: u64,
     header: Header,
@@ -259,6 +261,7 @@ impl<'m, D: Design> Search<'m, D> {
             reached: Vec::new(),
             seen: Seen::default(),
             interned: Interned::default(),
+            entries: Entries::default(),
             states: 0,
             transitions: 0,
             header,
@@ -435,6 +438,7 @@ impl<'m, D: Design> Search<'m, D> {
                 }
                 if let Some(world) = &mut world {
                     world.intern(&mut self.interned);
+                    world.shared.records.intern(&mut self.entries);
                 }
                 self.states += 1;
                 let index = self.reached.len() as u32;
