@@ -19,6 +19,7 @@ pub mod client;
 pub mod concretise;
 pub mod fingerprint;
 pub mod kept;
+pub mod linear;
 pub mod net;
 pub mod node;
 pub mod record;

@@ -9,30 +9,35 @@
 //!   across nodes: `token-not-monotonic`, `token-reused` and `release-by-non-holder`;
 //! - per key, the resource's decisions (accept, reject) in order: `stale-write-accepted` and
 //!   `unfenced-mutation`;
-//! - per client, its operations in order, and for each operation on the resource, which
-//!   operations of every client had completed when it was invoked (the precedence order that
-//!   linearizability respects, Herlihy and Wing 1990): `not-linearizable`.
+//! - per client, its operations in order;
+//! - across clients, the real-time order of operations on the resource, which
+//!   linearizability respects (Herlihy and Wing 1990): `not-linearizable`. Of that order, the
+//!   trace keeps what linearizability can still tell apart: every configuration a
+//!   linearization of the history so far may be in ([`Linear`], just-in-time linearization).
 //!
-//! So the trace keeps a hash chain per lock, per key and per client, and the per-client
-//! counts of completed operations at each invoke, and forgets how records of different
-//! chains interleave. That is the partial-order reduction: deliveries and timers of
-//! different agents commute, and their interleavings are explored as one state once their
-//! histories agree on every chain. A chain keeps more order than a check needs, never less.
+//! So the trace keeps a hash chain per lock, per key and per client, and the register's
+//! configurations, and forgets how records of different chains interleave. That is the
+//! partial-order reduction: deliveries and timers of different agents commute, and their
+//! interleavings are explored as one state once their histories agree on every chain and
+//! linearize alike. A chain keeps more order than a check needs, never less.
 
 use std::hash::Hasher;
+use std::sync::Arc;
 
-use fencesim_history::{Entry, EventKind, OpFn, OpType};
+use fencesim_history::{Entry, EventKind, OpFn};
 
 use crate::fingerprint::Fingerprint;
+use crate::linear::Linear;
 
 /// The chains of one history, each keyed by the fingerprint of its lock, key or client name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckTrace {
     /// Hash chains, sorted by (kind of chain, name's fingerprint).
     chains: Vec<((u8, u64), u64)>,
-    /// Per client (name's fingerprint), how many of its resource operations have completed
-    /// (`ok`, `fail` or `info`), sorted.
-    completed: Vec<(u64, u64)>,
+    /// The register's configurations (shared between states until a call to the resource
+    /// changes them), and their fingerprint.
+    linear: Arc<Linear>,
+    linear_fp: u64,
 }
 
 const LOCK: u8 = 0;
@@ -65,7 +70,7 @@ impl CheckTrace {
                 let client = name(Some(op.node.as_str()));
                 let on_resource =
                     matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete);
-                let mut seen = format!(
+                let seen = format!(
                     "{:?} {} {:?} {:?} {:?} {:?} {:?} {}",
                     op.f,
                     op.op_type.as_str(),
@@ -76,11 +81,9 @@ impl CheckTrace {
                     op.expected,
                     op.process
                 );
-                if on_resource && op.op_type == OpType::Invoke {
-                    // What had completed when it was invoked: its precedence.
-                    seen.push_str(&format!(" after {:?}", self.completed));
-                } else if on_resource {
-                    self.complete(client);
+                if on_resource {
+                    Arc::make_mut(&mut self.linear).take(op);
+                    self.linear_fp = crate::fingerprint::of_debug(&*self.linear);
                 }
                 self.extend((CLIENT, client), &seen);
                 false
@@ -95,10 +98,7 @@ impl CheckTrace {
             h.write_u64(*key);
             h.write_u64(*chain);
         }
-        for (client, count) in &self.completed {
-            h.write_u64(*client);
-            h.write_u64(*count);
-        }
+        h.write_u64(self.linear_fp);
     }
 
     fn extend(&mut self, chain: (u8, u64), seen: &str) {
@@ -115,13 +115,6 @@ impl CheckTrace {
         h.write(seen.as_bytes());
         self.chains[at].1 = h.finish();
     }
-
-    fn complete(&mut self, client: u64) {
-        match self.completed.binary_search_by_key(&client, |(c, _)| *c) {
-            Ok(at) => self.completed[at].1 += 1,
-            Err(at) => self.completed.insert(at, (client, 1)),
-        }
-    }
 }
 
 /// The fingerprint of a lock, key or client name (`None`: the chain of records without one).
@@ -136,7 +129,7 @@ fn name(name: Option<&str>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fencesim_history::{Event, Op, Stamp};
+    use fencesim_history::{Event, Op, OpType, Stamp};
 
     fn grant(lock: &str, token: u64) -> Entry {
         Entry::Event(Event {
