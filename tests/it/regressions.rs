@@ -174,3 +174,48 @@ fn a_duplicate_write_after_its_holders_fenced_delete_is_not_linearizable() {
     // client-2's write with token 12 (invoked at index 316) was accepted twice.
     assert_eq!(accepts_of(316), 2);
 }
+
+/// Found by `fencesim verify single-fenced` with one duplicated message (issue 33): the first
+/// copy of client-1's token-1 write is accepted and read by client-2, the second copy is
+/// rejected as stale after client-2's token-2 write, and client-1 takes that rejection as its
+/// write's outcome. The history says the write failed though it took effect: not
+/// linearizable, and no stale write accepted. The resource fences; it does not dedupe.
+#[test]
+fn a_duplicate_writes_rejection_reports_an_applied_write_as_failed() {
+    use fencesim_history::{OpFn, OpType};
+    let scenario = load("duplicate-write-rejected-after-it-was-applied");
+    support::assert_met_on_whole_range(&scenario, &opts());
+    let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
+    let kinds: Vec<&str> = done
+        .report
+        .violations
+        .iter()
+        .map(|v| v.kind.as_str())
+        .collect();
+    assert!(kinds.contains(&"not-linearizable"), "{kinds:?}");
+    assert!(!kinds.contains(&"stale-write-accepted"), "{kinds:?}");
+    let ops: Vec<_> = done.records.ops().collect();
+    let write = |op_type| {
+        ops.iter()
+            .find(|o| o.node.as_str() == "client-1" && o.f == OpFn::Write && o.op_type == op_type)
+            .copied()
+            .expect("client-1's write")
+    };
+    let invoke = write(OpType::Invoke).at.index;
+    let decided = |kind| {
+        done.records
+            .events()
+            .filter(|e| e.event == kind && e.op == Some(invoke))
+            .count()
+    };
+    assert_eq!(
+        (decided(EventKind::Accept), decided(EventKind::Reject)),
+        (1, 1)
+    );
+    assert_eq!(write(OpType::Fail).value.as_deref(), Some("client-1/1"));
+    // client-2 read what the "failed" write wrote.
+    assert!(ops.iter().any(|o| o.node.as_str() == "client-2"
+        && o.f == OpFn::Read
+        && o.op_type == OpType::Ok
+        && o.value.as_deref() == Some("client-1/1")));
+}
