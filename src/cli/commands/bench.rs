@@ -721,6 +721,8 @@ struct VerifyRow {
     what: &'static str,
     bounds: fencesim::verify::Bounds,
     expect: fencesim::verify::Ending,
+    /// Lock cycles per client, if not the scenario's.
+    cycles: Option<u64>,
 }
 
 /// The rows of `bench --only verify`: the fenced single design explored completely without
@@ -745,6 +747,7 @@ fn verify_rows(quick: bool) -> Vec<VerifyRow> {
         what,
         bounds,
         expect,
+        cycles: None,
     };
     let counterexamples = [
         row(
@@ -798,6 +801,34 @@ fn verify_rows(quick: bool) -> Vec<VerifyRow> {
             },
             Ending::Verified,
         ),
+        // The target: two lock-write-release cycles each, with a loss and a crash.
+        VerifyRow {
+            cycles: Some(2),
+            ..row(
+                "single-fenced",
+                "2 clients x 2 cycles, 1 attempt, no renewal, 1 loss and 1 service crash",
+                Bounds {
+                    drops: 1,
+                    crashes: 1,
+                    attempts: 1,
+                    renewals: 0,
+                    max_states: 60_000_000,
+                    ..timers_only.clone()
+                },
+                Ending::Verified,
+            )
+        },
+        // A duplicated write: the resource rejects the second copy after another client's
+        // write, and the writer takes that as its write's outcome (tests/it/regressions.rs).
+        row(
+            "single-fenced",
+            "2 clients x 1 cycle, timers and 1 duplicate",
+            Bounds {
+                duplicates: 1,
+                ..timers_only.clone()
+            },
+            Ending::Violation,
+        ),
     ];
     rows.extend(counterexamples);
     // A primary paused past the failover timeout: the split brain the scenario admits,
@@ -843,9 +874,12 @@ pub(crate) fn bench_verify(engine: &Engine, quick: bool, cancel: &Cancel) -> u8 
     say!("|---|---|---|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
     for row in verify_rows(quick) {
-        let Some(scenario) = bundled_scenario(engine, row.scenario) else {
+        let Some(mut scenario) = bundled_scenario(engine, row.scenario) else {
             return exit::SIM_FAILED;
         };
+        if let Some(cycles) = row.cycles {
+            scenario.clients.iter_mut().for_each(|c| c.cycles = cycles);
+        }
         let verified = match verify(engine, &scenario, &row.bounds, 1, cancel) {
             Ok(v) => v,
             Err(e) => {
