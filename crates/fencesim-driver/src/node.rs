@@ -242,7 +242,8 @@ impl<N: LockNode> NodeDriver<N> {
     }
 
     /// Feed everything that decides what the node does next into `hasher`: its host (the node
-    /// by `hash_node`), its timers and the effects it has yet to apply.
+    /// by `hash_node`), its timers, its marked deadlines (an explorer may move its clock to
+    /// one), the log entry it is applying and the effects it has yet to apply.
     pub fn hash_with(
         &self,
         hash_node: fn(&N, &mut dyn std::hash::Hasher),
@@ -250,6 +251,8 @@ impl<N: LockNode> NodeDriver<N> {
     ) {
         self.host.hash_with(hash_node, hasher);
         fencesim_design::explore::hash_debug(&self.pending.timers, hasher);
+        fencesim_design::explore::hash_debug(&self.pending.marks, hasher);
+        fencesim_design::explore::hash_debug(&self.pending.applying, hasher);
         fencesim_design::explore::hash_debug(&self.pending.effects, hasher);
     }
 

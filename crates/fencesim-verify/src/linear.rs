@@ -111,13 +111,16 @@ impl Linear {
         // A process that invokes again before its last completed leaves that one pending for
         // good (the checker's pairing).
         self.awaiting.insert(op.process, (key.to_owned(), id));
+        // A write or compare-and-set without a value writes the empty one, as the checker
+        // reads it; only a delete leaves the key as never written.
+        let written = || Some(op.value.clone().unwrap_or_default());
         let effect = match op.f {
             OpFn::Read => Effect::Read,
-            OpFn::Write => Effect::Write(op.value.clone()),
+            OpFn::Write => Effect::Write(written()),
             OpFn::Delete => Effect::Write(None),
             _ => Effect::Cas {
                 from: op.expected.clone(),
-                to: op.value.clone(),
+                to: written(),
             },
         };
         let k = self.keys.entry(key.to_owned()).or_default();
@@ -255,7 +258,9 @@ mod tests {
                     let key = ["x", "y"][usize::from(key % 2)];
                     let f =
                         [OpFn::Read, OpFn::Write, OpFn::Write, OpFn::Delete][usize::from(what % 4)];
-                    let v = (f == OpFn::Write).then(|| VALUES[usize::from(value % 3)]);
+                    // Now and then a write without a value: the checker reads it as "".
+                    let v =
+                        (f == OpFn::Write && value < 240).then(|| VALUES[usize::from(value % 3)]);
                     ops.push(op(p, OpType::Invoke, f, key, v));
                     slots[s] = Slot::Pending(f, key);
                 }
@@ -268,6 +273,7 @@ mod tests {
                         OpType::Info,
                     ][usize::from(what % 5)];
                     let seen = match (f, op_type, value % 4) {
+                        (OpFn::Read, OpType::Ok, 3) if value >= 128 => Some(""),
                         (OpFn::Read, OpType::Ok, 3) => None,
                         (OpFn::Read, OpType::Ok, v) => Some(VALUES[usize::from(v)]),
                         _ => None,

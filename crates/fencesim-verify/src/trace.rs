@@ -15,16 +15,25 @@
 //!   trace keeps what linearizability can still tell apart: every configuration a
 //!   linearization of the history so far may be in ([`Linear`], just-in-time linearization).
 //!
+//! Two checks read an order across chains, and the client chain keeps the one fact each needs
+//! at the operation that needs it:
+//! - `token-not-granted` judges a mutation's invoke against the grants and renewals recorded
+//!   before it: each invoke that presents a token says whether its client had been granted it;
+//! - with opaque tokens (Redlock: no service records grants), the checker ranks lock values by
+//!   the order their acquires were invoked in: each acquire invoke says how many acquires
+//!   every client had invoked before it.
+//!
 //! So the trace keeps a hash chain per lock, per key and per client, and the register's
 //! configurations, and forgets how records of different chains interleave. That is the
 //! partial-order reduction: deliveries and timers of different agents commute, and their
 //! interleavings are explored as one state once their histories agree on every chain and
 //! linearize alike. A chain keeps more order than a check needs, never less.
 
+use std::collections::BTreeSet;
 use std::hash::Hasher;
 use std::sync::Arc;
 
-use fencesim_history::{Entry, EventKind, OpFn};
+use fencesim_history::{Entry, EventKind, OpFn, OpType};
 
 use crate::fingerprint::Fingerprint;
 use crate::linear::Linear;
@@ -38,6 +47,14 @@ pub struct CheckTrace {
     /// changes them), and their fingerprint.
     linear: Arc<Linear>,
     linear_fp: u64,
+    /// Each (holder, token) a grant or renewal named so far (a function of the lock chains,
+    /// so not hashed).
+    granted: Arc<BTreeSet<(String, u64)>>,
+    /// Whether lock values are ranked by the order of their acquires' invokes (opaque
+    /// tokens), and how many acquires have been invoked so far (a function of the client
+    /// chains, so not hashed).
+    ranks_acquires: bool,
+    acquires: u64,
 }
 
 const LOCK: u8 = 0;
@@ -45,6 +62,15 @@ const KEY: u8 = 1;
 const CLIENT: u8 = 2;
 
 impl CheckTrace {
+    /// An empty trace for a design whose tokens are opaque (`opaque`: ranked by acquisition)
+    /// or fencing tokens.
+    pub fn new(opaque: bool) -> Self {
+        CheckTrace {
+            ranks_acquires: opaque,
+            ..CheckTrace::default()
+        }
+    }
+
     /// Take `entry` into its chain. Answers whether a check that runs along the path (every
     /// checked property but linearizability) has something new to judge.
     pub fn take(&mut self, entry: &Entry) -> bool {
@@ -63,6 +89,11 @@ impl CheckTrace {
                     "{:?} {:?} {:?} {:?} {:?} {:?}",
                     ev.event, ev.lock, ev.key, ev.holder, ev.token, ev.op
                 );
+                let names_holder =
+                    matches!(ev.event, EventKind::Grant | EventKind::Renew) && ev.lock.is_some();
+                if let (true, Some(holder), Some(token)) = (names_holder, &ev.holder, ev.token) {
+                    Arc::make_mut(&mut self.granted).insert((holder.to_string(), token));
+                }
                 self.extend(chain, &seen);
                 ev.event != EventKind::Reject
             }
@@ -70,7 +101,7 @@ impl CheckTrace {
                 let client = name(Some(op.node.as_str()));
                 let on_resource =
                     matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete);
-                let seen = format!(
+                let mut seen = format!(
                     "{:?} {} {:?} {:?} {:?} {:?} {:?} {}",
                     op.f,
                     op.op_type.as_str(),
@@ -81,6 +112,16 @@ impl CheckTrace {
                     op.expected,
                     op.process
                 );
+                let invoke = op.op_type == OpType::Invoke;
+                let mutation = matches!(op.f, OpFn::Write | OpFn::Delete | OpFn::Cas);
+                if let (true, true, Some(token)) = (invoke, mutation, op.token) {
+                    let granted = self.granted.contains(&(op.node.to_string(), token));
+                    seen.push_str(if granted { " granted" } else { " not granted" });
+                }
+                if self.ranks_acquires && invoke && op.f == OpFn::Acquire {
+                    seen.push_str(&format!(" acquire #{}", self.acquires));
+                    self.acquires += 1;
+                }
                 if on_resource {
                     Arc::make_mut(&mut self.linear).take(op);
                     self.linear_fp = crate::fingerprint::of_debug(&*self.linear);
@@ -129,7 +170,7 @@ fn name(name: Option<&str>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fencesim_history::{Event, Op, OpType, Stamp};
+    use fencesim_history::{Event, Op, Stamp};
 
     fn grant(lock: &str, token: u64) -> Entry {
         Entry::Event(Event {
@@ -143,7 +184,7 @@ mod tests {
     fn op(client: &str, f: OpFn, op_type: OpType) -> Entry {
         Entry::Op(Op {
             at: Stamp::default(),
-            process: 0,
+            process: if client == "client-1" { 1000 } else { 2000 },
             node: client.into(),
             op_type,
             f,
@@ -185,5 +226,43 @@ mod tests {
         let before = trace(&[w.clone(), invoke.clone(), ok.clone()]);
         let after = trace(&[w, ok, invoke]);
         assert_ne!(before, after);
+    }
+
+    fn with_token(entry: Entry, token: u64) -> Entry {
+        let Entry::Op(mut o) = entry else {
+            unreachable!("an operation")
+        };
+        o.token = Some(token);
+        o.lock = (o.f == OpFn::Acquire).then(|| "lock".into());
+        Entry::Op(o)
+    }
+
+    #[test]
+    fn a_token_presented_before_its_grant_differs_from_one_presented_after_it() {
+        // token-not-granted judges a mutation's invoke against the grants before it.
+        let write = with_token(op("client-1", OpFn::Write, OpType::Invoke), 1);
+        let before = trace(&[write.clone(), grant("lock-a", 1)]);
+        let after = trace(&[grant("lock-a", 1), write]);
+        assert_ne!(before, after);
+    }
+
+    #[test]
+    fn acquires_keep_their_order_across_clients_only_for_opaque_tokens() {
+        let a = op("client-1", OpFn::Acquire, OpType::Invoke);
+        let b = op("client-2", OpFn::Acquire, OpType::Invoke);
+        let run = |opaque: bool, entries: &[Entry]| {
+            let mut t = CheckTrace::new(opaque);
+            for e in entries {
+                t.take(e);
+            }
+            let mut h = Fingerprint::default();
+            t.hash_into(&mut h);
+            h.finish()
+        };
+        let (ab, ba) = ([a.clone(), b.clone()], [b, a]);
+        // Redlock ranks lock values by their acquires' invokes: the order is kept.
+        assert_ne!(run(true, &ab), run(true, &ba));
+        // Fencing tokens are ranked by value: two clients' acquires commute.
+        assert_eq!(run(false, &ab), run(false, &ba));
     }
 }

@@ -319,6 +319,8 @@ impl<D: Design> World<D> {
     pub fn new(model: &Model<D>) -> Self {
         let setup = &model.setup;
         let mut shared = Shared::new();
+        let opaque = setup.scenario.lock_service.shape.tokens == fencesim_design::TokenKind::Opaque;
+        shared.trace = CheckTrace::new(opaque);
         let mut nodes: Vec<NodeAgent<D::Node>> = (0..setup.node_names.len())
             .map(|_| NodeAgent {
                 driver: None,
