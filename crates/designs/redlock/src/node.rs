@@ -28,9 +28,20 @@ pub struct RedisConfig {
 
 const SYNC: TimerId = TimerId(1);
 const RESTARTED: TimerId = TimerId(2);
-/// The moment the key last set or extended expires, on the expiry clock: a mark, not a timer
-/// (expiry stays lazy), so that `fencesim verify`'s clock can reach it.
-const EXPIRY: TimerId = TimerId(3);
+/// The moment a key last set or extended expires, on the expiry clock: a mark, not a timer
+/// (expiry stays lazy), so that `fencesim verify`'s clock can reach it. One per key (this bit
+/// and a hash of the key's name): a shared one would let a later, shorter TTL on another key
+/// replace the mark of a key that expires later, whose expiry the search could then not reach.
+const EXPIRY: u64 = 1 << 63;
+
+/// The expiry mark of `key`.
+fn expiry_mark(key: &str) -> TimerId {
+    // FNV-1a: stable across runs and platforms.
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    TimerId(EXPIRY | (hash >> 1))
+}
 
 /// A Redis-like node serving Redlock's commands.
 #[derive(Clone, Debug)]
@@ -81,13 +92,13 @@ impl RedisServer {
         });
     }
 
-    /// Mark `expires_at_ms` on the expiry clock `clock` as a moment the keys depend on.
-    fn mark_expiry(clock: Clock, expires_at_ms: i64, ctx: &mut Ctx<'_>) {
+    /// Mark `expires_at_ms` on the expiry clock `clock` as the moment `key` depends on.
+    fn mark_expiry(key: &str, clock: Clock, expires_at_ms: i64, ctx: &mut Ctx<'_>) {
         let deadline = Deadline {
             clock,
             at_ms: expires_at_ms,
         };
-        ctx.mark_deadline(EXPIRY, deadline);
+        ctx.mark_deadline(expiry_mark(key), deadline);
     }
 
     /// `SET key value NX PX ttl_ms` for the client `holder`.
@@ -96,7 +107,7 @@ impl RedisServer {
         self.drop_expired(key, now_ms, ctx);
         match self.data.set_nx_px(key, value, holder, ttl_ms, now_ms) {
             Ok(set) => {
-                Self::mark_expiry(self.config.expiry_clock, set.expires_at_ms, ctx);
+                Self::mark_expiry(key, self.config.expiry_clock, set.expires_at_ms, ctx);
                 let expires_at_ms = Some(set.expires_at_ms);
                 ctx.record_key(KeyEvent {
                     holder: Some(holder.to_owned()),
@@ -130,7 +141,7 @@ impl RedisServer {
         self.drop_expired(key, now_ms, ctx);
         match self.data.extend_if(key, value, ttl_ms, now_ms) {
             Some(extended) => {
-                Self::mark_expiry(self.config.expiry_clock, extended.expires_at_ms, ctx);
+                Self::mark_expiry(key, self.config.expiry_clock, extended.expires_at_ms, ctx);
                 let expires_at_ms = Some(extended.expires_at_ms);
                 ctx.record_key(KeyEvent {
                     holder: Some(holder.to_owned()),
