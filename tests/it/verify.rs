@@ -449,3 +449,18 @@ fn redlock_on_one_node_expires_a_key_and_shows_k01() {
         "seed {seed}"
     );
 }
+
+/// `--max-states 1` keeps the initial state and expands nothing (it used to take one more).
+#[test]
+fn a_state_bound_of_one_keeps_only_the_initial_state() {
+    let bounds = Bounds {
+        max_states: 1,
+        ..Bounds::default()
+    };
+    let outcome = search("single-fenced", &bounds).outcome;
+    assert_eq!(outcome.ending, Ending::BoundsReached);
+    assert_eq!(
+        (outcome.states, outcome.transitions, outcome.depth),
+        (1, 0, 0)
+    );
+}

@@ -254,6 +254,7 @@ impl<'m, D: Design> Search<'m, D> {
             },
             // Its records' times are their indexes: the search has no true time.
             untimed: true,
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             ..Header::unnamed()
         };
         Search {
@@ -284,6 +285,10 @@ impl<'m, D: Design> Search<'m, D> {
         if let Some(fp) = root.fingerprint(self.model) {
             self.seen.insert(fp);
             root.intern(&mut self.interned);
+        }
+        if self.states >= bounds.max_states {
+            // The initial state alone meets the bound: nothing was expanded.
+            return self.outcome(Ending::BoundsReached, 0, None, true);
         }
         let jobs = jobs.max(1);
         // One thread takes one state at a time: each successor met before is dropped at
