@@ -308,9 +308,10 @@ pub struct World<D: Design> {
     pub shared: Shared<NodeMsg<D>, ClientMsg<D>>,
     /// The fault budgets spent.
     pub spent: Spent,
-    /// Each node's, then each client's, fingerprint as last computed, until a step touches
-    /// it: a step changes one agent (the one a message is delivered to, whose timer fires,
-    /// that crashes or restarts), and rehashing the others was most of the search's time.
+    /// Each node's, then each client's, then the resource's fingerprint as last computed,
+    /// until a step touches it: a step changes one agent (the one a message is delivered to,
+    /// whose timer fires, that crashes or restarts), and rehashing the others was most of the
+    /// search's time.
     hashed: Vec<Option<u64>>,
 }
 
