@@ -17,6 +17,15 @@ fn opts() -> RunOptions {
     RunOptions::in_memory()
 }
 
+/// The kinds of the violations a run's report holds.
+fn violation_kinds(done: &fencesim::run::Evaluated) -> Vec<&str> {
+    done.report
+        .violations
+        .iter()
+        .map(|v| v.kind.as_str())
+        .collect()
+}
+
 #[test]
 fn a_queueing_service_honours_its_restart_grace() {
     support::assert_met_on_whole_range(&load("queue-restart-grace"), &opts());
@@ -133,12 +142,7 @@ fn reads_after_either_cleanup_are_judged_as_the_register_ran() {
     unfenced.clients[0].cleanup = fencesim_scenario::Cleanup::Unfenced;
     let unfenced = crate::support::engine().revalidate(&unfenced).unwrap();
     let done = evaluate(crate::support::engine(), &unfenced, 0, &opts()).unwrap();
-    let kinds: Vec<&str> = done
-        .report
-        .violations
-        .iter()
-        .map(|v| v.kind.as_str())
-        .collect();
+    let kinds = violation_kinds(&done);
     assert_eq!(kinds, Vec::<&str>::new(), "{:?}", done.report.violations);
     let mut accepting = unfenced.clone();
     accepting
@@ -147,12 +151,7 @@ fn reads_after_either_cleanup_are_judged_as_the_register_ran() {
         .insert("tokenless".into(), "accept".into());
     let accepting = crate::support::engine().revalidate(&accepting).unwrap();
     let done = evaluate(crate::support::engine(), &accepting, 0, &opts()).unwrap();
-    let kinds: Vec<&str> = done
-        .report
-        .violations
-        .iter()
-        .map(|v| v.kind.as_str())
-        .collect();
+    let kinds = violation_kinds(&done);
     assert!(kinds.contains(&"unfenced-mutation"), "{kinds:?}");
     assert!(!kinds.contains(&"not-linearizable"), "{kinds:?}");
 }
@@ -186,12 +185,7 @@ fn a_duplicate_writes_rejection_reports_an_applied_write_as_failed() {
     let scenario = load("duplicate-write-rejected-after-it-was-applied");
     support::assert_met_on_whole_range(&scenario, &opts());
     let done = evaluate(crate::support::engine(), &scenario, 0, &opts()).unwrap();
-    let kinds: Vec<&str> = done
-        .report
-        .violations
-        .iter()
-        .map(|v| v.kind.as_str())
-        .collect();
+    let kinds = violation_kinds(&done);
     assert!(kinds.contains(&"not-linearizable"), "{kinds:?}");
     assert!(!kinds.contains(&"stale-write-accepted"), "{kinds:?}");
     let ops: Vec<_> = done.records.ops().collect();

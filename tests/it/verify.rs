@@ -3,7 +3,7 @@
 //! every run, and the command exits, writes and refuses as docs/verify.md says.
 
 use fencesim::cancel::Cancel;
-use fencesim::verify::{verify, Bounds, Concrete, Ending, Strategy, Verified};
+use fencesim::verify::{verify, Bounds, Concrete, Counterexample, Ending, Strategy, Verified};
 
 use crate::support::{engine, fencesim, interrupted_after, json, out_dir, text};
 
@@ -31,6 +31,31 @@ const K01_PAUSE_ONLY: [&str; 8] = [
 ];
 
 /// No message faults and no crash: the process pause alone.
+/// The counterexample `found` holds.
+fn counterexample(found: &Verified) -> &Counterexample {
+    found
+        .outcome
+        .counterexample
+        .as_ref()
+        .expect("a counterexample")
+}
+
+/// The scenario `found`'s counterexample was written as, and the seed that shows it in
+/// `fencesim run`; fails unless it was written and reproduced.
+fn reproduced(found: &Verified) -> (&fencesim::Scenario, u64) {
+    let Some(Concrete::Written {
+        scenario,
+        reproduced,
+        found: shown,
+        seed,
+    }) = &found.concrete
+    else {
+        panic!("not written as a scenario: {:?}", found.concrete);
+    };
+    assert!(*reproduced, "{shown:?}");
+    (scenario, *seed)
+}
+
 fn pauses_only(depth: u32) -> Bounds {
     Bounds {
         depth,
@@ -47,7 +72,7 @@ fn k01_unfenced_has_a_twelve_step_counterexample_and_none_shorter() {
     let o = &found.outcome;
     assert_eq!(found.strategy, Strategy::StateHashing);
     assert_eq!(o.ending, Ending::Violation);
-    let cx = o.counterexample.as_ref().expect("a counterexample");
+    let cx = counterexample(&found);
     assert_eq!(cx.violation.kind.as_str(), "stale-write-accepted");
     // Breadth-first: every schedule of 11 steps or fewer was explored before this one.
     assert_eq!((cx.steps.len(), o.depth), (12, 12), "{:#?}", cx.steps);
@@ -65,17 +90,8 @@ fn k01_unfenced_has_a_twelve_step_counterexample_and_none_shorter() {
     assert!(o.states <= 16_647, "{} states", o.states);
     // As a scripted scenario: each timer fired late by a pause of its agent, each message
     // held until its step, and the simulator shows the same violation on seed 0.
-    let Some(Concrete::Written {
-        scenario,
-        reproduced,
-        found: shown,
-        seed,
-    }) = &found.concrete
-    else {
-        panic!("not written as a scenario: {:?}", found.concrete);
-    };
-    assert!(*reproduced, "{shown:?}");
-    assert_eq!(*seed, 0, "every moment is fixed: the first seed shows it");
+    let (scenario, seed) = reproduced(&found);
+    assert_eq!(seed, 0, "every moment is fixed: the first seed shows it");
     let kinds: Vec<&str> = scenario
         .faults
         .iter()
@@ -390,24 +406,12 @@ fn bad_bounds_and_folders_are_refused_first_and_old_counterexamples_go() {
 fn primary_backup_grants_a_token_twice_when_failover_beats_the_shipment() {
     let found = search("primary-backup-sync-failover", &Bounds::default());
     assert_eq!(found.strategy, Strategy::StateHashing);
-    let cx = found
-        .outcome
-        .counterexample
-        .as_ref()
-        .expect("a counterexample");
+    let cx = counterexample(&found);
     assert_eq!(cx.violation.kind.as_str(), "token-reused");
     assert_eq!(cx.steps.len(), 6, "{:#?}", cx.steps);
     assert_eq!(cx.steps[2], "lease-2's timer fires (its clock: 3000 ms)");
     assert_eq!(cx.steps[5], "deliver acquire from client-2 to lease-2");
-    let Some(Concrete::Written {
-        reproduced,
-        found: shown,
-        ..
-    }) = &found.concrete
-    else {
-        panic!("not written as a scenario: {:?}", found.concrete);
-    };
-    assert!(*reproduced, "{shown:?}");
+    reproduced(&found);
 }
 
 /// Redis nodes expire keys lazily and set no timer, so in the search their clocks moved only
@@ -428,26 +432,14 @@ fn redlock_on_one_node_expires_a_key_and_shows_k01() {
         ..pauses_only(14)
     };
     let found = verify(engine, &scenario, &bounds, 1, &Cancel::new()).expect("registered");
-    let cx = found
-        .outcome
-        .counterexample
-        .as_ref()
-        .expect("a counterexample");
+    let cx = counterexample(&found);
     assert_eq!(cx.violation.kind.as_str(), "stale-write-accepted");
     assert_eq!(cx.steps.len(), 13, "{:#?}", cx.steps);
     assert_eq!(cx.steps[4], "redis-1's timer fires (its clock: 10000 ms)");
     // The two clients start at one instant, and the checker ranks lock values by when their
     // acquires were invoked: the writer takes the first seed that orders them as the schedule.
-    let Some(Concrete::Written {
-        reproduced, seed, ..
-    }) = &found.concrete
-    else {
-        panic!("not written as a scenario: {:?}", found.concrete);
-    };
-    assert!(
-        *reproduced && *seed < fencesim::verify::SEEDS_TRIED,
-        "seed {seed}"
-    );
+    let (_, seed) = reproduced(&found);
+    assert!(seed < fencesim::verify::SEEDS_TRIED, "seed {seed}");
 }
 
 /// `--max-states 1` keeps the initial state and expands nothing (it used to take one more).

@@ -125,13 +125,9 @@ impl Linear {
         };
         let k = self.keys.entry(key.to_owned()).or_default();
         if effect == Effect::Read {
-            k.configs = std::mem::take(&mut k.configs)
-                .into_iter()
-                .map(|mut c| {
-                    c.readable.insert(id, BTreeSet::from([c.value.clone()]));
-                    c
-                })
-                .collect();
+            k.each_config(|c| {
+                c.readable.insert(id, BTreeSet::from([c.value.clone()]));
+            });
         }
         k.pending.insert(id, effect);
         k.close();
@@ -143,41 +139,44 @@ impl Linear {
             return;
         };
         let k = self.keys.get_mut(&key).expect("an awaited operation's key");
-        let Some(effect) = k.pending.get(&id).cloned() else {
+        let Some(effect) = k.pending.get(&id) else {
             return;
         };
-        let read = effect == Effect::Read;
+        let read = *effect == Effect::Read;
         match op.op_type {
             // A read that returned a known value: some moment since its invoke held it.
             OpType::Ok if read && !op.value_unknown => {
                 let seen = &op.value;
-                k.keep(|c| c.readable.get(&id).is_some_and(|r| r.contains(seen)));
+                k.configs
+                    .retain(|c| c.readable.get(&id).is_some_and(|r| r.contains(seen)));
             }
             // A write that took effect: it was placed by now.
-            OpType::Ok if !read => k.keep(|c| c.placed.contains(&id)),
+            OpType::Ok if !read => k.configs.retain(|c| c.placed.contains(&id)),
             // A failed write did not happen.
-            OpType::Fail if !read => k.keep(|c| !c.placed.contains(&id)),
+            OpType::Fail if !read => k.configs.retain(|c| !c.placed.contains(&id)),
             // An unknown write may still take effect, or never: it stays pending for good.
             OpType::Info if !read => return,
             // Any other read saw nothing the checker reads.
             _ => {}
         }
         k.pending.remove(&id);
-        k.configs = std::mem::take(&mut k.configs)
-            .into_iter()
-            .map(|mut c| {
-                c.placed.remove(&id);
-                c.readable.remove(&id);
-                c
-            })
-            .collect();
+        k.each_config(|c| {
+            c.placed.remove(&id);
+            c.readable.remove(&id);
+        });
     }
 }
 
 impl Key {
-    /// Keep the configurations `keep` answers true for.
-    fn keep(&mut self, keep: impl Fn(&Config) -> bool) {
-        self.configs.retain(|c| keep(c));
+    /// Change every configuration by `change` (configurations made equal become one).
+    fn each_config(&mut self, mut change: impl FnMut(&mut Config)) {
+        self.configs = std::mem::take(&mut self.configs)
+            .into_iter()
+            .map(|mut c| {
+                change(&mut c);
+                c
+            })
+            .collect();
     }
 
     /// Add every configuration reached by placing pending writes not yet placed, in any
@@ -293,6 +292,13 @@ mod tests {
         ops
     }
 
+    /// The configurations `ops` leave.
+    fn linear(ops: &[Op]) -> Linear {
+        let mut l = Linear::default();
+        ops.iter().for_each(|o| l.take(o));
+        l
+    }
+
     fn checker_says_linearizable(ops: &[Op]) -> bool {
         let entries = ops
             .iter()
@@ -352,26 +358,20 @@ mod tests {
         let w = |t| op(0, t, OpFn::Write, "x", Some("a"));
         let r = |t, v| op(1, t, OpFn::Read, "x", v);
         // write a completes, then a read returns nothing: no linearization.
-        let mut after = Linear::default();
-        for o in [
+        let after = linear(&[
             w(OpType::Invoke),
             w(OpType::Ok),
             r(OpType::Invoke, None),
             r(OpType::Ok, None),
-        ] {
-            after.take(&o);
-        }
+        ]);
         assert!(!after.linearizable());
         // The read overlaps the write: it may come first.
-        let mut overlapping = Linear::default();
-        for o in [
+        let overlapping = linear(&[
             w(OpType::Invoke),
             r(OpType::Invoke, None),
             w(OpType::Ok),
             r(OpType::Ok, None),
-        ] {
-            overlapping.take(&o);
-        }
+        ]);
         assert!(overlapping.linearizable());
     }
 
@@ -381,24 +381,18 @@ mod tests {
         // completion, leave one configuration: the value written.
         let a = |t| op(0, t, OpFn::Write, "x", Some("a"));
         let b = |t| op(1, t, OpFn::Write, "x", Some("a"));
-        let mut one = Linear::default();
-        for o in [
+        let one = linear(&[
             a(OpType::Invoke),
             a(OpType::Ok),
             b(OpType::Invoke),
             b(OpType::Ok),
-        ] {
-            one.take(&o);
-        }
-        let mut two = Linear::default();
-        for o in [
+        ]);
+        let two = linear(&[
             a(OpType::Invoke),
             b(OpType::Invoke),
             b(OpType::Ok),
             a(OpType::Ok),
-        ] {
-            two.take(&o);
-        }
+        ]);
         assert_eq!(one, two);
     }
 }

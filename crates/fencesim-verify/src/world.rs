@@ -128,13 +128,13 @@ pub struct Shared<NM, CM> {
 }
 
 impl<NM, CM> Shared<NM, CM> {
-    fn new() -> Self {
+    fn new(trace: CheckTrace) -> Self {
         Shared {
             net: InFlight::default(),
             records: Records::default(),
             ledger: Kept::default(),
             beliefs: Kept::default(),
-            trace: CheckTrace::default(),
+            trace,
             checks_due: false,
         }
     }
@@ -319,9 +319,8 @@ impl<D: Design> World<D> {
     /// The initial state: every node started, every client begun.
     pub fn new(model: &Model<D>) -> Self {
         let setup = &model.setup;
-        let mut shared = Shared::new();
         let opaque = setup.scenario.lock_service.shape.tokens == fencesim_design::TokenKind::Opaque;
-        shared.trace = CheckTrace::new(opaque);
+        let mut shared = Shared::new(CheckTrace::new(opaque));
         let mut nodes: Vec<NodeAgent<D::Node>> = (0..setup.node_names.len())
             .map(|_| NodeAgent {
                 driver: None,
