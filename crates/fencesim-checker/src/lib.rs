@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 pub use exposure::UnsafeExposure;
 pub use linearizable::{FailedCas, LockModel};
+pub use presented::{is_grant, presented};
 
 /// The overall outcome of checking one history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

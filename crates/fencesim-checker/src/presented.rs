@@ -67,8 +67,9 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
     violations
 }
 
-/// A `grant` or `renew` that says who holds which token.
-fn is_grant(e: &Event) -> bool {
+/// Whether `e` is a `grant` or `renew` that says who holds which token: what a presented
+/// token is judged against (`fencesim verify`'s trace keeps the same facts).
+pub fn is_grant(e: &Event) -> bool {
     matches!(e.event, EventKind::Grant | EventKind::Renew)
         && e.holder.is_some()
         && e.token.is_some()
@@ -76,7 +77,7 @@ fn is_grant(e: &Event) -> bool {
 }
 
 /// The token a mutation's invocation presents, if it is one that carries a token.
-fn presented(op: &Op) -> Option<u64> {
+pub fn presented(op: &Op) -> Option<u64> {
     let mutation = matches!(op.f, OpFn::Write | OpFn::Delete | OpFn::Cas);
     (mutation && op.op_type == OpType::Invoke)
         .then_some(op.token)

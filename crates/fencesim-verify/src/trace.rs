@@ -35,6 +35,8 @@ use std::sync::Arc;
 
 use fencesim_history::{Entry, EventKind, OpFn, OpType};
 
+use fencesim_checker::{is_grant, presented};
+
 use crate::fingerprint::Fingerprint;
 use crate::linear::Linear;
 
@@ -89,9 +91,7 @@ impl CheckTrace {
                     "{:?} {:?} {:?} {:?} {:?} {:?}",
                     ev.event, ev.lock, ev.key, ev.holder, ev.token, ev.op
                 );
-                let names_holder =
-                    matches!(ev.event, EventKind::Grant | EventKind::Renew) && ev.lock.is_some();
-                if let (true, Some(holder), Some(token)) = (names_holder, &ev.holder, ev.token) {
+                if let (true, Some(holder), Some(token)) = (is_grant(ev), &ev.holder, ev.token) {
                     Arc::make_mut(&mut self.granted).insert((holder.to_string(), token));
                 }
                 self.extend(chain, &seen);
@@ -113,8 +113,7 @@ impl CheckTrace {
                     op.process
                 );
                 let invoke = op.op_type == OpType::Invoke;
-                let mutation = matches!(op.f, OpFn::Write | OpFn::Delete | OpFn::Cas);
-                if let (true, true, Some(token)) = (invoke, mutation, op.token) {
+                if let Some(token) = presented(op) {
                     let granted = self.granted.contains(&(op.node.to_string(), token));
                     seen.push_str(if granted { " granted" } else { " not granted" });
                 }
