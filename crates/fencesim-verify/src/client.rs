@@ -98,6 +98,9 @@ pub struct ClientAgent<P: ClientProtocol> {
     pub attempts: u32,
     /// Keepalives sent this cycle.
     pub renewals: u32,
+    /// Keepalives skipped this cycle, past the renewals bound: what a counterexample's
+    /// scenario writes as a `stall-renewals` fault.
+    pub skipped: u32,
 }
 
 /// The client's clocks and draws for one protocol call.
@@ -154,6 +157,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
             timers: Timers::default(),
             attempts: 0,
             renewals: 0,
+            skipped: 0,
         }
     }
 
@@ -172,6 +176,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
             timers: self.timers.clone(),
             attempts: self.attempts,
             renewals: self.renewals,
+            skipped: self.skipped,
         }
     }
 
@@ -194,6 +199,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
         }
         h.write_u32(self.attempts);
         h.write_u32(self.renewals);
+        h.write_u32(self.skipped);
     }
 
     /// Whether it takes a message now: only while it waits for a reply (a message that
@@ -313,6 +319,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
         self.phase = match self.workload.step(self.clock_ns, outcome) {
             Step::Acquire => {
                 self.renewals = 0;
+                self.skipped = 0;
                 return self.begin_lock(index, setup, LockKind::Acquire, None, shared);
             }
             Step::Renew { token } => {
@@ -321,6 +328,7 @@ impl<P: ClientProtocol> ClientAgent<P> {
             Step::Keepalive { token } => {
                 if self.renewals >= setup.bounds.renewals {
                     // Past the bound: skipped, as a stalled keepalive is; the work goes on.
+                    self.skipped += 1;
                     Phase::Next(Done::Renewed { kept: true })
                 } else {
                     self.renewals += 1;

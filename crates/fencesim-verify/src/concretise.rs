@@ -77,6 +77,9 @@ pub struct Moment {
     pub actor: Option<Agent>,
     /// The messages it sent.
     pub sent: Vec<Sent>,
+    /// Whether it skipped a keepalive of the actor's (a client past the renewals bound), as
+    /// a stalled keepalive stream does (case K18).
+    pub stalled: bool,
     /// Per agent (in [`Timing::agents`]' order): its clock (ns) and its pending timers.
     pub timers: Vec<(u64, Vec<Deadlined>)>,
 }
@@ -106,6 +109,7 @@ impl Timing {
                 act: None,
                 actor: None,
                 sent,
+                stalled: false,
                 timers,
             }],
         }
@@ -125,7 +129,18 @@ impl Timing {
             Choice::Crash(n) => (Act::Crash(n as usize), Some(Agent::Node(n as usize))),
             Choice::Restart(n) => (Act::Restart(n as usize), Some(Agent::Node(n as usize))),
         };
+        let skips = |world: &World<D>| match actor {
+            Some(Agent::Client(c)) => {
+                let client = &world.clients[c];
+                (client.workload.cycle(), client.skipped)
+            }
+            _ => (0, 0),
+        };
+        let before = skips(world);
         let sent = world.apply_observed(model, choice);
+        let after = skips(world);
+        // A new cycle starts its count again.
+        let stalled = after.1 > 0 && (after.0 != before.0 || after.1 > before.1);
         let timers = self
             .agents
             .iter()
@@ -135,6 +150,7 @@ impl Timing {
             act: Some(act),
             actor,
             sent,
+            stalled,
             timers,
         });
     }
@@ -537,6 +553,7 @@ pub fn scenario(
     faults.extend(pauses(timing, &layout));
     faults.extend(clocks(timing, &layout));
     faults.extend(crashes(timing, &layout));
+    faults.extend(stalls(timing, &layout));
     faults.sort_by_key(|f| match f.trigger {
         Trigger::At { at_ms } => at_ms,
         _ => 0,
@@ -548,7 +565,8 @@ pub fn scenario(
     s.description = format!(
         "`fencesim verify {}`'s shortest counterexample ({steps} steps, {}) written as \
          scripted faults: every message held until its step's moment, every agent's clocks \
-         stopped but at its own timers, every timer fired late by a pause of its agent. \
+         stopped but at its own timers, every timer fired late by a pause of its agent, every \
+         keepalive the search skipped stalled. \
          `fencesim verify` ran its seed when it wrote this, and its verify.json says whether \
          the violation came back (as_scenario.reproduced).",
         original.name,
@@ -708,6 +726,28 @@ fn crashes<'a>(timing: &'a Timing, layout: &'a Layout) -> impl Iterator<Item = F
     })
 }
 
+/// A `stall-renewals` fault over each step at which a client skipped a keepalive (the
+/// search's renewals bound, as a stalled keepalive stream is: case K18), so that the client
+/// in `run` sends none there either: from the start of the client's pause before the step
+/// (or 1 ms before the step) to 1 ms after it.
+fn stalls<'a>(timing: &'a Timing, layout: &'a Layout) -> impl Iterator<Item = Fault> + 'a {
+    timing.moments.iter().enumerate().filter_map(|(i, m)| {
+        let client = m.actor.filter(|_| m.stalled)?;
+        let paused = layout
+            .pauses
+            .iter()
+            .find(|p| p.to == i && timing.agents[p.agent].0 == client);
+        let start = paused.map_or(layout.at_ms[i] - 1, |p| layout.at_ms[p.from] + 1);
+        Some(Fault {
+            action: Action::StallRenewals {
+                node: name(timing, client),
+            },
+            trigger: at(start),
+            duration_ms: Some((layout.at_ms[i] + 1 - start).max(1) as u64),
+        })
+    })
+}
+
 fn name(timing: &Timing, agent: Agent) -> String {
     timing
         .agents
@@ -766,6 +806,7 @@ mod tests {
             act,
             actor,
             sent: Vec::new(),
+            stalled: false,
             timers: vec![(clock_ms * 1_000_000, deadlines)],
         };
         let timing = Timing {
@@ -805,6 +846,7 @@ mod tests {
             act,
             actor,
             sent,
+            stalled: false,
             timers: vec![(0, vec![]), (0, vec![])],
         };
         let timing = Timing {
