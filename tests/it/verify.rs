@@ -377,6 +377,16 @@ fn bad_bounds_and_folders_are_refused_first_and_old_counterexamples_go() {
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stderr.contains("cannot write"), "{stderr}");
     assert!(!stdout.contains("states"), "searched first: {stdout}");
+    // The scenario's folder is a plain file: the error names it.
+    let blocked = out_dir("verify-blocked");
+    std::fs::write(blocked.join("pause-fenced"), "").unwrap();
+    let o = fencesim(&["verify", "pause-fenced", "--out", blocked.to_str().unwrap()]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("pause-fenced is a file, not a folder"),
+        "{stderr}"
+    );
 
     let out = out_dir("verify-stale");
     let dir = out.to_str().unwrap();
@@ -455,4 +465,41 @@ fn a_state_bound_of_one_keeps_only_the_initial_state() {
         (outcome.states, outcome.transitions, outcome.depth),
         (1, 0, 0)
     );
+}
+
+/// K18 unchecked: the search's client skips its keepalives past the renewals bound (one per
+/// cycle), as a stalled keepalive stream does, and its lease runs out while it works. The
+/// written scenario stalls client-1's keepalives at each step the search skipped one; without
+/// those stalls client-1 renewed in `run` and the violation did not come back.
+#[test]
+fn a_skipped_keepalive_is_written_as_a_stall_and_k18_comes_back_in_run() {
+    let bounds = Bounds {
+        timeouts: 0,
+        ..pauses_only(Bounds::default().depth)
+    };
+    let found = search("k18-keepalive-stall-unchecked", &bounds);
+    let cx = counterexample(&found);
+    assert_eq!(cx.violation.kind.as_str(), "stale-write-accepted");
+    assert_eq!(cx.steps.len(), 21, "{:#?}", cx.steps);
+    // The schedule has no true time: its explanation places records by index alone.
+    let why = &cx.violation.explanation;
+    assert!(why.contains("from client-1 at index 18 although"), "{why}");
+    assert!(!why.contains("t="), "{why}");
+    assert_eq!(
+        cx.violation.chain[1],
+        "client-1's lease (token 1) expired at index 7"
+    );
+    let (scenario, seed) = reproduced(&found);
+    assert_eq!(seed, 0);
+    let stalled: Vec<&str> = scenario
+        .faults
+        .iter()
+        .filter_map(|f| match &f.action {
+            fencesim::scenario::Action::StallRenewals { node } => Some(node.as_str()),
+            _ => None,
+        })
+        .collect();
+    // client-1 sends its one keepalive of the cycle (never delivered), then skips the six
+    // that fall due in the rest of its work.
+    assert_eq!(stalled, vec!["client-1"; 6], "{:#?}", scenario.faults);
 }

@@ -44,8 +44,12 @@ pub(crate) struct CausalGraph<'h> {
     by_index: BTreeMap<u64, NodeIndex>,
     history: &'h History,
     /// The `expire`s that broke their grant's or renewal's TTL: index, how early in ns. Their
-    /// step names the service that ended the lease, as `lease-ended-early` does.
+    /// step names the service that ended the lease, as `lease-ended-early` does. None in an
+    /// untimed history.
     early: BTreeMap<u64, u64>,
+    /// Whether the history is untimed (a `fencesim verify` schedule): its steps say where
+    /// they are by index, not by time.
+    untimed: bool,
 }
 
 /// Whether an event is part of the story a chain tells.
@@ -85,15 +89,21 @@ impl<'h> CausalGraph<'h> {
         for e in &events {
             by_index.insert(e.at.index, graph.add_node(*e));
         }
-        let early = crate::service_expiry::early_expiries(history)
-            .iter()
-            .map(|x| (x.expire.at.index, x.early_ns()))
-            .collect();
+        let untimed = history.header.untimed;
+        let early = if untimed {
+            BTreeMap::new()
+        } else {
+            crate::service_expiry::early_expiries(history)
+                .iter()
+                .map(|x| (x.expire.at.index, x.early_ns()))
+                .collect()
+        };
         let mut g = CausalGraph {
             graph,
             by_index,
             history,
             early,
+            untimed,
         };
         g.link_leases(&events);
         g.link_keys(&events);
@@ -331,9 +341,14 @@ impl<'h> CausalGraph<'h> {
             .iter()
             .map(|i| {
                 let e = self.graph[self.by_index[i]];
+                let at = if self.untimed {
+                    format!("index {}", e.at.index)
+                } else {
+                    secs(e.at.time_ns)
+                };
                 match self.early.get(i) {
-                    Some(&early_ns) => early_expiry(e, early_ns),
-                    None => phrase(e, self.caller(e)),
+                    Some(&early_ns) => early_expiry(e, &at, early_ns),
+                    None => phrase(e, &at, self.caller(e)),
                 }
             })
             .collect()
@@ -354,21 +369,21 @@ fn secs(ns: u64) -> String {
 
 /// An `expire` that came `early_ns` before its lease's promised TTL ran out: the service's
 /// doing, so the step names it.
-fn early_expiry(e: &Event, early_ns: u64) -> String {
+fn early_expiry(e: &Event, at: &str, early_ns: u64) -> String {
     let who = e.holder.as_deref().unwrap_or("?");
     let token = e.token.map_or(String::new(), |t| format!(" {t}"));
     format!(
         "{} expired {who}'s lease (token{token}) at {}, {} before its TTL ran out",
         e.node,
-        secs(e.at.time_ns),
+        at,
         secs(early_ns)
     )
 }
 
-/// One step of a chain, in words; `caller` is who asked for it, when the event answers an
-/// operation (a release requested by another than the holder reads as such, K19).
-fn phrase(e: &Event, caller: Option<&str>) -> String {
-    let at = secs(e.at.time_ns);
+/// One step of a chain, in words, `at` saying where it is; `caller` is who asked for it,
+/// when the event answers an operation (a release requested by another than the holder reads
+/// as such, K19).
+fn phrase(e: &Event, at: &str, caller: Option<&str>) -> String {
     let who = e.holder.as_deref().unwrap_or("?");
     let token = e.token.map_or(String::new(), |t| format!(" {t}"));
     let target = e.target.as_deref().unwrap_or("?");

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use fencesim_history::{Entry, Event, EventKind, Op, OpFn, OpType, ViolationKind};
 
-use crate::stale_write::fmt_ns;
+use crate::stale_write::at_index;
 use crate::{Records, Violation};
 
 /// Whether the history has what the check judges by: a grant naming its holder and token.
@@ -59,6 +59,7 @@ pub(crate) fn check(history: &Records) -> Vec<Violation> {
                     token,
                     last_to.get(client).copied(),
                     first_of.get(&token).copied(),
+                    history.header.untimed,
                 ));
             }
             Entry::Event(_) => {}
@@ -84,7 +85,13 @@ pub fn presented(op: &Op) -> Option<u64> {
         .flatten()
 }
 
-fn violation(op: &Op, token: u64, last: Option<&Event>, elsewhere: Option<&Event>) -> Violation {
+fn violation(
+    op: &Op,
+    token: u64,
+    last: Option<&Event>,
+    elsewhere: Option<&Event>,
+    untimed: bool,
+) -> Violation {
     let client = op.node.as_str();
     let what = match op.f {
         OpFn::Delete => "delete",
@@ -124,10 +131,9 @@ fn violation(op: &Op, token: u64, last: Option<&Event>, elsewhere: Option<&Event
         kind: ViolationKind::TokenNotGranted,
         witnesses,
         explanation: format!(
-            "{key}{client} presented token {token} in its {what} at index {} (t={}), but the \
-             lock service never granted it that token: {mine}{theirs}",
-            op.at.index,
-            fmt_ns(op.at.time_ns)
+            "{key}{client} presented token {token} in its {what} at {}, but the lock service \
+             never granted it that token: {mine}{theirs}",
+            at_index(untimed, op.at.index, op.at.time_ns)
         ),
     }
 }

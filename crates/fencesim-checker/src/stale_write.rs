@@ -31,7 +31,8 @@ pub(crate) fn check(history: &Records, leases: &Leases) -> Vec<Violation> {
         };
         match highest.get(key) {
             Some(h) if rank < h.rank => {
-                violations.push(violation(key, ev, h, leases, &ranks));
+                let untimed = history.header.untimed;
+                violations.push(violation(key, ev, h, leases, &ranks, untimed));
             }
             Some(h) if rank == h.rank => {}
             _ => {
@@ -55,6 +56,7 @@ fn violation(
     higher: &Highest,
     leases: &Leases,
     ranks: &TokenRanks,
+    untimed: bool,
 ) -> Violation {
     let writer = |e: &Event| {
         e.holder
@@ -67,16 +69,14 @@ fn violation(
         "the higher token"
     };
     let mut explanation = format!(
-        "key {key:?}: the resource accepted token {} from {} at index {} (t={}) although it had \
-         already accepted {newer} {} from {} at index {} (t={})",
+        "key {key:?}: the resource accepted token {} from {} at {} although it had already \
+         accepted {newer} {} from {} at {}",
         stale.token.unwrap_or_default(),
         writer(stale),
-        stale.at.index,
-        fmt_ns(stale.at.time_ns),
+        at_index(untimed, stale.at.index, stale.at.time_ns),
         higher.token,
         writer(higher.event),
-        higher.event.at.index,
-        fmt_ns(higher.event.at.time_ns),
+        at_index(untimed, higher.event.at.index, higher.event.at.time_ns),
     );
     let lease = stale
         .holder
@@ -99,8 +99,8 @@ fn violation(
         ));
         if let Some((idx, t)) = lease.ended_at.filter(|(_, t)| *t <= stale.at.time_ns) {
             explanation.push_str(&format!(
-                " and its lease had ended at index {idx} (t={}), before the write landed",
-                fmt_ns(t)
+                " and its lease had ended at {}, before the write landed",
+                at_index(untimed, idx, t)
             ));
         }
     }
@@ -113,6 +113,16 @@ fn violation(
 }
 
 /// True time as seconds with millisecond precision, for explanations.
+/// Where a record is, as explanations say it: `index 7 (t=1.250s)`; in an untimed history
+/// (a `fencesim verify` schedule, whose times are only its records' order) the index alone.
+pub(crate) fn at_index(untimed: bool, index: u64, time_ns: u64) -> String {
+    if untimed {
+        format!("index {index}")
+    } else {
+        format!("index {index} (t={})", fmt_ns(time_ns))
+    }
+}
+
 pub(crate) fn fmt_ns(ns: u64) -> String {
     format!("{}.{:03}s", ns / 1_000_000_000, (ns / 1_000_000) % 1_000)
 }

@@ -54,6 +54,13 @@ pub fn write_history_txt(
         out,
         "# Columns: mark, index, true time (s), node, what (operation type and function, or event and phase), details (key=value). docs/report-format.md#historytxt"
     )?;
+    let untimed = history.header.untimed;
+    if untimed {
+        writeln!(
+            out,
+            "# Untimed: a `fencesim verify` schedule has no true time (time_s is `-`); the index orders the records."
+        )?;
+    }
     writeln!(
         out,
         "{:1} {:>7} {:>10}  {:<16} {:<22} details",
@@ -70,11 +77,15 @@ pub fn write_history_txt(
             Entry::Op(op) => (op.node.as_str(), op_what(op), op_details(op)),
             Entry::Event(ev) => (ev.node.as_str(), event_what(ev), event_details(ev)),
         };
+        let time_s = if untimed {
+            "-".to_owned()
+        } else {
+            format!("{:.3}", at.time_ns as f64 / 1e9)
+        };
         writeln!(
             out,
-            "{mark:1} {:>7} {:>10.3}  {node:<16} {what:<22} {details}",
+            "{mark:1} {:>7} {time_s:>10}  {node:<16} {what:<22} {details}",
             at.index,
-            at.time_ns as f64 / 1e9
         )?;
     }
     out.flush()

@@ -75,7 +75,16 @@ pub(crate) fn prepare(
 /// written is refused before a sweep, not after it.
 pub(crate) fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
     let dir = out.join(name);
-    std::fs::create_dir_all(&dir)?;
+    if dir.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} is a file, not a folder",
+                fencesim_history::display_path(&dir)
+            ),
+        ));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| at_path(&dir, &e))?;
     // Named after the process: two runs probing one folder must not remove each other's.
     let probe = dir.join(format!(".fencesim-write-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")?;
