@@ -215,7 +215,7 @@ impl<'a, M: DesignMessage> ClientCtx<'a, M> {
 
 /// What a client protocol knows about the client it runs in, from the scenario's `[[clients]]`
 /// entry and the harness.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ClientInfo {
     /// The client's node name.
     pub name: String,

@@ -6,14 +6,15 @@
 //!
 //! Opting in is sound only when the copy is independent of the original (a clone that shares
 //! storage with it, as raft-rs's `MemStorage` does, must not opt in) and the hash covers every
-//! field that can change what the node or client does next. [`hash_debug`] hashes a value's
-//! derived `Debug` form, which prints every field: the built-in designs use it.
+//! field that can change what the node or client does next. [`hash_derived`] feeds a value's
+//! derived `Hash`, [`hash_debug`] its derived `Debug` form; both cover every field. The
+//! single design uses the first, the other built-ins the second.
 //!
 //! The idea is stateright's `Actor` states (`Clone + Hash`) and TLC's fingerprints: a state
 //! space explored breadth-first, each state once.
 
 use std::fmt::{Debug, Write};
-use std::hash::Hasher;
+use std::hash::{Hash, Hasher};
 
 /// How to copy and fingerprint a design's node (`N`) and client protocol (`C`).
 pub struct Explorable<N, C> {
@@ -38,6 +39,27 @@ impl<N: Clone + Debug, C: Clone + Debug> Explorable<N, C> {
             hash_client: hash_debug::<C>,
         }
     }
+}
+
+impl<N: Clone + Hash, C: Clone + Hash> Explorable<N, C> {
+    /// Copies by `Clone`, fingerprints by the derived `Hash` ([`hash_derived`]): right for a
+    /// node and a client protocol that own all their data and derive both, and about ten times
+    /// cheaper per state than [`Explorable::by_clone_and_debug`] (a `Debug` form goes through
+    /// the formatting machinery a piece at a time). stateright's actors are `Clone + Hash`.
+    pub fn by_clone_and_hash() -> Self {
+        Explorable {
+            clone_node: N::clone,
+            clone_client: C::clone,
+            hash_node: hash_derived::<N>,
+            hash_client: hash_derived::<C>,
+        }
+    }
+}
+
+/// Feed `value`'s derived `Hash` into `hasher`. A derived `Hash` covers every field, maps and
+/// sets in their order, as a derived `Debug` prints them (a `HashMap` has no `Hash`).
+pub fn hash_derived<T: Hash + ?Sized>(value: &T, mut hasher: &mut dyn Hasher) {
+    value.hash(&mut hasher);
 }
 
 /// Feed `value`'s `Debug` form into `hasher`, without allocating it: a derived `Debug` prints
@@ -105,6 +127,32 @@ mod tests {
         let mut h = Bytes::default();
         hash_debug(value, &mut h);
         h.0
+    }
+
+    #[test]
+    fn a_derived_hash_feeds_equal_values_alike_and_a_changed_field_differently() {
+        #[derive(Hash)]
+        struct Lease {
+            holder: &'static str,
+            token: u64,
+        }
+        let fed = |lease: &Lease| {
+            let mut h = Bytes::default();
+            super::hash_derived(lease, &mut h);
+            h.0
+        };
+        let a = fed(&Lease {
+            holder: "client-1",
+            token: 3,
+        });
+        let mut expected = b"client-1\xff".to_vec();
+        expected.extend(3u64.to_ne_bytes());
+        assert_eq!(a, expected);
+        let b = fed(&Lease {
+            holder: "client-1",
+            token: 4,
+        });
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub struct RequestId(pub u64);
 /// Where a message to a node came from: its sender, the transport's id for it, and the history
 /// operation it serves. A node answers a request with [`NodeCtx::reply`](crate::NodeCtx::reply)
 /// given this origin, and names [`Origin::op`] in the events it records for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// Shared, not copied: a node answers every request with its origin.
     from: Arc<str>,

@@ -250,8 +250,8 @@ impl<N: LockNode> NodeDriver<N> {
         hasher: &mut dyn std::hash::Hasher,
     ) {
         self.host.hash_with(hash_node, hasher);
-        fencesim_design::explore::hash_debug(&self.pending.timers, hasher);
-        fencesim_design::explore::hash_debug(&self.pending.marks, hasher);
+        fencesim_design::explore::hash_derived(&self.pending.timers, hasher);
+        fencesim_design::explore::hash_derived(&self.pending.marks, hasher);
         fencesim_design::explore::hash_debug(&self.pending.applying, hasher);
         fencesim_design::explore::hash_debug(&self.pending.effects, hasher);
     }

@@ -7,7 +7,7 @@ use fencesim_design::{OpResult, WriteOutcome};
 use fencesim_history::{Name, Op, OpFn, OpType};
 
 /// The fields of an operation that stay the same from invoke to completion.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OpTemplate {
     /// The Jepsen process that invokes it.
     pub process: u64,

@@ -18,7 +18,7 @@ pub type Name = compact_str::CompactString;
 /// checks judge by true time and history order, and a local clock matters only where a record
 /// says so in its own fields (`expires_at_ms`), so a history without local clocks is judged
 /// exactly as one with them (a test in the checker's `tests/clocks.rs` holds it to that).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Stamp {
     /// Position in the history (0-based), the order things happened in. A history read from
     /// Jepsen EDN whose operations carry `:index` keeps those instead: increasing, but with
@@ -96,7 +96,7 @@ impl TokenOrder {
 }
 
 /// Jepsen's operation types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OpType {
     /// The operation started.
@@ -122,7 +122,7 @@ impl OpType {
 }
 
 /// The operation a client performs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OpFn {
     /// Ask the lock service for a lease.
@@ -159,7 +159,7 @@ impl OpFn {
 }
 
 /// A client operation record (an invocation or a completion).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Op {
     /// When.
     #[serde(flatten)]
@@ -397,7 +397,7 @@ impl EventKind {
 }
 
 /// Start or end of a nemesis action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// The fault began.
@@ -407,7 +407,7 @@ pub enum Phase {
 }
 
 /// A service or nemesis event record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Event {
     /// When (clocks of the recording node).
     #[serde(flatten)]
@@ -485,7 +485,7 @@ impl Event {
 }
 
 /// One history entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "lowercase")]
 ///
 /// Not boxed: a history is one block of memory, freed at once, not thousands of small ones

@@ -267,7 +267,7 @@ pub struct ClientSpec {
 }
 
 /// A client's cleanup after its write: whether it deletes its key, and with what.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Cleanup {
     /// No cleanup.

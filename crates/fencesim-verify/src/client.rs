@@ -8,7 +8,7 @@
 //! (then the client stops) and sends at most [`crate::Bounds::renewals`] keepalives (the rest
 //! are skipped, as a stalled keepalive stream is; the work goes on).
 
-use std::hash::Hasher;
+use std::hash::{Hash, Hasher};
 
 use fencesim_design::{
     ClientCtx, ClientEffect, ClientEnv, ClientProtocol, DesignMessage, LockOp, Now, RequestId,
@@ -24,7 +24,7 @@ use crate::node::Deadlined;
 use crate::world::{Setup, Shared};
 
 /// Which lock operation is under way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LockKind {
     /// An acquire (retried with backoff until granted, within the attempts bound).
     Acquire,
@@ -35,7 +35,7 @@ pub enum LockKind {
 }
 
 /// Where a client is.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum Phase {
     /// The last step is over: the workload is told `Done` next.
     Next(Done),
@@ -183,11 +183,12 @@ impl<P: ClientProtocol> ClientAgent<P> {
     /// Feed its state into `h`, its protocol by `hash_client`.
     pub fn hash_with(&self, hash_client: fn(&P, &mut dyn Hasher), h: &mut dyn Hasher) {
         hash_client(&self.protocol, h);
-        use fencesim_design::explore::hash_debug;
-        hash_debug(&self.workload, h);
-        hash_debug(&self.phase, h);
-        hash_debug(&self.requests, h);
-        hash_debug(&self.timers, h);
+        // Derived `Hash`, not the `Debug` form: the same fields, a tenth of the work.
+        let mut h = h;
+        self.workload.hash(&mut h);
+        self.phase.hash(&mut h);
+        self.requests.hash(&mut h);
+        self.timers.hash(&mut h);
         for n in [
             self.clock_ns,
             self.process,

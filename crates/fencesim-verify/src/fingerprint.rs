@@ -81,6 +81,58 @@ impl Hasher for Fingerprint {
         }
         self.filled = words.remainder().len() as u32;
     }
+
+    // A derived `Hash` writes a number at a time: each goes into the stream as its
+    // little-endian bytes, as `write` would take them, without the byte loop.
+    fn write_u8(&mut self, n: u8) {
+        self.push(u64::from(n), 1);
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.push(u64::from(n), 2);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.push(u64::from(n), 4);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.push(n, 8);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.push(n as u64, 8); // 8 bytes on every platform
+    }
+}
+
+impl Fingerprint {
+    /// The low `bytes` bytes of `n` appended to the stream, as `write(&n.to_le_bytes()[..bytes])`.
+    fn push(&mut self, n: u64, bytes: u32) {
+        self.len += u64::from(bytes);
+        let room = 8 - self.filled;
+        if bytes < room {
+            self.pending |= n << (8 * self.filled);
+            self.filled += bytes;
+            return;
+        }
+        // Fill the pending word, mix it in, and keep what did not fit.
+        let word = if self.filled == 0 {
+            n
+        } else {
+            self.pending | (n << (8 * self.filled))
+        };
+        self.state = mix(self.state, word);
+        let left = bytes - room;
+        self.pending = if left == 0 { 0 } else { n >> (8 * room) };
+        self.filled = left;
+    }
+}
+
+/// The fingerprint of `value`'s derived `Hash`.
+pub fn of_hash<T: std::hash::Hash + ?Sized>(value: &T) -> u64 {
+    let mut h = Fingerprint::default();
+    value.hash(&mut h);
+    h.finish()
 }
 
 /// The fingerprint of `value`'s `Debug` form.
@@ -129,6 +181,35 @@ mod tests {
                 h.write(&text[cut2..]);
                 assert_eq!(h.finish(), whole, "cut at {cut} and {cut2}");
             }
+        }
+    }
+
+    #[test]
+    fn numbers_hash_as_their_little_endian_bytes_in_the_stream() {
+        let numbers = |h: &mut Fingerprint| {
+            h.write_u8(7);
+            h.write_u32(0xdead_beef);
+            h.write_u64(0x0102_0304_0506_0708);
+            h.write_u16(0xabcd);
+            h.write_usize(12_345);
+            h.write_u64(u64::MAX);
+        };
+        let mut bytes = Vec::new();
+        bytes.push(7u8);
+        bytes.extend(0xdead_beef_u32.to_le_bytes());
+        bytes.extend(0x0102_0304_0506_0708_u64.to_le_bytes());
+        bytes.extend(0xabcd_u16.to_le_bytes());
+        bytes.extend(12_345_u64.to_le_bytes());
+        bytes.extend(u64::MAX.to_le_bytes());
+        // From every offset in the pending word.
+        for lead in 0..9 {
+            let mut h = Fingerprint::default();
+            h.write(&bytes[..0]);
+            h.write(&vec![9u8; lead]);
+            numbers(&mut h);
+            let mut stream = vec![9u8; lead];
+            stream.extend(&bytes);
+            assert_eq!(h.finish(), of(&stream), "after {lead} bytes");
         }
     }
 

@@ -2,7 +2,7 @@
 //! its fingerprint kept until then: most steps change neither the run's ledger nor the
 //! clients' beliefs, so a state's successors share its copy and its fingerprint.
 
-use std::fmt::Debug;
+use std::hash::Hash;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -38,20 +38,20 @@ impl<T> Deref for Kept<T> {
     }
 }
 
-impl<T: Clone + Debug> Kept<T> {
+impl<T: Clone + Hash> Kept<T> {
     /// The value to change: this state's own copy, made now if another state shares it.
     pub fn get_mut(&mut self) -> &mut T {
         self.fingerprint = None;
         Arc::make_mut(&mut self.value)
     }
 
-    /// The fingerprint of its `Debug` form.
+    /// The fingerprint of its derived `Hash`.
     pub fn fingerprint(&mut self) -> u64 {
         let value = &self.value;
         let fp = *self
             .fingerprint
-            .get_or_insert_with(|| crate::fingerprint::of_debug(&**value));
-        debug_assert_eq!(fp, crate::fingerprint::of_debug(&**value), "changed unseen");
+            .get_or_insert_with(|| crate::fingerprint::of_hash(&**value));
+        debug_assert_eq!(fp, crate::fingerprint::of_hash(&**value), "changed unseen");
         fp
     }
 }

@@ -28,7 +28,7 @@ type OpId = (u64, u64);
 type Value = Option<String>;
 
 /// What a pending operation does to the register if it takes effect.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Effect {
     /// A read: it changes nothing, and what it returns is checked at its completion.
     Read,
@@ -39,7 +39,7 @@ enum Effect {
 }
 
 /// One state a linearization of the history so far may be in.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Config {
     /// The register's value.
     value: Value,
@@ -51,7 +51,7 @@ struct Config {
 }
 
 /// One key's pending operations and configurations.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
     /// The operations invoked and not completed (an unknown write stays pending for good).
     pending: BTreeMap<OpId, Effect>,
@@ -74,7 +74,7 @@ impl Default for Key {
 }
 
 /// The register configurations of every key, as the history so far leaves them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Linear {
     keys: BTreeMap<String, Key>,
     /// Each process's operation awaiting its completion, and its key.

@@ -30,7 +30,7 @@
 //! linearize alike. A chain keeps more order than a check needs, never less.
 
 use std::collections::BTreeSet;
-use std::hash::Hasher;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use fencesim_history::{Entry, EventKind, OpFn, OpType};
@@ -87,45 +87,35 @@ impl CheckTrace {
                     EventKind::Accept | EventKind::Reject => (KEY, name(ev.key.as_deref())),
                     _ => return false,
                 };
-                let seen = format!(
-                    "{:?} {:?} {:?} {:?} {:?} {:?}",
-                    ev.event, ev.lock, ev.key, ev.holder, ev.token, ev.op
-                );
+                let seen = (ev.event, &ev.lock, &ev.key, &ev.holder, ev.token, ev.op);
+                let seen = crate::fingerprint::of_hash(&seen);
                 if let (true, Some(holder), Some(token)) = (is_grant(ev), &ev.holder, ev.token) {
                     Arc::make_mut(&mut self.granted).insert((holder.to_string(), token));
                 }
-                self.extend(chain, &seen);
+                self.extend(chain, seen);
                 ev.event != EventKind::Reject
             }
             Entry::Op(op) => {
                 let client = name(Some(op.node.as_str()));
                 let on_resource =
                     matches!(op.f, OpFn::Read | OpFn::Write | OpFn::Cas | OpFn::Delete);
-                let mut seen = format!(
-                    "{:?} {} {:?} {:?} {:?} {:?} {:?} {}",
-                    op.f,
-                    op.op_type.as_str(),
-                    op.lock,
-                    op.key,
-                    op.token,
-                    op.value,
-                    op.expected,
-                    op.process
-                );
+                let mut seen = Fingerprint::default();
+                let fields = (op.f, op.op_type, &op.lock, &op.key, op.token, &op.value);
+                (fields, &op.expected, op.process).hash(&mut seen);
                 let invoke = op.op_type == OpType::Invoke;
                 if let Some(token) = presented(op) {
                     let granted = self.granted.contains(&(op.node.to_string(), token));
-                    seen.push_str(if granted { " granted" } else { " not granted" });
+                    seen.write_u8(if granted { 1 } else { 2 });
                 }
                 if self.ranks_acquires && invoke && op.f == OpFn::Acquire {
-                    seen.push_str(&format!(" acquire #{}", self.acquires));
+                    seen.write_u64(self.acquires);
                     self.acquires += 1;
                 }
                 if on_resource {
                     Arc::make_mut(&mut self.linear).take(op);
-                    self.linear_fp = crate::fingerprint::of_debug(&*self.linear);
+                    self.linear_fp = crate::fingerprint::of_hash(&*self.linear);
                 }
-                self.extend((CLIENT, client), &seen);
+                self.extend((CLIENT, client), seen.finish());
                 false
             }
         }
@@ -141,7 +131,8 @@ impl CheckTrace {
         h.write_u64(self.linear_fp);
     }
 
-    fn extend(&mut self, chain: (u8, u64), seen: &str) {
+    /// Chain `seen` (a record's fingerprint) onto `chain`.
+    fn extend(&mut self, chain: (u8, u64), seen: u64) {
         let at = match self.chains.binary_search_by_key(&chain, |(c, _)| *c) {
             Ok(at) => at,
             Err(at) => {
@@ -152,7 +143,7 @@ impl CheckTrace {
         };
         let mut h = Fingerprint::default();
         h.write_u64(self.chains[at].1);
-        h.write(seen.as_bytes());
+        h.write_u64(seen);
         self.chains[at].1 = h.finish();
     }
 }

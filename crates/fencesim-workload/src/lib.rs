@@ -28,7 +28,7 @@
 use fencesim_scenario::{Cleanup, ClientSpec};
 
 /// What of a `[[clients]]` entry the loop needs (docs/scenario-format.md gives each field).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WorkloadSpec {
     /// How many acquire-to-release cycles.
     pub cycles: u64,
@@ -112,7 +112,7 @@ pub enum Step {
 }
 
 /// How the last [`Step`] went (the first call gives [`Outcome::Begin`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// No step yet: the client starts.
     Begin,
@@ -139,7 +139,7 @@ pub enum Outcome {
 }
 
 /// Where a cycle is: the step whose outcome comes next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum At {
     Start,
     Acquiring,
@@ -159,8 +159,9 @@ enum At {
 
 /// One client start's workload: fed the driver's clock (`now_ns`, any monotonic origin) and
 /// the outcome of each step, it answers the next [`Step`]. Deterministic and free of I/O: the
-/// same outcomes at the same times give the same steps.
-#[derive(Clone, Debug)]
+/// same outcomes at the same times give the same steps. Its `Hash` covers every field, as
+/// `fencesim verify`'s fingerprints need.
+#[derive(Clone, Debug, Hash)]
 pub struct Workload {
     spec: WorkloadSpec,
     /// The client's name, for the values it writes.

@@ -13,7 +13,7 @@ use crate::message::{Attempt, LeaseMessage, NoPeers, PeerMessage};
 use crate::{AcquireOutcome, ReleaseOutcome, RenewOutcome};
 
 /// A lease client's settings: the correct client has every flag `false`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LeaseClientConfig {
     /// K13: back under a new session, it takes a lock entry that bears its own name (left by
     /// its old session) for its own lock.
@@ -54,7 +54,7 @@ const KEEPALIVE: TimerId = TimerId(4);
 const REDIRECT_PAUSE_MS: u64 = 50;
 
 /// The operation a request serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Purpose {
     Acquire,
     Renew { token: u64 },
@@ -62,7 +62,7 @@ enum Purpose {
 }
 
 /// Where the current operation is.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 enum Step {
     Idle,
     /// The request for `purpose` is in flight as `request`; sent first at `sent_ms`
@@ -86,7 +86,7 @@ enum Step {
 }
 
 /// A client of a lease service whose nodes speak `P` among themselves (which it never sees).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct LeaseClient<P = NoPeers> {
     info: ClientInfo,
     config: LeaseClientConfig,

@@ -17,7 +17,7 @@ pub trait PeerMessage: Clone + Debug + PartialEq + Send + Sync + 'static {
 }
 
 /// The peer messages of a service whose one node has no peers: there are none.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NoPeers {}
 
 impl PeerMessage for NoPeers {
@@ -41,7 +41,7 @@ pub struct Attempt {
 
 /// A lease request, a lease service's answer, a redirect, or a message between the service's
 /// own nodes (`P`: Raft's, or primary-backup's replication).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum LeaseMessage<P = NoPeers> {
     /// Ask for a lease on `lock` for `ttl_ms`.
     Acquire {

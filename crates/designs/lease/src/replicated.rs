@@ -21,7 +21,7 @@ use crate::service::{AcquireOutcome, LeaseConfig, LeaseService, ReleaseOutcome, 
 use crate::Lease;
 
 /// What a new leader does to leases granted under earlier leaders.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "kebab-case")]
 pub enum LeaderChange {
     /// Extend every lease by its TTL from the new leader's clock (safe).
@@ -32,7 +32,7 @@ pub enum LeaderChange {
 }
 
 /// The safety knobs of the replicated design.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct ReplicationPolicy {
     /// Refuse revocations proposed by a deposed leader (safe: `true`; case K08: `false`).
     pub revoke_term_check: bool,
@@ -41,7 +41,7 @@ pub struct ReplicationPolicy {
 }
 
 /// A client's request, as replicated.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum ClientOp {
     /// Acquire `lock` for `ttl_ms` (capped).
     Acquire {
@@ -78,7 +78,7 @@ impl ClientOp {
 }
 
 /// An entry of the replicated log.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum Command {
     /// A client's request, stamped by the leader that proposed it.
     Client {
@@ -110,7 +110,7 @@ pub enum Command {
 }
 
 /// The answer to a client's command.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum ClientOutcome {
     /// Of an acquire.
     Acquire(AcquireOutcome),
@@ -121,7 +121,7 @@ pub enum ClientOutcome {
 }
 
 /// What applying one entry changed, for the history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Applied {
     /// A client command; `outcome` is also the reply.
     Client {
@@ -159,7 +159,7 @@ pub enum Applied {
 }
 
 /// The lease table as the replicated log builds it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct ReplicatedLeases {
     service: LeaseService,
     policy: ReplicationPolicy,

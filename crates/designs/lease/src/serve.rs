@@ -9,7 +9,7 @@ use crate::message::{LeaseMessage, NoPeers};
 use crate::service::{AcquireOutcome, LeaseService, LeaseTable, ReleaseOutcome, RenewOutcome};
 
 /// How the service's release works.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ReleaseMode {
     /// An atomic compare-and-delete on (holder, token): a release by anyone but the current
     /// holder changes nothing (the Redis documentation's Lua script, etcd's lease revoke).

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Settings of a [`LeaseService`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct LeaseConfig {
     /// The longest TTL the service grants, in local-clock ms. A client asking for more gets
     /// this much (the service caps, it does not refuse), as etcd caps lease TTLs.
@@ -13,7 +13,7 @@ pub struct LeaseConfig {
 }
 
 /// A granted lease, as the service sees it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct Lease {
     /// Who holds it (a client name).
     pub holder: String,
@@ -26,7 +26,7 @@ pub struct Lease {
 }
 
 /// The answer to [`LeaseService::acquire`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum AcquireOutcome {
     /// The caller now holds the lock.
     Granted {
@@ -66,7 +66,7 @@ pub enum AcquireOutcome {
 }
 
 /// The answer to [`LeaseService::renew`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum RenewOutcome {
     /// The lease was extended to `expires_at_ms` (local-clock ms).
     Renewed {
@@ -78,7 +78,7 @@ pub enum RenewOutcome {
 }
 
 /// The answer to [`LeaseService::release`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub enum ReleaseOutcome {
     /// The lease ended; the lock is free.
     Released,
@@ -88,7 +88,7 @@ pub enum ReleaseOutcome {
 }
 
 /// A lease that [`LeaseService::expire_due`] just ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct Expired {
     /// The lock it was on.
     pub lock: String,
@@ -97,7 +97,7 @@ pub struct Expired {
 }
 
 /// One lock's record: what a service persists and restores.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct LockRecord {
     /// The last token issued for this lock (0: none yet). Only ever grows while the service runs.
     pub last_token: u64,
@@ -112,7 +112,7 @@ pub type LeaseTable = BTreeMap<String, LockRecord>;
 ///
 /// Invariants: per lock, tokens are issued in strictly increasing order and never twice; at any
 /// `now_ms` at most one unexpired lease exists per lock.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct LeaseService {
     config: LeaseConfig,
     locks: LeaseTable,

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::service::{Lease, LeaseService};
 
 /// One client waiting for a lock.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Waiter {
     /// The waiting client.
     pub holder: String,
@@ -29,7 +29,7 @@ pub struct Waiter {
 }
 
 /// What [`WaitQueue::promote`] did with a waiter at the head of a queue.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Promotion {
     /// The waiter now holds `lock` with this lease.
     Granted {
@@ -48,7 +48,7 @@ pub enum Promotion {
 }
 
 /// The waiters of every lock, in arrival order. Kept in memory only: a crash empties it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct WaitQueue {
     queues: BTreeMap<String, VecDeque<Waiter>>,
 }

@@ -23,7 +23,7 @@ use fencesim_lease::{
 };
 
 /// Where a restarted service's token counter comes from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum TokenCounter {
     /// A separate record, synced on every write and never rewound by a restore (the safe
     /// design: like etcd's revision, it only moves forward).
@@ -37,7 +37,7 @@ pub enum TokenCounter {
 }
 
 /// What an acquire of a held lock does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum AcquireMode {
     /// It is refused at once; the client backs off and tries again.
     #[default]
@@ -51,7 +51,7 @@ pub enum AcquireMode {
 }
 
 /// What the maintenance reaper does when a client is deregistered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Reaper {
     /// It leaves leases alone: one still being renewed is proof of life, and an expired one
     /// is reaped anyway.
@@ -62,7 +62,7 @@ pub enum Reaper {
 }
 
 /// The settings of a `lease-service` node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeaseNodeConfig {
     /// The longest TTL granted, ms of the expiry clock (longer requests are capped).
     pub max_ttl_ms: u64,
@@ -84,7 +84,7 @@ pub struct LeaseNodeConfig {
 }
 
 /// What a `lease-service` node keeps on disk.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LeaseDisk {
     /// The lease table, as of the write.
     pub table: LeaseTable,
@@ -99,14 +99,14 @@ const WAKE: TimerId = TimerId(1);
 const SYNC: TimerId = TimerId(2);
 
 /// Which half of [`LockNode::settle`] runs next: reaping, then the queue's promotions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Settle {
     Reap,
     Promote,
 }
 
 /// The single lease service's node.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct LeaseNode {
     config: LeaseNodeConfig,
     service: LeaseService,

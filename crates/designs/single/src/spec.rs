@@ -127,9 +127,9 @@ impl Design for SingleDesign {
     fencesim_lease::lease_client_side!(NoPeers);
 
     /// The node and the client own all their data (maps, the wait queue, the lease table)
-    /// and derive `Clone` and `Debug`: `fencesim verify` copies and fingerprints them.
+    /// and derive `Clone` and `Hash`: `fencesim verify` copies and fingerprints them.
     fn explorable(&self) -> Option<fencesim_design::Explorable<Self::Node, Self::Client>> {
-        Some(fencesim_design::Explorable::by_clone_and_debug())
+        Some(fencesim_design::Explorable::by_clone_and_hash())
     }
 
     fn settings(
