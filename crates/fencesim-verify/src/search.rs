@@ -299,12 +299,17 @@ impl<'m, D: Design> Search<'m, D> {
             batch_per_job(self.model) * jobs
         };
         let mut frontier: Frontier<D> = vec![(0, Some(root))];
+        // The level before the frontier's, emptied: its room takes the next level. A frontier
+        // grown afresh each level was most of the search's page faults (each growth a larger
+        // block of fresh pages for the kernel to zero, the old block given back).
+        let mut spare: Frontier<D> = Vec::new();
         let mut depth = 0;
         loop {
             if depth >= bounds.depth {
                 return self.last_level(frontier, depth, &bounds);
             }
-            let next = match self.expand_level(frontier, depth, &bounds, jobs, batch_size, stop) {
+            let level = (&mut frontier, spare);
+            let next = match self.expand_level(level, depth, &bounds, jobs, batch_size, stop) {
                 Ok(next) => next,
                 Err(ended) => return *ended,
             };
@@ -313,24 +318,25 @@ impl<'m, D: Design> Search<'m, D> {
                 // `depth` steps.
                 return self.outcome(Ending::Verified, depth, None, false);
             }
-            frontier = next;
+            spare = std::mem::replace(&mut frontier, next);
             depth += 1;
         }
     }
 
-    /// Every state of one level expanded, `batch_size` at a time on `jobs` threads: the next
-    /// level, or the outcome if a violation, the state bound or `stop` ended the search.
+    /// Every state of one level (`frontier`, emptied) expanded, `batch_size` at a time on
+    /// `jobs` threads: the next level, in `next` (empty, and kept for its room), or the
+    /// outcome if a violation, the state bound or `stop` ended the search.
     fn expand_level(
         &mut self,
-        frontier: Frontier<D>,
+        (frontier, mut next): (&mut Frontier<D>, Frontier<D>),
         depth: u32,
         bounds: &crate::Bounds,
         jobs: usize,
         batch_size: usize,
         stop: &dyn Fn() -> bool,
     ) -> Result<Frontier<D>, Box<Outcome>> {
-        let mut next = Vec::new();
-        let mut rest = frontier.into_iter();
+        next.clear();
+        let mut rest = frontier.drain(..);
         loop {
             if stop() {
                 return Err(Box::new(self.outcome(
