@@ -503,3 +503,46 @@ fn a_skipped_keepalive_is_written_as_a_stall_and_k18_comes_back_in_run() {
     // that fall due in the rest of its work.
     assert_eq!(stalled, vec!["client-1"; 6], "{:#?}", scenario.faults);
 }
+
+/// The checks verify asks along a schedule (`check_path`) find, on a whole run, exactly the
+/// violations of their kinds the whole check finds, in the same order and with the same
+/// explanations and chains: seed 0 of every bundled scenario.
+#[test]
+fn the_checks_along_a_path_agree_with_the_whole_check_on_every_bundled_scenario() {
+    use fencesim::ViolationKind as K;
+    let path_kinds = [
+        K::StaleWriteAccepted,
+        K::TokenNotMonotonic,
+        K::TokenReused,
+        K::TokenNotGranted,
+        K::ReleaseByNonHolder,
+        K::UnfencedMutation,
+        K::DuplicateExecution,
+    ];
+    let mut found = 0;
+    for (file, text) in fencesim::bundled::SCENARIOS {
+        let scenario = engine().parse_scenario(text, file).expect("bundled");
+        if engine()
+            .registry()
+            .sim(&scenario.lock_service.kind)
+            .is_none()
+        {
+            continue; // a live-only design
+        }
+        let history = engine().simulate(&scenario, 0).history;
+        let whole: Vec<fencesim::Violation> = fencesim::check(&history)
+            .violations
+            .into_iter()
+            .filter(|v| path_kinds.contains(&v.kind))
+            .collect();
+        assert_eq!(
+            fencesim_checker::check_path(&history),
+            whole,
+            "{}",
+            scenario.name
+        );
+        found += whole.len();
+    }
+    // The incidents show these kinds: the comparison is not of empty lists.
+    assert!(found >= 20, "{found} violations of the path kinds");
+}

@@ -392,6 +392,35 @@ fn terminal_safe(violations: &mut [Violation], unknown: &mut [String]) {
     unknown.iter_mut().for_each(escape);
 }
 
+/// The violations of the properties a prefix of a run can show, whatever comes after it and
+/// whatever the times: `stale-write-accepted`, `token-not-monotonic`, `token-reused`,
+/// `token-not-granted`, `release-by-non-holder`, `unfenced-mutation` and
+/// `duplicate-execution`, each with its chain, in [`check_with`]'s order. No verdict, no
+/// linearizability (a history cut short has calls still pending, and its search is the
+/// costly part), no timing property: what `fencesim verify` asks at each step of a schedule,
+/// leaving the whole check to the schedule's end.
+pub fn check_path(history: &History) -> Vec<Violation> {
+    let records = Records::new(history);
+    let history = &records;
+    let leases = leases::lease_intervals(history);
+    let mut violations = Vec::new();
+    violations.extend(stale_write::check(history, &leases));
+    violations.extend(stale_write_ops::check(history));
+    violations.extend(tokens::check(history));
+    violations.extend(presented::check(history));
+    violations.extend(release::check(history));
+    violations.extend(mutation::check_unfenced(history));
+    violations.extend(mutation::check_duplicates(history));
+    if !violations.is_empty() {
+        let graph = explain::CausalGraph::build(history);
+        for v in &mut violations {
+            v.chain = graph.chain(&v.witnesses);
+        }
+    }
+    terminal_safe(&mut violations, &mut []);
+    violations
+}
+
 /// Run every check on `history`.
 pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let records = Records::new(history);

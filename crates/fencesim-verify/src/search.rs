@@ -9,7 +9,7 @@
 //! schedule's end. Their view (the decisions and completed operations so far, in order) is
 //! part of a state's fingerprint, so merging two schedules never hides a violation.
 
-use fencesim_checker::{check_with, CheckOptions, Violation};
+use fencesim_checker::{check_path, check_with, CheckOptions, Violation};
 use fencesim_design::{Design, TokenKind};
 use fencesim_history::{Header, History, TokenOrder, ViolationKind};
 
@@ -538,14 +538,16 @@ fn schedule(reached: &[Reached], mut index: u32) -> Vec<Choice> {
 
 /// The first violation of a checked property in the history `records` hold
 /// (`not-linearizable` only at a schedule's end, `at_end`).
+/// Along a schedule only the properties a prefix can show are asked ([`check_path`]); the
+/// whole check, linearizability with it, at its end.
 fn first_violation(header: &Header, records: &Records, at_end: bool) -> Option<Violation> {
     let history = records.history(header.clone());
-    let options = CheckOptions::default();
-    let result = check_with(&history, &options);
-    result
-        .violations
-        .into_iter()
-        .find(|v| CHECKED.contains(&v.kind) && (at_end || v.kind != ViolationKind::NotLinearizable))
+    let violations = if at_end {
+        check_with(&history, &CheckOptions::default()).violations
+    } else {
+        check_path(&history)
+    };
+    violations.into_iter().find(|v| CHECKED.contains(&v.kind))
 }
 
 #[cfg(test)]

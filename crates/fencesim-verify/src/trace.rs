@@ -74,7 +74,13 @@ impl CheckTrace {
     }
 
     /// Take `entry` into its chain. Answers whether a check that runs along the path (every
-    /// checked property but linearizability) has something new to judge.
+    /// checked property but linearizability) may find a violation that `entry` witnesses,
+    /// so that the search asks at the very step that shows one and a counterexample stays a
+    /// shortest one: a grant or renewal (`token-not-monotonic`, `token-reused`), a release
+    /// (`release-by-non-holder`), an accept (`stale-write-accepted`, `unfenced-mutation`,
+    /// `duplicate-execution`), a reject with a token (it makes its key fenced, which
+    /// `unfenced-mutation` reads back), and a call that presents a token its client was
+    /// never granted (`token-not-granted`). An expiry or a revocation witnesses none.
     pub fn take(&mut self, entry: &Entry) -> bool {
         match entry {
             Entry::Event(ev) => {
@@ -93,7 +99,11 @@ impl CheckTrace {
                     Arc::make_mut(&mut self.granted).insert((holder.to_string(), token));
                 }
                 self.extend(chain, seen);
-                ev.event != EventKind::Reject
+                match ev.event {
+                    EventKind::Expire | EventKind::Revoke => false,
+                    EventKind::Reject => ev.token.is_some(),
+                    _ => true,
+                }
             }
             Entry::Op(op) => {
                 let client = name(Some(op.node.as_str()));
@@ -103,9 +113,11 @@ impl CheckTrace {
                 let fields = (op.f, op.op_type, &op.lock, &op.key, op.token, &op.value);
                 (fields, &op.expected, op.process).hash(&mut seen);
                 let invoke = op.op_type == OpType::Invoke;
+                let mut judged = false;
                 if let Some(token) = presented(op) {
                     let granted = self.granted.contains(&(op.node.to_string(), token));
                     seen.write_u8(if granted { 1 } else { 2 });
+                    judged = !granted;
                 }
                 if self.ranks_acquires && invoke && op.f == OpFn::Acquire {
                     seen.write_u64(self.acquires);
@@ -116,7 +128,7 @@ impl CheckTrace {
                     self.linear_fp = crate::fingerprint::of_hash(&*self.linear);
                 }
                 self.extend((CLIENT, client), seen.finish());
-                false
+                judged
             }
         }
     }
