@@ -419,6 +419,14 @@ pub trait LockNode: Sized + Send + Sync + 'static {
         synced
     }
 
+    /// Feed everything in `durable` into `hasher`, for `fencesim verify`'s fingerprint of a
+    /// node's disk (a crash brings it back, so it decides what the node does after one). The
+    /// default hashes its `Debug` form ([`crate::explore::hash_debug`]); a design whose durable
+    /// type derives `Hash` may answer [`crate::explore::hash_derived`], several times cheaper.
+    fn hash_durable(durable: &Self::Durable, hasher: &mut dyn std::hash::Hasher) {
+        crate::explore::hash_debug(durable, hasher);
+    }
+
     /// What the disk holds after it is restored from `backup` (the last state synced at or
     /// before the backup's time): by default the backup. A design with a record kept off the
     /// backed-up volume carries it over from `latest`, the state the restore replaced.

@@ -55,7 +55,7 @@ impl<N: LockNode> NodeAgent<N> {
             Some(driver) => driver.hash_with(hash_node, h),
             None => h.write_u8(0),
         }
-        fencesim_design::explore::hash_debug(&self.disk, h);
+        self.disk.hash_with(N::hash_durable, h);
         h.write_u64(self.clock_ns);
         h.write_u64(self.incarnation);
         h.write_u64(self.sent);

@@ -303,6 +303,11 @@ impl LockNode for LeaseNode {
     type Durable = LeaseDisk;
     type Config = LeaseNodeConfig;
 
+    /// The disk derives `Hash`: `fencesim verify` fingerprints it by that.
+    fn hash_durable(durable: &LeaseDisk, hasher: &mut dyn std::hash::Hasher) {
+        fencesim_design::explore::hash_derived(durable, hasher);
+    }
+
     fn start(config: &LeaseNodeConfig, start: NodeStart<LeaseDisk>, ctx: &mut Ctx<'_>) -> Self {
         let disk = start.durable.unwrap_or_default();
         let tokens = disk.tokens.clone();
