@@ -131,7 +131,8 @@ pub trait Design: Send + Sync + 'static {
     /// How `fencesim verify` may copy and tell apart this design's node and client states
     /// ([`crate::explore`]): `None` (the default) has every step re-executed from the start and
     /// no two schedules merged; a design whose node and client own all their data can give
-    /// [`Explorable::by_clone_and_debug`].
+    /// [`Explorable::by_clone_and_hash`] (they derive `Hash`) or
+    /// [`Explorable::by_clone_and_debug`] (their `Debug` shows every field).
     fn explorable(&self) -> Option<Explorable<Self::Node, Self::Client>> {
         None
     }

@@ -333,6 +333,12 @@ fn counterexample_report(
     let checked = |k: &ViolationKind| fencesim_verify::CHECKED.contains(k);
     judged.expect.violations.retain(checked);
     judged.expect.absent.retain(checked);
+    // The description tells the scenario's own timed story, not the schedule found.
+    judged.description = format!(
+        "The scenario, as written for the simulator (the schedule found is in the steps, and \
+         has no true time): {}",
+        scenario.description.trim()
+    );
     let scenario = &judged;
     Report {
         reproduce: reproduce.to_owned(),

@@ -75,19 +75,24 @@ pub(crate) fn prepare(
 /// written is refused before a sweep, not after it.
 pub(crate) fn ensure_writable(out: &Path, name: &str) -> std::io::Result<()> {
     let dir = out.join(name);
-    if dir.is_file() {
+    // The nearest part of the path that exists must be a folder: name it if it is not.
+    if let Some(blocking) = dir
+        .ancestors()
+        .find(|p| p.symlink_metadata().is_ok())
+        .filter(|p| !p.is_dir())
+    {
         return Err(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
             format!(
-                "{} is a file, not a folder",
-                fencesim_history::display_path(&dir)
+                "{} is not a folder",
+                fencesim_history::display_path(blocking)
             ),
         ));
     }
     std::fs::create_dir_all(&dir).map_err(|e| at_path(&dir, &e))?;
     // Named after the process: two runs probing one folder must not remove each other's.
     let probe = dir.join(format!(".fencesim-write-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")?;
+    std::fs::write(&probe, b"").map_err(|e| at_path(&dir, &e))?;
     std::fs::remove_file(&probe)
 }
 

@@ -50,7 +50,8 @@ pub(crate) struct Args {
     /// the limit, more threads gain little (docs/performance.md).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     jobs: Option<u64>,
-    /// Where verify.json (and a counterexample's history.jsonl and steps.txt) go: DIR/NAME/.
+    /// Where verify.json (and a counterexample's steps.txt, scenario.toml, history.jsonl,
+    /// report.json, history.txt, summary.md and timeline.html) go: DIR/NAME/.
     #[arg(long, value_name = "DIR", default_value = "reports/verify")]
     out: PathBuf,
 }
