@@ -271,7 +271,7 @@ pub fn write(
     let mut written = Vec::new();
     let path = dir.join("verify.json");
     let json = serde_json::to_string_pretty(&summary).map_err(std::io::Error::other)?;
-    std::fs::write(&path, json + "\n")?;
+    write_named(&path, json + "\n")?;
     written.push(path);
     if let Some(cx) = cx {
         let path = dir.join("steps.txt");
@@ -281,11 +281,11 @@ pub fn write(
             .enumerate()
             .map(|(i, s)| format!("{:>3}. {s}\n", i + 1))
             .collect();
-        std::fs::write(&path, steps)?;
+        write_named(&path, steps)?;
         written.push(path);
         if let Some(Concrete::Written { scenario, .. }) = &verified.concrete {
             let path = dir.join(SCENARIO_FILE);
-            std::fs::write(&path, fencesim_scenario::to_toml(scenario))?;
+            write_named(&path, fencesim_scenario::to_toml(scenario))?;
             written.push(path);
         }
         let report = counterexample_report(scenario, verified.strategy, cx, reproduce);
@@ -304,6 +304,16 @@ pub fn write(
         );
     }
     Ok(written)
+}
+
+/// Write `text` to `path`; an error names the file (`std::fs`'s leave it out).
+fn write_named(path: &Path, text: String) -> std::io::Result<()> {
+    std::fs::write(path, text).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", fencesim_history::display_path(path)),
+        )
+    })
 }
 
 /// The files a counterexample adds beside verify.json.
