@@ -403,22 +403,40 @@ pub fn check_path(history: &History) -> Vec<Violation> {
     let records = Records::new(history);
     let history = &records;
     let leases = leases::lease_intervals(history);
-    let mut violations = Vec::new();
-    violations.extend(stale_write::check(history, &leases));
+    let mut violations = tokens_and_writes(history, &leases);
+    violations.extend(releases_and_mutations(history));
+    explain_all(history, &mut violations);
+    terminal_safe(&mut violations, &mut []);
+    violations
+}
+
+/// The path properties [`check_with`] runs before the timing ones: stale writes and tokens.
+fn tokens_and_writes(history: &Records, leases: &leases::Leases) -> Vec<Violation> {
+    let mut violations = stale_write::check(history, leases);
     violations.extend(stale_write_ops::check(history));
     violations.extend(tokens::check(history));
     violations.extend(presented::check(history));
-    violations.extend(release::check(history));
+    violations
+}
+
+/// The path properties [`check_with`] runs after the timing ones: releases and mutations.
+fn releases_and_mutations(history: &Records) -> Vec<Violation> {
+    let mut violations = release::check(history);
     violations.extend(mutation::check_unfenced(history));
     violations.extend(mutation::check_duplicates(history));
-    if !violations.is_empty() {
-        let graph = explain::CausalGraph::build(history);
-        for v in &mut violations {
-            v.chain = graph.chain(&v.witnesses);
-        }
-    }
-    terminal_safe(&mut violations, &mut []);
     violations
+}
+
+/// Each violation's causal chain. The graph costs as much as a check: built only when there
+/// is something to explain.
+fn explain_all(history: &Records, violations: &mut [Violation]) {
+    if violations.is_empty() {
+        return;
+    }
+    let graph = explain::CausalGraph::build(history);
+    for v in violations {
+        v.chain = graph.chain(&v.witnesses);
+    }
 }
 
 /// Run every check on `history`.
@@ -426,11 +444,7 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
     let records = Records::new(history);
     let history = &records;
     let leases = leases::lease_intervals(history);
-    let mut violations = Vec::new();
-    violations.extend(stale_write::check(history, &leases));
-    violations.extend(stale_write_ops::check(history));
-    violations.extend(tokens::check(history));
-    violations.extend(presented::check(history));
+    let mut violations = tokens_and_writes(history, &leases);
     // An untimed history (a `fencesim verify` schedule) orders its records but has no times,
     // so the checks that compare times have nothing to judge.
     let timed = !history.header.untimed;
@@ -443,21 +457,13 @@ pub fn check_with(history: &History, options: &CheckOptions) -> CheckResult {
             violations.extend(exclusion_ops::check(history));
         }
     }
-    violations.extend(release::check(history));
-    violations.extend(mutation::check_unfenced(history));
-    violations.extend(mutation::check_duplicates(history));
+    violations.extend(releases_and_mutations(history));
     let (not_linearizable, mut unknown) = linearizable::check(history, options);
     violations.extend(not_linearizable);
     if timed {
         violations.extend(progress::check(history));
     }
-    // The graph costs as much as a check: build it only when there is something to explain.
-    if !violations.is_empty() {
-        let graph = explain::CausalGraph::build(history);
-        for v in &mut violations {
-            v.chain = graph.chain(&v.witnesses);
-        }
-    }
+    explain_all(history, &mut violations);
     let mut not_checked = not_run(history, options);
     let lacking = not_checked
         .iter()
